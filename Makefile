@@ -1,0 +1,36 @@
+# Goldset. `make run` starts the demo; `make test` runs the whole suite.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install lint worker demo clean-demo
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Goldset needs $(PYTHON) on PATH (Python 3.11)."; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+# torch first, pinned: any other torch version pulls a multi-GB CUDA build.
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: export DEBUG ?= 1
+run: $(STAMP)
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py load_demo
+	$(BIN)/python manage.py runserver 127.0.0.1:8000
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+worker: $(STAMP)
+	$(BIN)/celery -A goldset worker --loglevel=INFO --concurrency=2

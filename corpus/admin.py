@@ -1,0 +1,89 @@
+from django.contrib import admin
+
+from corpus.models import (
+    AccessGroup,
+    Chunk,
+    ChunkingScheme,
+    Document,
+    DocumentVersion,
+    DuplicateGroup,
+    Job,
+    Membership,
+    Project,
+    Upload,
+)
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 1
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["slug", "name", "created_at"]
+    search_fields = ["slug", "name"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Membership)
+class MembershipAdmin(admin.ModelAdmin):
+    list_display = ["user", "project", "role"]
+    list_filter = ["role", "project"]
+    autocomplete_fields = ["user", "project"]
+
+
+@admin.register(AccessGroup)
+class AccessGroupAdmin(admin.ModelAdmin):
+    list_display = ["name", "project"]
+    list_filter = ["project"]
+    filter_horizontal = ["members"]
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ["doc_id", "title", "project", "latest_version", "duplicate_group"]
+    list_filter = ["project"]
+    search_fields = ["doc_id", "title"]
+    raw_id_fields = ["latest_version", "duplicate_group"]
+    filter_horizontal = ["access_groups"]
+
+
+@admin.register(DocumentVersion)
+class DocumentVersionAdmin(admin.ModelAdmin):
+    list_display = ["document", "version", "quality_flagged", "quality_accepted_at", "created_at"]
+    list_filter = ["quality_flagged"]
+    search_fields = ["document__doc_id"]
+    raw_id_fields = ["document", "quality_accepted_by"]
+    readonly_fields = ["text", "content_hash", "extraction"]
+
+
+@admin.register(DuplicateGroup)
+class DuplicateGroupAdmin(admin.ModelAdmin):
+    list_display = ["pk", "project", "representative"]
+    raw_id_fields = ["representative"]
+
+
+@admin.register(ChunkingScheme)
+class ChunkingSchemeAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "strategy", "unit", "size", "overlap"]
+
+
+@admin.register(Chunk)
+class ChunkAdmin(admin.ModelAdmin):
+    list_display = ["version", "scheme", "ordinal", "start", "end"]
+    raw_id_fields = ["version", "scheme"]
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = ["pk", "kind", "project", "state", "done", "total", "created_at"]
+    list_filter = ["state", "kind"]
+
+
+@admin.register(Upload)
+class UploadAdmin(admin.ModelAdmin):
+    list_display = ["name", "size", "job"]
+    exclude = ["content"]  # originals are never served back from the app's origin
+    readonly_fields = ["name", "size", "sha256", "job"]

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.template.defaultfilters import filesizeformat
+
+from corpus.chunking import ChunkingError, ChunkSpec
+from corpus.extraction import SUPPORTED_SUFFIXES
+from corpus.models import ChunkingScheme, ChunkingStrategy, ChunkUnit
+from corpus.sources import RECORD_SUFFIXES
+
+ACCEPTED_SUFFIXES = SUPPORTED_SUFFIXES + RECORD_SUFFIXES
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    widget = MultipleFileInput
+
+    def __init__(self, **kwargs):
+        # An empty file is reported by the import job with the other per-file problems.
+        super().__init__(allow_empty_file=True, **kwargs)
+
+    def clean(self, data, initial=None):
+        files = data if isinstance(data, list | tuple) else [data]
+        return [super(MultipleFileField, self).clean(f, initial) for f in files if f] or (
+            super().clean(None, initial)
+        )
+
+
+class UploadForm(forms.Form):
+    files = MultipleFileField(
+        help_text=f"{', '.join(ACCEPTED_SUFFIXES)}; up to "
+        f"{filesizeformat(settings.GOLDSET_MAX_UPLOAD_BYTES)} each."
+    )
+
+    def clean_files(self):
+        files = self.cleaned_data["files"]
+        if len(files) > settings.GOLDSET_MAX_UPLOAD_FILES:
+            raise forms.ValidationError(
+                f"At most {settings.GOLDSET_MAX_UPLOAD_FILES} files at once; "
+                f"you sent {len(files)}.",
+                code="too_large",
+            )
+        problems = []
+        for upload in files:
+            suffix = "." + upload.name.rsplit(".", 1)[-1].lower() if "." in upload.name else ""
+            if suffix not in ACCEPTED_SUFFIXES:
+                problems.append(
+                    forms.ValidationError(
+                        f"{upload.name}: {suffix or 'no extension'} is not supported "
+                        f"(use {', '.join(ACCEPTED_SUFFIXES)}).",
+                        code="unsupported",
+                    )
+                )
+            elif upload.size > settings.GOLDSET_MAX_UPLOAD_BYTES:
+                problems.append(
+                    forms.ValidationError(
+                        f"{upload.name} is {filesizeformat(upload.size)}, over the "
+                        f"{filesizeformat(settings.GOLDSET_MAX_UPLOAD_BYTES)} limit.",
+                        code="too_large",
+                    )
+                )
+        if problems:
+            raise forms.ValidationError(problems)
+        return files
+
+
+class ChunkingSchemeForm(forms.ModelForm):
+    class Meta:
+        model = ChunkingScheme
+        fields = ["name", "strategy", "unit", "size", "overlap"]
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.fields["strategy"].choices = ChunkingStrategy.choices
+        self.fields["unit"].choices = ChunkUnit.choices
+        if self.instance.pk:
+            self.fields["name"].disabled = True
+
+    def clean_name(self):
+        name = self.cleaned_data["name"]
+        taken = ChunkingScheme.objects.filter(project=self.project, name=name).exclude(
+            pk=self.instance.pk
+        )
+        if taken.exists():
+            raise forms.ValidationError("A chunking scheme with this name already exists.")
+        return name
+
+    def clean(self):
+        data = super().clean()
+        if {"strategy", "unit", "size", "overlap"} <= data.keys():
+            try:
+                ChunkSpec(
+                    strategy=data["strategy"],
+                    unit=data["unit"],
+                    size=data["size"],
+                    overlap=data["overlap"],
+                ).validate()
+            except ChunkingError as exc:
+                raise forms.ValidationError(str(exc))
+        return data

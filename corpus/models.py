@@ -1,0 +1,321 @@
+"""Projects, members, the versioned document corpus, chunking schemes and background jobs."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Exists, OuterRef, Q
+
+
+class Role(models.TextChoices):
+    LABELLER = "labeller", "Labeller"
+    LEAD = "lead", "Lead"
+    ADMIN = "admin", "Admin"
+
+
+# What each role may do; a role includes the rights of the roles before it.
+ROLE_RANK = {Role.LABELLER: 1, Role.LEAD: 2, Role.ADMIN: 3}
+
+
+class ProjectQuerySet(models.QuerySet):
+    def for_member(self, user) -> ProjectQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(memberships__user=user).distinct()
+
+
+class Project(models.Model):
+    slug = models.SlugField(max_length=60, unique=True)
+    name = models.CharField(max_length=200)
+    duplicate_threshold = models.FloatField(
+        default=0.9, help_text="Jaccard similarity above which documents are near-duplicates."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ProjectQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class MembershipQuerySet(models.QuerySet):
+    def role_of(self, *, user, project) -> str | None:
+        if not user.is_authenticated:
+            return None
+        return self.filter(user=user, project=project).values_list("role", flat=True).first()
+
+
+class Membership(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.LABELLER)
+
+    objects = MembershipQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="one_membership_per_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project} as {self.role}"
+
+    def allows(self, role: str) -> bool:
+        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
+
+
+class AccessGroup(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="access_groups")
+    name = models.CharField(max_length=100)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="access_groups"
+    )
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="unique_access_group_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class DuplicateGroup(models.Model):
+    """Near-duplicate documents; only the representative stays searchable."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="duplicate_groups")
+    representative = models.ForeignKey(
+        "Document", on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"duplicate group {self.pk}"
+
+
+class DocumentQuerySet(models.QuerySet):
+    def visible_to(self, user) -> DocumentQuerySet:
+        """Documents of the user's projects that no access group hides from them.
+
+        A restricted document (one with access groups) is visible only through membership of one
+        of its groups; nothing about it may reach anyone else, not even a count.
+        """
+        if not user.is_authenticated:
+            return self.none()
+        restricted = AccessGroup.objects.filter(documents=OuterRef("pk"))
+        allowed = AccessGroup.objects.filter(documents=OuterRef("pk"), members=user)
+        return self.filter(project__memberships__user=user).filter(
+            ~Exists(restricted) | Exists(allowed)
+        )
+
+    def searchable(self) -> DocumentQuerySet:
+        """Documents whose newest version may be retrieved.
+
+        Its quality is accepted and it is not a hidden near-duplicate.
+        """
+        return (
+            self.filter(latest_version__isnull=False)
+            .filter(
+                Q(latest_version__quality_flagged=False)
+                | Q(latest_version__quality_accepted_at__isnull=False)
+            )
+            .filter(
+                Q(duplicate_group__isnull=True) | Q(duplicate_group__representative=models.F("pk"))
+            )
+        )
+
+
+class Document(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="documents")
+    doc_id = models.CharField(max_length=255, help_text="Stable external identifier.")
+    title = models.CharField(max_length=500, blank=True)
+    access_groups = models.ManyToManyField(AccessGroup, blank=True, related_name="documents")
+    latest_version = models.ForeignKey(
+        "DocumentVersion", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    duplicate_group = models.ForeignKey(
+        DuplicateGroup, on_delete=models.SET_NULL, null=True, blank=True, related_name="documents"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = DocumentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["doc_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "doc_id"], name="unique_doc_id_in_project")
+        ]
+
+    def __str__(self) -> str:
+        return self.doc_id
+
+    @property
+    def is_restricted(self) -> bool:
+        return self.access_groups.exists()
+
+
+class DocumentVersion(models.Model):
+    """An immutable text snapshot; offsets everywhere refer to `text`."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    text = models.TextField()
+    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the stored text.")
+    source_name = models.CharField(max_length=500, blank=True)
+    source_modified_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    indexed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When an index last took this version in."
+    )
+    extraction = models.JSONField(default=dict, help_text="The extraction quality report.")
+    quality_flagged = models.BooleanField(default=False)
+    quality_accepted_at = models.DateTimeField(null=True, blank=True)
+    quality_accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    minhash = models.BinaryField(editable=False, default=b"")
+
+    class Meta:
+        ordering = ["document", "version"]
+        constraints = [
+            models.UniqueConstraint(fields=["document", "version"], name="unique_version_number")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document.doc_id} v{self.version}"
+
+    @property
+    def held_back(self) -> bool:
+        return self.quality_flagged and self.quality_accepted_at is None
+
+
+class ChunkingStrategy(models.TextChoices):
+    FIXED = "fixed", "Fixed size with overlap"
+    PARAGRAPH = "paragraph", "Paragraph-aware"
+    DOCUMENT = "document", "Whole document"
+
+
+class ChunkUnit(models.TextChoices):
+    WORDS = "words", "Words"
+    CHARS = "chars", "Characters"
+
+
+class ChunkingScheme(models.Model):
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="chunking_schemes")
+    name = models.SlugField(max_length=60)
+    strategy = models.CharField(max_length=16, choices=ChunkingStrategy.choices)
+    unit = models.CharField(max_length=8, choices=ChunkUnit.choices, default=ChunkUnit.WORDS)
+    size = models.PositiveIntegerField(default=200)
+    overlap = models.PositiveIntegerField(default=50)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="unique_scheme_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def describe(self) -> str:
+        if self.strategy == ChunkingStrategy.DOCUMENT:
+            return "whole document"
+        return f"{self.get_strategy_display()}, {self.size} {self.unit}, overlap {self.overlap}"
+
+
+class Chunk(models.Model):
+    """A derived passage of one version under one scheme. Never labelled directly."""
+
+    scheme = models.ForeignKey(ChunkingScheme, on_delete=models.CASCADE, related_name="chunks")
+    version = models.ForeignKey(DocumentVersion, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    text_hash = models.CharField(max_length=32, help_text="Hash of the passage text, for caches.")
+
+    class Meta:
+        ordering = ["version", "ordinal"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["scheme", "version", "ordinal"], name="unique_chunk_position"
+            ),
+            models.CheckConstraint(condition=Q(end__gt=models.F("start")), name="chunk_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version} [{self.start}:{self.end})"
+
+
+class JobState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+
+
+class JobQuerySet(models.QuerySet):
+    def unfinished(self) -> JobQuerySet:
+        return self.filter(state__in=[JobState.QUEUED, JobState.RUNNING])
+
+
+class Job(models.Model):
+    """Long work done by a worker; the browser polls it for progress."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=40)
+    description = models.CharField(max_length=300, blank=True)
+    params = models.JSONField(default=dict)
+    state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    message = models.TextField(blank=True)
+    errors = models.JSONField(default=list, help_text="Per-item problems: [{item, line, error}].")
+    result = models.JSONField(default=dict)
+    attempts = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} ({self.state})"
+
+    @property
+    def finished(self) -> bool:
+        return self.state in (JobState.SUCCEEDED, JobState.FAILED)
+
+    @property
+    def percent(self) -> int:
+        if self.finished:
+            return 100
+        return int(100 * self.done / self.total) if self.total else 0
+
+
+class Upload(models.Model):
+    """An uploaded original, kept in the database so any worker can read it.
+
+    Never served back from the app's origin.
+    """
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="uploads")
+    name = models.CharField(max_length=255)
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    content = models.BinaryField()
+
+    def __str__(self) -> str:
+        return self.name

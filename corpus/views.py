@@ -1,0 +1,267 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from corpus import services
+from corpus.access import project_access
+from corpus.forms import ChunkingSchemeForm, UploadForm
+from corpus.models import (
+    ChunkingScheme,
+    Document,
+    DocumentVersion,
+    DuplicateGroup,
+    Job,
+    Project,
+    Role,
+)
+
+DOCUMENTS_PER_PAGE = 50
+DOCUMENT_FILTERS = {
+    "all": Q(),
+    "flagged": Q(
+        latest_version__quality_flagged=True, latest_version__quality_accepted_at__isnull=True
+    ),
+    "duplicates": Q(duplicate_group__isnull=False),
+    "restricted": Q(access_groups__isnull=False),
+}
+
+
+@login_required
+@require_GET
+def list_projects(request: HttpRequest) -> HttpResponse:
+    projects = Project.objects.for_member(request.user).order_by("slug")
+    return render(request, "corpus/list_projects.html", {"projects": projects})
+
+
+@login_required
+@require_GET
+def show_project(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug)
+    documents = Document.objects.filter(project=access.project).visible_to(request.user)
+    context = {
+        "access": access,
+        "project": access.project,
+        "document_count": documents.count(),
+        "searchable_count": documents.searchable().count(),
+        "flagged_count": documents.filter(DOCUMENT_FILTERS["flagged"]).count(),
+        "schemes": access.project.chunking_schemes.annotate(chunk_count=Count("chunks")),
+        "jobs": access.project.jobs.all()[:5] if access.is_lead else [],
+    }
+    return render(request, "corpus/show_project.html", context)
+
+
+@login_required
+@require_GET
+def list_documents(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug)
+    shown = request.GET.get("show", "all")
+    if shown not in DOCUMENT_FILTERS:
+        shown = "all"
+    documents = (
+        Document.objects.filter(project=access.project)
+        .visible_to(request.user)
+        .filter(DOCUMENT_FILTERS[shown])
+        .select_related("latest_version", "duplicate_group")
+        .defer("latest_version__text", "latest_version__minhash")
+        .distinct()
+        .order_by("doc_id")
+    )
+    query = request.GET.get("q", "").strip()
+    if query:
+        documents = documents.filter(Q(doc_id__icontains=query) | Q(title__icontains=query))
+    page = Paginator(documents, DOCUMENTS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        "access": access,
+        "project": access.project,
+        "page": page,
+        "shown": shown,
+        "filters": list(DOCUMENT_FILTERS),
+        "query": query,
+    }
+    return render(request, "corpus/list_documents.html", context)
+
+
+@login_required
+@require_GET
+def show_document(request: HttpRequest, slug: str, document_id: int) -> HttpResponse:
+    access = project_access(request.user, slug)
+    document = get_object_or_404(
+        Document.objects.filter(project=access.project).visible_to(request.user).distinct(),
+        pk=document_id,
+    )
+    versions = document.versions.defer("text", "minhash").order_by("-version")
+    number = request.GET.get("version")
+    version = (
+        get_object_or_404(document.versions, version=number)
+        if number and number.isdigit()
+        else document.latest_version
+    )
+    duplicates = []
+    if document.duplicate_group_id:
+        duplicates = (
+            Document.objects.filter(duplicate_group_id=document.duplicate_group_id)
+            .visible_to(request.user)
+            .exclude(pk=document.pk)
+            .distinct()
+        )
+    context = {
+        "access": access,
+        "project": access.project,
+        "document": document,
+        "version": version,
+        "versions": versions,
+        "duplicates": duplicates,
+        "searchable": Document.objects.filter(pk=document.pk).searchable().exists(),
+        "groups": document.access_groups.all(),
+    }
+    return render(request, "corpus/show_document.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def upload_documents(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    form = UploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        job = services.start_upload_import(
+            project=access.project, files=form.cleaned_data["files"], user=request.user
+        )
+        return redirect("corpus:show-job", slug=slug, job_id=job.pk)
+    status = 200
+    if form.errors:
+        status = 413 if form.has_error("files", code="too_large") else 400
+    return render(
+        request,
+        "corpus/upload_documents.html",
+        {"access": access, "project": access.project, "form": form},
+        status=status,
+    )
+
+
+@login_required
+@require_POST
+def accept_quality(request: HttpRequest, slug: str, document_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.ADMIN)
+    document = get_object_or_404(
+        Document.objects.filter(project=access.project).visible_to(request.user).distinct(),
+        pk=document_id,
+    )
+    version = get_object_or_404(DocumentVersion, pk=document.latest_version_id)
+    try:
+        services.accept_quality(version=version, user=request.user)
+        messages.success(request, f"{document.doc_id} v{version.version} is now searchable.")
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+    return redirect("corpus:show-document", slug=slug, document_id=document.pk)
+
+
+@login_required
+@require_GET
+def list_duplicates(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug)
+    visible = Document.objects.filter(project=access.project).visible_to(request.user).distinct()
+    groups = []
+    for group in DuplicateGroup.objects.filter(project=access.project).order_by("pk"):
+        members = list(
+            visible.filter(duplicate_group=group)
+            .select_related("latest_version")
+            .defer("latest_version__text", "latest_version__minhash")
+        )
+        if len(members) >= 2:  # a group half-hidden by access groups would leak its hidden member
+            groups.append({"group": group, "members": members})
+    return render(
+        request,
+        "corpus/list_duplicates.html",
+        {"access": access, "project": access.project, "groups": groups},
+    )
+
+
+@login_required
+@require_POST
+def choose_representative(request: HttpRequest, slug: str, group_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.ADMIN)
+    group = get_object_or_404(DuplicateGroup, project=access.project, pk=group_id)
+    document = get_object_or_404(
+        Document.objects.filter(project=access.project).visible_to(request.user).distinct(),
+        pk=request.POST.get("document", 0)
+        if str(request.POST.get("document", "")).isdigit()
+        else 0,
+    )
+    try:
+        services.choose_representative(group=group, document=document)
+        messages.success(request, f"{document.doc_id} is now the searchable copy.")
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+    return redirect("corpus:list-duplicates", slug=slug)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def list_chunking(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug)
+    form = None
+    if access.is_lead:
+        form = ChunkingSchemeForm(request.POST or None, project=access.project)
+        if request.method == "POST" and form.is_valid():
+            scheme = services.add_chunking_scheme(project=access.project, **form.cleaned_data)
+            job = services.start_chunking(scheme=scheme, user=request.user)
+            messages.success(request, f"Chunking scheme {scheme.name} added; chunking has started.")
+            return redirect("corpus:show-job", slug=slug, job_id=job.pk)
+    elif request.method == "POST":
+        project_access(request.user, slug, role=Role.LEAD)
+    schemes = access.project.chunking_schemes.annotate(chunk_count=Count("chunks"))
+    return render(
+        request,
+        "corpus/list_chunking.html",
+        {"access": access, "project": access.project, "schemes": schemes, "form": form},
+        status=400 if form is not None and form.errors else 200,
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def edit_chunking(request: HttpRequest, slug: str, scheme_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    scheme = get_object_or_404(ChunkingScheme, project=access.project, pk=scheme_id)
+    form = ChunkingSchemeForm(request.POST or None, instance=scheme, project=access.project)
+    if request.method == "POST" and form.is_valid():
+        data = {k: form.cleaned_data[k] for k in ("strategy", "unit", "size", "overlap")}
+        scheme = services.change_chunking_scheme(
+            scheme=ChunkingScheme.objects.get(pk=scheme.pk), **data
+        )
+        job = services.start_chunking(scheme=scheme, user=request.user)
+        messages.success(request, f"{scheme.name} changed; its chunks are being cut again.")
+        return redirect("corpus:show-job", slug=slug, job_id=job.pk)
+    return render(
+        request,
+        "corpus/edit_chunking.html",
+        {"access": access, "project": access.project, "scheme": scheme, "form": form},
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_GET
+def list_jobs(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    jobs = Paginator(access.project.jobs.defer("errors"), 50).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "corpus/list_jobs.html",
+        {"access": access, "project": access.project, "page": jobs},
+    )
+
+
+@login_required
+@require_GET
+def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    job = get_object_or_404(Job, project=access.project, pk=job_id)
+    template = "corpus/show_job.html#progress" if request.htmx else "corpus/show_job.html"
+    return render(request, template, {"access": access, "project": access.project, "job": job})

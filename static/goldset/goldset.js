@@ -1,0 +1,1 @@
+// Goldset's small amount of page behaviour; htmx does the rest.

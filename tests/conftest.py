@@ -1,0 +1,126 @@
+"""Shared fixtures. With REDIS_URL set (CI), tasks go through Redis to a real Celery worker that
+this file starts on the test database; without it, tasks run in-process (the quickstart default).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from tests.factories import MembershipFactory, ProjectFactory, UserFactory
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def pytest_sessionstart(session):
+    if os.environ.get("GOLDSET_REQUIRE_SERVICES") != "1":
+        return
+    # CI must exercise the real services: fail, never skip, when one is missing.
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        pytest.exit("GOLDSET_REQUIRE_SERVICES=1 but DATABASE_URL is not PostgreSQL", returncode=3)
+    if not settings.REDIS_URL:
+        pytest.exit("GOLDSET_REQUIRE_SERVICES=1 but REDIS_URL is not set", returncode=3)
+    import redis
+
+    try:
+        redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=3).ping()
+    except redis.RedisError as exc:
+        pytest.exit(f"Redis at {settings.REDIS_URL} is unreachable: {exc}", returncode=3)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """A real `celery worker` on the test database, for tests that go through the queue."""
+    if not settings.REDIS_URL:
+        yield None
+        return
+    from django.db import connection
+
+    from goldset.celery import app
+
+    db = connection.settings_dict
+    url = (
+        f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+        if db["ENGINE"].endswith("postgresql")
+        else None
+    )
+    if url is None:
+        pytest.fail("A real worker needs PostgreSQL: set DATABASE_URL as well as REDIS_URL.")
+    app.control.purge()
+    log = open(REPO / ".pytest_cache" / "celery-worker.log", "w")  # noqa: SIM115 - closed below
+    env = {**os.environ, "DATABASE_URL": url, "DB_CONN_MAX_AGE": "0"}
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "goldset",
+            "worker",
+            "--loglevel=INFO",
+            "--concurrency=1",
+            "--pool=prefork",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if worker.poll() is not None:
+            pytest.fail(f"The Celery worker exited at start; see {log.name}")
+        if app.control.ping(timeout=1):
+            break
+    else:
+        worker.kill()
+        pytest.fail(f"The Celery worker did not answer within 60 s; see {log.name}")
+    yield worker
+    worker.terminate()
+    try:
+        worker.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+    log.close()
+
+
+@pytest.fixture
+def worker(celery_worker_process, transactional_db):
+    """For tests whose jobs must really travel through the queue (committed rows, real worker)."""
+    return celery_worker_process
+
+
+def wait_for_job(job, timeout: float = 60.0):
+    """Poll a Job row until it finishes, as the browser does."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job.refresh_from_db()
+        if job.finished:
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"job {job.pk} still {job.state} after {timeout} s: {job.message}")
+
+
+@pytest.fixture
+def project(db):
+    return ProjectFactory()
+
+
+@pytest.fixture
+def member(project):
+    """Make a user with a role in `project`: member("lead")."""
+
+    def make(role: str = "labeller", **user_fields):
+        user = UserFactory(**user_fields)
+        MembershipFactory(project=project, user=user, role=role)
+        return user
+
+    return make
