@@ -35,7 +35,7 @@ def pytest_sessionstart(session):
 
 
 @pytest.fixture(scope="session")
-def celery_worker_process(django_db_setup, django_db_blocker):
+def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
     """A real `celery worker` on the test database, for tests that go through the queue."""
     if not settings.REDIS_URL:
         yield None
@@ -53,7 +53,7 @@ def celery_worker_process(django_db_setup, django_db_blocker):
     if url is None:
         pytest.fail("A real worker needs PostgreSQL: set DATABASE_URL as well as REDIS_URL.")
     app.control.purge()
-    log = open(REPO / ".pytest_cache" / "celery-worker.log", "w")  # noqa: SIM115 - closed below
+    log = open(tmp_path_factory.mktemp("celery") / "worker.log", "w")  # noqa: SIM115 - closed below
     env = {**os.environ, "DATABASE_URL": url, "DB_CONN_MAX_AGE": "0"}
     worker = subprocess.Popen(
         [
