@@ -1,0 +1,148 @@
+"""Time evaluation/metrics.py against pytrec_eval on the same document-level data.
+
+10,000 generated questions x 100 ranked documents; recall@10, ndcg_cut_10 (linear gain, as
+trec_eval) and recip_rank. Both sides get their input as in-memory objects; the figures include
+each side's own preparation of the judgments (pytrec_eval's RelevanceEvaluator, our compile step)
+and, separately, building our Gold/Run objects from the same dicts pytrec_eval receives.
+
+    .venv/bin/python benchmarks/evaluate.py [--questions 10000] [--depth 100] [--repeats 3]
+
+Target: our time at most 2x pytrec_eval's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import pytrec_eval
+
+from evaluation.gold import Gold, GoldQuestion, GoldSpan, Passage
+from evaluation.metrics import MetricOptions, evaluate_run
+from evaluation.runs import Ranking, Run, load_run
+
+JUDGED_PER_QUESTION = 30
+CORPUS_SIZE = 1_000_000
+
+
+def generate(
+    *, questions: int, depth: int, seed: int
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """qrels and run in pytrec_eval's shape; every score distinct, so both sides rank alike."""
+    rng = random.Random(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for number in range(questions):
+        question_id = f"q{number}"
+        judged = rng.sample(range(CORPUS_SIZE), JUDGED_PER_QUESTION)
+        # About a third judged not relevant, the rest graded 1 or 2, and at least one relevant.
+        grades = {f"d{doc}": rng.choice((0, 1, 1, 2)) for doc in judged}
+        grades[f"d{judged[0]}"] = 2
+        qrels[question_id] = grades
+        # A ranking mixing some judged documents into unjudged ones.
+        ranked = rng.sample(judged, 12) + rng.sample(range(CORPUS_SIZE), depth - 12)
+        rng.shuffle(ranked)
+        run[question_id] = {f"d{doc}": float(depth - rank) for rank, doc in enumerate(ranked)}
+    return qrels, run
+
+
+def to_gold_and_run(
+    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
+) -> tuple[Gold, Run]:
+    questions = {}
+    for question_id, grades in qrels.items():
+        spans = tuple(
+            GoldSpan(doc_id=doc_id, start=None, end=None, grade=grade)
+            for doc_id, grade in grades.items()
+            if grade >= 1
+        )
+        questions[question_id] = GoldQuestion(
+            question_id=question_id,
+            question="",
+            answerable=bool(spans),
+            spans=spans,
+            judged=tuple(Passage(doc_id) for doc_id in grades),
+        )
+    ours = Run(name="bench")
+    for question_id, scores in run.items():
+        ranked = sorted(scores, key=scores.__getitem__, reverse=True)
+        ours.rankings[question_id] = Ranking(passages=[Passage(doc_id) for doc_id in ranked])
+    return Gold(questions=questions), ours
+
+
+def best_of(repeats: int, action):
+    best = float("inf")
+    result = None
+    for _ in range(repeats):
+        started = time.perf_counter()
+        result = action()
+        best = min(best, time.perf_counter() - started)
+    return best, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--questions", type=int, default=10_000)
+    parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--repeats", type=int, default=3)
+    arguments = parser.parse_args()
+
+    qrels, run = generate(questions=arguments.questions, depth=arguments.depth, seed=7)
+    measures = {"recall_10", "ndcg_cut_10", "recip_rank"}
+
+    def with_pytrec_eval():
+        return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+
+    # Only the metrics pytrec_eval computes here, and with the same settings: linear gain and no
+    # reciprocal-rank cut-off inside the ranking depth.
+    options = MetricOptions(ks=(10,), gain="linear", mrr_cutoff=arguments.depth)
+    default_options = MetricOptions()
+    gold, ours = to_gold_and_run(qrels, run)
+
+    pytrec_time, reference = best_of(arguments.repeats, with_pytrec_eval)
+    convert_time, _ = best_of(arguments.repeats, lambda: to_gold_and_run(qrels, run))
+    ours_time, evaluation = best_of(
+        arguments.repeats, lambda: evaluate_run(gold=gold, run=ours, options=options)
+    )
+    full_time, _ = best_of(
+        arguments.repeats, lambda: evaluate_run(gold=gold, run=ours, options=default_options)
+    )
+
+    with tempfile.TemporaryDirectory() as folder:
+        trec_path = Path(folder) / "run.trec"
+        with trec_path.open("w") as handle:
+            for question_id, scores in run.items():
+                for rank, (doc_id, score) in enumerate(scores.items(), start=1):
+                    handle.write(f"{question_id} Q0 {doc_id} {rank} {score} bench\n")
+        load_time, _ = best_of(1, lambda: load_run(trec_path))
+
+    worst = 0.0
+    for question_id, values in reference.items():
+        mine = evaluation.per_question[question_id]
+        worst = max(
+            worst,
+            abs(values["recall_10"] - mine["recall@10"]),
+            abs(values["ndcg_cut_10"] - mine["ndcg@10"]),
+            abs(values["recip_rank"] - mine[f"mrr@{arguments.depth}"]),
+        )
+
+    print(f"data: {arguments.questions} questions x {arguments.depth} results, document level")
+    print(f"largest per-question difference from pytrec_eval: {worst:.2e}")
+    print(f"pytrec_eval (evaluator + evaluate): {pytrec_time:.3f} s")
+    print(f"ours, evaluate_run (same 3 metrics): {ours_time:.3f} s")
+    print(f"ours, building Gold/Run from the dicts: {convert_time:.3f} s")
+    print(f"ours, default options (17 metrics, depth 10): {full_time:.3f} s")
+    print(f"ours, load_run of the same run as a TREC file: {load_time:.3f} s")
+    ratio = ours_time / pytrec_time
+    print(f"ratio evaluate_run / pytrec_eval: {ratio:.2f}x (target <= 2x)")
+    print(
+        "ratio (build from dicts + evaluate_run) / pytrec_eval: "
+        f"{(convert_time + ours_time) / pytrec_time:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()

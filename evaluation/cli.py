@@ -1,0 +1,223 @@
+"""``python -m evaluation evaluate``: score runs against a gold set, usable as a CI gate.
+
+Exit status: 0 when all is well, 1 when a run misses a ``--fail-under`` bar, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from evaluation.compare import PERMUTATIONS, compare_runs
+from evaluation.gold import EvaluationInputError, Gold, load_gold
+from evaluation.metrics import MetricOptions, RunEvaluation, evaluate_run
+from evaluation.report import FORMATS, build_report, render
+from evaluation.runs import Run, check_run_against_gold, load_run
+
+EXIT_OK = 0
+EXIT_BELOW_BAR = 1
+EXIT_BAD_INPUT = 2
+
+
+class UsageError(Exception):
+    """A command-line value that cannot be used."""
+
+
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    if not ks or any(k < 1 for k in ks):
+        raise argparse.ArgumentTypeError("every k must be a positive integer")
+    return ks
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m evaluation",
+        description="Score retrieval runs against a Goldset gold set (span-based metrics).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="score runs against a gold set",
+        description="Exit status: 0 ok, 1 a --fail-under bar was missed, 2 bad input.",
+    )
+    evaluate.add_argument(
+        "--gold",
+        required=True,
+        type=Path,
+        help="a bundle folder, a gold JSONL file, or a TREC/BEIR qrels file (document level)",
+    )
+    evaluate.add_argument(
+        "--run",
+        dest="runs",
+        action="append",
+        default=[],
+        metavar="[NAME=]PATH",
+        help="a JSONL or TREC run; repeat for several runs (name defaults to the file stem)",
+    )
+    evaluate.add_argument(
+        "--k", type=_ks, default=(1, 3, 5, 10), help="cut-offs (default 1,3,5,10)"
+    )
+    evaluate.add_argument("--gain", choices=("exp", "linear"), default="exp")
+    evaluate.add_argument(
+        "--threshold", type=_positive, default=1, help="lowest grade that counts as relevant"
+    )
+    evaluate.add_argument("--mrr-cutoff", type=_positive, default=10)
+    evaluate.add_argument(
+        "--min-overlap",
+        type=_positive,
+        default=1,
+        help="characters a passage must share with a span",
+    )
+    evaluate.add_argument("--per-question", action="store_true")
+    evaluate.add_argument("--format", choices=FORMATS, default="json", dest="output_format")
+    evaluate.add_argument(
+        "--fail-under",
+        action="append",
+        default=[],
+        metavar="METRIC=VALUE",
+        help="exit 1 when a run's metric is below VALUE (e.g. ndcg@10=0.6); repeatable",
+    )
+    evaluate.add_argument(
+        "--no-baseline", action="store_true", help="skip the BM25 baseline over corpus.jsonl"
+    )
+    evaluate.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
+    return parser
+
+
+def _run_arguments(values: list[str]) -> list[tuple[str, Path]]:
+    runs: list[tuple[str, Path]] = []
+    for value in values:
+        name, separator, rest = value.partition("=")
+        # "NAME=PATH", unless the whole value is itself an existing file with "=" in its name.
+        if separator and name and "/" not in name and not Path(value).exists():
+            runs.append((name, Path(rest)))
+        else:
+            runs.append((Path(value).stem, Path(value)))
+    names = [name for name, _ in runs]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise UsageError(f"two runs are named {duplicates[0]!r}; name them with --run NAME=PATH")
+    return runs
+
+
+def _bars(values: list[str], *, metric_names: list[str]) -> dict[str, float]:
+    bars: dict[str, float] = {}
+    for value in values:
+        metric, separator, number = value.partition("=")
+        metric = metric.strip()
+        if not separator:
+            raise UsageError(f"--fail-under expects METRIC=VALUE, got {value!r}")
+        if metric not in metric_names:
+            raise UsageError(
+                f"--fail-under: unknown metric {metric!r}; available with these options: "
+                + ", ".join(metric_names)
+            )
+        try:
+            bars[metric] = float(number)
+        except ValueError:
+            raise UsageError(f"--fail-under: {number!r} is not a number (in {value!r})")
+    return bars
+
+
+def _missed_bars(
+    evaluations: dict[str, RunEvaluation], bars: dict[str, float], *, skip: set[str]
+) -> list[str]:
+    misses = []
+    for name, evaluation in evaluations.items():
+        if name in skip:
+            continue
+        for metric, bar in bars.items():
+            value = evaluation.metrics[metric]
+            if value is None:
+                misses.append(f"{name}: {metric} has no value (no answerable question), bar {bar}")
+            elif value < bar:
+                misses.append(f"{name}: {metric} = {value:.4f} is below {bar}")
+    return misses
+
+
+def _warn_unanchored(gold: Gold) -> None:
+    for item in gold.unanchored:
+        span = item.span
+        print(
+            f"warning: question {item.question_id!r}: span [{span.start}, {span.end}) of "
+            f"{span.doc_id!r} version {span.version} could not be re-anchored in version "
+            f"{item.corpus_version}; it counts as relevant but no passage can reach it",
+            file=sys.stderr,
+        )
+
+
+def evaluate_command(arguments: argparse.Namespace) -> int:
+    try:
+        options = MetricOptions(
+            ks=arguments.k,
+            gain=arguments.gain,
+            threshold=arguments.threshold,
+            mrr_cutoff=arguments.mrr_cutoff,
+            min_overlap=arguments.min_overlap,
+        )
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    metric_names = options.metric_names()
+    bars = _bars(arguments.fail_under, metric_names=metric_names)
+    run_arguments = _run_arguments(arguments.runs)
+    if not run_arguments and arguments.no_baseline:
+        raise UsageError("nothing to score: give at least one --run")
+
+    gold = load_gold(arguments.gold)
+    _warn_unanchored(gold)
+    runs: list[Run] = []
+    for name, path in run_arguments:
+        run = load_run(path, name=name)
+        check_run_against_gold(run, gold)
+        runs.append(run)
+    baseline_names: set[str] = set()
+    if gold.corpus and not arguments.no_baseline:
+        # Imported here: only a bundle with a corpus needs the BM25 machinery.
+        from evaluation.baseline import BASELINE_NAME, bm25_baseline_run
+
+        if any(run.name == BASELINE_NAME for run in runs):
+            raise UsageError(f"the run name {BASELINE_NAME!r} is taken by the baseline")
+        runs.append(bm25_baseline_run(gold=gold, depth=options.depth))
+        baseline_names.add(BASELINE_NAME)
+    if not runs:
+        raise UsageError("nothing to score: give at least one --run (or a bundle with a corpus)")
+
+    evaluations = {run.name: evaluate_run(gold=gold, run=run, options=options) for run in runs}
+    comparisons = compare_runs(
+        evaluations, metric_names=metric_names, permutations=PERMUTATIONS, seed=arguments.seed
+    )
+    report = build_report(evaluations, comparisons, per_question=arguments.per_question)
+    sys.stdout.write(render(report, output_format=arguments.output_format))
+
+    misses = _missed_bars(evaluations, bars, skip=baseline_names)
+    for miss in misses:
+        print(f"below bar: {miss}", file=sys.stderr)
+    return EXIT_BELOW_BAR if misses else EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = build_parser().parse_args(argv)
+    try:
+        return evaluate_command(arguments)
+    except (EvaluationInputError, UsageError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except OSError as error:
+        print(f"error: cannot read {error.filename or ''}: {error.strerror}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -1,0 +1,468 @@
+"""Load a gold set: an exported bundle folder, a gold JSONL file, or document-level qrels.
+
+Everything here is plain Python so RAG teams can score runs in their own CI without Django.
+Offsets are Python ``str`` indices into a document version's text, half-open ``[start, end)``;
+a span without offsets covers the whole document (document-level relevance).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, NamedTuple
+
+GOLD_FILE = "gold.jsonl"
+CORPUS_FILE = "corpus.jsonl"
+MANIFEST_FILE = "manifest.json"
+
+# A fuzzy re-anchoring below this similarity is more likely a different passage than an edited one.
+FUZZY_MIN_RATIO = 0.9
+
+
+class EvaluationInputError(Exception):
+    """A gold or run file that cannot be used, with the place to look at."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None, line: int | None = None):
+        self.message = message
+        self.path = path
+        self.line = line
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+
+
+class GoldFormatError(EvaluationInputError):
+    """The gold set is malformed or inconsistent."""
+
+
+class Passage(NamedTuple):
+    """A stretch of one document; ``start``/``end`` of None mean the whole document."""
+
+    doc_id: str
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GoldSpan:
+    doc_id: str
+    start: int | None
+    end: int | None
+    grade: int
+    version: int | None = None
+    quote: str | None = None
+
+    @property
+    def whole_document(self) -> bool:
+        return self.start is None
+
+
+@dataclass(frozen=True, slots=True)
+class GoldQuestion:
+    question_id: str
+    question: str
+    answerable: bool
+    spans: tuple[GoldSpan, ...]
+    # Passages labellers looked at (the pool); gold spans count as judged too.
+    judged: tuple[Passage, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusDocument:
+    doc_id: str
+    version: int | None
+    title: str
+    text: str
+    access_groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UnanchoredSpan:
+    """A span whose quote was not found in the newer version of its document."""
+
+    question_id: str
+    span: GoldSpan
+    corpus_version: int | None
+
+
+@dataclass(slots=True)
+class Gold:
+    questions: dict[str, GoldQuestion]
+    # Newest version of each document, when the bundle carries corpus.jsonl.
+    corpus: dict[str, CorpusDocument] | None = None
+    manifest: dict[str, Any] | None = None
+    unanchored: list[UnanchoredSpan] = field(default_factory=list)
+    source: Path | None = None
+
+
+def load_gold(path: Path | str) -> Gold:
+    """Load a bundle folder, a gold JSONL file or a TREC/BEIR qrels file."""
+    path = Path(path)
+    if path.is_dir():
+        return _load_bundle(path)
+    if not path.is_file():
+        raise GoldFormatError("no such file or folder", path=path)
+    first = _first_content_line(path)
+    if first is not None and first.lstrip().startswith("{"):
+        return Gold(questions=_load_gold_jsonl(path), source=path)
+    return Gold(questions=load_qrels(path), source=path)
+
+
+def _load_bundle(folder: Path) -> Gold:
+    gold_path = folder / GOLD_FILE
+    if not gold_path.is_file():
+        raise GoldFormatError(f"the bundle folder has no {GOLD_FILE}", path=folder)
+    questions = _load_gold_jsonl(gold_path)
+    manifest = None
+    manifest_path = folder / MANIFEST_FILE
+    if manifest_path.is_file():
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise GoldFormatError(f"not valid JSON ({error})", path=manifest_path) from None
+    gold = Gold(questions=questions, manifest=manifest, source=folder)
+    corpus_path = folder / CORPUS_FILE
+    if corpus_path.is_file():
+        versions = load_corpus_versions(corpus_path)
+        _check_span_offsets(questions, versions, gold_path=gold_path)
+        gold.corpus = {doc_id: by_version[-1] for doc_id, by_version in versions.items()}
+        gold.questions, gold.unanchored = _reanchor_to_newest(questions, gold.corpus)
+    return gold
+
+
+# --- reading lines ------------------------------------------------------------------------------
+
+
+def _first_content_line(path: Path) -> str | None:
+    for _, line in _lines(path):
+        return line
+    return None
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Non-blank, non-comment lines with their 1-based numbers."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                stripped = line.strip()
+                if stripped and not stripped.startswith("#"):
+                    yield number, line.rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise GoldFormatError("not UTF-8 text", path=path) from None
+
+
+def _json_object(path: Path, number: int, line: str, error: type[EvaluationInputError]) -> dict:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise error(f"not valid JSON ({exc.msg})", path=path, line=number) from None
+    if not isinstance(record, dict):
+        raise error("expected a JSON object", path=path, line=number)
+    return record
+
+
+def read_offsets(
+    record: dict, *, path: Path, line: int, error: type[EvaluationInputError]
+) -> tuple[int | None, int | None]:
+    """``start``/``end`` of a span or passage: both absent (whole document) or a valid range."""
+    start, end = record.get("start"), record.get("end")
+    if start is None and end is None:
+        return None, None
+    if start is None or end is None:
+        raise error("give both start and end, or neither", path=path, line=line)
+    if not _is_int(start) or not _is_int(end):
+        raise error("start and end must be integers", path=path, line=line)
+    if not 0 <= start < end:
+        raise error(f"empty or negative range [{start}, {end})", path=path, line=line)
+    return start, end
+
+
+def read_doc_id(record: dict, *, path: Path, line: int, error: type[EvaluationInputError]) -> str:
+    doc_id = record.get("doc_id")
+    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+        doc_id = str(doc_id)
+    if not isinstance(doc_id, str) or not doc_id:
+        raise error("doc_id must be a non-empty string", path=path, line=line)
+    return doc_id
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# --- gold JSONL ---------------------------------------------------------------------------------
+
+
+def _load_gold_jsonl(path: Path) -> dict[str, GoldQuestion]:
+    questions: dict[str, GoldQuestion] = {}
+    first_line: dict[str, int] = {}
+    for number, line in _lines(path):
+        record = _json_object(path, number, line, GoldFormatError)
+        question = _parse_question(record, path=path, line=number)
+        if question.question_id in questions:
+            raise GoldFormatError(
+                f"question {question.question_id!r} already given on line "
+                f"{first_line[question.question_id]}",
+                path=path,
+                line=number,
+            )
+        questions[question.question_id] = question
+        first_line[question.question_id] = number
+    return questions
+
+
+def _parse_question(record: dict, *, path: Path, line: int) -> GoldQuestion:
+    question_id = record.get("question_id")
+    if _is_int(question_id):
+        question_id = str(question_id)
+    if not isinstance(question_id, str) or not question_id:
+        raise GoldFormatError("question_id must be a non-empty string", path=path, line=line)
+    text = record.get("question", "")
+    if not isinstance(text, str):
+        raise GoldFormatError("question must be a string", path=path, line=line)
+    raw_spans = record.get("spans", [])
+    raw_judged = record.get("judged", [])
+    if not isinstance(raw_spans, list) or not isinstance(raw_judged, list):
+        raise GoldFormatError("spans and judged must be lists", path=path, line=line)
+    spans = tuple(_parse_span(item, path=path, line=line) for item in raw_spans)
+    judged = tuple(_parse_judged(item, path=path, line=line) for item in raw_judged)
+    has_relevant = any(span.grade >= 1 for span in spans)
+    answerable = record.get("answerable", has_relevant)
+    if not isinstance(answerable, bool):
+        raise GoldFormatError("answerable must be true or false", path=path, line=line)
+    if not answerable and has_relevant:
+        raise GoldFormatError(
+            f"question {question_id!r} is marked unanswerable but has spans of grade >= 1",
+            path=path,
+            line=line,
+        )
+    return GoldQuestion(
+        question_id=question_id, question=text, answerable=answerable, spans=spans, judged=judged
+    )
+
+
+def _parse_span(item: Any, *, path: Path, line: int) -> GoldSpan:
+    if not isinstance(item, dict):
+        raise GoldFormatError("each span must be a JSON object", path=path, line=line)
+    doc_id = read_doc_id(item, path=path, line=line, error=GoldFormatError)
+    start, end = read_offsets(item, path=path, line=line, error=GoldFormatError)
+    grade = item.get("grade")
+    if not _is_int(grade):
+        raise GoldFormatError("span grade must be an integer", path=path, line=line)
+    version = item.get("version")
+    if version is not None and not _is_int(version):
+        raise GoldFormatError("span version must be an integer", path=path, line=line)
+    quote = item.get("quote")
+    if quote is not None and not isinstance(quote, str):
+        raise GoldFormatError("span quote must be a string", path=path, line=line)
+    return GoldSpan(
+        doc_id=doc_id, start=start, end=end, grade=grade, version=version, quote=quote or None
+    )
+
+
+def _parse_judged(item: Any, *, path: Path, line: int) -> Passage:
+    if not isinstance(item, dict):
+        raise GoldFormatError("each judged passage must be a JSON object", path=path, line=line)
+    doc_id = read_doc_id(item, path=path, line=line, error=GoldFormatError)
+    start, end = read_offsets(item, path=path, line=line, error=GoldFormatError)
+    return Passage(doc_id, start, end)
+
+
+# --- qrels --------------------------------------------------------------------------------------
+
+
+def load_qrels(path: Path | str) -> dict[str, GoldQuestion]:
+    """Document-level judgments: TREC ``qid 0 docid grade`` or BEIR TSV with a header.
+
+    Every row is a judged document; rows with grade >= 1 become whole-document spans.
+    """
+    path = Path(path)
+    spans: dict[str, list[GoldSpan]] = {}
+    judged: dict[str, list[Passage]] = {}
+    for number, line in _lines(path):
+        fields = line.split()
+        if len(fields) == 3 and not _looks_like_int(fields[2]) and not spans and not judged:
+            continue  # the BEIR header "query-id corpus-id score"
+        if len(fields) == 4:
+            question_id, _, doc_id, grade_text = fields
+        elif len(fields) == 3:
+            question_id, doc_id, grade_text = fields
+        else:
+            raise GoldFormatError(
+                "expected 'qid 0 docid grade' (TREC) or 'query-id<TAB>corpus-id<TAB>score' (BEIR)",
+                path=path,
+                line=number,
+            )
+        if not _looks_like_int(grade_text):
+            raise GoldFormatError(f"grade {grade_text!r} is not an integer", path=path, line=number)
+        grade = int(grade_text)
+        judged.setdefault(question_id, []).append(Passage(doc_id))
+        question_spans = spans.setdefault(question_id, [])
+        if grade >= 1:
+            question_spans.append(GoldSpan(doc_id=doc_id, start=None, end=None, grade=grade))
+    if not judged:
+        raise GoldFormatError("no judgments found", path=path)
+    return {
+        question_id: GoldQuestion(
+            question_id=question_id,
+            question="",
+            answerable=bool(spans[question_id]),
+            spans=tuple(spans[question_id]),
+            judged=tuple(judged[question_id]),
+        )
+        for question_id in judged
+    }
+
+
+def _looks_like_int(text: str) -> bool:
+    return text.lstrip("+-").isdigit()
+
+
+# --- corpus and re-anchoring --------------------------------------------------------------------
+
+
+def load_corpus_versions(path: Path) -> dict[str, list[CorpusDocument]]:
+    """Every document version in corpus.jsonl, oldest first per doc_id."""
+    versions: dict[str, list[CorpusDocument]] = {}
+    for number, line in _lines(path):
+        record = _json_object(path, number, line, GoldFormatError)
+        doc_id = read_doc_id(record, path=path, line=number, error=GoldFormatError)
+        text = record.get("text")
+        if not isinstance(text, str):
+            raise GoldFormatError("text must be a string", path=path, line=number)
+        version = record.get("version")
+        if version is not None and not _is_int(version):
+            raise GoldFormatError("version must be an integer", path=path, line=number)
+        title = record.get("title") or ""
+        groups = record.get("access_groups") or []
+        if not isinstance(title, str) or not isinstance(groups, list):
+            raise GoldFormatError(
+                "title must be a string, access_groups a list", path=path, line=number
+            )
+        versions.setdefault(doc_id, []).append(
+            CorpusDocument(
+                doc_id=doc_id,
+                version=version,
+                title=title,
+                text=text,
+                access_groups=tuple(str(group) for group in groups),
+            )
+        )
+    for by_version in versions.values():
+        by_version.sort(key=lambda document: -1 if document.version is None else document.version)
+    return versions
+
+
+def _check_span_offsets(
+    questions: dict[str, GoldQuestion],
+    versions: dict[str, list[CorpusDocument]],
+    *,
+    gold_path: Path,
+) -> None:
+    """Every span must point at a document in the corpus and stay inside the version it names."""
+    for question in questions.values():
+        for span in question.spans:
+            by_version = versions.get(span.doc_id)
+            if by_version is None:
+                raise GoldFormatError(
+                    f"question {question.question_id!r}: span points at document "
+                    f"{span.doc_id!r}, which is not in {CORPUS_FILE}",
+                    path=gold_path,
+                )
+            if span.end is None:
+                continue
+            document = next((d for d in by_version if d.version == span.version), by_version[-1])
+            if span.end > len(document.text):
+                raise GoldFormatError(
+                    f"question {question.question_id!r}: span [{span.start}, {span.end}) is past "
+                    f"the end of {span.doc_id!r} ({len(document.text)} characters)",
+                    path=gold_path,
+                )
+
+
+def _reanchor_to_newest(
+    questions: dict[str, GoldQuestion], corpus: dict[str, CorpusDocument]
+) -> tuple[dict[str, GoldQuestion], list[UnanchoredSpan]]:
+    """Move spans that point at an older version onto the newest one (the one runs search)."""
+    unanchored: list[UnanchoredSpan] = []
+    moved: dict[str, GoldQuestion] = {}
+    for question_id, question in questions.items():
+        spans = []
+        for span in question.spans:
+            document = corpus[span.doc_id]
+            if span.whole_document or span.version is None or span.version == document.version:
+                spans.append(span)
+                continue
+            offsets = reanchor(span, document.text)
+            if offsets is None:
+                unanchored.append(UnanchoredSpan(question_id, span, document.version))
+                spans.append(span)
+            else:
+                spans.append(
+                    replace(span, start=offsets[0], end=offsets[1], version=document.version)
+                )
+        moved[question_id] = replace(question, spans=tuple(spans))
+    return moved, unanchored
+
+
+def reanchor(span: GoldSpan, text: str) -> tuple[int, int] | None:
+    """Where the span's quoted text sits in ``text`` (a newer version), or None.
+
+    An exact occurrence nearest the old offset wins; otherwise the most similar window, if its
+    similarity ratio (difflib) reaches FUZZY_MIN_RATIO.
+    """
+    quote = span.quote
+    if not quote:
+        return None
+    old_start = span.start or 0
+    exact = _nearest_occurrence(quote, text, old_start)
+    if exact is not None:
+        return exact, exact + len(quote)
+    return _best_fuzzy_window(quote, text, old_start)
+
+
+def _nearest_occurrence(quote: str, text: str, old_start: int) -> int | None:
+    best: int | None = None
+    position = text.find(quote)
+    while position != -1:
+        if best is None or abs(position - old_start) < abs(best - old_start):
+            best = position
+        position = text.find(quote, position + 1)
+    return best
+
+
+def _best_fuzzy_window(quote: str, text: str, old_start: int) -> tuple[int, int] | None:
+    # Matching blocks between quote and text suggest where the quote may start; each suggestion
+    # is scored as a quote-long window, then the best one's edges are nudged to fit edits that
+    # changed the length.
+    matcher = difflib.SequenceMatcher(None, quote, text, autojunk=False)
+    starts = {
+        max(0, text_at - quote_at)
+        for quote_at, text_at, size in matcher.get_matching_blocks()
+        if size > 0
+    }
+    if not starts:
+        return None
+
+    def ratio(start: int, end: int) -> float:
+        return difflib.SequenceMatcher(None, quote, text[start:end], autojunk=False).ratio()
+
+    scored = [
+        (ratio(start, start + len(quote)), -abs(start - old_start), start) for start in starts
+    ]
+    best_ratio, _, start = max(scored)
+    end = min(len(text), start + len(quote))
+    slack = max(1, len(quote) // 10)
+    for candidate in range(max(0, start - slack), start + slack + 1):
+        if candidate < end and (value := ratio(candidate, end)) > best_ratio:
+            best_ratio, start = value, candidate
+    for candidate in range(max(start + 1, end - slack), min(len(text), end + slack) + 1):
+        if (value := ratio(start, candidate)) > best_ratio:
+            best_ratio, end = value, candidate
+    if best_ratio < FUZZY_MIN_RATIO:
+        return None
+    return start, end

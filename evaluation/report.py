@@ -1,0 +1,198 @@
+"""Render evaluation results as JSON, markdown or CSV.
+
+The JSON structure is the contract other tools read (issue 6); markdown and CSV are drawn from it,
+so the three formats never disagree.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from evaluation.compare import Comparison
+from evaluation.metrics import RunEvaluation
+
+FORMATS = ("json", "markdown", "csv")
+# A spreadsheet runs a cell that starts with one of these as a formula.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def build_report(
+    evaluations: dict[str, RunEvaluation],
+    comparisons: list[Comparison],
+    *,
+    per_question: bool = False,
+) -> dict[str, Any]:
+    runs: dict[str, Any] = {}
+    for name, evaluation in evaluations.items():
+        entry: dict[str, Any] = {
+            "questions": evaluation.questions,
+            "answerable": evaluation.answerable,
+            "missing": evaluation.missing,
+            "metrics": dict(evaluation.metrics),
+            "unanswerable": {
+                "questions": evaluation.unanswerable.questions,
+                "refusal_accuracy": evaluation.unanswerable.refusal_accuracy,
+                "wrongly_refused": evaluation.unanswerable.wrongly_refused,
+            },
+        }
+        if per_question:
+            entry["per_question"] = _per_question(evaluation)
+        runs[name] = entry
+    return {
+        "runs": runs,
+        "comparisons": [
+            {"a": c.a, "b": c.b, "metric": c.metric, "delta": c.delta, "p_value": c.p_value}
+            for c in comparisons
+        ],
+    }
+
+
+def _per_question(evaluation: RunEvaluation) -> dict[str, dict[str, Any]]:
+    missing = set(evaluation.missing_questions)
+    rows: dict[str, dict[str, Any]] = {}
+    for question_id, values in evaluation.per_question.items():
+        rows[question_id] = {
+            "answerable": True,
+            "missing": question_id in missing,
+            "refused": evaluation.refused.get(question_id),
+            **values,
+        }
+    for question_id in evaluation.unanswerable_questions:
+        rows[question_id] = {
+            "answerable": False,
+            "missing": question_id in missing,
+            "refused": evaluation.refused.get(question_id),
+        }
+    return rows
+
+
+def render(report: dict[str, Any], *, output_format: str) -> str:
+    if output_format == "json":
+        return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    if output_format == "markdown":
+        return render_markdown(report)
+    if output_format == "csv":
+        return render_csv(report)
+    raise ValueError(f"unknown format {output_format!r}; choose one of {', '.join(FORMATS)}")
+
+
+# --- markdown -----------------------------------------------------------------------------------
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[str]], *, numeric_from: int = 1) -> list[str]:
+    align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    runs: dict[str, Any] = report["runs"]
+    names = list(runs)
+    metric_names = list(next(iter(runs.values()))["metrics"]) if runs else []
+    rows = [
+        [label] + [_number(runs[name][key]) for name in names]
+        for label, key in (("questions", "questions"), ("answerable", "answerable"))
+    ]
+    rows.append(["missing from run"] + [_number(runs[name]["missing"]) for name in names])
+    rows += [
+        [metric] + [_number(runs[n]["metrics"][metric]) for n in names] for metric in metric_names
+    ]
+    for label, key in (
+        ("unanswerable questions", "questions"),
+        ("refusal accuracy (unanswerable)", "refusal_accuracy"),
+        ("wrongly refused (answerable)", "wrongly_refused"),
+    ):
+        rows.append([label] + [_number(runs[name]["unanswerable"][key]) for name in names])
+    lines = ["## Runs", "", *_table(["", *names], rows), ""]
+
+    if report["comparisons"]:
+        comparison_rows = [
+            [_cell(c["a"]), _cell(c["b"]), c["metric"], _number(c["delta"]), _number(c["p_value"])]
+            for c in report["comparisons"]
+        ]
+        lines += [
+            "## Comparisons (paired randomization test, delta = a − b)",
+            "",
+            *_table(["a", "b", "metric", "delta", "p-value"], comparison_rows, numeric_from=3),
+            "",
+        ]
+
+    for name in names:
+        per_question = runs[name].get("per_question")
+        if per_question is None:
+            continue
+        header = ["question", "answerable", "missing", "refused", *metric_names]
+        question_rows = [
+            [_cell(question_id)] + [_number(values.get(column)) for column in header[1:]]
+            for question_id, values in per_question.items()
+        ]
+        lines += [f"## Per question: {_cell(name)}", "", *_table(header, question_rows), ""]
+    return "\n".join(lines)
+
+
+# --- csv ----------------------------------------------------------------------------------------
+
+CSV_HEADER = ["kind", "run", "against", "question_id", "metric", "value", "p_value"]
+
+
+def _safe(text: str) -> str:
+    return "'" + text if text.startswith(_FORMULA_STARTS) else text
+
+
+def _value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def render_csv(report: dict[str, Any]) -> str:
+    """One long table: run summaries, per-question values, then comparisons."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
+    for name, run in report["runs"].items():
+        run_cell = _safe(name)
+        for key in ("questions", "answerable", "missing"):
+            writer.writerow(["summary", run_cell, "", "", key, run[key], ""])
+        for metric, value in run["metrics"].items():
+            writer.writerow(["summary", run_cell, "", "", metric, _value(value), ""])
+        for key, value in run["unanswerable"].items():
+            writer.writerow(["summary", run_cell, "", "", f"unanswerable.{key}", _value(value), ""])
+        for question_id, values in run.get("per_question", {}).items():
+            for metric, value in values.items():
+                writer.writerow(
+                    ["question", run_cell, "", _safe(question_id), metric, _value(value), ""]
+                )
+    for c in report["comparisons"]:
+        writer.writerow(
+            [
+                "comparison",
+                _safe(c["a"]),
+                _safe(c["b"]),
+                "",
+                c["metric"],
+                _value(c["delta"]),
+                c["p_value"],
+            ]
+        )
+    return buffer.getvalue()

@@ -1,0 +1,145 @@
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from corpus.analysis import Analyzer
+from corpus.bm25 import BM25Index, BM25IndexError
+
+PASSAGES = [
+    "Annual leave is 25 days per year; carry-over needs approval under HR-POL-014.",
+    "Parental leave: employees with one year of service may take up to 16 weeks.",
+    "Expense claims must be filed within 30 days using form AB1234.",
+    "The expense policy covers travel, meals and lodging for business trips.",
+    "Remote work requests go to your manager and HR for approval.",
+    "",
+    "Leave leave leave: the word repeats so that term frequency saturates.",
+    "Security badges are issued by facilities; lost badges cost 20 euros.",
+    "Travel booked outside the portal is not reimbursed without approval.",
+    "ISO-9001 audits happen every spring; the quality team prepares evidence.",
+    "Approval workflows: manager approval first, then finance approval.",
+    "A short one.",
+]
+
+QUERIES = [
+    "annual leave",
+    "leave leave approval",  # repeated query term counts twice, as in BM25Okapi
+    "HR-POL-014 carry-over",
+    "expense form AB1234",
+    "quantum chromodynamics",  # no term in the corpus
+    "the the approval of travel",  # terms in more than half the passages get the epsilon floor
+    "",
+]
+
+
+def okapi_scores(passages, queries, analyzer, k1, b):
+    okapi = BM25Okapi([analyzer.tokens(p) for p in passages], k1=k1, b=b)
+    return [okapi.get_scores(analyzer.tokens(q)) for q in queries]
+
+
+@pytest.mark.parametrize(
+    ("analyzer", "k1", "b"),
+    [
+        (Analyzer(), 0.9, 0.4),
+        (Analyzer(stem=True, stopwords=True), 0.9, 0.4),
+        (Analyzer(stem=True), 1.5, 0.75),
+        (Analyzer(), 1.2, 0.0),
+        (Analyzer(), 2.0, 0.9),  # b=1 makes rank-bm25 divide 0 by 0 on the empty passage
+    ],
+)
+def test_scores_equal_rank_bm25_okapi(analyzer: Analyzer, k1: float, b: float) -> None:
+    index = BM25Index.build(PASSAGES, analyzer=analyzer, k1=k1, b=b)
+    expected = okapi_scores(PASSAGES, QUERIES, analyzer, k1, b)
+    for query, okapi in zip(QUERIES, expected, strict=True):
+        assert np.allclose(index.scores(query), okapi, rtol=0, atol=1e-5), query
+
+
+def test_negative_idf_is_floored_like_rank_bm25() -> None:
+    # "common" occurs in 4 of 5 passages: raw IDF < 0, replaced by epsilon * average IDF.
+    passages = ["common alpha", "common beta", "common gamma", "common delta", "epsilon"]
+    index = BM25Index.build(passages, analyzer=Analyzer())
+    (okapi,) = okapi_scores(passages, ["common alpha"], Analyzer(), 0.9, 0.4)
+    assert np.allclose(index.scores("common alpha"), okapi, rtol=0, atol=1e-5)
+    assert index.scores("common")[0] > 0
+
+
+def test_search_ranks_best_first_and_skips_passages_without_query_terms() -> None:
+    index = BM25Index.build(PASSAGES, analyzer=Analyzer(stem=True))
+    hits = index.search("expense claims", k=10)
+    assert [i for i, _ in hits] == [2, 3]
+    assert hits[0][1] > hits[1][1] > 0
+    assert index.search("quantum", k=5) == []
+    assert index.search("", k=5) == []
+
+
+def test_code_query_finds_exactly_that_code() -> None:
+    index = BM25Index.build(PASSAGES, analyzer=Analyzer(stem=True, stopwords=True))
+    assert [i for i, _ in index.search("hr-pol-014", k=3)] == [0]
+    assert [i for i, _ in index.search("ISO-9001", k=3)] == [9]
+
+
+def test_top_k_matches_full_sort_with_ties_to_lower_index() -> None:
+    passages = ["apple pie"] * 6 + ["apple"] * 3 + ["pie crust", "banana"]
+    index = BM25Index.build(passages, analyzer=Analyzer())
+    for k in range(1, 13):
+        hits = index.search("apple pie", k=k)
+        scores = index.scores("apple pie")
+        matched = [i for i in range(len(passages)) if i != 10]
+        expected = sorted(matched, key=lambda i: (-scores[i], i))[:k]
+        assert [i for i, _ in hits] == expected
+        assert [s for _, s in hits] == pytest.approx([scores[i] for i in expected])
+
+
+def test_allowed_mask_applies_before_top_k() -> None:
+    index = BM25Index.build(PASSAGES, analyzer=Analyzer())
+    unrestricted = [i for i, _ in index.search("approval leave", k=3)]
+    allowed = np.ones(len(PASSAGES), dtype=bool)
+    allowed[unrestricted[:2]] = False
+    restricted = index.search("approval leave", k=3, allowed=allowed)
+    assert len(restricted) == 3
+    assert not {i for i, _ in restricted} & set(unrestricted[:2])
+    all_matches = index.search("approval leave", k=100)
+    expected = [hit for hit in all_matches if allowed[hit[0]]][:3]
+    assert restricted == expected
+
+
+def test_allowed_mask_must_fit_the_index() -> None:
+    index = BM25Index.build(PASSAGES, analyzer=Analyzer())
+    with pytest.raises(BM25IndexError, match="one entry per passage"):
+        index.search("leave", k=3, allowed=np.ones(3, dtype=bool))
+    with pytest.raises(BM25IndexError, match="boolean"):
+        index.search("leave", k=3, allowed=np.ones(len(PASSAGES)))
+    with pytest.raises(BM25IndexError, match="k must be"):
+        index.search("leave", k=0)
+
+
+def test_search_many_equals_search() -> None:
+    index = BM25Index.build(PASSAGES, analyzer=Analyzer(stem=True))
+    allowed = np.arange(len(PASSAGES)) % 2 == 0
+    assert index.search_many(QUERIES, k=4, allowed=allowed) == [
+        index.search(q, k=4, allowed=allowed) for q in QUERIES
+    ]
+
+
+def test_bytes_round_trip_keeps_settings_and_scores() -> None:
+    index = BM25Index.build(PASSAGES, analyzer=Analyzer(stem=True, stopwords=True), k1=1.2, b=0.6)
+    loaded = BM25Index.from_bytes(index.to_bytes())
+    assert loaded.analyzer == Analyzer(stem=True, stopwords=True)
+    assert (loaded.k1, loaded.b, len(loaded)) == (1.2, 0.6, len(PASSAGES))
+    for query in QUERIES:
+        assert np.array_equal(loaded.scores(query), index.scores(query))
+        assert loaded.search(query, k=5) == index.search(query, k=5)
+
+
+def test_empty_corpus_and_empty_passages() -> None:
+    for passages in ([], ["", "  !! "]):
+        index = BM25Index.build(passages, analyzer=Analyzer())
+        assert len(index) == len(passages)
+        assert index.search("leave", k=3) == []
+        assert BM25Index.from_bytes(index.to_bytes()).search("leave", k=3) == []
+
+
+def test_bad_parameters_and_bytes_are_refused() -> None:
+    with pytest.raises(BM25IndexError, match="k1"):
+        BM25Index.build(PASSAGES, analyzer=Analyzer(), b=1.5)
+    with pytest.raises(BM25IndexError, match="not a stored BM25 index"):
+        BM25Index.from_bytes(b"not an index")

@@ -1,0 +1,67 @@
+"""RAG teams run the evaluation module in their own CI, where Django is neither configured nor
+necessarily installed. Setting sys.modules["django"] = None makes any `import django` fail, so an
+indirect import anywhere in the module (or in corpus' BM25 used by the baseline) shows up here."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+GUARD = "import sys; sys.modules['django'] = None; "
+
+
+def run_python(code, *, cwd=REPO):
+    env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_guard_really_blocks_django():
+    result = run_python(GUARD + "import django")
+    assert result.returncode != 0
+    assert "ModuleNotFoundError" in result.stderr or "ImportError" in result.stderr
+
+
+def test_import_without_settings_or_django():
+    result = run_python("import evaluation.metrics, evaluation.cli")
+    assert result.returncode == 0, result.stderr
+    modules = (
+        "evaluation.metrics, evaluation.cli, evaluation.gold, evaluation.runs, "
+        "evaluation.compare, evaluation.report, evaluation.baseline"
+    )
+    result = run_python(GUARD + f"import {modules}")
+    assert result.returncode == 0, result.stderr
+
+
+def test_full_evaluation_with_baseline_without_django(tmp_path):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "gold.jsonl").write_text(
+        json.dumps(
+            {
+                "question_id": "q1",
+                "question": "annual leave days",
+                "spans": [{"doc_id": "d1", "grade": 2}],
+            }
+        )
+        + "\n"
+    )
+    (bundle / "corpus.jsonl").write_text(
+        json.dumps(
+            {"doc_id": "d1", "version": 1, "title": "Leave", "text": "25 days of annual leave"}
+        )
+        + "\n"
+        + json.dumps({"doc_id": "d2", "version": 1, "title": "Parking", "text": "Permits"})
+        + "\n"
+    )
+    code = GUARD + (
+        "from evaluation.cli import main; "
+        f"sys.exit(main(['evaluate', '--gold', {str(bundle)!r}, '--k', '1']))"
+    )
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["runs"]["bm25-baseline"]["metrics"]["recall@1"] == 1.0

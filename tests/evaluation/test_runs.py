@@ -1,0 +1,126 @@
+import json
+
+import pytest
+
+from evaluation.gold import CorpusDocument, Gold, GoldQuestion, Passage
+from evaluation.runs import RunFormatError, check_run_against_gold, load_run
+
+
+def test_jsonl_run_keeps_list_order(tmp_path):
+    path = tmp_path / "dense.jsonl"
+    path.write_text(
+        json.dumps(
+            {
+                "question_id": "q1",
+                "results": [
+                    {"doc_id": "d2", "start": 0, "end": 500, "score": 1.0},
+                    {"doc_id": "d1", "score": 3.2},
+                ],
+                "refused": False,
+            }
+        )
+        + "\n\n"
+        + json.dumps({"question_id": "q2", "results": [], "refused": True})
+        + "\n"
+    )
+    run = load_run(path)
+    assert run.name == "dense"
+    # The list order is the ranking, even against the scores.
+    assert run.rankings["q1"].passages == [Passage("d2", 0, 500), Passage("d1")]
+    assert run.rankings["q1"].refused is False
+    assert run.rankings["q2"].refused is True
+    assert run.rankings["q2"].line == 3
+    assert run.reports_refusals
+
+
+def test_jsonl_run_without_refusals(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"question_id": "q1", "results": [{"doc_id": "d"}]}\n')
+    run = load_run(path, name="mine")
+    assert run.name == "mine"
+    assert not run.reports_refusals
+
+
+def test_comments_and_crlf_line_ends(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_bytes(
+        b'# made by hand\r\n{"question_id": "q1", "results": [{"doc_id": "d\xe2\x80\xa8x"}]}\r\n'
+    )
+    run = load_run(path)
+    assert run.rankings["q1"].passages == [Passage("d\u2028x")]
+    assert run.rankings["q1"].line == 2
+
+
+def test_trec_run_sorts_by_score_with_ties_in_file_order(tmp_path):
+    path = tmp_path / "bm25.trec"
+    path.write_text(
+        "q1 Q0 a 1 1.5 tag\n"
+        "q1 Q0 b 2 2.0 tag\n"
+        "# a comment\n"
+        "q1 Q0 c 3 1.5 tag\n"
+        "q1 Q0 d 4 1.5 tag trailing junk\n"
+        "q2 Q0 e 1 -3 tag\n"
+    )
+    run = load_run(path)
+    assert [p.doc_id for p in run.rankings["q1"].passages] == ["b", "a", "c", "d"]
+    assert run.rankings["q1"].passages[0] == Passage("b", None, None)
+    assert run.rankings["q2"].line == 6
+    assert not run.reports_refusals
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ('{"question_id": "q1", "results": []}\n{"question_id": "q1"}\n', 2, "already given"),
+        ('{"question_id": "q1", "results": []}\n{"results": []}\n', 2, "question_id"),
+        ('{"question_id": "q1", "results": []}\n[1, 2]\n', 2, "JSON object"),
+        ('{"question_id": "q1", "results": []}\n{"question_id": "q2",\n', 2, "not valid JSON"),
+        ('{"question_id": "q1", "results": [{"doc_id": "d", "start": 9, "end": 3}]}\n', 1, "range"),
+        ('{"question_id": "q1", "results": [{"start": 0, "end": 3}]}\n', 1, "doc_id"),
+        ('{"question_id": "q1", "results": [], "refused": "yes"}\n', 1, "refused"),
+        ("q1 Q0 a 1 1.5 tag\nq1 Q0 b 2\n", 2, "qid Q0 docid rank score tag"),
+        ("q1 Q0 a 1 1.5 tag\nq1 Q0 b 2 high tag\n", 2, "not a number"),
+    ],
+)
+def test_malformed_runs_name_the_line(tmp_path, text, line, fragment):
+    path = tmp_path / "run.txt"
+    path.write_text(text)
+    with pytest.raises(RunFormatError) as error:
+        load_run(path)
+    assert error.value.line == line
+    assert str(error.value).startswith(f"{path}:{line}: ")
+    assert fragment in str(error.value)
+
+
+def test_missing_run_file(tmp_path):
+    with pytest.raises(RunFormatError, match="no such file"):
+        load_run(tmp_path / "absent.jsonl")
+
+
+def gold_with_corpus(corpus):
+    question = GoldQuestion(question_id="q1", question="?", answerable=False, spans=())
+    return Gold(questions={"q1": question}, corpus=corpus)
+
+
+def test_unknown_question_id_is_reported_with_its_line(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"question_id": "q1", "results": []}\n{"question_id": "q7", "results": []}\n')
+    with pytest.raises(RunFormatError) as error:
+        check_run_against_gold(load_run(path), gold_with_corpus(None))
+    assert error.value.line == 2
+    assert "'q7' is not in the gold set" in str(error.value)
+
+
+def test_offsets_past_a_known_document_are_refused(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_text(
+        '{"question_id": "q1", "results": [{"doc_id": "d", "start": 0, "end": 5},'
+        ' {"doc_id": "unknown", "start": 0, "end": 900}, {"doc_id": "d", "start": 2, "end": 12}]}\n'
+    )
+    corpus = {"d": CorpusDocument(doc_id="d", version=1, title="", text="ten chars!")}
+    with pytest.raises(RunFormatError) as error:
+        check_run_against_gold(load_run(path), gold_with_corpus(corpus))
+    assert error.value.line == 1
+    assert "ends at 12" in str(error.value)
+    # Without corpus text nothing can be checked.
+    check_run_against_gold(load_run(path), gold_with_corpus(None))
