@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand
 
 from corpus.management.commands._exit import PARTIAL, project_or_fail, unusable
 from corpus.sources import SourceError
-from labelling import services
+from labelling.services import questions as services
 
 
 class Command(BaseCommand):
