@@ -114,6 +114,10 @@ class DocumentQuerySet(models.QuerySet):
             ~Exists(restricted) | Exists(allowed)
         )
 
+    def changed_since(self, moment) -> DocumentQuerySet:
+        """Documents whose newest version is younger than ``moment`` (added or changed since)."""
+        return self.filter(latest_version__created_at__gt=moment)
+
     def searchable(self) -> DocumentQuerySet:
         """Documents whose newest version may be retrieved.
 
@@ -319,3 +323,80 @@ class Upload(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class RetrieverKind(models.TextChoices):
+    BM25 = "bm25", "BM25 (keyword)"
+    EMBEDDING = "embedding", "Embedding (sentence-transformers)"
+    RUN = "run", "Uploaded run (the team's own system)"
+
+
+class Retriever(models.Model):
+    """A named retrieval configuration. Built-in kinds search an Index; `run` replays uploads."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="retrievers")
+    name = models.SlugField(max_length=60)
+    kind = models.CharField(max_length=16, choices=RetrieverKind.choices)
+    scheme = models.ForeignKey(
+        ChunkingScheme, on_delete=models.PROTECT, null=True, blank=True, related_name="retrievers",
+        help_text="The passages it searches (for a run: what results without offsets map to).",
+    )
+    params = models.JSONField(default=dict, blank=True, help_text="bm25: k1, b, stem, stopwords.")
+    model_path = models.CharField(
+        max_length=500, blank=True, help_text="Embedding model folder; blank = the packaged default."
+    )
+    active_index = models.ForeignKey(
+        "Index", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="unique_retriever_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class IndexState(models.TextChoices):
+    BUILDING = "building", "Building"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class Index(models.Model):
+    """The built artefact of a retriever for one corpus state. Never mixes two models."""
+
+    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="indexes")
+    state = models.CharField(max_length=16, choices=IndexState.choices, default=IndexState.BUILDING)
+    built_at = models.DateTimeField(null=True, blank=True)
+    passages = models.PositiveIntegerField(default=0)
+    model_name = models.CharField(max_length=200, blank=True)
+    model_version = models.CharField(max_length=100, blank=True)
+    dimension = models.PositiveIntegerField(null=True, blank=True)
+    artifact = models.BinaryField(default=b"", editable=False)
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.retriever} index {self.pk} ({self.state})"
+
+
+class EmbeddingCache(models.Model):
+    """One passage vector per (model version, passage text): re-indexing re-embeds nothing known."""
+
+    model_version = models.CharField(max_length=100)
+    text_hash = models.CharField(max_length=32)
+    vector = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["model_version", "text_hash"], name="one_vector_per_model_and_text"
+            )
+        ]

@@ -10,5 +10,6 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    path("", include("labelling.urls")),
     path("", include("corpus.urls")),
 ]

@@ -412,7 +412,7 @@ def paired_reliability_data(
 # --- span agreement --------------------------------------------------------------------------
 
 
-def _merged(spans: Sequence[Span]) -> list[Span]:
+def merge_spans(spans: Sequence[Span]) -> list[Span]:
     """Sorted, non-overlapping spans: one labeller's overlapping spans count each character once."""
     for start, end in spans:
         if start < 0 or end <= start:
@@ -451,7 +451,7 @@ def span_f1(first_spans: Sequence[Span], second_spans: Sequence[Span]) -> Statis
 
     Symmetric: 2 · |A ∩ B| / (|A| + |B|) over characters, after unioning each labeller's spans.
     """
-    first, second = _merged(first_spans), _merged(second_spans)
+    first, second = merge_spans(first_spans), merge_spans(second_spans)
     covered = _covered(first) + _covered(second)
     if covered == 0:
         return Statistic.undefined("neither labeller marked a span")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
-from corpus.models import Document, Project
+from corpus.models import Document, DocumentVersion, Job, Project, Retriever
 
 
 class QuestionSet(models.Model):
@@ -33,6 +35,10 @@ class Question(models.Model):
     text = models.TextField()
     source = models.CharField(max_length=200, blank=True)
     tags = models.JSONField(default=list, blank=True)
+    duplicate_of = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="duplicates",
+        help_text="An earlier question of the set with the same text; flagged, never dropped.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -71,3 +77,350 @@ class ImportedJudgement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.question} {self.document} {self.grade}"
+
+
+class RunResult(models.Model):
+    """One ranked result of an uploaded run (a `run` retriever), mapped to a document version."""
+
+    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="run_results")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="run_results")
+    rank = models.PositiveIntegerField()
+    score = models.FloatField(null=True, blank=True)
+    version = models.ForeignKey(DocumentVersion, on_delete=models.CASCADE, related_name="+")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["retriever", "question", "rank"]
+        indexes = [models.Index(fields=["retriever", "question", "rank"])]
+
+
+class PoolState(models.TextChoices):
+    BUILDING = "building", "Building"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class Pool(models.Model):
+    """Candidates for every question of a set: the depth-k union of several retrievers."""
+
+    question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="pools")
+    name = models.SlugField(max_length=100)
+    depth = models.PositiveIntegerField(default=10)
+    retrievers = models.ManyToManyField(Retriever, related_name="pools")
+    state = models.CharField(max_length=16, choices=PoolState.choices, default=PoolState.BUILDING)
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["question_set", "name"], name="unique_pool_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CandidateQuerySet(models.QuerySet):
+    def visible_to(self, user) -> CandidateQuerySet:
+        """Candidates from documents the user may see (access groups); others do not exist."""
+        visible = Document.objects.visible_to(user).filter(pk=models.OuterRef("version__document"))
+        return self.filter(models.Exists(visible))
+
+    def of_assignment(self, assignment) -> CandidateQuerySet:
+        return self.filter(pool_id=assignment.pool_id, question_id=assignment.question_id)
+
+
+class Candidate(models.Model):
+    """A passage `(version, start, end)` proposed for a question. Labellers see it in
+    `shuffle_rank` order and never its provenance."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="candidates")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="candidates")
+    version = models.ForeignKey(DocumentVersion, on_delete=models.PROTECT, related_name="candidates")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    shuffle_rank = models.PositiveIntegerField(default=0)
+
+    objects = CandidateQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["pool", "question", "shuffle_rank"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pool", "question", "version", "start", "end"], name="unique_candidate"
+            ),
+            models.CheckConstraint(condition=Q(end__gt=models.F("start")), name="candidate_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question} {self.version} [{self.start}:{self.end})"
+
+    @property
+    def text(self) -> str:
+        return self.version.text[self.start : self.end]
+
+
+class Provenance(models.Model):
+    """Which retriever found a candidate, at which rank and score. Never shown to labellers."""
+
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="provenance")
+    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="+")
+    rank = models.PositiveIntegerField()
+    score = models.FloatField(null=True, blank=True)
+    start = models.PositiveIntegerField(help_text="The retriever's own passage, before merging.")
+    end = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["retriever", "rank"]
+
+
+class PoolHit(models.Model):
+    """A retriever's raw top-k for a question while a pool is built; merged into candidates
+    when every retriever task of the pool has finished."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="hits")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="+")
+    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="+")
+    rank = models.PositiveIntegerField()
+    score = models.FloatField(null=True, blank=True)
+    version = models.ForeignKey(DocumentVersion, on_delete=models.CASCADE, related_name="+")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+
+    class Meta:
+        # A run result without offsets stands for all of its document's chunks, which share
+        # the result's rank; so a rank is unique only together with its passage.
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pool", "question", "retriever", "rank", "version", "start", "end"],
+                name="one_hit_per_rank_and_passage",
+            )
+        ]
+
+
+class Guideline(models.Model):
+    """The lead's relevance guideline (Markdown). Every edit is a new version."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="guidelines")
+    version = models.PositiveIntegerField()
+    text = models.TextField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "-version"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "version"], name="unique_guideline_version")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project} guideline v{self.version}"
+
+
+class AssignmentQuerySet(models.QuerySet):
+    def in_project(self, project) -> AssignmentQuerySet:
+        return self.filter(pool__question_set__project=project)
+
+    def held_by(self, user) -> AssignmentQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(labeller=user)
+
+    def open(self) -> AssignmentQuerySet:
+        return self.filter(completed_at__isnull=True)
+
+    def open_for(self, user) -> AssignmentQuerySet:
+        return self.held_by(user).open()
+
+    def unclaimed(self) -> AssignmentQuerySet:
+        return self.filter(labeller__isnull=True)
+
+    def claimable_by(self, user) -> AssignmentQuerySet:
+        """Unclaimed slots of ready pools for questions the user does not already label."""
+        already = Assignment.objects.filter(
+            pool=models.OuterRef("pool"), question=models.OuterRef("question"), labeller=user
+        )
+        return self.unclaimed().filter(pool__state=PoolState.READY).exclude(models.Exists(already))
+
+    def in_queue_order(self) -> AssignmentQuerySet:
+        # By question, never by slot: a labeller's order must not hint at double-labelling.
+        return self.order_by("pool_id", "question_id")
+
+
+class Assignment(models.Model):
+    """A question of a pool given to a labeller. Slot 1 is the first labeller, slot 2 the
+    second of a double-labelled question; an assignment without a labeller waits to be claimed."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="assignments")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="assignments")
+    slot = models.PositiveSmallIntegerField(default=1)
+    labeller = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="assignments",
+    )
+    assigned_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = AssignmentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["pool", "question", "slot"]
+        constraints = [
+            models.UniqueConstraint(fields=["pool", "question", "slot"], name="one_assignment_per_slot"),
+            models.UniqueConstraint(
+                fields=["pool", "question", "labeller"], condition=Q(labeller__isnull=False),
+                name="a_labeller_labels_a_question_once",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question} slot {self.slot} → {self.labeller or 'unassigned'}"
+
+
+class Judgement(models.Model):
+    """One labeller's grade of one candidate: 0 not relevant, 1 partially, 2 fully answers."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="judgements")
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="judgements")
+    grade = models.PositiveSmallIntegerField()
+    note = models.TextField(blank=True)
+    guideline = models.ForeignKey(
+        Guideline, on_delete=models.PROTECT, null=True, blank=True, related_name="judgements"
+    )
+    seconds_spent = models.FloatField(default=0)
+    revision = models.PositiveIntegerField(default=1, help_text="Bumped on every change; stale edits get 409.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "candidate"], name="one_judgement_per_candidate"),
+            models.CheckConstraint(condition=Q(grade__lte=2), name="grade_0_to_2"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.candidate} = {self.grade}"
+
+
+class Span(models.Model):
+    """Evidence: a stretch of a document version's text, with its quote for re-anchoring."""
+
+    judgement = models.ForeignKey(
+        Judgement, on_delete=models.CASCADE, null=True, blank=True, related_name="spans"
+    )
+    resolution = models.ForeignKey(
+        "Resolution", on_delete=models.CASCADE, null=True, blank=True, related_name="spans"
+    )
+    version = models.ForeignKey(DocumentVersion, on_delete=models.PROTECT, related_name="spans")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    quote = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["version", "start"]
+        constraints = [
+            models.CheckConstraint(condition=Q(end__gt=models.F("start")), name="span_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version} [{self.start}:{self.end})"
+
+
+class VerdictOutcome(models.TextChoices):
+    ANSWERABLE = "answerable", "Answerable"
+    UNANSWERABLE = "unanswerable", "No passage answers this question"
+    CANT_TELL = "cant_tell", "Can't tell"
+
+
+class Verdict(models.Model):
+    """One labeller's question-level outcome."""
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="verdict")
+    outcome = models.CharField(max_length=16, choices=VerdictOutcome.choices)
+    reason = models.TextField(blank=True)
+    guideline = models.ForeignKey(
+        Guideline, on_delete=models.PROTECT, null=True, blank=True, related_name="verdicts"
+    )
+    revision = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.assignment}: {self.outcome}"
+
+
+class ChangeSubject(models.TextChoices):
+    JUDGEMENT = "judgement", "Judgement"
+    VERDICT = "verdict", "Verdict"
+    ASSIGNMENT = "assignment", "Assignment"
+
+
+class Change(models.Model):
+    """Append-only history of every change a labeller makes; never updated or deleted."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="changes")
+    candidate = models.ForeignKey(
+        Candidate, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    subject = models.CharField(
+        max_length=16, choices=ChangeSubject.choices, default=ChangeSubject.JUDGEMENT
+    )
+    action = models.CharField(max_length=32)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    undoes = models.OneToOneField(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="undone_by",
+        help_text="For an undo: the change it reverted (each change is undone at most once).",
+    )
+    made_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    made_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["assignment", "made_at", "pk"]
+        indexes = [models.Index(fields=["assignment", "subject", "candidate"])]
+
+
+class Resolution(models.Model):
+    """A lead's adjudicated outcome for a disagreement; the labellers' votes are all kept.
+
+    With a candidate it settles that candidate's grade (and spans, via `Span.resolution`);
+    without one it settles the question's verdict.
+    """
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="resolutions")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="resolutions")
+    candidate = models.ForeignKey(
+        Candidate, on_delete=models.CASCADE, null=True, blank=True, related_name="resolutions"
+    )
+    grade = models.PositiveSmallIntegerField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=VerdictOutcome.choices, blank=True)
+    note = models.TextField(blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    resolved_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["pool", "question", "candidate"], name="one_resolution_per_item"
+            ),
+            models.UniqueConstraint(
+                fields=["pool", "question"], condition=Q(candidate__isnull=True),
+                name="one_verdict_resolution_per_question",
+            ),
+            models.CheckConstraint(condition=Q(grade__lte=2), name="resolved_grade_0_to_2"),
+        ]
+
+    def __str__(self) -> str:
+        return f"resolution of {self.question} {self.candidate or 'verdict'}"

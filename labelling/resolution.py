@@ -1,0 +1,113 @@
+"""The gold resolution rule, free of Django: what the gold set says about one item.
+
+An item is one candidate of a question (its grade and evidence spans), or the question itself
+(its verdict). The rule, also written in README:
+
+- a lead's resolution, when there is one, is the answer;
+- an item judged by its only planned labeller takes that judgement;
+- a double-labelled item whose two votes agree takes the shared grade, and its spans are the
+  union of both labellers' spans, overlapping or touching spans coalesced into one. Why union:
+  both experts agree the passage answers; each span is evidence one of them marked, and a
+  retrieved passage that reaches either has delivered supporting text. Coalescing keeps a
+  paragraph both marked a single relevant unit, so it is credited once, not twice. Votes only
+  count as agreeing when their span F1 reaches the configured minimum, so the union stays close
+  to each labeller's own spans;
+- anything else (grades differ, spans overlap too little, verdicts differ, a "can't tell"
+  verdict, a vote still missing) is pending: it goes to the adjudication queue and blocks
+  finalising until a lead resolves it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from labelling.agreement import merge_spans, span_f1
+
+Spans = tuple[tuple[int, int], ...]
+DEFAULT_MIN_SPAN_F1 = 0.5
+
+
+@dataclass(frozen=True)
+class Vote:
+    labeller: str
+    grade: int
+    spans: Spans = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    grade: int
+    spans: Spans
+    source: str  # "single", "agreed" or "resolved"
+
+
+@dataclass(frozen=True)
+class VerdictDecision:
+    outcome: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Pending:
+    reason: str
+
+
+def union(*span_sets: Sequence[tuple[int, int]]) -> Spans:
+    """Union of several labellers' spans, overlapping or touching ones coalesced, by start."""
+    return tuple(merge_spans([span for spans in span_sets for span in spans]))
+
+
+def disagreement(votes: Sequence[Vote], *, min_span_f1: float = DEFAULT_MIN_SPAN_F1) -> str | None:
+    """Why two votes need a lead, or None when they agree."""
+    first, second = votes
+    if first.grade != second.grade:
+        return f"grades differ ({first.grade} vs {second.grade})"
+    if first.grade >= 1:
+        f1 = span_f1(first.spans, second.spans)
+        if f1.defined and f1.value < min_span_f1:
+            return f"spans overlap too little (F1 {f1.value:.2f} < {min_span_f1:.2f})"
+    return None
+
+
+def resolve_item(
+    votes: Sequence[Vote],
+    *,
+    planned_votes: int,
+    resolution: Decision | None = None,
+    min_span_f1: float = DEFAULT_MIN_SPAN_F1,
+) -> Decision | Pending:
+    if resolution is not None:
+        return resolution
+    if len(votes) < planned_votes or not votes:
+        missing = planned_votes - len(votes)
+        return Pending(f"waiting for {missing} more vote{'s' if missing != 1 else ''}")
+    if len(votes) == 1:
+        vote = votes[0]
+        return Decision(
+            grade=vote.grade, spans=union(vote.spans) if vote.grade else (), source="single"
+        )
+    if len(votes) > 2:
+        return Pending("more than two votes")
+    reason = disagreement(votes, min_span_f1=min_span_f1)
+    if reason:
+        return Pending(reason)
+    grade = votes[0].grade
+    spans = union(votes[0].spans, votes[1].spans) if grade else ()
+    return Decision(grade=grade, spans=spans, source="agreed")
+
+
+def resolve_verdict(
+    outcomes: Sequence[str], *, planned_votes: int, resolution: str | None = None
+) -> VerdictDecision | Pending:
+    """Outcomes are "answerable", "unanswerable" or "cant_tell" ("answerable" when a labeller
+    finished without marking the question)."""
+    if resolution:
+        return VerdictDecision(outcome=resolution, source="resolved")
+    if len(outcomes) < planned_votes or not outcomes:
+        return Pending("waiting for a labeller to finish the question")
+    if "cant_tell" in outcomes:
+        return Pending("a labeller could not tell")
+    if len(set(outcomes)) > 1:
+        return Pending(f"verdicts differ ({' vs '.join(outcomes)})")
+    return VerdictDecision(outcome=outcomes[0], source="single" if len(outcomes) == 1 else "agreed")

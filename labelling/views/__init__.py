@@ -1,0 +1,1 @@
+"""Thin views, one module per area; `labelling/urls.py` maps them."""
