@@ -30,6 +30,10 @@ class Project(models.Model):
     duplicate_threshold = models.FloatField(
         default=0.9, help_text="Jaccard similarity above which documents are near-duplicates."
     )
+    k_sent_to_model = models.PositiveIntegerField(
+        default=5,
+        help_text="How many passages the RAG system sends to the model; evaluation highlights it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = ProjectQuerySet.as_manager()
@@ -190,6 +194,16 @@ class DocumentVersion(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["document", "version"], name="unique_version_number")
         ]
+        # Retrieval filters every search by these two small sets (held-back versions, versions
+        # newer than an index); without indexes each search scans every version's text.
+        indexes = [
+            models.Index(
+                fields=["document"],
+                condition=Q(quality_flagged=True, quality_accepted_at__isnull=True),
+                name="held_back_version",
+            ),
+            models.Index(fields=["created_at"], name="version_created_at"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.document.doc_id} v{self.version}"
@@ -288,6 +302,9 @@ class Job(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life from the worker doing this job."
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     objects = JobQuerySet.as_manager()
@@ -338,12 +355,18 @@ class Retriever(models.Model):
     name = models.SlugField(max_length=60)
     kind = models.CharField(max_length=16, choices=RetrieverKind.choices)
     scheme = models.ForeignKey(
-        ChunkingScheme, on_delete=models.PROTECT, null=True, blank=True, related_name="retrievers",
+        ChunkingScheme,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="retrievers",
         help_text="The passages it searches (for a run: what results without offsets map to).",
     )
     params = models.JSONField(default=dict, blank=True, help_text="bm25: k1, b, stem, stopwords.")
     model_path = models.CharField(
-        max_length=500, blank=True, help_text="Embedding model folder; blank = the packaged default."
+        max_length=500,
+        blank=True,
+        help_text="Embedding model folder; blank = the packaged default.",
     )
     active_index = models.ForeignKey(
         "Index", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -400,3 +423,6 @@ class EmbeddingCache(models.Model):
                 fields=["model_version", "text_hash"], name="one_vector_per_model_and_text"
             )
         ]
+
+    def __str__(self) -> str:
+        return f"{self.model_version} {self.text_hash}"

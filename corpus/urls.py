@@ -23,6 +23,18 @@ urlpatterns = [
     ),
     path("p/<slug:slug>/chunking/", views.list_chunking, name="list-chunking"),
     path("p/<slug:slug>/chunking/<int:scheme_id>/", views.edit_chunking, name="edit-chunking"),
+    path("p/<slug:slug>/retrievers/", views.list_retrievers, name="list-retrievers"),
+    path("p/<slug:slug>/retrievers/add/", views.add_retriever, name="add-retriever"),
+    path(
+        "p/<slug:slug>/retrievers/<int:retriever_id>/",
+        views.show_retriever,
+        name="show-retriever",
+    ),
+    path(
+        "p/<slug:slug>/retrievers/<int:retriever_id>/build/",
+        views.build_index,
+        name="build-index",
+    ),
     path("p/<slug:slug>/jobs/", views.list_jobs, name="list-jobs"),
     path("p/<slug:slug>/jobs/<int:job_id>/", views.show_job, name="show-job"),
 ]

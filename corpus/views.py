@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -18,6 +19,8 @@ from corpus.models import (
     DuplicateGroup,
     Job,
     Project,
+    Retriever,
+    RetrieverKind,
     Role,
 )
 
@@ -265,3 +268,126 @@ def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
     job = get_object_or_404(Job, project=access.project, pk=job_id)
     template = "corpus/show_job.html#progress" if request.htmx else "corpus/show_job.html"
     return render(request, template, {"access": access, "project": access.project, "job": job})
+
+
+# Retrievers and indexes ------------------------------------------------------------------
+
+STALE_SHOWN = 20
+
+
+class RetrieverForm(forms.Form):
+    name = forms.SlugField(max_length=60, help_text="Lower-case letters, digits, - and _.")
+    kind = forms.ChoiceField(choices=RetrieverKind.choices)
+    scheme = forms.ModelChoiceField(
+        queryset=ChunkingScheme.objects.none(),
+        required=False,
+        label="Chunking scheme",
+        help_text="The passages it searches; for an uploaded run, what results without offsets "
+        "map to.",
+    )
+    stem = forms.BooleanField(required=False, label="BM25: stem words (Snowball)")
+    stopwords = forms.BooleanField(required=False, label="BM25: drop English stopwords")
+    k1 = forms.FloatField(initial=0.9, min_value=0, required=False, label="BM25 k1")
+    b = forms.FloatField(initial=0.4, min_value=0, max_value=1, required=False, label="BM25 b")
+    model_path = forms.CharField(
+        required=False,
+        max_length=500,
+        label="Embedding model folder",
+        help_text="A sentence-transformers folder on the server; blank for the packaged "
+        "all-MiniLM-L6-v2.",
+    )
+
+    def __init__(self, *args, project: Project, may_choose_model: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["scheme"].queryset = project.chunking_schemes.all()
+        if not may_choose_model:
+            # Loading model files from a server path is an admin's decision.
+            del self.fields["model_path"]
+
+    def clean(self):
+        data = super().clean()
+        for name in ("k1", "b"):
+            if data.get(name) is None and name not in self.errors:
+                data[name] = self.fields[name].initial
+        return data
+
+
+@login_required
+@require_GET
+def list_retrievers(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug)
+    retrievers = access.project.retrievers.select_related("scheme", "active_index").defer(
+        "active_index__artifact"
+    )
+    return render(
+        request,
+        "corpus/list_retrievers.html",
+        {"access": access, "project": access.project, "retrievers": retrievers},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def add_retriever(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    form = RetrieverForm(
+        request.POST or None, project=access.project, may_choose_model=access.is_admin
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            retriever = services.add_retriever(project=access.project, **form.cleaned_data)
+        except services.ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Retriever {retriever.name} added.")
+            return redirect("corpus:show-retriever", slug=slug, retriever_id=retriever.pk)
+    return render(
+        request,
+        "corpus/add_retriever.html",
+        {"access": access, "project": access.project, "form": form},
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_GET
+def show_retriever(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
+    access = project_access(request.user, slug)
+    retriever = get_object_or_404(
+        Retriever.objects.select_related("scheme", "active_index").defer("active_index__artifact"),
+        project=access.project,
+        pk=retriever_id,
+    )
+    stale = services.stale_documents(retriever).visible_to(request.user).distinct()
+    context = {
+        "access": access,
+        "project": access.project,
+        "retriever": retriever,
+        "index": retriever.active_index,
+        "stale_count": stale.count(),
+        "stale": stale.select_related("latest_version").defer(
+            "latest_version__text", "latest_version__minhash"
+        )[:STALE_SHOWN],
+        "builds": Job.objects.filter(
+            project=access.project, kind="build_index", params__retriever_id=retriever.pk
+        )[:3]
+        if access.is_lead
+        else [],
+        "runs": retriever.run_results.values("question__question_set__name")
+        .annotate(results=Count("pk"), questions=Count("question", distinct=True))
+        .order_by("question__question_set__name"),
+    }
+    return render(request, "corpus/show_retriever.html", context)
+
+
+@login_required
+@require_POST
+def build_index(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    retriever = get_object_or_404(Retriever, project=access.project, pk=retriever_id)
+    try:
+        job = services.start_index_build(retriever=retriever, user=request.user)
+    except services.ServiceError as exc:
+        messages.error(request, str(exc))
+        return redirect("corpus:show-retriever", slug=slug, retriever_id=retriever.pk)
+    return redirect("corpus:show-job", slug=slug, job_id=job.pk)

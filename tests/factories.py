@@ -180,3 +180,95 @@ def grading_pool(project, *, questions=2, passages=3, restricted_group=None):
                 end=end,
             )
     return pool
+
+
+# Gold sets and evaluation (issue 6) ------------------------------------------------------
+
+VPN_TEXT = (
+    "Install the NW-VPN client from the software centre before your first day of remote work. "
+    "Sign in with your network account and approve the multi-factor prompt on your phone. "
+    "The VPN disconnects after twelve hours without activity and asks you to sign in again."
+)
+SALARY_TEXT = "Band C pays 52,000 to 61,000 euros per year. Band D pays 60,000 to 72,000 euros."
+
+
+def labelled_question_set(project, *, ann, bob, lead, restricted=False, resolve=True):
+    """A question set "hr" labelled in one pool "p", the shapes a gold set must carry:
+
+    - q1 (verbatim, typos and trailing spaces): ann and bob double-label it; they agree on
+      leave (grade 2, overlapping spans) and disagree on vpn (0 vs 1), which the lead resolves
+      to 0 when ``resolve``;
+    - q2: ann alone, vpn graded 2 at [0, 40) and 1 at [100, 150);
+    - q3: ann alone, a grade-0 candidate and the verdict "unanswerable".
+
+    ann's note "=cmd()" and the lead's "+not relevant" are spreadsheet formulas waiting to happen.
+    With ``restricted``, a third document "salaries" is restricted to the group hr-confidential.
+    """
+    from django.utils import timezone
+
+    from corpus.models import Document
+    from labelling.models import Assignment, Candidate, Judgement, Pool, Span, Verdict
+    from labelling.services import adjudication
+
+    specs = [("leave", POLICY_TEXT), ("vpn", VPN_TEXT)]
+    if restricted:
+        specs.append(("salaries", SALARY_TEXT, ["hr-confidential"]))
+    add_documents(project, *specs)
+    leave = Document.objects.get(project=project, doc_id="leave").latest_version
+    vpn = Document.objects.get(project=project, doc_id="vpn").latest_version
+    question_set = QuestionSetFactory(project=project, name="hr")
+    q1_text = "how many days carry over?? \u00e9t\u00e9  "
+    q1 = QuestionFactory(question_set=question_set, external_id="q1", text=q1_text)
+    q2 = QuestionFactory(question_set=question_set, external_id="q2", text="vpn client install")
+    q3 = QuestionFactory(question_set=question_set, external_id="q3", text="gym discount?")
+    pool = Pool.objects.create(question_set=question_set, name="p", depth=10, state="ready")
+    candidates = {
+        "q1-leave": (q1, leave, 0, 180, 0),
+        "q1-vpn": (q1, vpn, 0, 50, 1),
+        "q2-vpn-a": (q2, vpn, 0, 60, 0),
+        "q2-vpn-b": (q2, vpn, 100, 150, 1),
+        "q3-leave": (q3, leave, 200, 300, 0),
+    }
+    candidates = {
+        key: Candidate.objects.create(
+            pool=pool, question=q, version=v, start=s, end=e, shuffle_rank=rank
+        )
+        for key, (q, v, s, e, rank) in candidates.items()
+    }
+    now = timezone.now()
+    assignments = {}
+    for question, slots in ((q1, (ann, bob)), (q2, (ann,)), (q3, (ann,))):
+        for slot, user in enumerate(slots, start=1):
+            assignments[(question.external_id, user.username)] = Assignment.objects.create(
+                pool=pool, question=question, slot=slot, labeller=user, assigned_at=now,
+                completed_at=now,
+            )  # fmt: skip
+
+    def grade(question, user, key, value, spans=(), note=""):
+        candidate = candidates[key]
+        judgement = Judgement.objects.create(
+            assignment=assignments[(question, user.username)], candidate=candidate, grade=value,
+            note=note,
+        )  # fmt: skip
+        for start, end in spans:
+            Span.objects.create(
+                judgement=judgement, version=candidate.version, start=start, end=end,
+                quote=candidate.version.text[start:end],
+            )  # fmt: skip
+
+    grade("q1", ann, "q1-leave", 2, [(0, 100)])
+    grade("q1", bob, "q1-leave", 2, [(20, 120)])
+    grade("q1", ann, "q1-vpn", 0, note="=cmd()")
+    grade("q1", bob, "q1-vpn", 1, [(0, 50)])
+    grade("q2", ann, "q2-vpn-a", 2, [(0, 40)])
+    grade("q2", ann, "q2-vpn-b", 1, [(100, 150)])
+    grade("q3", ann, "q3-leave", 0)
+    Verdict.objects.create(
+        assignment=assignments[("q3", ann.username)], outcome="unanswerable", reason="no such perk"
+    )
+    if resolve:
+        adjudication.resolve(
+            pool=pool, question=q1, candidate=candidates["q1-vpn"], user=lead, grade=0,
+            note="+not relevant",
+        )  # fmt: skip
+    return question_set

@@ -13,7 +13,9 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from corpus import services
-from corpus.models import ChunkingScheme, Project, Role
+from corpus.management.commands._exit import unusable
+from corpus.management.commands._jobs import wait_for_job
+from corpus.models import ChunkingScheme, JobState, Project, Retriever, Role
 from corpus.sources import read_folder
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
@@ -25,6 +27,27 @@ DEMO_USERS = [
     ("labeller2", "goldset-labeller2", Role.LABELLER),
 ]
 DEMO_GROUP_MEMBERS = {"hr-confidential": ["admin", "lead", "labeller1"]}
+DEMO_QUESTION_SET = "demo"
+DEMO_RETRIEVERS = [
+    {"name": "bm25", "kind": "bm25", "stem": True, "stopwords": True, "k1": 0.9, "b": 0.4},
+    {"name": "minilm", "kind": "embedding"},
+]
+DEMO_POOL = {"name": "demo-pool", "depth": 10}
+DEMO_GUIDELINE = """# Relevance guideline
+
+Grade each passage against the question **as the person asked it**.
+
+- **2 — fully answers**: someone reading only this passage could act on the answer.
+- **1 — partially answers**: it helps (the right policy, part of the rule) but something the
+  person needs is missing.
+- **0 — not relevant**: a different topic, or the right topic without anything that answers.
+
+Mark the sentences that answer as spans (select them, press `s`); keep spans tight.
+If no passage answers and you believe the corpus does not cover the question, mark the question
+*unanswerable* (`u`). Use *can't tell* only when the question itself is unclear, and say why.
+"""
+# The demo's 41 documents build in seconds; a stuck worker should not hang `make run` forever.
+DEMO_JOB_TIMEOUT = 600
 DEMO_SCHEMES = [
     {"name": "paragraphs", "strategy": "paragraph", "unit": "words", "size": 120, "overlap": 0},
     {"name": "fixed-80w", "strategy": "fixed", "unit": "words", "size": 80, "overlap": 20},
@@ -50,6 +73,11 @@ class Command(BaseCommand):
                 services.set_access_group_members(
                     project=project, name=group, users=[users[n] for n in names]
                 )
+        # Outside the transaction above: index builds and pooling run as jobs, queued on commit.
+        question_set = self._questions(project)
+        retrievers = self._retrievers(project)
+        self._pool(question_set, retrievers)
+        self._labelling(project, question_set, users)
         self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready. Log in as:"))
         for username, password, role in DEMO_USERS:
             self.stdout.write(f"  {username:<10} password {password:<20} ({role.label.lower()})")
@@ -84,3 +112,66 @@ class Command(BaseCommand):
             result = services.ingest_batch(project=project, batch=batch)
             for error in result.errors:
                 self.stderr.write(f"demo: {error}")
+
+    def _questions(self, project):
+        from labelling.services.questions import import_questions
+
+        # The file's `answerable` and `answer_doc` keys are hints for tests; they are not imported.
+        result = import_questions(
+            project=project,
+            set_name=DEMO_QUESTION_SET,
+            data=(DEMO_DIR / "questions.jsonl").read_bytes(),
+            format="jsonl",
+        )
+        self.stdout.write(
+            f"Question set {DEMO_QUESTION_SET}: {result.created} new, {result.unchanged} kept."
+        )
+        return result.question_set
+
+    def _retrievers(self, project):
+        scheme = ChunkingScheme.objects.get(project=project, name="paragraphs")
+        retrievers = []
+        for spec in DEMO_RETRIEVERS:
+            retriever = Retriever.objects.filter(project=project, name=spec["name"]).first()
+            if retriever is None:
+                retriever = services.add_retriever(project=project, scheme=scheme, **spec)
+            if retriever.active_index_id is None or services.stale_documents(retriever).exists():
+                self._wait(services.start_index_build(retriever=retriever), retriever.name)
+                retriever.refresh_from_db()
+            retrievers.append(retriever)
+        return retrievers
+
+    def _pool(self, question_set, retrievers):
+        from labelling.models import PoolState
+        from labelling.services.pools import start_pool
+
+        existing = question_set.pools.filter(name=DEMO_POOL["name"]).first()
+        if existing is not None and existing.state == PoolState.FAILED:
+            existing.delete()
+            existing = None
+        if existing is None:
+            pool = start_pool(question_set=question_set, retrievers=retrievers, **DEMO_POOL)
+            self._wait(pool.job, pool.name)
+
+    def _labelling(self, project, question_set, users):
+        """A first guideline, and the demo labellers holding assignments, some double."""
+        from labelling.services.assignments import plan_assignments
+        from labelling.services.guidelines import current_guideline, save_guideline
+
+        if current_guideline(project) is None:
+            save_guideline(project=project, text=DEMO_GUIDELINE, user=users["lead"])
+        pool = question_set.pools.get(name=DEMO_POOL["name"])
+        result = plan_assignments(
+            pool=pool, labellers=[users["labeller1"], users["labeller2"]], double_count=8,
+            user=users["lead"],
+        )
+        self.stdout.write(result.describe())
+
+    def _wait(self, job, what):
+        try:
+            job = wait_for_job(job, out=self.stdout, timeout=DEMO_JOB_TIMEOUT)
+        except TimeoutError as exc:
+            raise unusable(f"demo: {what}: {exc}")
+        if job.state != JobState.SUCCEEDED:
+            raise unusable(f"demo: {what} failed: {job.message}")
+        self.stdout.write(job.message)

@@ -1,0 +1,66 @@
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand
+
+from corpus import services
+from corpus.management.commands._exit import project_or_fail, unusable
+from corpus.models import Retriever, RetrieverKind
+
+BATCH = 64
+
+
+class Command(BaseCommand):
+    help = (
+        "Write the run of a built-in retriever for a question set, in the JSONL run format "
+        '({"question_id", "results": [{"doc_id", "start", "end", "score"}]}) that '
+        "`python -m evaluation` scores."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--project", required=True)
+        parser.add_argument("--set", dest="set_name", required=True)
+        parser.add_argument("--retriever", required=True)
+        parser.add_argument("--k", type=int, default=100)
+        parser.add_argument("--out", required=True, type=Path)
+
+    def handle(self, *args, project, set_name, retriever, k, out, **options):
+        from labelling.models import QuestionSet
+
+        project = project_or_fail(project)
+        found = Retriever.objects.filter(project=project, name=retriever).first()
+        if found is None:
+            raise unusable(f"No retriever {retriever!r} in {project.slug}.")
+        if found.kind == RetrieverKind.RUN:
+            raise unusable(f"{found.name} is an uploaded run; it has nothing to search with.")
+        question_set = QuestionSet.objects.filter(project=project, name=set_name).first()
+        if question_set is None:
+            raise unusable(f"No question set {set_name!r} in {project.slug}.")
+        if k < 1:
+            raise unusable("--k must be at least 1.")
+        try:
+            services.load_index(found)
+        except services.ServiceError as exc:
+            raise unusable(str(exc))
+        questions = list(question_set.questions.order_by("pk").values_list("external_id", "text"))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        written = 0
+        try:
+            with out.open("w", encoding="utf-8") as file:
+                for first in range(0, len(questions), BATCH):
+                    batch = questions[first : first + BATCH]
+                    found_hits = services.retrieve(
+                        retriever=found, questions=[text for _, text in batch], k=k
+                    )
+                    for (external_id, _), hits in zip(batch, found_hits, strict=True):
+                        results = [
+                            {"doc_id": h.doc_id, "start": h.start, "end": h.end, "score": h.score}
+                            for h in hits
+                        ]
+                        line = {"question_id": external_id, "results": results}
+                        file.write(json.dumps(line, ensure_ascii=False) + "\n")
+                        written += 1
+        except services.ServiceError as exc:
+            out.unlink(missing_ok=True)
+            raise unusable(str(exc))
+        self.stdout.write(f"{written} questions, top {k} each, written to {out}.")
