@@ -4,6 +4,62 @@ app_name = "labelling"
 
 urlpatterns: list = []
 
+# Question sets and pools (labelling/views/questions.py, labelling/views/pools.py) ----------
+from labelling.views import pools, questions  # noqa: E402
+
+urlpatterns += [
+    path("p/<slug:slug>/sets/", questions.list_question_sets, name="list-question-sets"),
+    path("p/<slug:slug>/sets/import/", questions.import_questions, name="import-questions"),
+    path("p/<slug:slug>/sets/<int:set_id>/", questions.show_question_set, name="show-question-set"),
+    path("p/<slug:slug>/pools/", pools.list_pools, name="list-pools"),
+    path("p/<slug:slug>/pools/add/", pools.add_pool, name="add-pool"),
+    path("p/<slug:slug>/pools/<int:pool_id>/", pools.show_pool, name="show-pool"),
+    path(
+        "p/<slug:slug>/pools/<int:pool_id>/questions/<int:question_id>/",
+        pools.show_pool_question,
+        name="show-pool-question",
+    ),
+    path("p/<slug:slug>/retrievers/<int:retriever_id>/run/", pools.upload_run, name="upload-run"),
+]
+
+# Assignments, guideline, grading (labelling/views/assignments.py, labelling/views/grading.py) --
+from labelling.views import assignments, grading, guidelines  # noqa: E402
+
+_grade = "p/<slug:slug>/grade/<int:pool_id>/<int:question_id>/"
+_candidate = _grade + "candidates/<int:candidate_id>/"
+urlpatterns += [
+    path("p/<slug:slug>/queue/", assignments.show_queue, name="show-queue"),
+    path("p/<slug:slug>/queue/next/", assignments.next_question, name="next-question"),
+    path("p/<slug:slug>/assignments/", assignments.list_assignments, name="list-assignments"),
+    path("p/<slug:slug>/assignments/plan/", assignments.plan_assignments, name="plan-assignments"),
+    path(
+        "p/<slug:slug>/assignments/<int:assignment_id>/",
+        assignments.show_assignment,
+        name="show-assignment",
+    ),
+    path(
+        "p/<slug:slug>/assignments/<int:assignment_id>/reassign/",
+        assignments.reassign_assignment,
+        name="reassign-assignment",
+    ),
+    path(
+        "p/<slug:slug>/assignments/<int:assignment_id>/unassign/",
+        assignments.unassign_assignment,
+        name="unassign-assignment",
+    ),
+    path("p/<slug:slug>/guideline/", guidelines.show_guideline, name="show-guideline"),
+    path("p/<slug:slug>/guideline/edit/", guidelines.edit_guideline, name="edit-guideline"),
+    path(_grade, grading.grade_question, name="grade-question"),
+    path(_grade + "verdict/", grading.set_verdict, name="set-verdict"),
+    path(_grade + "undo/", grading.undo_change, name="undo-change"),
+    # Every passage URL starts with `_candidate` (views/grading.py `candidate_url` relies on it).
+    path(_candidate + "grade/", grading.grade_candidate, name="grade-candidate"),
+    path(_candidate + "note/", grading.note_candidate, name="note-candidate"),
+    path(_candidate + "spans/", grading.add_span, name="add-span"),
+    path(_candidate + "spans/<int:span_id>/remove/", grading.remove_span, name="remove-span"),
+    path(_candidate + "document/", grading.show_passage_document, name="show-passage-document"),
+]
+
 # Agreement and adjudication (labelling/views/agreement.py) -------------------------------
 from labelling.views import agreement  # noqa: E402
 
@@ -11,9 +67,15 @@ _set = "p/<slug:slug>/sets/<int:set_id>/"
 urlpatterns += [
     path(_set + "agreement/", agreement.show_agreement, name="show-agreement"),
     path(_set + "adjudication/", agreement.list_adjudication, name="list-adjudication"),
-    path(_set + "adjudication/<int:pool_id>/<int:question_id>/candidates/<int:candidate_id>/",
-         agreement.resolve_item, name="resolve-item"),
-    path(_set + "adjudication/<int:pool_id>/<int:question_id>/verdict/", agreement.resolve_verdict,
-         name="resolve-verdict"),
+    path(
+        _set + "adjudication/<int:pool_id>/<int:question_id>/candidates/<int:candidate_id>/",
+        agreement.resolve_item,
+        name="resolve-item",
+    ),
+    path(
+        _set + "adjudication/<int:pool_id>/<int:question_id>/verdict/",
+        agreement.resolve_verdict,
+        name="resolve-verdict",
+    ),
     path(_set + "gold/", agreement.show_gold, name="show-gold"),
 ]

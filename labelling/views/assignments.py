@@ -1,0 +1,303 @@
+"""A labeller's queue and "next question"; a lead's planning, progress and reassignment pages.
+
+A labeller's pages only ever count and list the labeller's own assignments: whether a question
+is double-labelled, and by whom, is visible to leads alone.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Exists, OuterRef, Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from corpus.access import project_access
+from corpus.models import Role
+from labelling.assignment import DEFAULT_DOUBLE_SHARE
+from labelling.models import Assignment, Candidate, Change, Judgement, Pool, PoolState, Verdict
+from labelling.services import assignments as services
+from labelling.views.grading import grade_url
+
+User = get_user_model()
+
+
+def _members(project):
+    return User.objects.filter(memberships__project=project).order_by("username")
+
+
+class PlanForm(forms.Form):
+    pool = forms.ModelChoiceField(queryset=Pool.objects.none(), empty_label=None)
+    labellers = forms.ModelMultipleChoiceField(
+        queryset=User.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Leave all unticked to let labellers claim questions with “Next question”.",
+    )
+    double_percent = forms.IntegerField(
+        label="Double-labelled share (%)",
+        min_value=0,
+        max_value=100,
+        initial=int(DEFAULT_DOUBLE_SHARE * 100),
+    )
+    double_count = forms.IntegerField(
+        label="…or this many questions",
+        min_value=0,
+        required=False,
+        help_text="An absolute number (such as 30) wins over the share.",
+    )
+    seed = forms.IntegerField(
+        initial=0, help_text="The same seed gives the same plan.", min_value=0, max_value=2**31
+    )
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["pool"].queryset = Pool.objects.filter(
+            question_set__project=project, state=PoolState.READY
+        ).select_related("question_set")
+        self.fields["labellers"].queryset = _members(project)
+        self.fields["labellers"].label_from_instance = lambda u: u.get_username()
+
+
+class ReassignForm(forms.Form):
+    labeller = forms.ModelChoiceField(queryset=User.objects.none(), empty_label=None)
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["labeller"].queryset = _members(project)
+
+
+# Labellers ---------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def show_queue(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug)
+    own = Assignment.objects.in_project(access.project).held_by(request.user)
+    rows = (
+        own.select_related("pool__question_set", "question")
+        .annotate(graded=Count("judgements", distinct=True))
+        .annotate(has_verdict=Exists(Verdict.objects.filter(assignment=OuterRef("pk"))))
+        .in_queue_order()
+    )
+    context = {
+        "access": access,
+        "project": access.project,
+        "rows": [(a, grade_url(a, slug)) for a in rows],
+        "progress": services.queue_progress(own),
+    }
+    return render(request, "labelling/queue.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def next_question(request: HttpRequest, slug: str) -> HttpResponse:
+    """POST claims work, so a GET (e.g. after logging in again) just shows the queue."""
+    access = project_access(request.user, slug)
+    if request.method == "GET":
+        return redirect("labelling:show-queue", slug=slug)
+    after = None
+    pool_id, question_id = request.POST.get("pool", ""), request.POST.get("question", "")
+    if pool_id.isdigit() and question_id.isdigit():
+        after = (
+            Assignment.objects.in_project(access.project)
+            .held_by(request.user)
+            .filter(pool_id=pool_id, question_id=question_id)
+            .first()
+        )
+    assignment = services.next_assignment(
+        project=access.project, labeller=request.user, after=after
+    )
+    if assignment is None:
+        messages.success(request, "Nothing left to grade. Thank you!")
+        return redirect("labelling:show-queue", slug=slug)
+    if after is not None and assignment.pk == after.pk:
+        messages.info(
+            request, "No other question is waiting: finish this one (a grade for every passage "
+            "and a verdict) and your queue is done."
+        )  # fmt: skip
+    return redirect(grade_url(assignment, slug))
+
+
+# Leads -------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def list_assignments(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    return render(request, "labelling/assignments.html", _lead_context(request, access))
+
+
+def _lead_context(request, access, form: PlanForm | None = None) -> dict:
+    project = access.project
+    pools = (
+        Pool.objects.filter(question_set__project=project)
+        .select_related("question_set")
+        .annotate(
+            questions=Count("question_set__questions", distinct=True),
+            slots=Count("assignments", distinct=True),
+            unclaimed=Count(
+                "assignments", filter=Q(assignments__labeller__isnull=True), distinct=True
+            ),
+        )
+        .order_by("-created_at")
+    )
+    shown_pool = None
+    pool_param = request.GET.get("pool", "")
+    if pool_param.isdigit():
+        shown_pool = pools.filter(pk=pool_param).first()
+    if shown_pool is None:
+        shown_pool = next((p for p in pools if p.slots), None)
+    rows = []
+    if shown_pool is not None:
+        assignments = (
+            Assignment.objects.filter(pool=shown_pool)
+            .select_related("question", "labeller")
+            .annotate(graded=Count("judgements", distinct=True))
+            .annotate(has_verdict=Exists(Verdict.objects.filter(assignment=OuterRef("pk"))))
+            .order_by("question_id", "slot")
+        )
+        labeller_param = request.GET.get("labeller", "")
+        if labeller_param.isdigit():
+            assignments = assignments.filter(labeller_id=labeller_param)
+        rows = list(assignments)
+    return {
+        "access": access,
+        "project": project,
+        "pools": pools,
+        "shown_pool": shown_pool,
+        "rows": rows,
+        "members": _members(project),
+        "form": form or PlanForm(project=project),
+        "by_labeller": services.progress_by_labeller(project=project),
+        "by_question_set": services.progress_by_question_set(project=project),
+    }
+
+
+@login_required
+@require_POST
+def plan_assignments(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    form = PlanForm(request.POST, project=access.project)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            result = services.plan_assignments(
+                pool=data["pool"],
+                labellers=list(data["labellers"]),
+                double_share=data["double_percent"] / 100,
+                double_count=data["double_count"],
+                seed=data["seed"],
+                user=request.user,
+            )
+        except services.AssignmentError as exc:
+            form.add_error(None, str(exc))
+        else:
+            (messages.success if result.assignments else messages.warning)(
+                request, result.describe()
+            )
+            response = redirect("labelling:list-assignments", slug=slug)
+            response["Location"] += f"?pool={data['pool'].pk}"
+            return response
+    return render(
+        request, "labelling/assignments.html", _lead_context(request, access, form), status=400
+    )
+
+
+def _lead_assignment(request, slug: str, assignment_id: int):
+    access = project_access(request.user, slug, role=Role.LEAD)
+    assignment = get_object_or_404(
+        Assignment.objects.in_project(access.project).select_related(
+            "pool__question_set", "question", "labeller"
+        ),
+        pk=assignment_id,
+    )
+    return access, assignment
+
+
+def _back_to_pool(slug: str, assignment: Assignment) -> HttpResponse:
+    response = redirect("labelling:list-assignments", slug=slug)
+    response["Location"] += f"?pool={assignment.pool_id}"
+    return response
+
+
+@login_required
+@require_POST
+def reassign_assignment(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    access, assignment = _lead_assignment(request, slug, assignment_id)
+    form = ReassignForm(request.POST, project=access.project)
+    if not form.is_valid():
+        messages.error(request, "Choose a member of this project to reassign the question to.")
+        return _back_to_pool(slug, assignment)
+    try:
+        services.reassign(
+            assignment=assignment, labeller=form.cleaned_data["labeller"], user=request.user
+        )
+        messages.success(
+            request,
+            f"{assignment.question.external_id} (slot {assignment.slot}) now belongs to "
+            f"{form.cleaned_data['labeller'].get_username()}.",
+        )
+    except services.AssignmentError as exc:
+        messages.error(request, str(exc))
+    return _back_to_pool(slug, assignment)
+
+
+@login_required
+@require_POST
+def unassign_assignment(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    _, assignment = _lead_assignment(request, slug, assignment_id)
+    try:
+        services.unassign(assignment=assignment, user=request.user)
+        messages.success(
+            request,
+            f"{assignment.question.external_id} (slot {assignment.slot}) is unassigned; the "
+            "next labeller to press “Next question” can claim it.",
+        )
+    except services.AssignmentError as exc:
+        messages.error(request, str(exc))
+    return _back_to_pool(slug, assignment)
+
+
+@login_required
+@require_GET
+def show_assignment(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    """A lead's read-only view of one labeller's work on one question, with its history."""
+    access, assignment = _lead_assignment(request, slug, assignment_id)
+    candidates = (
+        Candidate.objects.of_assignment(assignment)
+        .not_hidden_from(request.user)
+        .select_related("version__document")
+        .defer("version__text", "version__minhash", "version__extraction")
+        .order_by("shuffle_rank", "pk")
+    )
+    judgements = {
+        j.candidate_id: j
+        for j in Judgement.objects.filter(assignment=assignment)
+        .select_related("guideline")
+        .prefetch_related("spans")
+    }
+    others = (
+        Assignment.objects.filter(pool_id=assignment.pool_id, question_id=assignment.question_id)
+        .exclude(pk=assignment.pk)
+        .select_related("labeller")
+    )
+    context = {
+        "access": access,
+        "project": access.project,
+        "assignment": assignment,
+        "rows": [(c, judgements.get(c.pk)) for c in candidates],
+        "verdict": Verdict.objects.filter(assignment=assignment)
+        .select_related("guideline")
+        .first(),
+        "changes": Change.objects.filter(assignment=assignment)
+        .select_related("made_by", "undoes")
+        .order_by("-pk")[:200],
+        "others": others,
+    }
+    return render(request, "labelling/show_assignment.html", context)
