@@ -12,4 +12,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("labelling.urls")),
     path("", include("corpus.urls")),
+    path("", include("evaluation.urls")),
 ]

@@ -1,0 +1,48 @@
+"""Gold sets and runs are read-only here: a finalised gold set never changes, and the Django
+admin bypasses every access-group check, so it shows metadata, never file contents."""
+
+from django.contrib import admin
+
+from evaluation.models import EvaluationRun, GoldSet, GoldSetFile
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class GoldSetFileInline(admin.TabularInline):
+    model = GoldSetFile
+    fields = ["name", "size", "sha256"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(GoldSet)
+class GoldSetAdmin(ReadOnlyAdmin):
+    list_display = ["question_set", "number", "created_by", "created_at", "checksum"]
+    list_filter = ["question_set__project"]
+    fields = ["question_set", "number", "created_by", "created_at", "checksum", "manifest"]
+    readonly_fields = fields
+    inlines = [GoldSetFileInline]
+
+
+@admin.register(EvaluationRun)
+class EvaluationRunAdmin(ReadOnlyAdmin):
+    list_display = ["name", "gold_set", "source", "retriever", "depth", "questions", "created_at"]
+    list_filter = ["source", "gold_set__question_set__project"]
+    fields = [
+        "name", "gold_set", "source", "retriever", "index_built_at", "depth", "file_name",
+        "sha256", "questions", "created_by", "created_at",
+    ]  # fmt: skip
+    readonly_fields = fields

@@ -1,0 +1,132 @@
+"""Frozen gold sets and the runs scored against them.
+
+A gold set is written once, by `evaluation.services.finalise_gold_set`, and never changed: its
+bundle files live in the database (so any web process can serve them) beside a manifest that
+names the SHA-256 of each file.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Exists, OuterRef
+
+from corpus.models import Document, Retriever
+
+
+class GoldSetQuerySet(models.QuerySet):
+    def in_project(self, project) -> GoldSetQuerySet:
+        return self.filter(question_set__project=project)
+
+    def newest_first(self) -> GoldSetQuerySet:
+        return self.order_by("question_set__name", "-number")
+
+
+class GoldSet(models.Model):
+    """A numbered, frozen export of a question set's resolved labels (v1, v2, …)."""
+
+    question_set = models.ForeignKey(
+        "labelling.QuestionSet", on_delete=models.PROTECT, related_name="gold_sets"
+    )
+    number = models.PositiveIntegerField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField()
+    manifest = models.JSONField(help_text="The bundle's manifest.json, as written.")
+    checksum = models.CharField(max_length=64, help_text="SHA-256 of manifest.json.")
+    # Every document the bundle carries text of, so a download can be refused to anyone an
+    # access group hides one of them from.
+    documents = models.ManyToManyField(Document, related_name="gold_sets", blank=True)
+    document_count = models.PositiveIntegerField(default=0)
+
+    objects = GoldSetQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["question_set", "-number"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question_set", "number"], name="unique_gold_set_number"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question_set} {self.label}"
+
+    @property
+    def label(self) -> str:
+        return f"v{self.number}"
+
+    def hidden_document_count(self, user) -> int:
+        """Documents of the bundle the user may not see (deleted ones count as hidden)."""
+        visible = Document.objects.visible_to(user).filter(pk=OuterRef("pk"))
+        kept = self.documents.annotate(seen=Exists(visible))
+        return kept.filter(seen=False).count() + (self.document_count - kept.count())
+
+
+class GoldSetFile(models.Model):
+    """One file of a gold set's bundle, by its path inside the bundle folder."""
+
+    gold_set = models.ForeignKey(GoldSet, on_delete=models.CASCADE, related_name="files")
+    name = models.CharField(max_length=200)
+    content = models.BinaryField()
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["gold_set", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["gold_set", "name"], name="unique_gold_set_file")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.gold_set} {self.name}"
+
+
+class RunSource(models.TextChoices):
+    RETRIEVER = "retriever", "Built-in retriever"
+    UPLOAD = "upload", "Uploaded run file"
+
+
+class EvaluationRunQuerySet(models.QuerySet):
+    def of_gold_set(self, gold_set) -> EvaluationRunQuerySet:
+        return self.filter(gold_set=gold_set).order_by("created_at", "pk")
+
+
+class EvaluationRun(models.Model):
+    """A ranked list of passages per question of one gold set, stored as the run file itself
+    (JSONL or TREC) so the page scores exactly what `python -m evaluation` would."""
+
+    gold_set = models.ForeignKey(GoldSet, on_delete=models.CASCADE, related_name="runs")
+    name = models.CharField(max_length=100)
+    source = models.CharField(max_length=16, choices=RunSource.choices)
+    retriever = models.ForeignKey(
+        Retriever, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    index_built_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the retriever's index read the corpus."
+    )
+    depth = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Passages retrieved per question (built-in runs)."
+    )
+    file_name = models.CharField(max_length=255)
+    content = models.BinaryField()
+    sha256 = models.CharField(max_length=64)
+    questions = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = EvaluationRunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["gold_set", "created_at", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["gold_set", "name"], name="unique_run_name_per_gold_set"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -1,0 +1,22 @@
+from django.urls import path
+
+from evaluation import views
+
+app_name = "evaluation"
+
+_gold_set = "p/<slug:slug>/gold-sets/<int:gold_set_id>/"
+urlpatterns = [
+    path("p/<slug:slug>/gold-sets/", views.list_gold_sets, name="list-gold-sets"),
+    path(
+        "p/<slug:slug>/sets/<int:set_id>/gold-sets/finalise/",
+        views.finalise_gold_set,
+        name="finalise-gold-set",
+    ),
+    path(_gold_set, views.show_gold_set, name="show-gold-set"),
+    path(_gold_set + "download/", views.download_gold_set, name="download-gold-set"),
+    path(_gold_set + "runs/upload/", views.upload_run, name="upload-run"),
+    path(_gold_set + "runs/retrieve/", views.start_retriever_run, name="start-retriever-run"),
+    path(_gold_set + "runs/<int:run_id>/download/", views.download_run, name="download-run"),
+    path("p/<slug:slug>/evaluation/", views.show_evaluation, name="show-evaluation"),
+    path("p/<slug:slug>/evaluation/k/", views.edit_k_sent_to_model, name="edit-k-sent-to-model"),
+]

@@ -1,0 +1,423 @@
+"""Gold sets (list, finalise, show, download) and the evaluation page.
+
+Leads and admins only: a gold set shows every question's evidence. Only admins finalise.
+A bundle carries document text, so anyone an access group hides one of its documents from is
+refused the download and the figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from corpus.access import ProjectAccess, project_access
+from corpus.models import Retriever, RetrieverKind, Role
+from evaluation import services
+from evaluation.models import EvaluationRun, GoldSet
+from labelling.models import QuestionSet
+from labelling.resolution import DEFAULT_MIN_SPAN_F1
+
+# Line colours of the recall curve (SVG presentation attributes: the CSP forbids inline styles).
+# Runs scored when the page is opened without a choice: the newest few.
+DEFAULT_RUNS = 6
+PALETTE = ["#1f4e9c", "#b54708", "#067647", "#8a6d1e", "#7a2e98", "#c01048", "#0e7090", "#667085"]
+
+
+class FinaliseForm(forms.Form):
+    min_span_f1 = forms.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        required=False,
+        initial=DEFAULT_MIN_SPAN_F1,
+        label="Minimum span F1 for two labellers to agree",
+    )
+
+
+class UploadRunForm(forms.Form):
+    name = forms.CharField(
+        max_length=100, required=False, help_text="Defaults to the file name without extension."
+    )
+    file = forms.FileField(label="Run file (JSONL or TREC)")
+
+
+class RetrieverRunForm(forms.Form):
+    retriever = forms.ModelChoiceField(queryset=Retriever.objects.none())
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["retriever"].queryset = Retriever.objects.filter(
+            project=project, active_index__isnull=False
+        ).exclude(kind=RetrieverKind.RUN)
+
+
+class KSentForm(forms.Form):
+    k_sent_to_model = forms.IntegerField(
+        min_value=1, max_value=services.MAX_K_SENT_TO_MODEL, label="k sent to the model"
+    )
+
+
+def _gold_set(access: ProjectAccess, gold_set_id: int) -> GoldSet:
+    return get_object_or_404(
+        GoldSet.objects.in_project(access.project).select_related(
+            "question_set__project", "created_by"
+        ),
+        pk=gold_set_id,
+    )
+
+
+def _refusal(hidden: int) -> str:
+    return (
+        f"This gold set carries the text of {hidden} document{'s' if hidden != 1 else ''} "
+        "that an access group hides from you, so it is not available to you. Ask an admin to "
+        "add you to the document's access group."
+    )
+
+
+# --- gold sets --------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def list_gold_sets(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    return _render_list(request, access)
+
+
+def _render_list(request, access, *, blocked=None, blocked_set=None, form=None, status=200):
+    question_sets = (
+        QuestionSet.objects.filter(project=access.project)
+        .prefetch_related("gold_sets__created_by")
+        .order_by("name")
+    )
+    return render(
+        request,
+        "evaluation/list_gold_sets.html",
+        {
+            "access": access,
+            "project": access.project,
+            "question_sets": question_sets,
+            "form": form or FinaliseForm(),
+            "blocked": blocked,
+            "blocked_set": blocked_set,
+        },
+        status=status,
+    )
+
+
+@login_required
+@require_POST
+def finalise_gold_set(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.ADMIN)
+    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    form = FinaliseForm(request.POST)
+    if not form.is_valid():
+        return _render_list(request, access, form=form, status=400)
+    min_span_f1 = form.cleaned_data["min_span_f1"]
+    try:
+        gold_set = services.finalise_gold_set(
+            question_set=question_set,
+            user=request.user,
+            min_span_f1=DEFAULT_MIN_SPAN_F1 if min_span_f1 is None else min_span_f1,
+        )
+    except services.FinaliseBlocked as blocked:
+        return _render_list(
+            request,
+            access,
+            blocked=blocked.unresolved,
+            blocked_set=question_set,
+            form=form,
+            status=409,
+        )
+    except services.GoldSetError as error:
+        messages.error(request, str(error))
+        return redirect("evaluation:list-gold-sets", access.project.slug)
+    messages.success(request, f"{gold_set} is finalised: it will never change.")
+    return redirect("evaluation:show-gold-set", access.project.slug, gold_set.pk)
+
+
+@login_required
+@require_GET
+def show_gold_set(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    hidden = gold_set.hidden_document_count(request.user)
+    return render(
+        request,
+        "evaluation/show_gold_set.html",
+        {
+            "access": access,
+            "project": access.project,
+            "gold_set": gold_set,
+            "manifest": gold_set.manifest,
+            "files": gold_set.files.order_by("name").values("name", "size", "sha256"),
+            "versions": GoldSet.objects.filter(question_set=gold_set.question_set)
+            .select_related("created_by")
+            .order_by("-number"),
+            "refusal": _refusal(hidden) if hidden else "",
+        },
+    )
+
+
+@login_required
+@require_GET
+def download_gold_set(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    hidden = gold_set.hidden_document_count(request.user)
+    if hidden:
+        return render(
+            request,
+            "evaluation/download_refused.html",
+            {
+                "access": access,
+                "project": access.project,
+                "gold_set": gold_set,
+                "refusal": _refusal(hidden),
+            },
+            status=403,
+        )
+    name = services.bundle_folder_name(gold_set)
+    return HttpResponse(
+        services.bundle_zip(gold_set),
+        content_type="application/zip",
+        headers={"Content-Disposition": f'attachment; filename="{name}.zip"'},
+    )
+
+
+# --- the evaluation page ------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    project = access.project
+    gold_sets = list(
+        GoldSet.objects.in_project(project).select_related("question_set").newest_first()
+    )
+    gold_set = None
+    if request.GET.get("gold_set", "").isdigit():
+        gold_set = next((g for g in gold_sets if g.pk == int(request.GET["gold_set"])), None)
+    elif gold_sets:
+        gold_set = max(gold_sets, key=lambda g: g.created_at)
+    context = {
+        "access": access,
+        "project": project,
+        "gold_sets": gold_sets,
+        "gold_set": gold_set,
+        "k_form": KSentForm(initial={"k_sent_to_model": project.k_sent_to_model}),
+    }
+    if gold_set is None:
+        return render(request, "evaluation/show_evaluation.html", context)
+    hidden = gold_set.hidden_document_count(request.user)
+    if hidden:
+        context["refusal"] = _refusal(hidden)
+        return render(request, "evaluation/show_evaluation.html", context, status=403)
+    runs = list(EvaluationRun.objects.of_gold_set(gold_set).select_related("created_by"))
+    chosen = request.GET.getlist("run")
+    submitted = "shown" in request.GET
+    selected = [r for r in runs if str(r.pk) in chosen] if submitted else runs[-DEFAULT_RUNS:]
+    baseline = request.GET.get("baseline") == "1" if submitted else True
+    board = services.evaluate_gold_set(
+        gold_set=gold_set,
+        records=selected,
+        baseline=baseline,
+        k_sent_to_model=project.k_sent_to_model,
+    )
+    context.update(
+        runs=runs,
+        selected_ids={r.pk for r in selected},
+        baseline=baseline,
+        board=board,
+        metric_rows=board.metric_rows(),
+        curve=recall_curve_svg(board),
+        colours=list(zip(board.runs, PALETTE * 4, strict=False)),
+        upload_form=UploadRunForm(),
+        retriever_form=RetrieverRunForm(project=project),
+    )
+    return render(request, "evaluation/show_evaluation.html", context)
+
+
+def _back_to_evaluation(slug: str, gold_set: GoldSet) -> HttpResponse:
+    return redirect(f"{reverse('evaluation:show-evaluation', args=[slug])}?gold_set={gold_set.pk}")
+
+
+@login_required
+@require_POST
+def upload_run(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    hidden = gold_set.hidden_document_count(request.user)
+    form = UploadRunForm(request.POST, request.FILES)
+    if hidden:
+        messages.error(request, _refusal(hidden))
+    elif not form.is_valid():
+        problems = " ".join(error for errors in form.errors.values() for error in errors)
+        messages.error(request, f"Nothing was stored. {problems}")
+    else:
+        upload = form.cleaned_data["file"]
+        try:
+            run = services.record_uploaded_run(
+                gold_set=gold_set,
+                name=form.cleaned_data["name"],
+                file_name=upload.name,
+                data=upload.read(),
+                user=request.user,
+            )
+        except services.GoldSetError as error:
+            messages.error(request, f"Nothing was stored. {error}")
+        else:
+            messages.success(request, f"Run {run.name} stored: {run.questions} questions.")
+    return _back_to_evaluation(access.project.slug, gold_set)
+
+
+@login_required
+@require_POST
+def start_retriever_run(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    hidden = gold_set.hidden_document_count(request.user)
+    form = RetrieverRunForm(request.POST, project=access.project)
+    if hidden:
+        messages.error(request, _refusal(hidden))
+    elif not form.is_valid():
+        messages.error(request, "Choose a retriever with a built index.")
+    else:
+        try:
+            job = services.start_retriever_run(
+                gold_set=gold_set, retriever=form.cleaned_data["retriever"], user=request.user
+            )
+        except services.GoldSetError as error:
+            messages.error(request, str(error))
+        else:
+            messages.info(
+                request,
+                f"{job.description}: it appears among the runs when the job is done "
+                f"(job {job.pk}).",
+            )
+    return _back_to_evaluation(access.project.slug, gold_set)
+
+
+@login_required
+@require_GET
+def download_run(request: HttpRequest, slug: str, gold_set_id: int, run_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    run = get_object_or_404(EvaluationRun, gold_set=gold_set, pk=run_id)
+    hidden = gold_set.hidden_document_count(request.user)
+    if hidden:
+        return render(
+            request,
+            "evaluation/download_refused.html",
+            {
+                "access": access,
+                "project": access.project,
+                "gold_set": gold_set,
+                "refusal": _refusal(hidden),
+            },
+            status=403,
+        )
+    return HttpResponse(
+        bytes(run.content),
+        content_type="application/octet-stream",
+        headers={"Content-Disposition": f'attachment; filename="{run.name}.run"'},
+    )
+
+
+@login_required
+@require_POST
+def edit_k_sent_to_model(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.ADMIN)
+    form = KSentForm(request.POST)
+    if form.is_valid():
+        services.set_k_sent_to_model(project=access.project, k=form.cleaned_data["k_sent_to_model"])
+        messages.success(request, f"k sent to the model is now {access.project.k_sent_to_model}.")
+    else:
+        messages.error(
+            request,
+            f"k sent to the model is a whole number from 1 to {services.MAX_K_SENT_TO_MODEL}.",
+        )
+    target = reverse("evaluation:show-evaluation", args=[access.project.slug])
+    gold_set = request.POST.get("gold_set", "")
+    return redirect(f"{target}?gold_set={gold_set}" if gold_set.isdigit() else target)
+
+
+# --- the recall@k curve -------------------------------------------------------------------------
+
+
+@dataclass
+class CurveLine:
+    name: str
+    colour: str
+    points: str  # the polyline's "x,y x,y …"
+    dots: list[tuple[float, float, int, str]]  # x, y, k, value (for the tooltip <title>)
+
+
+@dataclass
+class Curve:
+    width: int
+    height: int
+    left: int
+    right: int
+    top: int
+    bottom: int
+    lines: list[CurveLine]
+    x_ticks: list[tuple[float, int]]
+    y_ticks: list[tuple[float, str]]
+    k_sent_x: float
+
+    @property
+    def label_y(self) -> int:
+        return self.top - 8
+
+    @property
+    def x_label_y(self) -> int:
+        return self.bottom + 16
+
+
+def recall_curve_svg(board: services.Scoreboard) -> Curve:
+    """Geometry of the recall@k plot, drawn by the template as SVG with presentation
+    attributes only."""
+    width, height, left, right, top, bottom = 640, 290, 48, 624, 24, 254
+    ks = board.options.ks
+    last = max(ks[-1], 2)
+
+    def x(k: int) -> float:
+        return round(left + (k - 1) * (right - left) / (last - 1), 1)
+
+    def y(value: float) -> float:
+        return round(bottom - value * (bottom - top), 1)
+
+    lines = []
+    for (name, points), colour in zip(board.recall_curve(), PALETTE * 4, strict=False):
+        known = [(k, v) for k, v in points if v is not None]
+        lines.append(
+            CurveLine(
+                name=name,
+                colour=colour,
+                points=" ".join(f"{x(k)},{y(v)}" for k, v in known),
+                dots=[(x(k), y(v), k, services.format_figure(v)) for k, v in known],
+            )
+        )
+    step = 1 if last <= 20 else 5
+    x_ticks = [(x(k), k) for k in ks if k == 1 or k % step == 0]
+    y_ticks = [(y(v), f"{v:.2f}") for v in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    return Curve(
+        width=width,
+        height=height,
+        left=left,
+        right=right,
+        top=top,
+        bottom=bottom,
+        lines=lines,
+        x_ticks=x_ticks,
+        y_ticks=y_ticks,
+        k_sent_x=x(board.k_sent_to_model),
+    )

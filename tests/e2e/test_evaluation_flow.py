@@ -1,0 +1,72 @@
+"""An admin finalises a gold set, downloads it, uploads a run and reads the figures (Chromium)."""
+
+import io
+import os
+import zipfile
+
+import pytest
+from playwright.sync_api import expect
+
+from corpus.models import AccessGroup
+from evaluation.models import EvaluationRun, GoldSet
+from tests.e2e.conftest import log_in
+from tests.factories import PASSWORD, MembershipFactory, UserFactory, labelled_question_set
+
+pytestmark = pytest.mark.e2e
+
+RUN = (
+    '{"question_id": "q1", "results": [{"doc_id": "vpn", "start": 0, "end": 50}, '
+    '{"doc_id": "leave", "start": 0, "end": 100}]}\n'
+    '{"question_id": "q2", "results": [{"doc_id": "vpn", "start": 100, "end": 150}]}\n'
+    '{"question_id": "q3", "results": [], "refused": true}\n'
+)
+
+
+def test_admin_finalises_downloads_and_evaluates(
+    transactional_db, live_server, page, project, tmp_path
+):
+    people = {}
+    for name, role in (("ann", "labeller"), ("bob", "labeller"), ("lea", "lead"), ("ada", "admin")):
+        people[name] = UserFactory(username=name)
+        MembershipFactory(project=project, user=people[name], role=role)
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lea"], restricted=True
+    )
+    AccessGroup.objects.get(name="hr-confidential").members.add(people["ada"])
+    csp_errors = []
+    page.on(
+        "console", lambda m: csp_errors.append(m.text) if "Content Security" in m.text else None
+    )
+
+    log_in(page, live_server, "ada", PASSWORD)
+    page.goto(f"{live_server.url}/p/{project.slug}/gold-sets/")
+    page.get_by_role("button", name="Finalise hr as a new gold set").click()
+    expect(page.locator("h1")).to_have_text("Gold set hr v1")
+    gold_set = GoldSet.objects.get(question_set=question_set)
+    expect(page.locator("body")).to_contain_text(gold_set.checksum)
+
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download the bundle (.zip)").click()
+    assert download.value.suggested_filename == f"{project.slug}-hr-v1.zip"
+    path = tmp_path / "bundle.zip"
+    download.value.save_as(path)
+    with zipfile.ZipFile(io.BytesIO(path.read_bytes())) as archive:
+        assert f"{project.slug}-hr-v1/gold.jsonl" in archive.namelist()
+
+    page.get_by_role("link", name="Evaluate runs against it").click()
+    run_file = tmp_path / "mine.jsonl"
+    run_file.write_text(RUN)
+    page.get_by_label("Run file (JSONL or TREC)").set_input_files(str(run_file))
+    page.get_by_role("button", name="Upload").click()
+    expect(page.locator(".messages")).to_contain_text("Run mine stored: 3 questions.")
+    assert EvaluationRun.objects.get().name == "mine"
+    table = page.locator("table.metrics")
+    expect(table.locator("thead")).to_contain_text("mine")
+    expect(table.locator("thead")).to_contain_text("bm25-baseline")
+    expect(table.locator("tr.k-sent mark").first).to_be_visible()
+    expect(page.locator("svg.recall-curve polyline")).to_have_count(2)
+    page.locator("details.drill-down summary", has_text="q2").click()
+    expect(page.locator("details.drill-down[open]")).to_contain_text("missed")
+    if os.environ.get("GOLDSET_SCREENSHOTS"):
+        page.screenshot(path=os.environ["GOLDSET_SCREENSHOTS"], full_page=True)
+    assert csp_errors == []

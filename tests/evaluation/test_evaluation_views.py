@@ -1,0 +1,307 @@
+"""Gold set pages, downloads and the evaluation page: who may see what, and the figures shown."""
+
+import io
+import re
+import zipfile
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+
+from corpus.models import AccessGroup
+from evaluation import services
+from evaluation.gold import load_gold
+from evaluation.metrics import MetricOptions, evaluate_run
+from evaluation.models import EvaluationRun, GoldSet
+from evaluation.runs import load_run
+from tests.factories import (
+    PASSWORD,
+    MembershipFactory,
+    ProjectFactory,
+    UserFactory,
+    labelled_question_set,
+)
+
+# q1's gold span (leave [0, 120), grade 2) is reached at rank 2; q2's spans (vpn [0, 40) grade 2
+# and [100, 150) grade 1) at ranks 2 and 1; q3 is unanswerable and refused.
+RUN = (
+    '{"question_id": "q1", "results": [{"doc_id": "vpn", "start": 0, "end": 50}, '
+    '{"doc_id": "leave", "start": 0, "end": 100}]}\n'
+    '{"question_id": "q2", "results": [{"doc_id": "vpn", "start": 100, "end": 150}, '
+    '{"doc_id": "vpn", "start": 0, "end": 40}]}\n'
+    '{"question_id": "q3", "results": [], "refused": true}\n'
+)
+
+
+def login(user) -> Client:
+    client = Client()
+    assert client.login(username=user.username, password=PASSWORD)
+    return client
+
+
+@pytest.fixture
+def people(member):
+    return {
+        "ann": member("labeller", username="ann"),
+        "bob": member("labeller", username="bob"),
+        "lead": member("lead", username="lea"),
+        "admin": member("admin", username="ada"),
+    }
+
+
+@pytest.fixture
+def question_set(project, people):
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"], restricted=True
+    )
+    group = AccessGroup.objects.get(project=project, name="hr-confidential")
+    group.members.add(people["lead"], people["admin"])
+    return question_set
+
+
+@pytest.fixture
+def gold_set(question_set, people):
+    return services.finalise_gold_set(question_set=question_set, user=people["admin"])
+
+
+def _html(response) -> str:
+    return response.content.decode()
+
+
+def test_only_leads_and_admins_see_gold_sets_and_strangers_see_nothing(project, people, gold_set):
+    slug = project.slug
+    urls = [
+        reverse("evaluation:list-gold-sets", args=[slug]),
+        reverse("evaluation:show-gold-set", args=[slug, gold_set.pk]),
+        reverse("evaluation:download-gold-set", args=[slug, gold_set.pk]),
+        reverse("evaluation:show-evaluation", args=[slug]),
+    ]
+    labeller = login(people["ann"])
+    for url in urls:
+        assert labeller.get(url).status_code == 403, url
+    # A member of another project gets 404: the project, and so the gold set, does not exist.
+    other = UserFactory()
+    MembershipFactory(project=ProjectFactory(), user=other, role="admin")
+    stranger = login(other)
+    for url in urls:
+        assert stranger.get(url).status_code == 404, url
+    # A gold set id from another project is a 404 too.
+    MembershipFactory(project=ProjectFactory(slug="elsewhere"), user=people["lead"], role="lead")
+    lead = login(people["lead"])
+    url = reverse("evaluation:show-gold-set", args=["elsewhere", gold_set.pk])
+    assert lead.get(url).status_code == 404
+    for url in urls:
+        assert lead.get(url).status_code == 200, url
+
+
+def test_only_admins_finalise(project, people, question_set):
+    url = reverse("evaluation:finalise-gold-set", args=[project.slug, question_set.pk])
+    assert login(people["lead"]).post(url).status_code == 403
+    assert not GoldSet.objects.exists()
+    admin = login(people["admin"])
+    listing = _html(admin.get(reverse("evaluation:list-gold-sets", args=[project.slug])))
+    assert "Finalise hr as a new gold set" in listing
+    response = admin.post(url, {"min_span_f1": "0.5"})
+    gold_set = GoldSet.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == reverse(
+        "evaluation:show-gold-set", args=[project.slug, gold_set.pk]
+    )
+    page = _html(admin.get(response["Location"]))
+    assert "Gold set hr v1" in page and gold_set.checksum in page
+    assert "gold.jsonl" in page and "qrels.trec" in page
+    admin.post(url)
+    assert list(GoldSet.objects.order_by("number").values_list("number", flat=True)) == [1, 2]
+    listing = _html(admin.get(reverse("evaluation:list-gold-sets", args=[project.slug])))
+    assert ">v1<" in listing and ">v2<" in listing
+
+
+def test_a_blocked_finalise_lists_what_is_unresolved(project, people):
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"], resolve=False
+    )
+    url = reverse("evaluation:finalise-gold-set", args=[project.slug, question_set.pk])
+    response = login(people["admin"]).post(url)
+    assert response.status_code == 409
+    page = _html(response)
+    assert "hr cannot be finalised: 1 item unresolved" in page
+    assert "q1 (pool p) — vpn [0–50): grades differ (0 vs 1)" in page
+    assert not GoldSet.objects.exists()
+
+
+def test_the_download_is_a_zip_attachment_of_the_bundle(project, people, gold_set, tmp_path):
+    response = login(people["lead"]).get(
+        reverse("evaluation:download-gold-set", args=[project.slug, gold_set.pk])
+    )
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/zip"
+    folder = f"{project.slug}-hr-v1"
+    assert response["Content-Disposition"] == f'attachment; filename="{folder}.zip"'
+    with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
+        names = archive.namelist()
+        assert all(name.startswith(folder + "/") for name in names)
+        archive.extractall(tmp_path)
+    stored = services.bundle_files(gold_set)
+    assert {name.removeprefix(folder + "/") for name in names} == set(stored)
+    for name, content in stored.items():
+        assert (tmp_path / folder / name).read_bytes() == content
+    assert list(load_gold(tmp_path / folder).questions) == ["q1", "q2", "q3"]
+
+
+def test_a_restricted_document_in_the_bundle_refuses_the_download(project, people, gold_set):
+    outsider = people["lead"]
+    AccessGroup.objects.get(name="hr-confidential").members.remove(outsider)
+    client = login(outsider)
+    response = client.get(reverse("evaluation:download-gold-set", args=[project.slug, gold_set.pk]))
+    assert response.status_code == 403
+    assert "Content-Disposition" not in response
+    page = _html(response)
+    assert "carries the text of 1 document that an access group hides from you" in page
+    show = _html(client.get(reverse("evaluation:show-gold-set", args=[project.slug, gold_set.pk])))
+    assert "access group hides from you" in show and "Download the bundle" not in show
+    evaluation = client.get(reverse("evaluation:show-evaluation", args=[project.slug]))
+    assert evaluation.status_code == 403 and "access group hides from you" in _html(evaluation)
+    assert "Band C" not in _html(evaluation)
+    upload = client.post(
+        reverse("evaluation:upload-run", args=[project.slug, gold_set.pk]),
+        {"file": SimpleUploadedFile("run.jsonl", RUN.encode())},
+    )
+    assert upload.status_code == 302 and not EvaluationRun.objects.exists()
+    # The admin, a member of the group, downloads it.
+    admin = login(people["admin"])
+    url = reverse("evaluation:download-gold-set", args=[project.slug, gold_set.pk])
+    assert admin.get(url).status_code == 200
+
+
+def _upload(client, project, gold_set, content: str, name: str = "", file_name="run.jsonl"):
+    return client.post(
+        reverse("evaluation:upload-run", args=[project.slug, gold_set.pk]),
+        {"name": name, "file": SimpleUploadedFile(file_name, content.encode())},
+        follow=True,
+    )
+
+
+def test_the_evaluation_page_shows_the_cli_figures(project, people, gold_set, tmp_path):
+    client = login(people["lead"])
+    response = _upload(client, project, gold_set, RUN, name="mine")
+    assert "Run mine stored: 3 questions." in _html(response)
+    run = EvaluationRun.objects.get()
+    assert (run.name, run.source, run.questions, bytes(run.content)) == (
+        "mine", "upload", 3, RUN.encode(),
+    )  # fmt: skip
+    page = client.get(reverse("evaluation:show-evaluation", args=[project.slug]))
+    assert page.status_code == 200
+    board = page.context["board"]
+    assert [r.name for r in board.runs] == ["mine", "bm25-baseline"]
+    metrics = board.runs[0].evaluation.metrics
+    assert (metrics["recall@1"], metrics["recall@3"], metrics["mrr@10"]) == (0.25, 1.0, 0.75)
+    assert board.runs[0].evaluation.unanswerable.refusal_accuracy == 1.0
+    # The same numbers as the evaluation module on the exported bundle, with the CLI's options.
+    services.write_bundle(gold_set=gold_set, folder=tmp_path / "bundle")
+    (tmp_path / "run.jsonl").write_text(RUN)
+    gold = load_gold(tmp_path / "bundle")
+    expected = evaluate_run(
+        gold=gold, run=load_run(tmp_path / "run.jsonl"), options=MetricOptions()
+    )
+    for name, value in expected.metrics.items():
+        assert metrics[name] == value, name
+    html = _html(page)
+    assert f"<mark>{metrics['recall@5']:.4f}</mark>" in html
+    assert re.search(r'<tr class="k-sent">\s*<th scope="row">recall@5 ', html)
+    assert "0.7138" in html  # nDCG@3 by hand: (0.6309 + 0.7967) / 2
+    assert "<polyline" in html and "k sent = 5" in html
+    # Drill-down: which gold spans each run reached, and where.
+    q1 = next(q for q in board.questions if q.question.question_id == "q1")
+    assert [(s.span.doc_id, s.cells[0]) for s in q1.spans] == [("leave", (2, False))]
+    q3 = next(q for q in board.questions if q.question.question_id == "q3")
+    assert not q3.relevant and q3.spans == []
+    # CSP: no inline style attribute, no inline script.
+    assert " style=" not in html
+    assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html)
+
+
+def test_the_drill_down_shows_missed_spans(project, people, gold_set):
+    client = login(people["lead"])
+    late = (
+        '{"question_id": "q1", "results": ['
+        + ", ".join(f'{{"doc_id": "vpn", "start": {i}, "end": {i + 5}}}' for i in range(6))
+        + ', {"doc_id": "leave", "start": 100, "end": 110}]}\n'
+    )
+    _upload(client, project, gold_set, late, name="late")
+    url = reverse("evaluation:show-evaluation", args=[project.slug])
+    page = client.get(
+        url, {"shown": "1", "gold_set": gold_set.pk, "run": EvaluationRun.objects.get().pk}
+    )
+    board = page.context["board"]
+    assert [r.name for r in board.runs] == ["late"]  # baseline unticked
+    q1 = next(q for q in board.questions if q.question.question_id == "q1")
+    assert q1.spans[0].cells == [(7, True)]  # reached at rank 7, after k = 5: missed
+    assert q1.cells[0] == ("0.0000", "0.0000", 1, False)
+    q2 = next(q for q in board.questions if q.question.question_id == "q2")
+    assert q2.cells[0][2:] == (2, True)  # missing from the run: both spans missed
+    html = _html(page)
+    assert 'missed</span> <span class="muted">(rank 7)</span>' in html
+    assert board.runs[0].evaluation.missing == 2
+
+
+@pytest.mark.parametrize(
+    ("content", "file_name", "message"),
+    [
+        ('{"question_id": "q1", "results": []}\n{"question_id": "q2", "results": [\n',
+         "run.jsonl", "run.jsonl: line 2: not valid JSON"),
+        ('{"question_id": "q7", "results": []}\n', "run.jsonl",
+         "run.jsonl: line 1: question &#x27;q7&#x27; is not in the gold set"),
+        ('{"question_id": "q1", "results": [{"doc_id": "vpn", "start": 0, "end": 99999}]}\n',
+         "run.jsonl", "line 1: passage of &#x27;vpn&#x27; ends at 99999, past the document"),
+        ("q1 Q0 leave 1 3.2 sys\nq2 Q0 vpn 1 high sys\n", "run.trec",
+         "run.trec: line 2: score &#x27;high&#x27; is not a number"),
+        ("", "empty.jsonl", "The submitted file is empty"),
+        ("\n\n", "blank.jsonl", "blank.jsonl holds no results"),
+    ],
+)  # fmt: skip
+def test_a_bad_run_file_is_refused_with_its_line_and_nothing_is_stored(
+    project, people, gold_set, content, file_name, message
+):
+    response = _upload(login(people["lead"]), project, gold_set, content, file_name=file_name)
+    html = _html(response)
+    assert "Nothing was stored." in html and message in html, html[:3000]
+    assert not EvaluationRun.objects.exists()
+
+
+def test_run_names_must_be_free(project, people, gold_set):
+    client = login(people["lead"])
+    _upload(client, project, gold_set, RUN, name="mine")
+    assert "already has a run named" in _html(_upload(client, project, gold_set, RUN, name="mine"))
+    assert "belongs to the built-in keyword baseline" in _html(
+        _upload(client, project, gold_set, RUN, name="bm25-baseline")
+    )
+    assert "A run name is up to 100 letters" in _html(
+        _upload(client, project, gold_set, RUN, name='my "run"')
+    )
+    assert EvaluationRun.objects.count() == 1
+    run = EvaluationRun.objects.get()
+    url = reverse("evaluation:download-run", args=[project.slug, gold_set.pk, run.pk])
+    response = client.get(url)
+    assert response["Content-Disposition"] == 'attachment; filename="mine.run"'
+    assert response.content == RUN.encode()
+    AccessGroup.objects.get(name="hr-confidential").members.remove(people["lead"])
+    assert client.get(url).status_code == 403
+
+
+def test_k_sent_to_model_is_set_by_admins_and_highlighted(project, people, gold_set):
+    url = reverse("evaluation:edit-k-sent-to-model", args=[project.slug])
+    assert login(people["lead"]).post(url, {"k_sent_to_model": "8"}).status_code == 403
+    admin = login(people["admin"])
+    response = admin.post(url, {"k_sent_to_model": "0", "gold_set": gold_set.pk}, follow=True)
+    assert "k sent to the model is a whole number from 1 to 100" in _html(response)
+    project.refresh_from_db()
+    assert project.k_sent_to_model == 5
+    response = admin.post(url, {"k_sent_to_model": "8", "gold_set": gold_set.pk}, follow=True)
+    project.refresh_from_db()
+    assert project.k_sent_to_model == 8
+    board = response.context["board"]
+    assert board.table_ks == (1, 3, 5, 8, 10)
+    highlighted = [row.name for row in response.context["metric_rows"] if row.highlighted]
+    assert highlighted == ["recall@8", "precision@8", "ndcg@8", "judged@8"]
+    assert "k sent = 8" in _html(response)
