@@ -21,9 +21,9 @@ from corpus.extraction import (
     ExtractionError,
     ExtractionReport,
     assess_quality,
-    extract_document,
     normalise_text,
 )
+from corpus.sandbox import extract_isolated
 
 RECORD_SUFFIXES = (".jsonl", ".csv")
 MAX_DOC_ID_LENGTH = 255
@@ -103,7 +103,7 @@ def read_source(*, name: str, data: bytes, doc_id: str | None = None) -> SourceB
         return read_csv(name=name, data=data)
     batch = SourceBatch(source=name)
     try:
-        extracted = extract_document(filename=name, data=data)
+        extracted = extract_isolated(filename=name, data=data)
     except ExtractionError as exc:
         batch.errors.append(RecordError(source=name, error=str(exc)))
         return batch

@@ -146,6 +146,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# `celery -A goldset beat` re-queues jobs whose message was lost or whose worker died.
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-jobs": {"task": "corpus.tasks.reconcile_jobs", "schedule": 60.0},
+}
 
 # Security. Cookies are secure whenever DEBUG is off; the CSP is enforced, never report-only.
 SESSION_COOKIE_HTTPONLY = True

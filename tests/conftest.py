@@ -34,6 +34,12 @@ def pytest_sessionstart(session):
         pytest.exit(f"Redis at {settings.REDIS_URL} is unreachable: {exc}", returncode=3)
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # PBKDF2's deliberate slowness costs seconds per test user; tests do not need it.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
     """A real `celery worker` on the test database, for tests that go through the queue."""
