@@ -22,7 +22,56 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-WORDS = ["leave", "policy", "request", "form", "manager", "approval", "employee", "days", "annual", "travel", "expense", "claim", "receipt", "laptop", "return", "procedure", "security", "password", "token", "access", "group", "warehouse", "shipment", "pallet", "scanner", "customer", "refund", "escalation", "incident", "report", "data", "retention", "contract", "supplier", "invoice", "budget", "training", "review", "rating", "salary", "band", "overtime", "hours", "remote", "office", "badge", "visitor", "safety"]
+WORDS = [
+    "leave",
+    "policy",
+    "request",
+    "form",
+    "manager",
+    "approval",
+    "employee",
+    "days",
+    "annual",
+    "travel",
+    "expense",
+    "claim",
+    "receipt",
+    "laptop",
+    "return",
+    "procedure",
+    "security",
+    "password",
+    "token",
+    "access",
+    "group",
+    "warehouse",
+    "shipment",
+    "pallet",
+    "scanner",
+    "customer",
+    "refund",
+    "escalation",
+    "incident",
+    "report",
+    "data",
+    "retention",
+    "contract",
+    "supplier",
+    "invoice",
+    "budget",
+    "training",
+    "review",
+    "rating",
+    "salary",
+    "band",
+    "overtime",
+    "hours",
+    "remote",
+    "office",
+    "badge",
+    "visitor",
+    "safety",
+]
 PG_URL = "postgres://postgres@127.0.0.1:5432/goldset_bench"
 
 
@@ -53,7 +102,9 @@ def generate(path: Path, count: int) -> int:
 
 
 def run_backend(database_url: str, docs: int) -> dict:
-    os.environ.update({"DATABASE_URL": database_url, "DEBUG": "1"})
+    os.environ.update(
+        {"DATABASE_URL": database_url, "DEBUG": "1", "DJANGO_SETTINGS_MODULE": "goldset.settings"}
+    )
     os.environ.pop("REDIS_URL", None)
     sys.path.insert(0, str(REPO))
     import django

@@ -50,8 +50,11 @@ class ItemVotes:
     @property
     def votes(self) -> list[Vote]:
         return [
-            Vote(labeller=j.assignment.labeller.get_username() if j.assignment.labeller else "?",
-                 grade=j.grade, spans=tuple((s.start, s.end) for s in j.spans.all()))
+            Vote(
+                labeller=j.assignment.labeller.get_username() if j.assignment.labeller else "?",
+                grade=j.grade,
+                spans=tuple((s.start, s.end) for s in j.spans.all()),
+            )
             for j in self.judgements
         ]
 
@@ -63,8 +66,12 @@ class ItemVotes:
                 spans=tuple((s.start, s.end) for s in self.resolution.spans.all()),
                 source="resolved",
             )
-        return resolve_item(self.votes, planned_votes=self.planned_votes, resolution=resolved,
-                            min_span_f1=min_span_f1)
+        return resolve_item(
+            self.votes,
+            planned_votes=self.planned_votes,
+            resolution=resolved,
+            min_span_f1=min_span_f1,
+        )
 
 
 @dataclass
@@ -89,7 +96,9 @@ class QuestionVotes:
 
     def decide_verdict(self) -> VerdictDecision | Pending:
         resolved = self.resolution.outcome if self.resolution and self.resolution.outcome else None
-        return resolve_verdict(self.outcomes, planned_votes=len(self.assignments), resolution=resolved)
+        return resolve_verdict(
+            self.outcomes, planned_votes=len(self.assignments), resolution=resolved
+        )
 
 
 def gather_votes(*, question_set: QuestionSet) -> list[QuestionVotes]:
@@ -97,14 +106,16 @@ def gather_votes(*, question_set: QuestionSet) -> list[QuestionVotes]:
     pools = list(question_set.pools.all())
     assignments = defaultdict(list)
     for assignment in (
-        Assignment.objects.filter(pool__in=pools).select_related("labeller", "verdict")
+        Assignment.objects.filter(pool__in=pools)
+        .select_related("labeller", "verdict")
         .order_by("slot")
     ):
         assignments[(assignment.pool_id, assignment.question_id)].append(assignment)
     judgements = defaultdict(list)
     for judgement in (
         Judgement.objects.filter(assignment__pool__in=pools)
-        .select_related("assignment__labeller", "guideline").prefetch_related("spans")
+        .select_related("assignment__labeller", "guideline")
+        .prefetch_related("spans")
         .order_by("assignment__slot")
     ):
         judgements[judgement.candidate_id].append(judgement)
@@ -114,21 +125,30 @@ def gather_votes(*, question_set: QuestionSet) -> list[QuestionVotes]:
     }
     by_question: dict[tuple[int, int], QuestionVotes] = {}
     candidates = (
-        Candidate.objects.filter(pool__in=pools).select_related("pool", "question", "version__document")
+        Candidate.objects.filter(pool__in=pools)
+        .select_related("pool", "question", "version__document")
         .order_by("pool_id", "question_id", "shuffle_rank")
     )
     for candidate in candidates:
         key = (candidate.pool_id, candidate.question_id)
         if key not in by_question:
             by_question[key] = QuestionVotes(
-                pool=candidate.pool, question=candidate.question, assignments=assignments.get(key, []),
-                items=[], resolution=resolutions.get((*key, None)),
+                pool=candidate.pool,
+                question=candidate.question,
+                assignments=assignments.get(key, []),
+                items=[],
+                resolution=resolutions.get((*key, None)),
             )
-        by_question[key].items.append(ItemVotes(
-            pool=candidate.pool, question=candidate.question, candidate=candidate,
-            planned_votes=len(assignments.get(key, [])), judgements=judgements.get(candidate.pk, []),
-            resolution=resolutions.get((*key, candidate.pk)),
-        ))
+        by_question[key].items.append(
+            ItemVotes(
+                pool=candidate.pool,
+                question=candidate.question,
+                candidate=candidate,
+                planned_votes=len(assignments.get(key, [])),
+                judgements=judgements.get(candidate.pk, []),
+                resolution=resolutions.get((*key, candidate.pk)),
+            )
+        )
     return [q for q in by_question.values() if q.assignments]
 
 
@@ -136,12 +156,16 @@ def gather_votes(*, question_set: QuestionSet) -> list[QuestionVotes]:
 
 
 def _pair_key(item: ItemVotes) -> str:
-    names = sorted(j.assignment.labeller.get_username() for j in item.judgements if j.assignment.labeller)
+    names = sorted(
+        j.assignment.labeller.get_username() for j in item.judgements if j.assignment.labeller
+    )
     return " & ".join(names)
 
 
 def _guideline_key(item: ItemVotes) -> str:
-    versions = sorted({f"v{j.guideline.version}" if j.guideline else "none" for j in item.judgements})
+    versions = sorted(
+        {f"v{j.guideline.version}" if j.guideline else "none" for j in item.judgements}
+    )
     return " + ".join(versions)
 
 
@@ -156,7 +180,10 @@ def agreement_report(
     # Krippendorff's alpha over every labeller, with missing values, not only one pair.
     labellers = sorted({j.assignment.labeller_id for i in double for j in i.judgements})
     matrix = [
-        [next((j.grade for j in i.judgements if j.assignment.labeller_id == lab), None) for i in double]
+        [
+            next((j.grade for j in i.judgements if j.assignment.labeller_id == lab), None)
+            for i in double
+        ]
         for lab in labellers
     ]
     if len(labellers) > 2:
@@ -170,27 +197,49 @@ def agreement_report(
         )
     report["labellers"] = len(labellers)
     report["pairs"] = [
-        {"labellers": key, **agreement.pairwise_report(
-            [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0)}
+        {
+            "labellers": key,
+            **agreement.pairwise_report(
+                [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0
+            ),
+        }
         for key, items in _grouped(double, _pair_key).items()
     ]
     report["per_guideline_version"] = [
-        {"guideline": key, **agreement.pairwise_report(
-            [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0)}
+        {
+            "guideline": key,
+            **agreement.pairwise_report(
+                [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0
+            ),
+        }
         for key, items in _grouped(double, _guideline_key).items()
     ]
     report["per_question"] = [
-        {"question_id": q.question.external_id, "question": q.question.text,
-         "items": len(items), "disagreements": sum(1 for i in items if i.judgements[0].grade != i.judgements[1].grade),
-         "percent": agreement.percent_agreement(
-             [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0).value}
+        {
+            "question_id": q.question.external_id,
+            "question": q.question.text,
+            "items": len(items),
+            "disagreements": sum(
+                1 for i in items if i.judgements[0].grade != i.judgements[1].grade
+            ),
+            "percent": agreement.percent_agreement(
+                [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0
+            ).value,
+        }
         for q in questions
         if (items := [i for i in q.items if len(i.judgements) == 2])
     ]
     report["per_question"].sort(key=lambda row: (-row["disagreements"], row["question_id"]))
     f1 = agreement.mean_span_f1(
-        [tuple(agreement.GradedSpans(grade=j.grade, spans=tuple((s.start, s.end) for s in j.spans.all()))
-               for j in i.judgements) for i in double],
+        [
+            tuple(
+                agreement.GradedSpans(
+                    grade=j.grade, spans=tuple((s.start, s.end) for s in j.spans.all())
+                )
+                for j in i.judgements
+            )
+            for i in double
+        ],
         n_boot=n_boot,
     )
     report["span_f1"] = f1.value
@@ -202,8 +251,12 @@ def agreement_report(
     ]
     report["verdicts"] = agreement.verdict_report(verdict_pairs, n_boot=n_boot)
     report["disagreements"] = [
-        {"question_id": i.question.external_id, "candidate": i.candidate.pk,
-         "doc_id": i.candidate.version.document.doc_id, "grades": [j.grade for j in i.judgements]}
+        {
+            "question_id": i.question.external_id,
+            "candidate": i.candidate.pk,
+            "doc_id": i.candidate.version.document.doc_id,
+            "grades": [j.grade for j in i.judgements],
+        }
         for i in sorted(double, key=lambda i: -abs(i.judgements[0].grade - i.judgements[1].grade))
         if i.judgements[0].grade != i.judgements[1].grade
     ]
@@ -231,7 +284,10 @@ class QueueEntry:
 
 
 def adjudication_queue(
-    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1, include_resolved: bool = False
+    *,
+    question_set: QuestionSet,
+    min_span_f1: float = DEFAULT_MIN_SPAN_F1,
+    include_resolved: bool = False,
 ) -> list[QueueEntry]:
     """Double-labelled items whose grades, spans or verdicts disagree (or a "can't tell")."""
     entries = []
@@ -239,17 +295,35 @@ def adjudication_queue(
         verdict = q.decide_verdict()
         has_resolution = q.resolution is not None and bool(q.resolution.outcome)
         outcomes = q.outcomes
-        if isinstance(verdict, Pending) and len(outcomes) == len(q.assignments) or (include_resolved and has_resolution):
-            entries.append(QueueEntry(pool=q.pool, question=q.question, candidate=None, question_votes=q,
-                                      reason=verdict.reason if isinstance(verdict, Pending) else "resolved"))
+        if (
+            isinstance(verdict, Pending)
+            and len(outcomes) == len(q.assignments)
+            or (include_resolved and has_resolution)
+        ):
+            entries.append(
+                QueueEntry(
+                    pool=q.pool,
+                    question=q.question,
+                    candidate=None,
+                    question_votes=q,
+                    reason=verdict.reason if isinstance(verdict, Pending) else "resolved",
+                )
+            )
         for item in q.items:
             if len(item.judgements) < 2:
                 continue
             decision = item.decide(min_span_f1=min_span_f1)
             if isinstance(decision, Pending) or (include_resolved and item.resolution is not None):
-                entries.append(QueueEntry(pool=q.pool, question=q.question, candidate=item.candidate,
-                                          item=item, question_votes=q,
-                                          reason=decision.reason if isinstance(decision, Pending) else "resolved"))
+                entries.append(
+                    QueueEntry(
+                        pool=q.pool,
+                        question=q.question,
+                        candidate=item.candidate,
+                        item=item,
+                        question_votes=q,
+                        reason=decision.reason if isinstance(decision, Pending) else "resolved",
+                    )
+                )
     return entries
 
 
@@ -260,12 +334,21 @@ def resolve_item_reason(item: ItemVotes, *, min_span_f1: float) -> str:
 
 def is_frozen(*, pool_id: int, question_id: int, candidate_id: int | None) -> bool:
     """Labellers' votes on a resolved item may no longer change."""
-    return Resolution.objects.filter(pool_id=pool_id, question_id=question_id, candidate_id=candidate_id).exists()
+    return Resolution.objects.filter(
+        pool_id=pool_id, question_id=question_id, candidate_id=candidate_id
+    ).exists()
 
 
 def resolve(
-    *, pool: Pool, question: Question, candidate: Candidate | None, user, grade: int | None = None,
-    spans: Sequence[tuple[int, int]] = (), outcome: str = "", note: str = "",
+    *,
+    pool: Pool,
+    question: Question,
+    candidate: Candidate | None,
+    user,
+    grade: int | None = None,
+    spans: Sequence[tuple[int, int]] = (),
+    outcome: str = "",
+    note: str = "",
 ) -> Resolution:
     """Record a lead's decision. Votes are never touched; spans are validated against the text."""
     if candidate is not None:
@@ -285,17 +368,30 @@ def resolve(
         raise ServiceError("Choose a verdict.")
     with transaction.atomic():
         resolution, _ = Resolution.objects.update_or_create(
-            pool=pool, question=question, candidate=candidate,
-            defaults={"grade": grade if candidate else None, "outcome": outcome if candidate is None else "",
-                      "note": note, "resolved_by": user},
+            pool=pool,
+            question=question,
+            candidate=candidate,
+            defaults={
+                "grade": grade if candidate else None,
+                "outcome": outcome if candidate is None else "",
+                "note": note,
+                "resolved_by": user,
+            },
         )
         resolution.spans.all().delete()
         if candidate is not None:
-            Span.objects.bulk_create([
-                Span(resolution=resolution, version=candidate.version, start=s, end=e,
-                     quote=candidate.version.text[s:e])
-                for s, e in spans
-            ])
+            Span.objects.bulk_create(
+                [
+                    Span(
+                        resolution=resolution,
+                        version=candidate.version,
+                        start=s,
+                        end=e,
+                        quote=candidate.version.text[s:e],
+                    )
+                    for s, e in spans
+                ]
+            )
     return resolution
 
 
@@ -332,39 +428,68 @@ class GoldResolution:
         return not self.unresolved
 
 
-def resolve_gold(*, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1) -> GoldResolution:
+def resolve_gold(
+    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1
+) -> GoldResolution:
     """Apply the gold resolution rule (labelling/resolution.py) to every question of the set."""
     rows, unresolved = [], []
     for q in gather_votes(question_set=question_set):
         verdict = q.decide_verdict()
         if isinstance(verdict, Pending):
-            unresolved.append(QueueEntry(pool=q.pool, question=q.question, candidate=None,
-                                         reason=verdict.reason, question_votes=q))
+            unresolved.append(
+                QueueEntry(
+                    pool=q.pool,
+                    question=q.question,
+                    candidate=None,
+                    reason=verdict.reason,
+                    question_votes=q,
+                )
+            )
         spans, judged, texts = [], [], {}
         for item in q.items:
             decision = item.decide(min_span_f1=min_span_f1)
             candidate = item.candidate
             if isinstance(decision, Pending):
-                unresolved.append(QueueEntry(pool=q.pool, question=q.question, candidate=candidate,
-                                             reason=decision.reason, item=item, question_votes=q))
+                unresolved.append(
+                    QueueEntry(
+                        pool=q.pool,
+                        question=q.question,
+                        candidate=candidate,
+                        reason=decision.reason,
+                        item=item,
+                        question_votes=q,
+                    )
+                )
                 continue
             document = candidate.version.document
             texts[candidate.version_id] = candidate.version.text
-            judged.append((document.doc_id, candidate.version.version, candidate.start, candidate.end))
+            judged.append(
+                (document.doc_id, candidate.version.version, candidate.start, candidate.end)
+            )
             for start, end in decision.spans:
-                spans.append(GoldSpanRow(
-                    version_id=candidate.version_id, doc_id=document.doc_id,
-                    version=candidate.version.version, start=start, end=end, grade=decision.grade,
-                    quote=candidate.version.text[start:end],
-                ))
+                spans.append(
+                    GoldSpanRow(
+                        version_id=candidate.version_id,
+                        doc_id=document.doc_id,
+                        version=candidate.version.version,
+                        start=start,
+                        end=end,
+                        grade=decision.grade,
+                        quote=candidate.version.text[start:end],
+                    )
+                )
         answerable = None
         if isinstance(verdict, VerdictDecision):
             answerable = verdict.outcome == VerdictOutcome.ANSWERABLE
-        rows.append(GoldQuestionRow(
-            question=q.question, answerable=answerable,
-            spans=_coalesce(spans, texts) if answerable is not False else [],
-            judged=judged, verdict_source=verdict.source if isinstance(verdict, VerdictDecision) else "",
-        ))
+        rows.append(
+            GoldQuestionRow(
+                question=q.question,
+                answerable=answerable,
+                spans=_coalesce(spans, texts) if answerable is not False else [],
+                judged=judged,
+                verdict_source=verdict.source if isinstance(verdict, VerdictDecision) else "",
+            )
+        )
     return GoldResolution(questions=rows, unresolved=unresolved)
 
 

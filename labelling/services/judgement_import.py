@@ -35,18 +35,23 @@ class JudgementImportResult:
     errors: list[RecordError] = field(default_factory=list)
 
 
-def import_judgements(*, project: Project, name: str, data: bytes, set_name: str = "") -> JudgementImportResult:
+def import_judgements(
+    *, project: Project, name: str, data: bytes, set_name: str = ""
+) -> JudgementImportResult:
     """JSONL `{"question_id", "labeller", "doc_id", "start"?, "end"?, "grade"}` (document level
     without offsets). Every line is checked first; with any bad line nothing is written."""
     result = JudgementImportResult()
-    questions = Question.objects.filter(question_set__project=project).select_related("question_set")
+    questions = Question.objects.filter(question_set__project=project).select_related(
+        "question_set"
+    )
     if set_name:
         questions = questions.filter(question_set__name=set_name)
     by_id: dict[str, list[Question]] = {}
     for question in questions:
         by_id.setdefault(question.external_id, []).append(question)
     documents = {
-        d.doc_id: d for d in Document.objects.filter(project=project).select_related("latest_version")
+        d.doc_id: d
+        for d in Document.objects.filter(project=project).select_related("latest_version")
     }
     votes: list[ImportedVote] = []
     seen: dict[tuple, int] = {}
@@ -57,13 +62,22 @@ def import_judgements(*, project: Project, name: str, data: bytes, set_name: str
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        vote = _parse(line, number, by_id=by_id, documents=documents, name=name, errors=result.errors)
+        vote = _parse(
+            line, number, by_id=by_id, documents=documents, name=name, errors=result.errors
+        )
         if vote is None:
             continue
         key = (vote.question.pk, vote.labeller, vote.document.pk, vote.start, vote.end)
         if key in seen:
-            result.errors.append(RecordError(source=name, line=number, error=(
-                f"{vote.labeller} judges the same item twice (first on line {seen[key]})")))
+            result.errors.append(
+                RecordError(
+                    source=name,
+                    line=number,
+                    error=(
+                        f"{vote.labeller} judges the same item twice (first on line {seen[key]})"
+                    ),
+                )
+            )
             continue
         seen[key] = number
         votes.append(vote)
@@ -86,7 +100,9 @@ def _parse(line, number, *, by_id, documents, name, errors) -> ImportedVote | No
         return fail(f"not valid JSON ({exc.msg})")
     if not isinstance(obj, dict):
         return fail("expected a JSON object")
-    qid, labeller, doc_id, grade = (obj.get(k) for k in ("question_id", "labeller", "doc_id", "grade"))
+    qid, labeller, doc_id, grade = (
+        obj.get(k) for k in ("question_id", "labeller", "doc_id", "grade")
+    )
     matches = by_id.get(str(qid), []) if qid is not None else []
     if not matches:
         return fail(f"unknown question_id {qid!r}")
@@ -103,10 +119,20 @@ def _parse(line, number, *, by_id, documents, name, errors) -> ImportedVote | No
     start, end = obj.get("start"), obj.get("end")
     if start is None and end is None:
         start, end = 0, length
-    elif not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)) or not 0 <= start < end <= length:
+    elif (
+        not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end))
+        or not 0 <= start < end <= length
+    ):
         return fail(f"offsets {start!r}–{end!r} are not inside {doc_id} (0–{length})")
-    return ImportedVote(line=number, question=matches[0], labeller=labeller.strip(), document=document,
-                        start=start, end=end, grade=grade)
+    return ImportedVote(
+        line=number,
+        question=matches[0],
+        labeller=labeller.strip(),
+        document=document,
+        start=start,
+        end=end,
+        grade=grade,
+    )
 
 
 def _write(project: Project, votes: list[ImportedVote], result: JudgementImportResult) -> None:
@@ -118,7 +144,9 @@ def _write(project: Project, votes: list[ImportedVote], result: JudgementImportR
             user.set_unusable_password()
             user.save(update_fields=["password"])
             result.labellers_created.append(username)
-        Membership.objects.get_or_create(project=project, user=user, defaults={"role": Role.LABELLER})
+        Membership.objects.get_or_create(
+            project=project, user=user, defaults={"role": Role.LABELLER}
+        )
         users[username] = user
     now = timezone.now()
     pools: dict[int, Pool] = {}
@@ -126,23 +154,46 @@ def _write(project: Project, votes: list[ImportedVote], result: JudgementImportR
         question_set = vote.question.question_set
         pool = pools.get(question_set.pk)
         if pool is None:
-            pool, _ = Pool.objects.get_or_create(question_set=question_set, name=IMPORTED_POOL,
-                                                 defaults={"depth": 0, "state": PoolState.READY})
+            pool, _ = Pool.objects.get_or_create(
+                question_set=question_set,
+                name=IMPORTED_POOL,
+                defaults={"depth": 0, "state": PoolState.READY},
+            )
             pools[question_set.pk] = pool
         version = vote.document.latest_version
         candidate, _ = Candidate.objects.get_or_create(
-            pool=pool, question=vote.question, version=version, start=vote.start, end=vote.end,
-            defaults={"shuffle_rank": Candidate.objects.filter(pool=pool, question=vote.question).count()},
+            pool=pool,
+            question=vote.question,
+            version=version,
+            start=vote.start,
+            end=vote.end,
+            defaults={
+                "shuffle_rank": Candidate.objects.filter(pool=pool, question=vote.question).count()
+            },
         )
-        assignment = Assignment.objects.filter(pool=pool, question=vote.question, labeller=users[vote.labeller]).first()
+        assignment = Assignment.objects.filter(
+            pool=pool, question=vote.question, labeller=users[vote.labeller]
+        ).first()
         if assignment is None:
             slot = Assignment.objects.filter(pool=pool, question=vote.question).count() + 1
-            assignment = Assignment.objects.create(pool=pool, question=vote.question, slot=slot,
-                                                   labeller=users[vote.labeller], assigned_at=now, completed_at=now)
+            assignment = Assignment.objects.create(
+                pool=pool,
+                question=vote.question,
+                slot=slot,
+                labeller=users[vote.labeller],
+                assigned_at=now,
+                completed_at=now,
+            )
         judgement, created = Judgement.objects.update_or_create(
-            assignment=assignment, candidate=candidate, defaults={"grade": vote.grade})
+            assignment=assignment, candidate=candidate, defaults={"grade": vote.grade}
+        )
         judgement.spans.all().delete()
         if vote.grade >= 1:
-            Span.objects.create(judgement=judgement, version=version, start=vote.start, end=vote.end,
-                                quote=version.text[vote.start:vote.end])
+            Span.objects.create(
+                judgement=judgement,
+                version=version,
+                start=vote.start,
+                end=vote.end,
+                quote=version.text[vote.start : vote.end],
+            )
         result.judgements += 1

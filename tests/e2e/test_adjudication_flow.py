@@ -26,15 +26,25 @@ def test_lead_resolves_a_disagreement_and_gold_shows_it(transactional_db, live_s
     add_documents(project, ("leave", POLICY_TEXT))
     version = Document.objects.get(doc_id="leave").latest_version
     question_set = QuestionSetFactory(project=project, name="hr")
-    question = QuestionFactory(question_set=question_set, external_id="q1", text="carry over leave??")
+    question = QuestionFactory(
+        question_set=question_set, external_id="q1", text="carry over leave??"
+    )
     pool = Pool.objects.create(question_set=question_set, name="p", state="ready")
-    candidate = Candidate.objects.create(pool=pool, question=question, version=version, start=0, end=120)
+    candidate = Candidate.objects.create(
+        pool=pool, question=question, version=version, start=0, end=120
+    )
     now = timezone.now()
     for slot, (name, grade) in enumerate((("ann", 2), ("bob", 0)), start=1):
         user = UserFactory(username=name)
         MembershipFactory(project=project, user=user, role="labeller")
-        assignment = Assignment.objects.create(pool=pool, question=question, slot=slot, labeller=user,
-                                               assigned_at=now, completed_at=now)
+        assignment = Assignment.objects.create(
+            pool=pool,
+            question=question,
+            slot=slot,
+            labeller=user,
+            assigned_at=now,
+            completed_at=now,
+        )
         Judgement.objects.create(assignment=assignment, candidate=candidate, grade=grade)
     MembershipFactory(project=project, user=UserFactory(username="lena"), role="lead")
 

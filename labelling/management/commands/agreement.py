@@ -17,7 +17,9 @@ class Command(BaseCommand):
         parser.add_argument("--set", dest="set_name", required=True)
         parser.add_argument("--json", action="store_true", help="print every statistic as JSON")
         parser.add_argument("--min-span-f1", type=float, default=DEFAULT_MIN_SPAN_F1)
-        parser.add_argument("--bootstrap", type=int, default=1000, help="resamples for the 95%% CIs")
+        parser.add_argument(
+            "--bootstrap", type=int, default=1000, help="resamples for the 95%% CIs"
+        )
 
     def handle(self, *args, project, set_name, min_span_f1, bootstrap, **options):
         project = project_or_fail(project)
@@ -25,16 +27,30 @@ class Command(BaseCommand):
             question_set = get_question_set(project=project, name=set_name)
         except ServiceError as exc:
             raise unusable(str(exc))
-        report = adjudication.agreement_report(question_set=question_set, min_span_f1=min_span_f1,
-                                               n_boot=bootstrap)
+        report = adjudication.agreement_report(
+            question_set=question_set, min_span_f1=min_span_f1, n_boot=bootstrap
+        )
         if options["json"]:
             self.stdout.write(_dumps(report))
             return
-        self.stdout.write(f"{report['items']} double-labelled items, {report['labellers']} labellers")
-        for key in ("percent", "kappa", "kappa_linear", "kappa_quadratic", "alpha_ordinal", "alpha_nominal",
-                    "span_f1"):
+        self.stdout.write(
+            f"{report['items']} double-labelled items, {report['labellers']} labellers"
+        )
+        for key in (
+            "percent",
+            "kappa",
+            "kappa_linear",
+            "kappa_quadratic",
+            "alpha_ordinal",
+            "alpha_nominal",
+            "span_f1",
+        ):
             value = report[key]
-            shown = f"{value:.3f}" if value is not None else f"undefined ({report['reasons'].get(key, '')})"
+            shown = (
+                f"{value:.3f}"
+                if value is not None
+                else f"undefined ({report['reasons'].get(key, '')})"
+            )
             self.stdout.write(f"  {key:<16} {shown}")
         if report["guideline_needs_rewrite"]:
             self.stdout.write("  alpha is below 0.667: the guideline needs rewriting")

@@ -17,15 +17,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", type=Path)
         parser.add_argument("--project", required=True)
-        parser.add_argument("--set", dest="set_name", default="", help="question set, if ids are ambiguous")
+        parser.add_argument(
+            "--set", dest="set_name", default="", help="question set, if ids are ambiguous"
+        )
 
     def handle(self, *args, file: Path, project, set_name, **options):
         project = project_or_fail(project)
         if not file.is_file():
             raise unusable(f"{file} does not exist.")
         try:
-            result = import_judgements(project=project, name=file.name, data=file.read_bytes(),
-                                       set_name=set_name)
+            result = import_judgements(
+                project=project, name=file.name, data=file.read_bytes(), set_name=set_name
+            )
         except ServiceError as exc:
             raise unusable(str(exc))
         for error in result.errors:
