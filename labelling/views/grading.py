@@ -306,6 +306,8 @@ def _write(action: Callable[..., services.Outcome]) -> Callable:
         try:
             access, assignment = _assignment_for(request, slug, pool_id, question_id, page=False)
         except Http404 as exc:
+            if not request.htmx:
+                raise  # a plain 404, never a redirect into a project the user is not in
             return _answer(request, None, None, str(exc), status=404)
         try:
             outcome = action(request, assignment, **ids)

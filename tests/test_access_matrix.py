@@ -1,0 +1,173 @@
+"""Every URL in the URL conf, generated from it so a new view cannot be forgotten, requested by
+people who must not reach it: anonymous users, members of another project, and members of this
+project holding object ids of another project. Unsafe methods must leave every row unchanged."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.apps import apps
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from corpus import services as corpus_services
+from corpus.models import Document, DuplicateGroup, Job
+from evaluation.models import EvaluationRun
+from evaluation.services import finalise_gold_set
+from labelling.models import Assignment, Candidate, Span
+from tests.factories import (
+    PASSWORD,
+    POLICY_TEXT,
+    MembershipFactory,
+    ProjectFactory,
+    UserFactory,
+    add_documents,
+    labelled_question_set,
+)
+
+OPEN_URLS = {"login", "logout", "corpus:list-projects"}  # no project in them
+
+
+def url_patterns(patterns=None, namespace=None):
+    for pattern in get_resolver().url_patterns if patterns is None else patterns:
+        if isinstance(pattern, URLResolver):
+            if str(pattern.pattern).startswith("admin/"):
+                continue  # Django's admin: staff-only, tested by Django itself
+            yield from url_patterns(pattern.url_patterns, pattern.namespace or namespace)
+        elif isinstance(pattern, URLPattern):
+            yield f"{namespace}:{pattern.name}" if namespace else pattern.name, pattern
+
+
+def world(prefix: str) -> dict:
+    """A project with one object of every kind a URL can name."""
+    project = ProjectFactory(slug=f"{prefix}-project")
+    people = {
+        role: UserFactory(username=f"{prefix}-{role}") for role in ("ann", "bob", "lead", "admin")
+    }
+    for name, user in people.items():
+        MembershipFactory(
+            project=project,
+            user=user,
+            role={"lead": "lead", "admin": "admin"}.get(name, "labeller"),
+        )
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"], restricted=True
+    )
+    add_documents(project, ("copy-a", POLICY_TEXT + " copy"), ("copy-b", POLICY_TEXT + " copy!"))
+    scheme = corpus_services.add_chunking_scheme(
+        project=project, name="w50", strategy="fixed", size=50, overlap=0
+    )
+    corpus_services.chunk_corpus(scheme=scheme)
+    retriever = corpus_services.add_retriever(
+        project=project, name="bm25", kind="bm25", scheme=scheme
+    )
+    gold_set = finalise_gold_set(question_set=question_set, user=people["admin"])
+    run = EvaluationRun.objects.create(
+        gold_set=gold_set,
+        name="r",
+        source="upload",
+        file_name="r.jsonl",
+        content=b"",
+        sha256="0" * 64,
+    )
+    candidate = Candidate.objects.filter(pool__question_set=question_set).order_by("pk").first()
+    return {
+        "project": project,
+        "people": people,
+        "ids": {
+            "slug": project.slug,
+            "set_id": question_set.pk,
+            "pool_id": candidate.pool_id,
+            "question_id": candidate.question_id,
+            "candidate_id": candidate.pk,
+            "assignment_id": Assignment.objects.filter(pool=candidate.pool)
+            .order_by("pk")
+            .first()
+            .pk,
+            "span_id": Span.objects.filter(judgement__candidate=candidate)
+            .order_by("pk")
+            .first()
+            .pk,
+            "document_id": Document.objects.get(project=project, doc_id="salaries").pk,
+            "group_id": DuplicateGroup.objects.get(project=project).pk,
+            "scheme_id": scheme.pk,
+            "job_id": Job.objects.create(project=project, kind="chunk_corpus").pk,
+            "retriever_id": retriever.pk,
+            "gold_set_id": gold_set.pk,
+            "run_id": run.pk,
+        },
+    }
+
+
+def snapshot() -> dict:
+    return {
+        model._meta.label: sorted(map(repr, model.objects.values_list()))
+        for app in ("corpus", "labelling", "evaluation")
+        for model in apps.get_app_config(app).get_models()
+    }
+
+
+def login(user) -> Client:
+    client = Client()
+    assert client.login(username=user.username, password=PASSWORD)
+    return client
+
+
+@pytest.fixture
+def worlds(db, monkeypatch):
+    # Jobs a stray request might start must not run: the snapshot has to see them queued.
+    monkeypatch.setattr("corpus.tasks.run_job.delay", lambda *a, **k: None)
+    return world("a"), world("b")
+
+
+def routes():
+    for name, pattern in url_patterns():
+        if name not in OPEN_URLS:
+            yield name, re.findall(r"<(?:\w+:)?(\w+)>", str(pattern.pattern))
+
+
+def test_every_url_kwarg_is_covered(worlds):
+    known = set(worlds[0]["ids"])
+    for name, kwargs in routes():
+        assert set(kwargs) <= known, f"{name}: add {set(kwargs) - known} to world() in this test"
+
+
+def test_anonymous_users_are_sent_to_log_in(worlds):
+    a, _ = worlds
+    before = snapshot()
+    for name, kwargs in routes():
+        url = reverse(name, kwargs={k: a["ids"][k] for k in kwargs})
+        for method in ("get", "post"):
+            response = getattr(Client(), method)(url)
+            assert response.status_code in (302, 405), (name, method, response.status_code)
+            if response.status_code == 302:
+                assert response["Location"].startswith("/accounts/login/"), (name, method)
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("role", ["ann", "lead", "admin"])
+def test_members_of_another_project_get_404(worlds, role):
+    a, b = worlds
+    outsider = login(b["people"][role])
+    before = snapshot()
+    for name, kwargs in routes():
+        url = reverse(name, kwargs={k: a["ids"][k] for k in kwargs})
+        for method in ("get", "post"):
+            response = getattr(outsider, method)(url)
+            assert response.status_code in (404, 405), (name, method, response.status_code)
+    assert snapshot() == before
+
+
+def test_object_ids_of_another_project_get_404(worlds):
+    a, b = worlds
+    admin = login(a["people"]["admin"])
+    before = snapshot()
+    for name, kwargs in routes():
+        if kwargs == ["slug"]:
+            continue
+        ids = {k: (a if k == "slug" else b)["ids"][k] for k in kwargs}
+        for method in ("get", "post"):
+            response = getattr(admin, method)(reverse(name, kwargs=ids))
+            assert response.status_code in (404, 405), (name, method, response.status_code)
+    assert snapshot() == before
