@@ -162,7 +162,9 @@ class Command(BaseCommand):
             save_guideline(project=project, text=DEMO_GUIDELINE, user=users["lead"])
         pool = question_set.pools.get(name=DEMO_POOL["name"])
         result = plan_assignments(
-            pool=pool, labellers=[users["labeller1"], users["labeller2"]], double_count=8,
+            pool=pool,
+            labellers=[users["labeller1"], users["labeller2"]],
+            double_count=8,
             user=users["lead"],
         )
         self.stdout.write(result.describe())
