@@ -7,9 +7,12 @@ from corpus.models import (
     Document,
     DocumentVersion,
     DuplicateGroup,
+    EmbeddingCache,
+    Index,
     Job,
     Membership,
     Project,
+    Retriever,
     Upload,
 )
 
@@ -87,3 +90,23 @@ class UploadAdmin(admin.ModelAdmin):
     list_display = ["name", "size", "job"]
     exclude = ["content"]  # originals are never served back from the app's origin
     readonly_fields = ["name", "size", "sha256", "job"]
+
+
+@admin.register(Retriever)
+class RetrieverAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "kind", "scheme", "active_index"]
+    list_filter = ["kind"]
+    raw_id_fields = ["active_index"]
+
+
+@admin.register(Index)
+class IndexAdmin(admin.ModelAdmin):
+    list_display = ["pk", "retriever", "state", "built_at", "passages", "model_name", "dimension"]
+    exclude = ["artifact"]
+    raw_id_fields = ["job"]
+
+
+@admin.register(EmbeddingCache)
+class EmbeddingCacheAdmin(admin.ModelAdmin):
+    list_display = ["model_version", "text_hash"]
+    exclude = ["vector"]
