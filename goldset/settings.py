@@ -65,6 +65,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "goldset.middleware.RejectLookupParametersMiddleware",
 ]
 
 ROOT_URLCONF = "goldset.urls"

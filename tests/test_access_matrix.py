@@ -171,3 +171,13 @@ def test_object_ids_of_another_project_get_404(worlds):
             response = getattr(admin, method)(reverse(name, kwargs=ids))
             assert response.status_code in (404, 405), (name, method, response.status_code)
     assert snapshot() == before
+
+
+def test_lookup_style_query_parameters_are_refused(worlds):
+    a, _ = worlds
+    admin = login(a["people"]["admin"])
+    for name, kwargs in routes():
+        url = reverse(name, kwargs={k: a["ids"][k] for k in kwargs})
+        response = admin.get(url, {"created_by__password__startswith": "pbkdf2"})
+        assert response.status_code == 400, name
+        assert b"Unknown filter created_by__password__startswith" in response.content
