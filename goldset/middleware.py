@@ -18,3 +18,29 @@ class RejectLookupParametersMiddleware:
                     content_type="text/plain",
                 )
         return self.get_response(request)
+
+
+class RequestSizeLimitMiddleware:
+    """Refuse a request body over GOLDSET_MAX_REQUEST_BYTES from its Content-Length, before any
+    of it is read or spooled to disk (per-file limits are checked again by the upload forms)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        from django.conf import settings
+        from django.template.defaultfilters import filesizeformat
+
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return HttpResponseBadRequest("Bad Content-Length.", content_type="text/plain")
+        limit = settings.GOLDSET_MAX_REQUEST_BYTES
+        if length > limit:
+            return HttpResponse(
+                f"This upload is {filesizeformat(length)}, over the {filesizeformat(limit)} "
+                "limit for one request. Send fewer or smaller files.",
+                status=413,
+                content_type="text/plain",
+            )
+        return self.get_response(request)

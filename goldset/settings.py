@@ -56,6 +56,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "goldset.middleware.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -129,6 +130,7 @@ WHITENOISE_AUTOREFRESH = DEBUG
 # comes from the upload view's own check of each file, see corpus.forms).
 GOLDSET_MAX_UPLOAD_BYTES = int(os.environ.get("GOLDSET_MAX_UPLOAD_BYTES", str(25 * 2**20)))
 GOLDSET_MAX_UPLOAD_FILES = int(os.environ.get("GOLDSET_MAX_UPLOAD_FILES", "50"))
+GOLDSET_MAX_REQUEST_BYTES = int(os.environ.get("GOLDSET_MAX_REQUEST_BYTES", str(200 * 2**20)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 2**20
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 2**20
 DATA_UPLOAD_MAX_NUMBER_FILES = GOLDSET_MAX_UPLOAD_FILES

@@ -225,3 +225,15 @@ def test_lead_adds_a_chunking_scheme_and_bad_parameters_are_explained(worker, pr
     job = wait_for_job(Job.objects.get(project=project, kind="chunk_corpus"))
     assert job.state == "succeeded"
     assert ChunkingScheme.objects.get(name="w10").chunks.count() == job.result["chunks"] > 0
+
+
+def test_an_oversized_request_is_refused_before_its_body_is_read(project, member, settings):
+    settings.GOLDSET_MAX_REQUEST_BYTES = 10_000
+    client = login(member("lead"))
+    big = io.BytesIO(b"a" * 50_000)
+    big.name = "big.txt"
+    url = reverse("corpus:upload-documents", args=[project.slug])
+    response = client.post(url, {"files": [big]})
+    assert response.status_code == 413
+    assert b"limit for one request" in response.content
+    assert not Job.objects.exists() and not Upload.objects.exists()
