@@ -18,7 +18,7 @@ import threading
 import zipfile
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -129,22 +129,11 @@ class RunRejected(GoldSetError):
 
 
 @dataclass
-class FrozenSpan:
-    version_id: int
-    doc_id: str
-    version: int
-    start: int
-    end: int
-    grade: int
-    quote: str
-
-
-@dataclass
 class FrozenQuestion:
     question_id: str
     text: str
     answerable: bool
-    spans: list[FrozenSpan]
+    spans: list[adjudication.GoldSpanRow]
     judged: list[tuple[str, int, int, int]]  # doc_id, version, start, end
 
 
@@ -206,19 +195,7 @@ def collect_gold(
                 )
             )
             continue
-        spans = [
-            FrozenSpan(
-                version_id=s.version_id,
-                doc_id=s.doc_id,
-                version=s.version,
-                start=s.start,
-                end=s.end,
-                grade=s.grade,
-                quote=s.quote,
-            )
-            for row in rows
-            for s in row.spans
-        ]
+        spans = [replace(s) for row in rows for s in row.spans]
         if len(rows) > 1:
             spans = _merge_spans(spans)
         judged = list(dict.fromkeys(passage for row in rows for passage in row.judged))
@@ -278,23 +255,14 @@ def _verdicts_without_candidates(question_set: QuestionSet, *, covered: set[int]
     return decided
 
 
-def _merge_spans(spans: list[FrozenSpan]) -> list[FrozenSpan]:
+def _merge_spans(spans: list[adjudication.GoldSpanRow]) -> list[adjudication.GoldSpanRow]:
     """Overlapping spans of one version (from different pools) become one unit, higher grade."""
     texts = dict(
         DocumentVersion.objects.filter(pk__in={s.version_id for s in spans}).values_list(
             "pk", "text"
         )
     )
-    merged: list[FrozenSpan] = []
-    for span in sorted(spans, key=lambda s: (s.version_id, s.start, s.end)):
-        last = merged[-1] if merged else None
-        if last and last.version_id == span.version_id and span.start < last.end:
-            last.end = max(last.end, span.end)
-            last.grade = max(last.grade, span.grade)
-            last.quote = texts[last.version_id][last.start : last.end]
-        else:
-            merged.append(FrozenSpan(**span.__dict__))
-    return merged
+    return adjudication.coalesce_spans(spans, texts)
 
 
 # --- the bundle ---------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.db import transaction
 
@@ -485,7 +485,7 @@ def resolve_gold(
             GoldQuestionRow(
                 question=q.question,
                 answerable=answerable,
-                spans=_coalesce(spans, texts) if answerable is not False else [],
+                spans=coalesce_spans(spans, texts) if answerable is not False else [],
                 judged=judged,
                 verdict_source=verdict.source if isinstance(verdict, VerdictDecision) else "",
             )
@@ -493,7 +493,7 @@ def resolve_gold(
     return GoldResolution(questions=rows, unresolved=unresolved)
 
 
-def _coalesce(spans: list[GoldSpanRow], texts: dict[int, str]) -> list[GoldSpanRow]:
+def coalesce_spans(spans: list[GoldSpanRow], texts: dict[int, str]) -> list[GoldSpanRow]:
     """Overlapping gold spans of one question and version become one unit with the higher grade,
     so evidence that two candidates share is credited once."""
     merged: list[GoldSpanRow] = []
@@ -504,5 +504,5 @@ def _coalesce(spans: list[GoldSpanRow], texts: dict[int, str]) -> list[GoldSpanR
             last.grade = max(last.grade, span.grade)
             last.quote = texts[last.version_id][last.start : last.end]
         else:
-            merged.append(span)
+            merged.append(replace(span))
     return merged
