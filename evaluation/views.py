@@ -165,24 +165,28 @@ def show_gold_set(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResp
     )
 
 
+def _refuse_download(request: HttpRequest, access, gold_set) -> HttpResponse | None:
+    """A bundle carries document text: refuse it to anyone an access group hides one from."""
+    hidden = gold_set.hidden_document_count(request.user)
+    if not hidden:
+        return None
+    context = {
+        "access": access,
+        "project": access.project,
+        "gold_set": gold_set,
+        "refusal": _refusal(hidden),
+    }
+    return render(request, "evaluation/download_refused.html", context, status=403)
+
+
 @login_required
 @require_GET
 def download_gold_set(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
     gold_set = _gold_set(access, gold_set_id)
-    hidden = gold_set.hidden_document_count(request.user)
-    if hidden:
-        return render(
-            request,
-            "evaluation/download_refused.html",
-            {
-                "access": access,
-                "project": access.project,
-                "gold_set": gold_set,
-                "refusal": _refusal(hidden),
-            },
-            status=403,
-        )
+    refused = _refuse_download(request, access, gold_set)
+    if refused is not None:
+        return refused
     name = services.bundle_folder_name(gold_set)
     return HttpResponse(
         services.bundle_zip(gold_set),
@@ -311,19 +315,9 @@ def download_run(request: HttpRequest, slug: str, gold_set_id: int, run_id: int)
     access = project_access(request.user, slug, role=Role.LEAD)
     gold_set = _gold_set(access, gold_set_id)
     run = get_object_or_404(EvaluationRun, gold_set=gold_set, pk=run_id)
-    hidden = gold_set.hidden_document_count(request.user)
-    if hidden:
-        return render(
-            request,
-            "evaluation/download_refused.html",
-            {
-                "access": access,
-                "project": access.project,
-                "gold_set": gold_set,
-                "refusal": _refusal(hidden),
-            },
-            status=403,
-        )
+    refused = _refuse_download(request, access, gold_set)
+    if refused is not None:
+        return refused
     return HttpResponse(
         bytes(run.content),
         content_type="application/octet-stream",
