@@ -1,0 +1,83 @@
+"""Hostile text everywhere users can put it stays inert on every page, the admin included."""
+
+import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.test import Client
+from django.urls import reverse
+
+from labelling.models import Judgement
+from tests.factories import (
+    PASSWORD,
+    MembershipFactory,
+    QuestionFactory,
+    UserFactory,
+    add_documents,
+)
+from tests.test_access_matrix import routes, world
+
+PAYLOADS = [
+    "<script>alert('xss-1')</script>",
+    "<img src=x onerror=alert('xss-2')>",
+    "</script><script>alert('xss-3')</script>",
+    "<a href=\"javascript:alert('xss-4')\">click</a>",
+    "<svg onload=alert('xss-5')>",
+    '<div hx-get="/admin/" hx-trigger="load">xss-6</div>',
+]
+HOSTILE = " ".join(PAYLOADS)
+
+
+@pytest.fixture
+def hostile(db, monkeypatch):
+    monkeypatch.setattr("corpus.tasks.run_job.delay", lambda *a, **k: None)
+    a = world("a")
+    project = a["project"]
+    add_documents(
+        project, (f"evil {PAYLOADS[1]}.html", f"Policy text. {HOSTILE} More text follows.")
+    )
+    question_set = project.question_sets.get(name="hr")
+    QuestionFactory(question_set=question_set, external_id="q-evil", text=f"how do I {HOSTILE}??")
+    Judgement.objects.update(note=HOSTILE)
+    MembershipFactory(project=project, user=UserFactory(username=f"eve{PAYLOADS[4]}"[:150]))
+    return a
+
+
+def assert_inert(body: str, where: str) -> None:
+    for payload in PAYLOADS:
+        assert payload not in body, f"{where}: {payload!r} rendered raw"
+    assert 'href="javascript:' not in body, where
+
+
+def test_every_page_escapes_hostile_text(hostile):
+    client = Client()
+    assert client.login(username=hostile["people"]["admin"].username, password=PASSWORD)
+    shown_escaped = set()
+    for name, kwargs in routes():
+        url = reverse(name, kwargs={k: hostile["ids"][k] for k in kwargs})
+        response = client.get(url)
+        if response.status_code == 200 and response["Content-Type"].startswith("text/html"):
+            body = response.content.decode()
+            assert_inert(body, name)
+            if "&lt;img src=x onerror=alert(&#x27;xss-2&#x27;)&gt;" in body:
+                shown_escaped.add(name)
+    # The hostile text really is on the pages, as text.
+    assert {"corpus:list-documents", "labelling:show-question-set"} <= shown_escaped
+
+
+def test_the_admin_escapes_hostile_text(hostile):
+    superuser = UserFactory(is_staff=True, is_superuser=True)
+    client = Client()
+    assert client.login(username=superuser.username, password=PASSWORD)
+    for app in ("corpus", "labelling", "evaluation"):
+        for model in apps.get_app_config(app).get_models():
+            if not admin.site.is_registered(model):
+                continue
+            url = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
+            assert_inert(client.get(url).content.decode(), url)
+            first = model.objects.order_by("pk").first()
+            if first is not None:
+                change = reverse(
+                    f"admin:{model._meta.app_label}_{model._meta.model_name}_change",
+                    args=[first.pk],
+                )
+                assert_inert(client.get(change).content.decode(), change)
