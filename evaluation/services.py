@@ -242,15 +242,10 @@ def _verdicts_without_candidates(question_set: QuestionSet, *, covered: set[int]
     }
     decided = {}
     for question_id, held in assignments.items():
-        outcomes = []
-        for assignment in held:
-            verdict = getattr(assignment, "verdict", None)
-            if verdict is not None:
-                outcomes.append(verdict.outcome)
-            elif assignment.completed_at is not None:
-                outcomes.append(VerdictOutcome.ANSWERABLE)
         decided[question_id] = resolve_verdict(
-            outcomes, planned_votes=len(held), resolution=resolutions.get(question_id)
+            adjudication.finished_outcomes(held),
+            planned_votes=len(held),
+            resolution=resolutions.get(question_id),
         )
     return decided
 

@@ -84,21 +84,25 @@ class QuestionVotes:
 
     @property
     def outcomes(self) -> list[str]:
-        """Outcomes of finished assignments; finishing without a mark means answerable."""
-        outcomes = []
-        for assignment in self.assignments:
-            verdict = getattr(assignment, "verdict", None)
-            if verdict is not None:
-                outcomes.append(verdict.outcome)
-            elif assignment.completed_at is not None:
-                outcomes.append(VerdictOutcome.ANSWERABLE)
-        return outcomes
+        return finished_outcomes(self.assignments)
 
     def decide_verdict(self) -> VerdictDecision | Pending:
         resolved = self.resolution.outcome if self.resolution and self.resolution.outcome else None
         return resolve_verdict(
             self.outcomes, planned_votes=len(self.assignments), resolution=resolved
         )
+
+
+def finished_outcomes(assignments: Sequence[Assignment]) -> list[str]:
+    """Verdicts of finished assignments; finishing without a mark means answerable."""
+    outcomes = []
+    for assignment in assignments:
+        verdict = getattr(assignment, "verdict", None)
+        if verdict is not None:
+            outcomes.append(verdict.outcome)
+        elif assignment.completed_at is not None:
+            outcomes.append(VerdictOutcome.ANSWERABLE)
+    return outcomes
 
 
 def gather_votes(*, question_set: QuestionSet) -> list[QuestionVotes]:
