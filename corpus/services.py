@@ -712,6 +712,10 @@ def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
     failed build leaves it active.
     """
     _check_buildable(retriever)
+    if job is not None:
+        # An earlier attempt of this job died with its worker (kill -9, OOM): its half-built
+        # index can never finish, so it goes rather than showing as "building" forever.
+        Index.objects.filter(retriever=retriever, job=job, state=IndexState.BUILDING).delete()
     index = Index.objects.create(retriever=retriever, job=job)
     advance = job_progress(job) if job is not None else None
     try:

@@ -1,4 +1,8 @@
+import logging
+
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+
+logger = logging.getLogger(__name__)
 
 
 class RejectLookupParametersMiddleware:
@@ -44,3 +48,31 @@ class RequestSizeLimitMiddleware:
                 content_type="text/plain",
             )
         return self.get_response(request)
+
+
+class DatabaseUnavailableMiddleware:
+    """A request whose database connection dies (a restart, a failover, a killed backend) was
+    rolled back as a whole: every write runs in one transaction. Say so, and ask the client to
+    send it again, instead of a bare 500 that leaves the labeller wondering what was saved."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        from django.db import InterfaceError, OperationalError
+
+        if not isinstance(exception, OperationalError | InterfaceError):
+            return None
+        logger.warning(
+            "database unavailable during %s %s: %s", request.method, request.path, exception
+        )
+        response = HttpResponse(
+            "The database connection was lost and nothing was saved. Please try again.",
+            status=503,
+            content_type="text/plain",
+        )
+        response["Retry-After"] = "1"
+        return response

@@ -67,6 +67,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "goldset.middleware.RejectLookupParametersMiddleware",
+    "goldset.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "goldset.urls"

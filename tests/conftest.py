@@ -5,6 +5,7 @@ this file starts on the test database; without it, tasks run in-process (the qui
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -40,6 +41,74 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+class WorkerProcess:
+    """The suite's real `celery worker` on the test database. Fault tests kill it with SIGKILL
+    (its whole process group, as an OOM killer or a lost container would) and start it again."""
+
+    def __init__(self, env: dict, log_path: Path):
+        self.env, self.log_path = env, log_path
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        log = open(self.log_path, "a")  # noqa: SIM115 - the child holds it; closed on our side
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "goldset",
+                "worker",
+                "--loglevel=INFO",
+                "--concurrency=1",
+                "--pool=prefork",
+                "--without-gossip",
+                "--without-mingle",
+            ],
+            cwd=REPO,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so kill() reaches the pool child
+        )
+        log.close()
+        try:
+            self._wait_until_it_answers()
+        except BaseException:
+            self.kill()  # never leave a stray worker consuming the next session's messages
+            raise
+
+    def _wait_until_it_answers(self) -> None:
+        from goldset.celery import app
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail(f"The Celery worker exited at start; see {self.log_path}")
+            # A fresh connection each time: a pooled one may be dead after a Redis restart.
+            with app.connection_for_write() as connection:
+                if app.control.ping(timeout=1, connection=connection):
+                    return
+        pytest.fail(f"The Celery worker did not answer within 60 s; see {self.log_path}")
+
+    def kill(self) -> None:
+        """kill -9 of the worker and its pool: no shutdown, no ack, no cleanup."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=20)
+        self.process = None
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self.process = None
+
+
 @pytest.fixture(scope="session")
 def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
     """A real `celery worker` on the test database, for tests that go through the queue."""
@@ -59,48 +128,20 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
     if url is None:
         pytest.fail("A real worker needs PostgreSQL: set DATABASE_URL as well as REDIS_URL.")
     app.control.purge()
-    log = open(tmp_path_factory.mktemp("celery") / "worker.log", "w")  # noqa: SIM115 - closed below
-    env = {**os.environ, "DATABASE_URL": url, "DB_CONN_MAX_AGE": "0"}
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "goldset",
-            "worker",
-            "--loglevel=INFO",
-            "--concurrency=1",
-            "--pool=prefork",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
+    worker = WorkerProcess(
+        env={**os.environ, "DATABASE_URL": url, "DB_CONN_MAX_AGE": "0"},
+        log_path=tmp_path_factory.mktemp("celery") / "worker.log",
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if worker.poll() is not None:
-            pytest.fail(f"The Celery worker exited at start; see {log.name}")
-        if app.control.ping(timeout=1):
-            break
-    else:
-        worker.kill()
-        pytest.fail(f"The Celery worker did not answer within 60 s; see {log.name}")
+    worker.start()
     yield worker
-    worker.terminate()
-    try:
-        worker.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        worker.kill()
-    log.close()
+    worker.stop()
 
 
 @pytest.fixture
 def worker(celery_worker_process, transactional_db):
     """For tests whose jobs must really travel through the queue (committed rows, real worker)."""
+    if celery_worker_process is not None and celery_worker_process.process is None:
+        celery_worker_process.start()  # a fault test that failed midway left it stopped
     return celery_worker_process
 
 

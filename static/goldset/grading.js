@@ -9,6 +9,7 @@
   if (!root) return;
 
   const PENDING_KEY = "goldset.pending-actions";
+  const RETRIES_ON_503 = 3;
   const PENDING_MAX_AGE_MS = 24 * 3600 * 1000;
   const LOGIN_URL = root.dataset.loginUrl || "/accounts/login/";
   const page = window.location.pathname;
@@ -129,10 +130,25 @@
       window.location.assign(LOGIN_URL + "?next=" + encodeURIComponent(page));
       return false;
     }
+    // 503: the database went away mid-request and the server rolled the whole action back, so
+    // sending the same action again (same revision) is safe. Try a few times, then keep it.
+    if (response.status === 503) {
+      const attempt = (options.attempt || 0) + 1;
+      if (attempt <= RETRIES_ON_503) {
+        const wait = (parseInt(response.headers.get("Retry-After"), 10) || 1) * 1000 * attempt;
+        say("The server is briefly unavailable; trying again…", "error");
+        await new Promise(function (resolve) { window.setTimeout(resolve, wait); });
+        return post(url, fields, Object.assign({}, options, { attempt: attempt }));
+      }
+      if (!options.replay) keep(url, fields);
+      say("The server is unavailable. Your action is kept and will be saved when you reload the page.", "error");
+      return false;
+    }
     const contentType = response.headers.get("Content-Type") || "";
     const body = await response.text();
     if (contentType.indexOf("text/html") === 0) swap(body);
     else if (!response.ok) say(body || "Something went wrong (" + response.status + ").", "error");
+    if (response.ok && options.attempt) say("Saved.", "ok");
     return response.ok;
   }
 

@@ -1,6 +1,8 @@
 """A labeller grades with the keyboard, marks evidence with the mouse, reloads; a second
 labeller on the same (double-labelled) question sees none of it — in real Chromium."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -170,7 +172,40 @@ def test_an_action_made_after_the_session_expired_is_replayed_after_login(live_s
     context.close()
 
 
-def lambda_has(name: str):
-    import re
+def test_a_grade_refused_with_503_is_sent_again_and_saved_once(live_server, browser):
+    """What the page does when the server answers as DatabaseUnavailableMiddleware does (the
+    server side is tests/test_faults.py): wait as Retry-After says, send again, save once."""
+    project, pool, q1, lina, omar, url = make_world()
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    log_in(page, live_server, "lina", PASSWORD)
+    page.goto(f"{live_server.url}{url}")
+    expect(cards(page)).to_have_count(3)
+    wait_for_keys(page)
 
+    sent = []
+
+    def database_gone_twice(route):
+        sent.append(route.request.post_data)
+        if len(sent) <= 2:
+            route.fulfill(
+                status=503,
+                headers={"Retry-After": "1"},
+                content_type="text/plain",
+                body="The database connection was lost and nothing was saved. Please try again.",
+            )
+        else:
+            route.continue_()
+
+    page.route(re.compile(r".*/candidates/\d+/grade/$"), database_gone_twice)
+    page.keyboard.press("2")
+    expect(cards(page).nth(0)).to_have_class(lambda_has("grade-2"))
+    expect(page.locator("#flash")).to_have_text("Saved.")
+    assert len(sent) == 3 and len(set(sent)) == 1  # the same action, the same revision
+    assert Judgement.objects.get().grade == 2
+    context.close()
+
+
+def lambda_has(name: str):
     return re.compile(rf"(^|\s){re.escape(name)}(\s|$)")
