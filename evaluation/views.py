@@ -15,6 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 
 from corpus.access import ProjectAccess, project_access
@@ -191,7 +192,7 @@ def download_gold_set(request: HttpRequest, slug: str, gold_set_id: int) -> Http
     return HttpResponse(
         services.bundle_zip(gold_set),
         content_type="application/zip",
-        headers={"Content-Disposition": f'attachment; filename="{name}.zip"'},
+        headers={"Content-Disposition": content_disposition_header(True, f"{name}.zip")},
     )
 
 
@@ -321,7 +322,8 @@ def download_run(request: HttpRequest, slug: str, gold_set_id: int, run_id: int)
     return HttpResponse(
         bytes(run.content),
         content_type="application/octet-stream",
-        headers={"Content-Disposition": f'attachment; filename="{run.name}.run"'},
+        # The run name is the uploader's: quoted by Django, never spliced into the header.
+        headers={"Content-Disposition": content_disposition_header(True, f"{run.name}.run")},
     )
 
 

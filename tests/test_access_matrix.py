@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.apps import apps
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
@@ -181,3 +182,41 @@ def test_lookup_style_query_parameters_are_refused(worlds):
         response = admin.get(url, {"created_by__password__startswith": "pbkdf2"})
         assert response.status_code == 400, name
         assert b"Unknown filter created_by__password__startswith" in response.content
+
+
+ORIGINAL_UPLOAD = (
+    b'<html><body><script>alert("original-upload")</script><p>Leave rules.</p></body></html>'
+)
+ORIGINAL_RUN = b'{"q1": "<script>alert(\\"original-run\\")</script>"}\n'
+
+
+def test_uploaded_originals_are_never_served_inline(worlds):
+    """An uploaded file, opened from our origin, would run as our page. Originals are kept for
+    the record and only a lead's own run file comes back, as an attachment the browser must
+    not sniff."""
+    a, _ = worlds
+    admin = login(a["people"]["admin"])
+    upload = SimpleUploadedFile("policy.html", ORIGINAL_UPLOAD, content_type="text/html")
+    response = admin.post(reverse("corpus:upload-documents", kwargs={"slug": "a-project"}), {
+        "files": [upload]
+    })  # fmt: skip
+    assert response.status_code == 302
+    job = Job.objects.get(project=a["project"], kind="import_uploads")
+    corpus_services.run_job(job)  # the queue is switched off in this module; import in-process
+    assert Document.objects.filter(project=a["project"], title__contains="policy").exists()
+    EvaluationRun.objects.filter(pk=a["ids"]["run_id"]).update(content=ORIGINAL_RUN)
+    ids = {**a["ids"], "job_id": job.pk}
+
+    for name, kwargs in routes():
+        response = admin.get(reverse(name, kwargs={k: ids[k] for k in kwargs}))
+        if response.status_code != 200:
+            continue
+        body = b"".join(response) if response.streaming else response.content
+        disposition = response.get("Content-Disposition", "")
+        assert response["X-Content-Type-Options"] == "nosniff", name
+        assert not disposition or disposition.startswith("attachment;"), name
+        assert ORIGINAL_UPLOAD not in body and b"original-upload" not in body, name
+        if ORIGINAL_RUN in body:
+            assert name == "evaluation:download-run", name
+            assert disposition.startswith("attachment;"), name
+            assert response["Content-Type"] == "application/octet-stream"
