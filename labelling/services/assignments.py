@@ -22,6 +22,7 @@ from labelling import assignment as strategy
 from labelling.models import (
     Assignment,
     AssignmentQuerySet,
+    Candidate,
     Change,
     ChangeSubject,
     Judgement,
@@ -290,19 +291,21 @@ class QueueProgress:
         return self.assigned - self.done
 
 
-def queue_progress(assignments: AssignmentQuerySet) -> QueueProgress:
+def queue_progress(assignments: AssignmentQuerySet, *, viewer) -> QueueProgress:
     """Done, remaining and the median seconds per judgement over ``assignments``.
 
     Callers pass a labeller's own assignments for the labeller's view, so the counts can never
-    include anyone else's work.
+    include anyone else's work. Judgements count only on passages ``viewer`` may see: a count
+    must not reveal a restricted document (or survive the revoking of its group).
     """
     counts = assignments.aggregate(
         assigned=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False))
     )
     seconds = list(
-        Judgement.objects.filter(assignment__in=assignments.values("pk")).values_list(
-            "seconds_spent", flat=True
-        )
+        Judgement.objects.filter(
+            assignment__in=assignments.values("pk"),
+            candidate__in=Candidate.objects.not_hidden_from(viewer).values("pk"),
+        ).values_list("seconds_spent", flat=True)
     )
     return QueueProgress(
         assigned=counts["assigned"],
@@ -312,21 +315,24 @@ def queue_progress(assignments: AssignmentQuerySet) -> QueueProgress:
     )
 
 
-def progress_by_labeller(*, project: Project) -> list[tuple[object, QueueProgress]]:
+def progress_by_labeller(*, project: Project, viewer) -> list[tuple[object, QueueProgress]]:
     assignments = Assignment.objects.in_project(project)
     labeller_ids = assignments.filter(labeller__isnull=False).values("labeller")
     return [
-        (labeller, queue_progress(assignments.filter(labeller=labeller)))
+        (labeller, queue_progress(assignments.filter(labeller=labeller), viewer=viewer))
         for labeller in User.objects.filter(pk__in=labeller_ids).order_by("username")
     ]
 
 
-def progress_by_question_set(*, project: Project) -> list[tuple[QuestionSet, QueueProgress, int]]:
+def progress_by_question_set(
+    *, project: Project, viewer
+) -> list[tuple[QuestionSet, QueueProgress, int]]:
     """Per question set: progress over all its slots, and how many slots wait to be claimed."""
     rows = []
     for question_set in QuestionSet.objects.filter(
         project=project, pools__assignments__isnull=False
     ).distinct():
         assignments = Assignment.objects.filter(pool__question_set=question_set)
-        rows.append((question_set, queue_progress(assignments), assignments.unclaimed().count()))
+        progress = queue_progress(assignments, viewer=viewer)
+        rows.append((question_set, progress, assignments.unclaimed().count()))
     return rows

@@ -25,6 +25,13 @@ from labelling.views.grading import grade_url
 User = get_user_model()
 
 
+def _graded_seen_by(user) -> Count:
+    """Judgements on passages ``user`` may see now: a count must not reveal a restricted
+    document, nor keep counting a passage whose access group was revoked."""
+    seen = Candidate.objects.not_hidden_from(user).values("pk")
+    return Count("judgements", filter=Q(judgements__candidate__in=seen), distinct=True)
+
+
 def _members(project):
     return User.objects.filter(memberships__project=project).order_by("username")
 
@@ -80,7 +87,7 @@ def show_queue(request: HttpRequest, slug: str) -> HttpResponse:
     own = Assignment.objects.in_project(access.project).held_by(request.user)
     rows = (
         own.select_related("pool__question_set", "question")
-        .annotate(graded=Count("judgements", distinct=True))
+        .annotate(graded=_graded_seen_by(request.user))
         .annotate(has_verdict=Exists(Verdict.objects.filter(assignment=OuterRef("pk"))))
         .in_queue_order()
     )
@@ -88,7 +95,7 @@ def show_queue(request: HttpRequest, slug: str) -> HttpResponse:
         "access": access,
         "project": access.project,
         "rows": [(a, grade_url(a, slug)) for a in rows],
-        "progress": services.queue_progress(own),
+        "progress": services.queue_progress(own, viewer=request.user),
     }
     return render(request, "labelling/queue.html", context)
 
@@ -158,7 +165,7 @@ def _lead_context(request, access, form: PlanForm | None = None) -> dict:
         assignments = (
             Assignment.objects.filter(pool=shown_pool)
             .select_related("question", "labeller")
-            .annotate(graded=Count("judgements", distinct=True))
+            .annotate(graded=_graded_seen_by(request.user))
             .annotate(has_verdict=Exists(Verdict.objects.filter(assignment=OuterRef("pk"))))
             .order_by("question_id", "slot")
         )
@@ -174,8 +181,8 @@ def _lead_context(request, access, form: PlanForm | None = None) -> dict:
         "rows": rows,
         "members": _members(project),
         "form": form or PlanForm(project=project),
-        "by_labeller": services.progress_by_labeller(project=project),
-        "by_question_set": services.progress_by_question_set(project=project),
+        "by_labeller": services.progress_by_labeller(project=project, viewer=request.user),
+        "by_question_set": services.progress_by_question_set(project=project, viewer=request.user),
     }
 
 

@@ -195,12 +195,14 @@ def test_queue_progress_counts_done_remaining_and_median_seconds(project, labell
     judgements.record_verdict(
         assignment=a, labeller=ana, outcome="unanswerable", reason="", revision=0
     )
-    progress = services.queue_progress(Assignment.objects.filter(labeller=ana))
+    progress = services.queue_progress(Assignment.objects.filter(labeller=ana), viewer=ana)
     assert (progress.assigned, progress.done, progress.remaining) == (3, 1, 2)
     assert progress.judgements == 2 and progress.median_seconds == 20
-    (row,) = services.progress_by_labeller(project=project)
+    (row,) = services.progress_by_labeller(project=project, viewer=ana)
     assert row[0] == ana and row[1] == progress
-    ((question_set, by_set, unclaimed),) = services.progress_by_question_set(project=project)
+    ((question_set, by_set, unclaimed),) = services.progress_by_question_set(
+        project=project, viewer=ana
+    )
     assert question_set == pool.question_set and by_set == progress and unclaimed == 0
 
 
