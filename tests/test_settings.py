@@ -1,9 +1,18 @@
-"""Production settings refuse to start without a secret and pass Django's deploy checks."""
+"""Production settings refuse to start without a secret and pass Django's deploy checks;
+cookies, framing, session rotation at login and the absence of self sign-up."""
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from django.conf import settings
+from django.contrib.sessions.backends.db import SessionStore
+from django.test import Client
+from django.urls import get_resolver
+
+from tests.factories import PASSWORD, UserFactory
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,3 +55,62 @@ def test_check_deploy_is_clean_with_production_variables():
 
 def test_no_accounts_exist_until_the_demo_is_loaded(db, django_user_model):
     assert not django_user_model.objects.exists()
+
+
+def test_production_cookies_and_headers_are_hardened():
+    result = run_manage(
+        "shell",
+        "-c",
+        "import json; from django.conf import settings as s; print(json.dumps({name: "
+        "getattr(s, name) for name in ('SESSION_COOKIE_SECURE', 'SESSION_COOKIE_HTTPONLY', "
+        "'SESSION_COOKIE_SAMESITE', 'CSRF_COOKIE_SECURE', 'CSRF_COOKIE_HTTPONLY', "
+        "'CSRF_COOKIE_SAMESITE', 'X_FRAME_OPTIONS', 'SECURE_SSL_REDIRECT', "
+        "'SECURE_CONTENT_TYPE_NOSNIFF')}))",
+        SECRET_KEY="x" * 20 + "-production-secret-with-enough-entropy-0123456789",
+        ALLOWED_HOSTS="goldset.example.com",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {
+        "SESSION_COOKIE_SECURE": True,
+        "SESSION_COOKIE_HTTPONLY": True,
+        "SESSION_COOKIE_SAMESITE": "Lax",
+        "CSRF_COOKIE_SECURE": True,
+        "CSRF_COOKIE_HTTPONLY": True,
+        "CSRF_COOKIE_SAMESITE": "Lax",
+        "X_FRAME_OPTIONS": "DENY",
+        "SECURE_SSL_REDIRECT": True,
+        "SECURE_CONTENT_TYPE_NOSNIFF": True,
+    }
+
+
+def test_logging_in_rotates_the_session_and_answers_with_hardened_cookies(db):
+    user = UserFactory(username="lina")
+    client = Client()
+    page = client.get("/accounts/login/")
+    assert page["X-Frame-Options"] == "DENY"
+    # A session planted before login (session fixation) must not survive it.
+    planted = SessionStore()
+    planted["planted"] = True
+    planted.create()
+    client.cookies[settings.SESSION_COOKIE_NAME] = planted.session_key
+    response = client.post("/accounts/login/", {"username": "lina", "password": PASSWORD})
+    assert response.status_code == 302
+    cookie = response.cookies[settings.SESSION_COOKIE_NAME]
+    assert cookie.value and cookie.value != planted.session_key
+    assert not SessionStore().exists(planted.session_key)
+    assert cookie["httponly"] and cookie["samesite"] == "Lax"
+    assert SessionStore(session_key=cookie.value)["_auth_user_id"] == str(user.pk)
+    assert response["X-Frame-Options"] == "DENY"
+
+
+def test_there_is_no_self_sign_up(db):
+    accounts = [str(p.pattern) for p in get_resolver().url_patterns]
+    assert [p for p in accounts if p.startswith("accounts/")] == [
+        "accounts/login/",
+        "accounts/logout/",
+    ]
+    client = Client()
+    for path in ("/accounts/signup/", "/accounts/register/", "/admin/register/"):
+        assert client.get(path).status_code in (302, 404), path  # the admin redirects to log in
+    page = client.get("/accounts/login/").content.decode().lower()
+    assert "sign up" not in page and "register" not in page
