@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.test import Client
 from django.urls import reverse
 
+from corpus.models import Job
 from labelling.models import Judgement
 from tests.factories import (
     PASSWORD,
@@ -39,6 +40,12 @@ def hostile(db, monkeypatch):
     QuestionFactory(question_set=question_set, external_id="q-evil", text=f"how do I {HOSTILE}??")
     Judgement.objects.update(note=HOSTILE)
     MembershipFactory(project=project, user=UserFactory(username=f"eve{PAYLOADS[4]}"[:150]))
+    # Error messages quote what the user sent: a file name, a line, a document id.
+    Job.objects.filter(pk=a["ids"]["job_id"]).update(
+        state="failed",
+        message=f"Could not read {HOSTILE}",
+        errors=[{"source": HOSTILE, "line": 3, "doc_id": HOSTILE, "error": f"bad {HOSTILE}"}],
+    )
     return a
 
 
@@ -61,7 +68,11 @@ def test_every_page_escapes_hostile_text(hostile):
             if "&lt;img src=x onerror=alert(&#x27;xss-2&#x27;)&gt;" in body:
                 shown_escaped.add(name)
     # The hostile text really is on the pages, as text.
-    assert {"corpus:list-documents", "labelling:show-question-set"} <= shown_escaped
+    assert {
+        "corpus:list-documents",
+        "labelling:show-question-set",
+        "corpus:show-job",
+    } <= shown_escaped
 
 
 def test_the_admin_escapes_hostile_text(hostile):
