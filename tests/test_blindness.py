@@ -168,6 +168,11 @@ def test_a_restricted_document_shows_nowhere_for_a_labeller_outside_its_group(wo
     ann, ids = a["people"]["ann"], a["ids"]
     salaries = Document.objects.get(project=a["project"], doc_id="salaries")
     before = what_they_see(ann, ids)
+    assert ids["document_id"] == salaries.pk
+    missing = what_they_see(ann, {**ids, "document_id": 999_999})
+    for kind in ("page", "htmx"):  # as if it did not exist
+        assert before["corpus:show-document", kind] == missing["corpus:show-document", kind]
+        assert before["corpus:show-document", kind][0] == 404
     # A salary passage between q1's two in page order: a leak would renumber the second.
     hidden = Candidate.objects.create(
         pool_id=ids["pool_id"], question_id=ids["question_id"], version=salaries.latest_version,
