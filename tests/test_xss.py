@@ -1,5 +1,8 @@
 """Hostile text everywhere users can put it stays inert on every page, the admin included."""
 
+import re
+from pathlib import Path
+
 import pytest
 from django.apps import apps
 from django.contrib import admin
@@ -92,3 +95,22 @@ def test_the_admin_escapes_hostile_text(hostile):
                     args=[first.pk],
                 )
                 assert_inert(client.get(change).content.decode(), change)
+
+
+def test_nothing_but_the_sanitised_guideline_is_marked_safe():
+    """Autoescaping is the defence; every way around it is listed here and justified."""
+    repo = Path(__file__).resolve().parents[1]
+    bypass = re.compile(r"{{[^}]*\|\s*safe\b[^}]*}}|mark_safe|SafeString|{%\s*autoescape\s+off")
+    found = sorted(
+        (str(path.relative_to(repo)), match)
+        for folder in ("templates", "corpus", "labelling", "evaluation", "goldset")
+        for path in (repo / folder).rglob("*")
+        if path.suffix in (".html", ".py") and "migrations" not in path.parts
+        for match in bypass.findall(path.read_text())
+    )
+    # Both show labelling.services.guidelines.render_guideline: CommonMark with raw HTML off,
+    # then nh3's allow-list (tests/labelling/test_grading_views.py checks it renders safely).
+    assert found == [
+        ("templates/labelling/grade.html", "{{ guideline_html|safe }}"),
+        ("templates/labelling/guideline.html", "{{ html|safe }}"),
+    ]
