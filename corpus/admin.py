@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from corpus import services
 from corpus.models import (
     AccessGroup,
     Chunk,
@@ -43,6 +44,22 @@ class AccessGroupAdmin(admin.ModelAdmin):
     list_filter = ["project"]
     filter_horizontal = ["members"]
 
+    def save_related(self, request, form, formsets, change):
+        group = form.instance
+        before = set(group.members.values_list("pk", flat=True))
+        super().save_related(request, form, formsets, change)
+        after = set(group.members.values_list("pk", flat=True))
+        services.access_changed(project=group.project, user_ids=before ^ after)
+
+    def delete_model(self, request, obj):
+        members = list(obj.members.values_list("pk", flat=True))
+        super().delete_model(request, obj)
+        services.access_changed(project=obj.project, user_ids=members)
+
+    def delete_queryset(self, request, queryset):
+        for group in queryset:
+            self.delete_model(request, group)
+
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
@@ -51,6 +68,10 @@ class DocumentAdmin(admin.ModelAdmin):
     search_fields = ["doc_id", "title"]
     raw_id_fields = ["latest_version", "duplicate_group"]
     filter_horizontal = ["access_groups"]
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        services.access_changed(project=form.instance.project, document_ids=[form.instance.pk])
 
 
 @admin.register(DocumentVersion)

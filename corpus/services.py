@@ -84,8 +84,38 @@ def add_member(*, project: Project, user, role: str) -> Membership:
 
 def set_access_group_members(*, project: Project, name: str, users: Iterable) -> AccessGroup:
     group, _ = AccessGroup.objects.get_or_create(project=project, name=name)
+    before = set(group.members.values_list("pk", flat=True))
     group.members.set(users)
+    after = set(group.members.values_list("pk", flat=True))
+    access_changed(project=project, user_ids=before ^ after)
     return group
+
+
+# What other apps derive from what each user may see (labelling: whether an assignment is done,
+# since hidden passages are not the labeller's to grade) is recomputed the moment access
+# changes, not at the labeller's next edit. None means "any user" / "any document".
+AccessListener = Callable[[Project, "set[int] | None", "set[int] | None"], None]
+ACCESS_LISTENERS: list[AccessListener] = []
+
+
+def register_access_listener(listener: AccessListener) -> AccessListener:
+    ACCESS_LISTENERS.append(listener)
+    return listener
+
+
+def access_changed(
+    *,
+    project: Project,
+    user_ids: Iterable[int] | None = None,
+    document_ids: Iterable[int] | None = None,
+) -> None:
+    """Some users' (None: anyone's) access to some documents (None: any) of `project` changed."""
+    users = None if user_ids is None else set(user_ids)
+    documents = None if document_ids is None else set(document_ids)
+    if users == set() or documents == set():
+        return
+    for listener in ACCESS_LISTENERS:
+        listener(project, users, documents)
 
 
 # Ingestion -------------------------------------------------------------------------------
@@ -250,6 +280,7 @@ def _set_access_groups(project: Project, pairs: list[tuple[DocumentRecord, Docum
         ],
         batch_size=BULK_BATCH,
     )
+    access_changed(project=project, document_ids=[d.pk for _, d in pairs])
 
 
 def _scheme_spec(scheme: ChunkingScheme) -> ChunkSpec:

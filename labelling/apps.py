@@ -5,5 +5,5 @@ class LabellingConfig(AppConfig):
     name = "labelling"
 
     def ready(self) -> None:
-        # Registers the pool job handler in the web process and in workers alike.
-        from labelling.services import pools  # noqa: F401
+        # Registers the pool job handler and the access listener in every process.
+        from labelling.services import judgements, pools  # noqa: F401

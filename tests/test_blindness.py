@@ -10,11 +10,11 @@ import pytest
 from django.urls import reverse
 
 from corpus import services as corpus_services
-from corpus.models import Document
+from corpus.models import AccessGroup, Document
 from labelling.models import Assignment, Candidate, Judgement, QuestionSet, Resolution, Span
 from labelling.services import judgements
 from tests import test_access_matrix
-from tests.factories import SALARY_TEXT, QuestionFactory
+from tests.factories import SALARY_TEXT, QuestionFactory, UserFactory, add_documents
 from tests.test_access_matrix import login, routes, snapshot
 
 worlds = test_access_matrix.worlds  # the fixture: two projects with one of everything
@@ -255,3 +255,40 @@ def test_revoking_a_group_takes_its_passages_out_of_the_queue_at_once(worlds):
 def queue_row(html: str, external_id: str) -> str:
     row = next(r for r in html.split("<tr>") if f"<code>{external_id}</code>" in r)
     return row.split("</tr>")[0]
+
+
+def test_granting_and_revoking_access_recompute_whether_work_is_done(worlds):
+    """Done means a grade on every passage the labeller may see, so it follows access at once:
+    through the service, the admin's group page, and a re-import that changes a document's
+    groups."""
+    a, _ = worlds
+    ann, project, ids = a["people"]["ann"], a["project"], a["ids"]
+    q2 = Assignment.objects.get(labeller=ann, question__external_id="q2", pool_id=ids["pool_id"])
+    salaries = Document.objects.get(project=project, doc_id="salaries")
+    Candidate.objects.create(
+        pool_id=ids["pool_id"], question_id=q2.question_id, version=salaries.latest_version,
+        start=0, end=len(SALARY_TEXT), shuffle_rank=5,
+    )  # fmt: skip
+    judgements.record_verdict(
+        assignment=q2, labeller=ann, outcome="answerable", reason="", revision=0
+    )
+
+    def done() -> bool:
+        q2.refresh_from_db()
+        return q2.completed_at is not None
+
+    assert done()  # both passages ann sees are graded
+    corpus_services.set_access_group_members(project=project, name="hr-confidential", users=[ann])
+    assert not done()  # the salary passage now waits for her grade
+
+    superuser = UserFactory(is_staff=True, is_superuser=True)
+    group = AccessGroup.objects.get(project=project, name="hr-confidential")
+    response = login(superuser).post(
+        reverse("admin:corpus_accessgroup_change", args=[group.pk]),
+        {"name": group.name, "project": project.pk, "members": []},
+    )
+    assert response.status_code == 302
+    assert done()
+
+    add_documents(project, ("salaries", SALARY_TEXT + " Revised."))  # now open to everyone
+    assert not done()

@@ -24,7 +24,7 @@ from django.db.models.functions import Length, Substr
 from django.utils import timezone
 
 from corpus.models import DocumentVersion
-from corpus.services import ServiceError
+from corpus.services import ServiceError, register_access_listener
 from labelling.models import (
     Assignment,
     Candidate,
@@ -619,3 +619,29 @@ def _update_completion(assignment: Assignment, labeller, *, passages=None) -> Pr
         assignment.completed_at = None
         assignment.save(update_fields=["completed_at"])
     return progress
+
+
+@register_access_listener
+def refresh_completion(project, user_ids: set[int] | None, document_ids: set[int] | None) -> int:
+    """Recompute "done" where access changed: a revoked passage no longer waits for a grade, a
+    granted one does. Only assignments with a verdict can be done, so only they are read."""
+    assignments = (
+        Assignment.objects.in_project(project)
+        .filter(labeller__isnull=False)
+        .filter(Exists(Verdict.objects.filter(assignment=OuterRef("pk"))))
+        .select_related("labeller")
+    )
+    if user_ids is not None:
+        assignments = assignments.filter(labeller_id__in=user_ids)
+    if document_ids is not None:
+        touched = Candidate.objects.filter(
+            pool_id=OuterRef("pool_id"),
+            question_id=OuterRef("question_id"),
+            version__document_id__in=document_ids,
+        )
+        assignments = assignments.filter(Exists(touched))
+    refreshed = 0
+    for assignment in assignments:
+        _update_completion(assignment, assignment.labeller)
+        refreshed += 1
+    return refreshed
