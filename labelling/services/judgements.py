@@ -622,7 +622,7 @@ def _update_completion(assignment: Assignment, labeller, *, passages=None) -> Pr
 
 
 @register_access_listener
-def refresh_completion(project, user_ids: set[int] | None, document_ids: set[int] | None) -> int:
+def refresh_completion(project, user_ids: set[int] | None, document_ids: set[int] | None) -> None:
     """Recompute "done" where access changed: a revoked passage no longer waits for a grade, a
     granted one does. Only assignments with a verdict can be done, so only they are read."""
     assignments = (
@@ -640,8 +640,5 @@ def refresh_completion(project, user_ids: set[int] | None, document_ids: set[int
             version__document_id__in=document_ids,
         )
         assignments = assignments.filter(Exists(touched))
-    refreshed = 0
     for assignment in assignments:
         _update_completion(assignment, assignment.labeller)
-        refreshed += 1
-    return refreshed
