@@ -1,9 +1,18 @@
 import factory
 from django.contrib.auth import get_user_model
+from django.test import Client
 
 from corpus.models import Membership, Project
 
 PASSWORD = "correct-horse-battery"
+
+
+def login(user) -> Client:
+    """A test client logged in as ``user`` (made with the factory's PASSWORD)."""
+    client = Client()
+    assert client.login(username=user.username, password=PASSWORD)
+    return client
+
 
 # A realistic policy paragraph: long enough for near-duplicate detection to be meaningful.
 POLICY_TEXT = (

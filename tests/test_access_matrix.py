@@ -18,13 +18,13 @@ from evaluation.models import EvaluationRun
 from evaluation.services import finalise_gold_set
 from labelling.models import Assignment, Candidate, Span
 from tests.factories import (
-    PASSWORD,
     POLICY_TEXT,
     MembershipFactory,
     ProjectFactory,
     UserFactory,
     add_documents,
     labelled_question_set,
+    login,
 )
 
 OPEN_URLS = {"login", "logout", "corpus:list-projects"}  # no project in them
@@ -107,12 +107,6 @@ def snapshot() -> dict:
         for app in ("corpus", "labelling", "evaluation")
         for model in apps.get_app_config(app).get_models()
     }
-
-
-def login(user) -> Client:
-    client = Client()
-    assert client.login(username=user.username, password=PASSWORD)
-    return client
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from corpus.models import AccessGroup, Document
 from labelling.models import Assignment, Candidate, Judgement, QuestionSet, Resolution, Span
 from labelling.services import judgements
 from tests import test_access_matrix
-from tests.factories import SALARY_TEXT, QuestionFactory, UserFactory, add_documents
-from tests.test_access_matrix import login, routes, snapshot
+from tests.factories import SALARY_TEXT, QuestionFactory, UserFactory, add_documents, login
+from tests.test_access_matrix import routes, snapshot
 
 worlds = test_access_matrix.worlds  # the fixture: two projects with one of everything
 

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
 from django.urls import reverse
 
 from corpus import services
@@ -28,7 +27,7 @@ from corpus.models import (
 from evaluation.runs import load_run
 from labelling.models import QuestionSet
 from tests.conftest import wait_for_job
-from tests.factories import PASSWORD, QuestionFactory, UserFactory, add_documents
+from tests.factories import QuestionFactory, UserFactory, add_documents, login
 
 LEAVE = (
     "Annual leave\n\n"
@@ -54,12 +53,6 @@ SALARIES = (
     "per year of salary.\n\n"
     "Salary bands are reviewed every January by the pay committee."
 )
-
-
-def login(user) -> Client:
-    client = Client()
-    assert client.login(username=user.username, password=PASSWORD)
-    return client
 
 
 @pytest.fixture

@@ -12,14 +12,8 @@ from corpus.extraction import assess_quality
 from corpus.models import ChunkingScheme, Document, DocumentVersion, Job, Upload
 from corpus.sources import DocumentRecord, SourceBatch
 from tests.conftest import wait_for_job
-from tests.factories import PASSWORD
 from tests.factories import POLICY_TEXT as TEXT
-
-
-def login(user) -> Client:
-    client = Client()
-    assert client.login(username=user.username, password=PASSWORD)
-    return client
+from tests.factories import login
 
 
 def add_docs(project, *specs):

@@ -6,7 +6,6 @@ import zipfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 from django.urls import reverse
 
 from corpus.models import AccessGroup
@@ -16,11 +15,11 @@ from evaluation.metrics import MetricOptions, evaluate_run
 from evaluation.models import EvaluationRun, GoldSet
 from evaluation.runs import load_run
 from tests.factories import (
-    PASSWORD,
     MembershipFactory,
     ProjectFactory,
     UserFactory,
     labelled_question_set,
+    login,
 )
 
 # q1's gold span (leave [0, 120), grade 2) is reached at rank 2; q2's spans (vpn [0, 40) grade 2
@@ -32,12 +31,6 @@ RUN = (
     '{"doc_id": "vpn", "start": 0, "end": 40}]}\n'
     '{"question_id": "q3", "results": [], "refused": true}\n'
 )
-
-
-def login(user) -> Client:
-    client = Client()
-    assert client.login(username=user.username, password=PASSWORD)
-    return client
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ import json
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
@@ -14,11 +13,11 @@ from labelling.models import Assignment, Candidate, Judgement, Pool, Resolution,
 from labelling.services import adjudication
 from labelling.services.judgement_import import import_judgements
 from tests.factories import (
-    PASSWORD,
     POLICY_TEXT,
     QuestionFactory,
     QuestionSetFactory,
     add_documents,
+    login,
 )
 
 
@@ -192,12 +191,6 @@ def test_agreement_command_prints_json(labelled, project, capsys):
         assert key in report
     with pytest.raises(CommandError, match="No question set"):
         call_command("agreement", "--project", project.slug, "--set", "nope", "--json")
-
-
-def login(user) -> Client:
-    client = Client()
-    assert client.login(username=user.username, password=PASSWORD)
-    return client
 
 
 def test_lead_pages_and_labellers_kept_out(labelled, project, member):

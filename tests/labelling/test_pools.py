@@ -6,7 +6,6 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
 from django.urls import reverse
 
 from corpus import services as corpus_services
@@ -17,7 +16,7 @@ from labelling.pooling import shuffled_order
 from labelling.services import pools
 from labelling.services.questions import InputRejected
 from tests.conftest import wait_for_job
-from tests.factories import PASSWORD, QuestionFactory, QuestionSetFactory, add_documents
+from tests.factories import QuestionFactory, QuestionSetFactory, add_documents, login
 
 LEAVE = (
     "Annual leave\n\n"
@@ -38,12 +37,6 @@ SALARIES = (
     "Salary bands\n\n"
     "Band C pays 52,000 to 61,000 euros per year. Annual salary reviews happen in January."
 )
-
-
-def login(user) -> Client:
-    client = Client()
-    assert client.login(username=user.username, password=PASSWORD)
-    return client
 
 
 def text_of(doc_id: str) -> str:

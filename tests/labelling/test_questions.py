@@ -8,13 +8,12 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
 from django.urls import reverse
 
 from corpus.services import ServiceError
 from labelling.models import Question, QuestionSet
 from labelling.services.questions import InputRejected, import_questions
-from tests.factories import PASSWORD
+from tests.factories import login
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_QUESTIONS = REPO / "corpus" / "demo" / "questions.jsonl"
@@ -26,12 +25,6 @@ AWKWARD = [
     "Whats  the limit for dinner when your travelling ",
     "Café budget — is the per diem €45 or €50?\nasking for a trip to Zürich",
 ]
-
-
-def login(user) -> Client:
-    client = Client()
-    assert client.login(username=user.username, password=PASSWORD)
-    return client
 
 
 def csv_bytes(rows, header="id,question,source,tags") -> bytes:
