@@ -74,12 +74,12 @@ def show(name: str, figures: dict[str, float]) -> None:
 
 
 def run_of(retriever, questions, name: str):
-    from corpus import services
+    from corpus.services import retrieval
     from evaluation.gold import Passage
     from evaluation.runs import Ranking, Run
 
     started = time.perf_counter()
-    found = services.retrieve(retriever=retriever, questions=[q.text for q in questions], k=K)
+    found = retrieval.retrieve(retriever=retriever, questions=[q.text for q in questions], k=K)
     elapsed = time.perf_counter() - started
     run = Run(
         name=name,
@@ -102,8 +102,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="goldset-cranfield-") as tmp:
         setup_django(Path(tmp))
-        from corpus import services
         from corpus.models import Project
+        from corpus.services import documents, retrieval
         from evaluation.gold import Gold, load_qrels
         from evaluation.runs import load_run
         from labelling.models import Candidate
@@ -111,7 +111,7 @@ def main() -> None:
         from labelling.services.questions import import_beir
 
         project = Project.objects.create(slug="cranfield", name="Cranfield")
-        scheme = services.add_chunking_scheme(
+        scheme = documents.add_chunking_scheme(
             project=project, name="documents", strategy="document"
         )
         started = time.perf_counter()
@@ -129,12 +129,12 @@ def main() -> None:
         reference = load_run(args.data / REFERENCE_RUN, name="reference")
         show("reference BM25 run", scores(gold, reference))
 
-        bm25 = services.add_retriever(
+        bm25 = retrieval.add_retriever(
             project=project, name="bm25", kind="bm25", scheme=scheme, stem=True,
             stopwords=True, k1=0.9, b=0.4,
         )  # fmt: skip
         started = time.perf_counter()
-        services.build_index(retriever=bm25)
+        retrieval.build_index(retriever=bm25)
         bm25_build = time.perf_counter() - started
         bm25.refresh_from_db()
         run, bm25_search = run_of(bm25, questions, "bm25")
@@ -149,11 +149,11 @@ def main() -> None:
         )
         retrievers = [bm25]
         if not args.skip_embedding:
-            minilm = services.add_retriever(
+            minilm = retrieval.add_retriever(
                 project=project, name="minilm", kind="embedding", scheme=scheme
             )
             started = time.perf_counter()
-            services.build_index(retriever=minilm)
+            retrieval.build_index(retriever=minilm)
             minilm_build = time.perf_counter() - started
             minilm.refresh_from_db()
             run, minilm_search = run_of(minilm, questions, "minilm")

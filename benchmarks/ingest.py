@@ -112,18 +112,18 @@ def run_backend(database_url: str, docs: int) -> dict:
     django.setup()
     from django.core.management import call_command
 
-    from corpus import services
+    from corpus.services import documents, projects
 
     call_command("migrate", verbosity=0)
-    project = services.create_project(slug="bench", name="Bench")
-    services.add_chunking_scheme(
+    project = projects.create_project(slug="bench", name="Bench")
+    documents.add_chunking_scheme(
         project=project, name="w100", strategy="fixed", unit="words", size=100, overlap=20
     )
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "docs.jsonl"
         chars = generate(data, docs)
         start = time.perf_counter()
-        result = services.import_path(project=project, path=data)
+        result = documents.import_path(project=project, path=data)
         elapsed = time.perf_counter() - start
     from corpus.models import Chunk
 

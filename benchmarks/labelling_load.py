@@ -108,7 +108,7 @@ def load_data(
     from django.contrib.auth.hashers import make_password
 
     from corpus.models import Document, DocumentVersion, Membership, Project
-    from corpus.services import content_hash
+    from corpus.services.documents import content_hash
     from labelling.models import Candidate, Guideline, Pool, Question, QuestionSet
     from labelling.services.assignments import plan_assignments
 
@@ -170,11 +170,11 @@ def load_data(
     plan = plan_assignments(pool=pool, labellers=users, double_share=0.2, seed=1)
     retriever = None
     if index_build:
-        from corpus import services
+        from corpus.services import documents, retrieval
 
-        scheme = services.add_chunking_scheme(project=project, name="para", strategy="paragraph")
-        services.chunk_corpus(scheme=scheme)
-        retriever = services.add_retriever(
+        scheme = documents.add_chunking_scheme(project=project, name="para", strategy="paragraph")
+        documents.chunk_corpus(scheme=scheme)
+        retriever = retrieval.add_retriever(
             project=project, name="minilm", kind="embedding", scheme=scheme
         ).pk
     return {
@@ -225,10 +225,10 @@ def start_build_worker(env: dict) -> subprocess.Popen:
 
 def start_index_build(retriever_id: int):
     """Queue the build as the retriever page does and wait until the worker has claimed it."""
-    from corpus import services
     from corpus.models import Retriever
+    from corpus.services import retrieval
 
-    job = services.start_index_build(retriever=Retriever.objects.get(pk=retriever_id))
+    job = retrieval.start_index_build(retriever=Retriever.objects.get(pk=retriever_id))
     deadline = time.monotonic() + 60
     while job.state == "queued" and time.monotonic() < deadline:
         time.sleep(0.2)

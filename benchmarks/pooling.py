@@ -57,7 +57,7 @@ def percentile(values: list[float], q: float) -> float:
 def vocabulary() -> tuple[list[str], np.ndarray]:
     """Words of the demo corpus with their frequencies: realistic English for the tokenizer."""
     counts: Counter[str] = Counter()
-    for file in (REPO / "corpus" / "demo" / "documents").iterdir():
+    for file in (REPO / "demo" / "documents").iterdir():
         counts.update(re.findall(r"[a-z]+(?:-[a-z0-9]+)*", file.read_text().lower()))
     words = [w for w, _ in counts.most_common()]
     weights = np.array([counts[w] for w in words], dtype=np.float64)
@@ -166,15 +166,15 @@ def load_rows(passages: list[str], embedded: int, questions: list[str]):
 
 def latency(retriever, questions: list[str], depth: int) -> tuple[list[float], list[float]]:
     """Per-question milliseconds through the service, and of the bare index search."""
-    from corpus import services
     from corpus.embedding import Encoder
+    from corpus.services import retrieval
 
     through_service, bare = [], []
     for question in questions:
         started = time.perf_counter()
-        services.retrieve(retriever=retriever, questions=[question], k=depth)
+        retrieval.retrieve(retriever=retriever, questions=[question], k=depth)
         through_service.append(1000 * (time.perf_counter() - started))
-    loaded = services.load_index(retriever)
+    loaded = retrieval.load_index(retriever)
     encoder = Encoder(None) if retriever.kind == "embedding" else None
     for question in questions:
         started = time.perf_counter()
@@ -197,8 +197,8 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="goldset-pooling-") as tmp:
         setup_django(Path(tmp))
-        from corpus import services
         from corpus.embedding import Encoder
+        from corpus.services import retrieval
         from labelling.models import Candidate
         from labelling.services.pools import start_pool
 
@@ -219,12 +219,12 @@ def main() -> None:
         print(f"RSS before any index: {base_now:.0f} MB (peak so far {base_peak:.0f} MB)")
 
         # BM25 -------------------------------------------------------------------------------
-        bm25 = services.add_retriever(
+        bm25 = retrieval.add_retriever(
             project=project, name="bm25", kind="bm25", scheme=schemes["whole-bm25"],
             stem=True, stopwords=True,
         )  # fmt: skip
         started = time.perf_counter()
-        index = services.build_index(retriever=bm25)
+        index = retrieval.build_index(retriever=bm25)
         build_s = time.perf_counter() - started
         now, peak = rss_mb()
         print(
@@ -272,12 +272,12 @@ def main() -> None:
             f"ours / raw = {ratio:.2f} (target >= {TARGET_ENCODE_RATIO}: "
             f"{'met' if ratio >= TARGET_ENCODE_RATIO else 'MISSED'})"
         )
-        minilm = services.add_retriever(
+        minilm = retrieval.add_retriever(
             project=project, name="minilm", kind="embedding", scheme=schemes["whole-embedding"]
         )
         before_peak = rss_mb()[1]
         started = time.perf_counter()
-        index = services.build_index(retriever=minilm)
+        index = retrieval.build_index(retriever=minilm)
         build_s = time.perf_counter() - started
         build_rate = embedded / build_s
         now, peak = rss_mb()
@@ -292,7 +292,7 @@ def main() -> None:
             f"(raw encode {10_000 / raw_rate / 60:.1f} min)"
         )
         started = time.perf_counter()
-        rebuilt = services.build_index(retriever=minilm)
+        rebuilt = retrieval.build_index(retriever=minilm)
         print(
             f"rebuild with every vector cached: {time.perf_counter() - started:.1f} s "
             f"for {rebuilt.passages:,} passages"

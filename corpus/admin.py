@@ -1,6 +1,5 @@
 from django.contrib import admin
 
-from corpus import services
 from corpus.models import (
     AccessGroup,
     Chunk,
@@ -16,6 +15,7 @@ from corpus.models import (
     Retriever,
     Upload,
 )
+from corpus.services import projects
 
 
 class MembershipInline(admin.TabularInline):
@@ -49,12 +49,12 @@ class AccessGroupAdmin(admin.ModelAdmin):
         before = set(group.members.values_list("pk", flat=True))
         super().save_related(request, form, formsets, change)
         after = set(group.members.values_list("pk", flat=True))
-        services.access_changed(project=group.project, user_ids=before ^ after)
+        projects.access_changed(project=group.project, user_ids=before ^ after)
 
     def delete_model(self, request, obj):
         members = list(obj.members.values_list("pk", flat=True))
         super().delete_model(request, obj)
-        services.access_changed(project=obj.project, user_ids=members)
+        projects.access_changed(project=obj.project, user_ids=members)
 
     def delete_queryset(self, request, queryset):
         for group in queryset:
@@ -71,7 +71,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
-        services.access_changed(project=form.instance.project, document_ids=[form.instance.pk])
+        projects.access_changed(project=form.instance.project, document_ids=[form.instance.pk])
 
 
 @admin.register(DocumentVersion)

@@ -288,6 +288,12 @@ class Job(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
     kind = models.CharField(max_length=40)
+    task = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Dotted name of the Celery task that does this job; blank for work done "
+        "in the calling process (a command).",
+    )
     description = models.CharField(max_length=300, blank=True)
     params = models.JSONField(default=dict)
     state = models.CharField(max_length=16, choices=JobState.choices, default=JobState.QUEUED)

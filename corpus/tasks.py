@@ -1,17 +1,30 @@
+"""One task per corpus job kind: the job's id in, one service run on its row (`corpus.jobs`)."""
+
 from celery import shared_task
 from django.db import DatabaseError
 
-from corpus import services
-from corpus.models import Job
+from corpus import jobs
+from corpus.services import documents, retrieval
+
+# A database that went away mid-job is retried; the job's own errors finish it (jobs.run).
+RETRY = {"acks_late": True, "autoretry_for": (DatabaseError,), "max_retries": 3, "retry_backoff": 5}
 
 
-@shared_task(acks_late=True, autoretry_for=(DatabaseError,), max_retries=3, retry_backoff=5)
-def run_job(job_id: int) -> None:
-    job = Job.objects.filter(pk=job_id).first()
-    if job is not None:
-        services.run_job(job)
+@shared_task(**RETRY)
+def import_uploads(job_id: int) -> None:
+    jobs.run(job_id, documents.run_upload_import)
+
+
+@shared_task(**RETRY)
+def chunk_corpus(job_id: int) -> None:
+    jobs.run(job_id, documents.run_chunking)
+
+
+@shared_task(**RETRY)
+def build_index(job_id: int) -> None:
+    jobs.run(job_id, retrieval.run_index_build)
 
 
 @shared_task(acks_late=True)
 def reconcile_jobs() -> list[int]:
-    return services.reconcile_jobs()
+    return jobs.reconcile()

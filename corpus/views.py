@@ -9,7 +9,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from corpus import services
 from corpus.access import project_access
 from corpus.forms import ChunkingSchemeForm, UploadForm
 from corpus.models import (
@@ -23,6 +22,8 @@ from corpus.models import (
     RetrieverKind,
     Role,
 )
+from corpus.services import documents, retrieval
+from goldset.errors import ServiceError
 
 DOCUMENTS_PER_PAGE = 50
 DOCUMENT_FILTERS = {
@@ -132,7 +133,7 @@ def upload_documents(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
     form = UploadForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
-        job = services.start_upload_import(
+        job = documents.start_upload_import(
             project=access.project, files=form.cleaned_data["files"], user=request.user
         )
         return redirect("corpus:show-job", slug=slug, job_id=job.pk)
@@ -157,9 +158,9 @@ def accept_quality(request: HttpRequest, slug: str, document_id: int) -> HttpRes
     )
     version = get_object_or_404(DocumentVersion, pk=document.latest_version_id)
     try:
-        services.accept_quality(version=version, user=request.user)
+        documents.accept_quality(version=version, user=request.user)
         messages.success(request, f"{document.doc_id} v{version.version} is now searchable.")
-    except services.ServiceError as exc:
+    except ServiceError as exc:
         messages.error(request, str(exc))
     return redirect("corpus:show-document", slug=slug, document_id=document.pk)
 
@@ -197,9 +198,9 @@ def choose_representative(request: HttpRequest, slug: str, group_id: int) -> Htt
         else 0,
     )
     try:
-        services.choose_representative(group=group, document=document)
+        documents.choose_representative(group=group, document=document)
         messages.success(request, f"{document.doc_id} is now the searchable copy.")
-    except services.ServiceError as exc:
+    except ServiceError as exc:
         messages.error(request, str(exc))
     return redirect("corpus:list-duplicates", slug=slug)
 
@@ -212,8 +213,8 @@ def list_chunking(request: HttpRequest, slug: str) -> HttpResponse:
     if access.is_lead:
         form = ChunkingSchemeForm(request.POST or None, project=access.project)
         if request.method == "POST" and form.is_valid():
-            scheme = services.add_chunking_scheme(project=access.project, **form.cleaned_data)
-            job = services.start_chunking(scheme=scheme, user=request.user)
+            scheme = documents.add_chunking_scheme(project=access.project, **form.cleaned_data)
+            job = documents.start_chunking(scheme=scheme, user=request.user)
             messages.success(request, f"Chunking scheme {scheme.name} added; chunking has started.")
             return redirect("corpus:show-job", slug=slug, job_id=job.pk)
     elif request.method == "POST":
@@ -235,10 +236,10 @@ def edit_chunking(request: HttpRequest, slug: str, scheme_id: int) -> HttpRespon
     form = ChunkingSchemeForm(request.POST or None, instance=scheme, project=access.project)
     if request.method == "POST" and form.is_valid():
         data = {k: form.cleaned_data[k] for k in ("strategy", "unit", "size", "overlap")}
-        scheme = services.change_chunking_scheme(
+        scheme = documents.change_chunking_scheme(
             scheme=ChunkingScheme.objects.get(pk=scheme.pk), **data
         )
-        job = services.start_chunking(scheme=scheme, user=request.user)
+        job = documents.start_chunking(scheme=scheme, user=request.user)
         messages.success(request, f"{scheme.name} changed; its chunks are being cut again.")
         return redirect("corpus:show-job", slug=slug, job_id=job.pk)
     return render(
@@ -335,8 +336,8 @@ def add_retriever(request: HttpRequest, slug: str) -> HttpResponse:
     )
     if request.method == "POST" and form.is_valid():
         try:
-            retriever = services.add_retriever(project=access.project, **form.cleaned_data)
-        except services.ServiceError as exc:
+            retriever = retrieval.add_retriever(project=access.project, **form.cleaned_data)
+        except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, f"Retriever {retriever.name} added.")
@@ -358,7 +359,7 @@ def show_retriever(request: HttpRequest, slug: str, retriever_id: int) -> HttpRe
         project=access.project,
         pk=retriever_id,
     )
-    stale = services.stale_documents(retriever).visible_to(request.user).distinct()
+    stale = retrieval.stale_documents(retriever).visible_to(request.user).distinct()
     context = {
         "access": access,
         "project": access.project,
@@ -386,8 +387,8 @@ def build_index(request: HttpRequest, slug: str, retriever_id: int) -> HttpRespo
     access = project_access(request.user, slug, role=Role.LEAD)
     retriever = get_object_or_404(Retriever, project=access.project, pk=retriever_id)
     try:
-        job = services.start_index_build(retriever=retriever, user=request.user)
-    except services.ServiceError as exc:
+        job = retrieval.start_index_build(retriever=retriever, user=request.user)
+    except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("corpus:show-retriever", slug=slug, retriever_id=retriever.pk)
     return redirect("corpus:show-job", slug=slug, job_id=job.pk)

@@ -27,7 +27,7 @@ from django.db.models import Max, Q
 from django.utils import timezone
 from django.utils.text import slugify
 
-from corpus import services as corpus_services
+from corpus import jobs
 from corpus.chunking import ChunkSpec, chunk_spans
 from corpus.models import (
     ChunkingScheme,
@@ -39,7 +39,7 @@ from corpus.models import (
     Retriever,
     RetrieverKind,
 )
-from corpus.services import ServiceError, finish_job, job_progress, register_job_handler
+from corpus.services.retrieval import retrieve
 from evaluation.baseline import BASELINE_NAME, bm25_baseline_run
 from evaluation.gold import (
     CORPUS_FILE,
@@ -55,6 +55,7 @@ from evaluation.gold import (
 from evaluation.metrics import MetricOptions, RunEvaluation, evaluate_run
 from evaluation.models import EvaluationRun, GoldSet, GoldSetFile, RunSource
 from evaluation.runs import Run, check_run_against_gold, load_run
+from goldset.errors import ServiceError
 from labelling.models import (
     Assignment,
     Judgement,
@@ -950,8 +951,9 @@ def start_retriever_run(*, gold_set: GoldSet, retriever: Retriever, user=None) -
     if retriever.active_index_id is None:
         raise GoldSetError(f"{retriever.name} has no built index yet: build it first.")
     questions = len(load_gold_set(gold_set).questions)
-    return corpus_services.start_job(
+    return jobs.start(
         project=project,
+        task="evaluation.tasks.evaluation_run",
         kind="evaluation_run",
         user=user,
         params={"gold_set_id": gold_set.pk, "retriever_id": retriever.pk},
@@ -975,11 +977,11 @@ def record_retriever_run(
     depth = depth or evaluation_depth(project)
     gold = load_gold_set(gold_set)
     questions = list(gold.questions.values())
-    advance = job_progress(job) if job is not None else None
+    advance = jobs.progress(job) if job is not None else None
     lines = []
     for first in range(0, len(questions), RETRIEVE_BATCH):
         batch = questions[first : first + RETRIEVE_BATCH]
-        found = corpus_services.retrieve(
+        found = retrieve(
             retriever=retriever, questions=[q.question for q in batch], k=depth, user=user
         )
         for question, hits in zip(batch, found, strict=True):
@@ -1015,11 +1017,11 @@ def record_retriever_run(
     )
 
 
-@register_job_handler("evaluation_run")
-def _evaluation_run_job(job: Job) -> None:
+def run_retriever_run(job: Job) -> None:
+    """The job of `start_retriever_run`."""
     done = EvaluationRun.objects.filter(pk=job.result.get("run_id")).first()
     if done is not None:  # a redelivered job: the run is already stored
-        finish_job(job, JobState.SUCCEEDED, f"{done.name}: already stored.")
+        jobs.finish(job, JobState.SUCCEEDED, f"{done.name}: already stored.")
         return
     gold_set = GoldSet.objects.select_related("question_set__project").get(
         pk=job.params["gold_set_id"], question_set__project=job.project
@@ -1027,7 +1029,7 @@ def _evaluation_run_job(job: Job) -> None:
     retriever = Retriever.objects.get(pk=job.params["retriever_id"], project=job.project)
     run = record_retriever_run(gold_set=gold_set, retriever=retriever, user=job.created_by, job=job)
     job.result = {"run_id": run.pk, "gold_set_id": gold_set.pk}
-    finish_job(
+    jobs.finish(
         job, JobState.SUCCEEDED, f"{run.name}: top {run.depth} for {run.questions} questions."
     )
 

@@ -5,5 +5,10 @@ class LabellingConfig(AppConfig):
     name = "labelling"
 
     def ready(self) -> None:
-        # Registers the pool job handler and the access listener in every process.
-        from labelling.services import judgements, pools  # noqa: F401
+        # Whether an assignment is done depends on which passages its labeller may see, so the
+        # corpus tells labelling when access changes. Handed over here, explicitly: the corpus
+        # cannot import labelling.
+        from corpus.services.projects import listen_for_access_changes
+        from labelling.services.judgements import refresh_completion
+
+        listen_for_access_changes(refresh_completion)

@@ -1,8 +1,17 @@
-from celery import shared_task
+"""Labelling's tasks: the pool job, and the per-retriever batches it fans out to."""
 
+from celery import shared_task
+from django.db import DatabaseError
+
+from corpus import jobs
 from corpus.models import Retriever
 from labelling.models import Pool
 from labelling.services import pools
+
+
+@shared_task(acks_late=True, autoretry_for=(DatabaseError,), max_retries=3, retry_backoff=5)
+def build_pool(job_id: int) -> None:
+    jobs.run(job_id, pools.run_pool_build)
 
 
 @shared_task(acks_late=True, max_retries=3, default_retry_delay=10)
@@ -10,4 +19,4 @@ def pool_batch(pool_id: int, retriever_id: int, question_ids: list[int]) -> None
     pool = Pool.objects.select_related("question_set").filter(pk=pool_id).first()
     retriever = Retriever.objects.filter(pk=retriever_id).first()
     if pool is not None and retriever is not None:
-        pools.pool_batch(pool=pool, retriever=retriever, question_ids=question_ids)
+        pools.record_pool_hits(pool=pool, retriever=retriever, question_ids=question_ids)

@@ -63,8 +63,8 @@ class MembershipFactory(factory.django.DjangoModelFactory):
 def add_documents(project, *specs, scheme=None):
     """Ingest (doc_id, text) or (doc_id, text, access groups) documents through the service,
     so versions, chunks and access groups are what the app itself writes."""
-    from corpus import services
     from corpus.extraction import assess_quality
+    from corpus.services import documents
     from corpus.sources import DocumentRecord, SourceBatch
 
     records = [
@@ -77,7 +77,9 @@ def add_documents(project, *specs, scheme=None):
         )
         for spec in specs
     ]
-    return services.ingest_batch(project=project, batch=SourceBatch(source="test", records=records))
+    return documents.ingest_batch(
+        project=project, batch=SourceBatch(source="test", records=records)
+    )
 
 
 class QuestionSetFactory(factory.django.DjangoModelFactory):

@@ -12,8 +12,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from corpus import services as corpus_services
+from corpus import jobs
 from corpus.models import Document, DuplicateGroup, Job
+from corpus.services import documents, retrieval
 from evaluation.models import EvaluationRun
 from evaluation.services import finalise_gold_set
 from labelling.models import Assignment, Candidate, Span
@@ -56,13 +57,11 @@ def world(prefix: str) -> dict:
         project, ann=people["ann"], bob=people["bob"], lead=people["lead"], restricted=True
     )
     add_documents(project, ("copy-a", POLICY_TEXT + " copy"), ("copy-b", POLICY_TEXT + " copy!"))
-    scheme = corpus_services.add_chunking_scheme(
+    scheme = documents.add_chunking_scheme(
         project=project, name="w50", strategy="fixed", size=50, overlap=0
     )
-    corpus_services.chunk_corpus(scheme=scheme)
-    retriever = corpus_services.add_retriever(
-        project=project, name="bm25", kind="bm25", scheme=scheme
-    )
+    documents.chunk_corpus(scheme=scheme)
+    retriever = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=scheme)
     gold_set = finalise_gold_set(question_set=question_set, user=people["admin"])
     run = EvaluationRun.objects.create(
         gold_set=gold_set,
@@ -112,7 +111,7 @@ def snapshot() -> dict:
 @pytest.fixture
 def worlds(db, monkeypatch):
     # Jobs a stray request might start must not run: the snapshot has to see them queued.
-    monkeypatch.setattr("corpus.tasks.run_job.delay", lambda *a, **k: None)
+    monkeypatch.setattr("corpus.jobs.queue", lambda job: None)
     return world("a"), world("b")
 
 
@@ -196,7 +195,7 @@ def test_uploaded_originals_are_never_served_inline(worlds):
     })  # fmt: skip
     assert response.status_code == 302
     job = Job.objects.get(project=a["project"], kind="import_uploads")
-    corpus_services.run_job(job)  # the queue is switched off in this module; import in-process
+    jobs.task_named(job.task)(job.pk)  # the queue is switched off in this module; import here
     assert Document.objects.filter(project=a["project"], title__contains="policy").exists()
     EvaluationRun.objects.filter(pk=a["ids"]["run_id"]).update(content=ORIGINAL_RUN)
     ids = {**a["ids"], "job_id": job.pk}

@@ -9,8 +9,8 @@ import re
 import pytest
 from django.urls import reverse
 
-from corpus import services as corpus_services
 from corpus.models import AccessGroup, Document
+from corpus.services import projects
 from labelling.models import Assignment, Candidate, Judgement, QuestionSet, Resolution, Span
 from labelling.services import judgements
 from tests import test_access_matrix
@@ -215,7 +215,7 @@ def test_revoking_a_group_takes_its_passages_out_of_the_queue_at_once(worlds):
         start=0, end=len(SALARY_TEXT), shuffle_rank=5,
     )  # fmt: skip
     ids = {**ids, "question_id": q2.question_id}
-    corpus_services.set_access_group_members(project=project, name="hr-confidential", users=[ann])
+    projects.set_access_group_members(project=project, name="hr-confidential", users=[ann])
     browser = login(ann)
     page = grading_url("labelling:grade-question", ids)
     queue = reverse("labelling:show-queue", args=[ids["slug"]])
@@ -237,7 +237,7 @@ def test_revoking_a_group_takes_its_passages_out_of_the_queue_at_once(worlds):
     assert "<strong>3 of 3</strong>" in browser.get(page).content.decode()
     assert "<td>3</td>" in queue_row(browser.get(queue).content.decode(), "q2")
 
-    corpus_services.set_access_group_members(project=project, name="hr-confidential", users=[])
+    projects.set_access_group_members(project=project, name="hr-confidential", users=[])
 
     body = browser.get(page).content.decode()
     assert "Band C pays" not in body
@@ -278,7 +278,7 @@ def test_granting_and_revoking_access_recompute_whether_work_is_done(worlds):
         return q2.completed_at is not None
 
     assert done()  # both passages ann sees are graded
-    corpus_services.set_access_group_members(project=project, name="hr-confidential", users=[ann])
+    projects.set_access_group_members(project=project, name="hr-confidential", users=[ann])
     assert not done()  # the salary passage now waits for her grade
 
     superuser = UserFactory(is_staff=True, is_superuser=True)

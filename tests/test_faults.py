@@ -24,8 +24,9 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
-from corpus import services
+from corpus import jobs
 from corpus.models import Chunk, EmbeddingCache, Index, IndexState, Job, JobState
+from corpus.services import documents, retrieval
 from labelling.models import Assignment, Change, Judgement, Span
 from labelling.services import judgements as judgement_services
 from tests.conftest import wait_for_job
@@ -63,20 +64,20 @@ def test_a_worker_killed_mid_index_build_finishes_the_job_once_after_a_restart(w
     # 300 passages of 150 words: the first batch of 256 takes the encoder several seconds, so
     # the kill lands after some vectors are cached and before the index exists.
     add_documents(project, *[(f"policy-{d}", passage_text(d, 1500)) for d in range(30)])
-    scheme = services.add_chunking_scheme(
+    scheme = documents.add_chunking_scheme(
         project=project, name="w150", strategy="fixed", size=150, overlap=0
     )
-    services.chunk_corpus(scheme=scheme)
+    documents.chunk_corpus(scheme=scheme)
     chunks = sorted(Chunk.objects.filter(scheme=scheme).values_list("version", "start", "end"))
     assert len(chunks) == 300
-    retriever = services.add_retriever(
+    retriever = retrieval.add_retriever(
         project=project, name="minilm", kind="embedding", scheme=scheme
     )
-    job = services.start_index_build(retriever=retriever)
+    job = retrieval.start_index_build(retriever=retriever)
 
     def first_batch_cached():
         job.refresh_from_db()
-        return job.state == JobState.RUNNING and job.done >= services.ENCODE_BATCH
+        return job.state == JobState.RUNNING and job.done >= retrieval.ENCODE_BATCH
 
     wait_until(first_batch_cached, timeout=180, what="the first batch of vectors")
     worker.kill()
@@ -88,7 +89,7 @@ def test_a_worker_killed_mid_index_build_finishes_the_job_once_after_a_restart(w
     worker.start()
     # The broker holds the dead worker's message unacknowledged until its visibility timeout
     # (an hour); the reconciler does not wait that long once the heartbeat has stopped.
-    assert services.reconcile_jobs(stale_after=timedelta(0)) == [job.pk]
+    assert jobs.reconcile(stale_after=timedelta(0)) == [job.pk]
     wait_for_job(job, timeout=180)
     assert job.state == JobState.SUCCEEDED, job.message
     assert job.attempts == 2
@@ -105,10 +106,10 @@ def test_a_worker_killed_mid_index_build_finishes_the_job_once_after_a_restart(w
     assert EmbeddingCache.objects.filter(model_version=index.model_version).count() == 300
 
     # The old message, should the broker redeliver it, finds the job finished and does nothing.
-    services.run_job(job)
+    jobs.task_named(job.task)(job.pk)
     job.refresh_from_db()
     assert job.state == JobState.SUCCEEDED and job.attempts == 2
-    hits = services.retrieve(retriever=retriever, questions=["clause3x7 applies to staff"], k=1)
+    hits = retrieval.retrieve(retriever=retriever, questions=["clause3x7 applies to staff"], k=1)
     assert len(hits[0]) == 1
 
 
@@ -147,15 +148,15 @@ def test_redis_restarted_empty_loses_queued_jobs_and_the_reconciler_requeues_eve
 ):
     add_documents(project, *[(f"policy-{d}", passage_text(d, 200)) for d in range(5)])
     schemes = [
-        services.add_chunking_scheme(
+        documents.add_chunking_scheme(
             project=project, name=f"w{size}", strategy="fixed", size=size, overlap=0
         )
         for size in (20, 40, 80)
     ]
     worker.stop()  # so the messages wait in Redis, as they do when every worker is busy
-    jobs = [services.start_chunking(scheme=scheme) for scheme in schemes]
+    started = [documents.start_chunking(scheme=scheme) for scheme in schemes]
     queue = redis.Redis.from_url(settings.REDIS_URL)
-    assert queue.llen("celery") == len(jobs)
+    assert queue.llen("celery") == len(started)
 
     restart_redis_empty(settings.REDIS_URL)
     assert queue.llen("celery") == 0  # every message is gone; the rows still say "queued"
@@ -163,10 +164,10 @@ def test_redis_restarted_empty_loses_queued_jobs_and_the_reconciler_requeues_eve
 
     # What celery beat runs every few minutes; the jobs are old enough to be presumed lost.
     # Publishing reconnects to the new server by itself (kombu's retry policy).
-    assert sorted(services.reconcile_jobs(stale_after=timedelta(0))) == sorted(j.pk for j in jobs)
-    assert queue.llen("celery") == len(jobs)
+    assert sorted(jobs.reconcile(stale_after=timedelta(0))) == sorted(j.pk for j in started)
+    assert queue.llen("celery") == len(started)
     worker.start()
-    for job, scheme in zip(jobs, schemes, strict=True):
+    for job, scheme in zip(started, schemes, strict=True):
         wait_for_job(job)
         assert job.state == JobState.SUCCEEDED and job.attempts == 1, job.message
         assert job.result["chunks"] == Chunk.objects.filter(scheme=scheme).count() > 0

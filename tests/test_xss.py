@@ -33,7 +33,7 @@ HOSTILE = " ".join(PAYLOADS)
 
 @pytest.fixture
 def hostile(db, monkeypatch):
-    monkeypatch.setattr("corpus.tasks.run_job.delay", lambda *a, **k: None)
+    monkeypatch.setattr("corpus.jobs.queue", lambda job: None)
     a = world("a")
     project = a["project"]
     add_documents(

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from django.db import transaction
 
-from corpus.services import ServiceError
+from goldset.errors import ServiceError
 from labelling import agreement
 from labelling.models import (
     Assignment,

@@ -17,7 +17,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from corpus.models import Membership, Project
-from corpus.services import ServiceError
+from goldset.errors import ServiceError
 from labelling import assignment as strategy
 from labelling.models import (
     Assignment,

@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from markdown_it import MarkdownIt
 
 from corpus.models import Project
-from corpus.services import ServiceError
+from goldset.errors import ServiceError
 from labelling.models import Guideline
 
 MAX_GUIDELINE_CHARS = 100_000

@@ -10,8 +10,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from corpus.models import Document, Membership, Project, Role
-from corpus.services import ServiceError
 from corpus.sources import RecordError
+from goldset.errors import ServiceError
 from labelling.models import Assignment, Candidate, Judgement, Pool, PoolState, Question, Span
 
 IMPORTED_POOL = "imported"

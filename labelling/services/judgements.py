@@ -24,7 +24,7 @@ from django.db.models.functions import Length, Substr
 from django.utils import timezone
 
 from corpus.models import DocumentVersion
-from corpus.services import ServiceError, register_access_listener
+from goldset.errors import ServiceError
 from labelling.models import (
     Assignment,
     Candidate,
@@ -621,7 +621,6 @@ def _update_completion(assignment: Assignment, labeller, *, passages=None) -> Pr
     return progress
 
 
-@register_access_listener
 def refresh_completion(project, user_ids: set[int] | None, document_ids: set[int] | None) -> None:
     """Recompute "done" where access changed: a revoked passage no longer waits for a grade, a
     granted one does. Only assignments with a verdict can be done, so only they are read."""

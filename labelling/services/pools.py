@@ -18,15 +18,11 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from corpus import jobs
 from corpus.models import Chunk, Document, DocumentVersion, Job, JobState, Retriever, RetrieverKind
-from corpus.services import (
-    ServiceError,
-    finish_job,
-    register_job_handler,
-    retrieve,
-    start_job,
-)
+from corpus.services.retrieval import retrieve
 from corpus.sources import RecordError
+from goldset.errors import ServiceError
 from labelling.models import (
     Candidate,
     Pool,
@@ -54,6 +50,8 @@ logger = logging.getLogger(__name__)
 # cheap to redo), large enough that an embedding retriever encodes its questions in one batch.
 POOL_BATCH = 50
 MAX_DEPTH = 1000
+# By name: the task module imports this one.
+POOL_BATCH_TASK = "labelling.tasks.pool_batch"
 BULK_BATCH = 2000
 
 
@@ -387,8 +385,9 @@ def start_pool(
             question_set=question_set, name=name, depth=depth, created_by=user
         )
         pool.retrievers.set(retrievers)
-        pool.job = start_job(
+        pool.job = jobs.start(
             project=project,
+            task="labelling.tasks.build_pool",
             kind="build_pool",
             user=user,
             params={"pool_id": pool.pk},
@@ -400,11 +399,9 @@ def start_pool(
     return pool
 
 
-@register_job_handler("build_pool")
-def _queue_pool_batches(job: Job) -> None:
-    """Queue one task per retriever and batch of questions not done yet (safe to re-run)."""
-    from labelling.tasks import pool_batch as pool_batch_task
-
+def run_pool_build(job: Job) -> None:
+    """The job of `start_pool`: queue one `pool_batch` task per retriever and batch of
+    questions not done yet (safe to re-run)."""
     pool = Pool.objects.get(pk=job.params["pool_id"], question_set__project=job.project)
     batches = _batches(pool)
     finished = set(job.result.get("finished", []))
@@ -412,7 +409,7 @@ def _queue_pool_batches(job: Job) -> None:
     Job.objects.filter(pk=job.pk).update(total=job.total, done=job.done)
     if pool.state != PoolState.BUILDING:
         # A re-run after the pool was settled (the worker died before the job was closed).
-        finish_job(
+        jobs.finish(
             job,
             JobState.SUCCEEDED if pool.state == PoolState.READY else JobState.FAILED,
             f"Pool {pool.name} is {pool.get_state_display().lower()}.",
@@ -423,7 +420,9 @@ def _queue_pool_batches(job: Job) -> None:
         _complete(pool)
         return
     for retriever_id, ids in pending:
-        transaction.on_commit(partial(pool_batch_task.delay, pool.pk, retriever_id, ids))
+        transaction.on_commit(
+            partial(jobs.task_named(POOL_BATCH_TASK).delay, pool.pk, retriever_id, ids)
+        )
 
 
 def _batches(pool: Pool) -> list[tuple[str, int, list[int]]]:
@@ -439,7 +438,7 @@ def _batches(pool: Pool) -> list[tuple[str, int, list[int]]]:
     ]
 
 
-def pool_batch(*, pool: Pool, retriever: Retriever, question_ids: Sequence[int]) -> None:
+def record_pool_hits(*, pool: Pool, retriever: Retriever, question_ids: Sequence[int]) -> None:
     """One retriever's top ``depth`` for a batch of questions, stored as raw hits.
 
     The batch that completes the pool merges every hit into candidates. A batch that fails
@@ -533,7 +532,7 @@ def _fail(pool: Pool, message: str) -> None:
         )
         job = Job.objects.get(pk=pool.job_id)
         if updated and not job.finished:
-            finish_job(job, JobState.FAILED, message)
+            jobs.finish(job, JobState.FAILED, message)
 
 
 def _complete(pool: Pool) -> None:
@@ -542,7 +541,7 @@ def _complete(pool: Pool) -> None:
     job = Job.objects.get(pk=pool.job_id)
     job.result = {**job.result, "candidates": candidates}
     questions = pool.question_set.questions.count()
-    finish_job(
+    jobs.finish(
         job,
         JobState.SUCCEEDED,
         f"Pool {pool.name}: {candidates} candidates for {questions} questions.",

@@ -13,8 +13,9 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from corpus.models import Document, Project
-from corpus.services import IngestResult, ServiceError, ingest_batch
+from corpus.services.documents import IngestResult, ingest_batch
 from corpus.sources import RecordError, read_beir
+from goldset.errors import ServiceError
 from labelling.models import ImportedJudgement, Question, QuestionSet
 
 

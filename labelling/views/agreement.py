@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from corpus.access import project_access
 from corpus.models import Document, Role
-from corpus.services import ServiceError
+from goldset.errors import ServiceError
 from labelling.agreement import GUIDELINE_ALPHA_THRESHOLD
 from labelling.models import Candidate, Pool, Question, QuestionSet, VerdictOutcome
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, union

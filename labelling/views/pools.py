@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from corpus.access import project_access
 from corpus.models import Document, Retriever, RetrieverKind, Role
-from corpus.services import ServiceError
+from goldset.errors import ServiceError
 from labelling.models import Candidate, Pool, Provenance, Question, QuestionSet
 from labelling.services import pools as services
 from labelling.services.questions import InputRejected

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from corpus.access import project_access
 from corpus.models import Role
-from corpus.services import ServiceError
+from goldset.errors import ServiceError
 from labelling.models import QuestionSet
 from labelling.services import questions as services
 

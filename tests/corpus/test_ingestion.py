@@ -4,9 +4,9 @@ from dataclasses import replace
 
 import pytest
 
-from corpus import services
 from corpus.extraction import assess_quality
 from corpus.models import Chunk, Document, DocumentVersion, DuplicateGroup
+from corpus.services import documents, projects
 from corpus.sources import DocumentRecord, SourceBatch
 from tests.factories import POLICY_TEXT as PROSE
 
@@ -18,7 +18,7 @@ def record(doc_id: str, text: str = PROSE, **fields) -> DocumentRecord:
 
 
 def ingest(project, *records, source="test.jsonl"):
-    return services.ingest_batch(
+    return documents.ingest_batch(
         project=project, batch=SourceBatch(source=source, records=list(records))
     )
 
@@ -29,7 +29,7 @@ def test_new_document_gets_version_one_with_hash_and_report(project):
     document = Document.objects.get(project=project, doc_id="leave")
     version = document.latest_version
     assert version.version == 1 and version.text == PROSE
-    assert version.content_hash == services.content_hash(PROSE)
+    assert version.content_hash == documents.content_hash(PROSE)
     assert version.extraction["chars"] == len(PROSE) and not version.quality_flagged
     assert Document.objects.filter(pk=document.pk).searchable().exists()
 
@@ -51,7 +51,7 @@ def test_same_text_changes_nothing_and_changed_text_adds_a_version(project):
 def test_access_groups_restrict_and_follow_the_newest_import(project, member):
     ingest(project, record("salaries", access_groups=("hr",)))
     outsider, insider = member("labeller"), member("labeller")
-    services.set_access_group_members(project=project, name="hr", users=[insider])
+    projects.set_access_group_members(project=project, name="hr", users=[insider])
     docs = Document.objects.filter(project=project)
     assert not docs.visible_to(outsider).exists()
     assert docs.visible_to(insider).count() == 1
@@ -65,7 +65,7 @@ def test_flagged_extraction_keeps_a_document_out_of_retrieval_until_accepted(pro
     version = Document.objects.get(doc_id="rates").latest_version
     assert version.quality_flagged and version.held_back
     assert not Document.objects.searchable().filter(doc_id="rates").exists()
-    services.accept_quality(version=version, user=member("admin"))
+    documents.accept_quality(version=version, user=member("admin"))
     assert Document.objects.searchable().filter(doc_id="rates").exists()
 
 
@@ -82,7 +82,7 @@ def test_near_duplicates_form_a_group_with_one_searchable_member(project):
         Document.objects.filter(project=project).searchable().values_list("doc_id", flat=True)
     )
     assert searchable == {"proc", "other"}
-    services.choose_representative(group=group, document=Document.objects.get(doc_id="proc-copy"))
+    documents.choose_representative(group=group, document=Document.objects.get(doc_id="proc-copy"))
     searchable = set(
         Document.objects.filter(project=project).searchable().values_list("doc_id", flat=True)
     )
@@ -110,10 +110,10 @@ def test_duplicate_threshold_is_configurable(project):
 
 
 def test_new_versions_are_chunked_under_every_scheme_and_old_chunks_stay(project):
-    words = services.add_chunking_scheme(
+    words = documents.add_chunking_scheme(
         project=project, name="w20", strategy="fixed", unit="words", size=20, overlap=5
     )
-    whole = services.add_chunking_scheme(
+    whole = documents.add_chunking_scheme(
         project=project, name="doc", strategy="document", size=1, overlap=0
     )
     ingest(project, record("leave"))
@@ -131,23 +131,23 @@ def test_new_versions_are_chunked_under_every_scheme_and_old_chunks_stay(project
 
 def test_adding_and_changing_a_scheme_rechunks_only_that_scheme(project):
     ingest(project, record("a"), record("b", PROSE + " More."))
-    scheme = services.add_chunking_scheme(
+    scheme = documents.add_chunking_scheme(
         project=project, name="w10", strategy="fixed", unit="words", size=10, overlap=0
     )
-    first = services.chunk_corpus(scheme=scheme)
+    first = documents.chunk_corpus(scheme=scheme)
     assert first == Chunk.objects.filter(scheme=scheme).count() > 2
-    services.change_chunking_scheme(
+    documents.change_chunking_scheme(
         scheme=scheme, strategy="document", unit="words", size=1, overlap=0
     )
-    assert services.chunk_corpus(scheme=scheme) == 2
-    assert services.chunk_corpus(scheme=scheme) == 2  # idempotent
+    assert documents.chunk_corpus(scheme=scheme) == 2
+    assert documents.chunk_corpus(scheme=scheme) == 2  # idempotent
 
 
 def test_records_from_one_source_are_written_atomically(project, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(services, "_group_near_duplicates", explode)
+    monkeypatch.setattr(documents, "_group_near_duplicates", explode)
     with pytest.raises(RuntimeError):
         ingest(project, record("a"), record("b", PROSE + " b"))
     assert not Document.objects.filter(project=project).exists()

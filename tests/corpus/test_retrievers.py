@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from corpus import services
+from corpus.bm25 import BM25Index
 from corpus.embedding import Encoder
 from corpus.models import (
     Chunk,
@@ -24,7 +24,9 @@ from corpus.models import (
     Job,
     Retriever,
 )
+from corpus.services import documents, projects, retrieval
 from evaluation.runs import load_run
+from goldset.errors import ServiceError
 from labelling.models import QuestionSet
 from tests.conftest import wait_for_job
 from tests.factories import QuestionFactory, UserFactory, add_documents, login
@@ -57,7 +59,7 @@ SALARIES = (
 
 @pytest.fixture
 def scheme(project):
-    scheme = services.add_chunking_scheme(
+    scheme = documents.add_chunking_scheme(
         project=project, name="paragraphs", strategy="paragraph", size=120, overlap=0
     )
     add_documents(
@@ -72,19 +74,19 @@ def scheme(project):
 
 @pytest.fixture
 def bm25(project, scheme):
-    retriever = services.add_retriever(
+    retriever = retrieval.add_retriever(
         project=project, name="bm25", kind="bm25", scheme=scheme, stem=True, stopwords=True
     )
-    services.build_index(retriever=retriever)
+    retrieval.build_index(retriever=retriever)
     return retriever
 
 
 @pytest.fixture
 def minilm(project, scheme):
-    retriever = services.add_retriever(
+    retriever = retrieval.add_retriever(
         project=project, name="minilm", kind="embedding", scheme=scheme
     )
-    services.build_index(retriever=retriever)
+    retrieval.build_index(retriever=retriever)
     return retriever
 
 
@@ -96,7 +98,7 @@ def doc_ids(hits):
 
 
 def test_add_retriever_rejects_bad_configurations_and_writes_nothing(project, scheme, tmp_path):
-    empty = services.add_chunking_scheme(project=project, name="empty", strategy="document")
+    empty = documents.add_chunking_scheme(project=project, name="empty", strategy="document")
     Chunk.objects.filter(scheme=empty).delete()
     cases = [
         ({"name": "x", "kind": "bm25", "scheme": empty}, "has no chunks"),
@@ -119,19 +121,19 @@ def test_add_retriever_rejects_bad_configurations_and_writes_nothing(project, sc
         ),
     ]
     for kwargs, message in cases:
-        with pytest.raises(services.ServiceError, match=message):
-            services.add_retriever(project=project, **kwargs)
+        with pytest.raises(ServiceError, match=message):
+            retrieval.add_retriever(project=project, **kwargs)
     assert not Retriever.objects.exists()
 
 
 def test_bm25_settings_are_stored_and_a_build_needs_chunks(project, scheme):
-    retriever = services.add_retriever(
+    retriever = retrieval.add_retriever(
         project=project, name="kw", kind="bm25", scheme=scheme, stem=True, k1=1.2, b=0.75
     )
     assert retriever.params == {"k1": 1.2, "b": 0.75, "stem": True, "stopwords": False}
     Chunk.objects.filter(scheme=scheme).delete()
-    with pytest.raises(services.ServiceError, match="has no chunks"):
-        services.build_index(retriever=retriever)
+    with pytest.raises(ServiceError, match="has no chunks"):
+        retrieval.build_index(retriever=retriever)
     assert not Index.objects.filter(state=IndexState.READY).exists()
 
 
@@ -139,7 +141,7 @@ def test_bm25_settings_are_stored_and_a_build_needs_chunks(project, scheme):
 
 
 def test_bm25_finds_codes_and_returns_passages_with_offsets(project, bm25):
-    (hits,) = services.retrieve(retriever=bm25, questions=["whats the limit in fin-proc-022"], k=3)
+    (hits,) = retrieval.retrieve(retriever=bm25, questions=["whats the limit in fin-proc-022"], k=3)
     top = hits[0]
     assert top.doc_id == "expenses" and top.rank == 1
     text = Document.objects.get(doc_id="expenses").latest_version.text
@@ -152,7 +154,7 @@ def test_bm25_finds_codes_and_returns_passages_with_offsets(project, bm25):
 
 
 def test_embedding_ranks_a_paraphrase_above_unrelated_text(project, minilm):
-    (hits,) = services.retrieve(
+    (hits,) = retrieval.retrieve(
         retriever=minilm, questions=["how many vacation days do i get each year"], k=3
     )
     assert hits[0].doc_id == "leave"
@@ -167,9 +169,9 @@ def test_embedding_ranks_a_paraphrase_above_unrelated_text(project, minilm):
 
 
 def test_the_loaded_index_is_cached_in_process_memory(project, bm25, django_assert_num_queries):
-    first = services.load_index(bm25)
+    first = retrieval.load_index(bm25)
     with django_assert_num_queries(1):  # which index is active; the artefact is not read again
-        assert services.load_index(bm25) is first
+        assert retrieval.load_index(bm25) is first
 
 
 # Access ------------------------------------------------------------------------------------
@@ -181,26 +183,28 @@ def test_a_restricted_document_never_comes_back_to_someone_outside_its_group(
 ):
     retriever = request.getfixturevalue(kind)
     outsider, insider = member("lead"), member("labeller")
-    services.set_access_group_members(project=project, name="hr-confidential", users=[insider])
+    projects.set_access_group_members(project=project, name="hr-confidential", users=[insider])
     question = ["salary bands per year: days, hours?"]
-    (for_insider,) = services.retrieve(retriever=retriever, questions=question, k=3, user=insider)
+    (for_insider,) = retrieval.retrieve(retriever=retriever, questions=question, k=3, user=insider)
     assert for_insider[0].doc_id == "salaries"
-    (for_outsider,) = services.retrieve(retriever=retriever, questions=question, k=3, user=outsider)
+    (for_outsider,) = retrieval.retrieve(
+        retriever=retriever, questions=question, k=3, user=outsider
+    )
     assert "salaries" not in doc_ids(for_outsider)
     # Filtered before the cut: k results still come back, ranked 1..k.
     assert len(for_outsider) == 3 and [h.rank for h in for_outsider] == [1, 2, 3]
-    (headless,) = services.retrieve(retriever=retriever, questions=question, k=3)
+    (headless,) = retrieval.retrieve(retriever=retriever, questions=question, k=3)
     assert headless[0].doc_id == "salaries"  # a pool is built for the whole project
 
 
 def test_only_the_newest_version_of_a_searchable_document_is_returned(project, bm25):
     add_documents(project, ("leave", LEAVE.replace("25 days", "27 days")))
-    (hits,) = services.retrieve(retriever=bm25, questions=["annual leave days"], k=10)
+    (hits,) = retrieval.retrieve(retriever=bm25, questions=["annual leave days"], k=10)
     newest = Document.objects.get(doc_id="leave").latest_version_id
     assert {h.version_id for h in hits if h.doc_id == "leave"} <= {newest}
     version = DocumentVersion.objects.get(pk=Document.objects.get(doc_id="vpn").latest_version_id)
     DocumentVersion.objects.filter(pk=version.pk).update(quality_flagged=True)
-    (hits,) = services.retrieve(retriever=bm25, questions=["NW-VPN client"], k=10)
+    (hits,) = retrieval.retrieve(retriever=bm25, questions=["NW-VPN client"], k=10)
     assert "vpn" not in doc_ids(hits)
 
 
@@ -220,8 +224,8 @@ def test_adding_one_document_embeds_only_that_documents_passages(project, minilm
     first_index = minilm.active_index_id
     add_documents(project, ("badges", "Office badges\n\nLost badges are replaced at reception."))
     new_version = Document.objects.get(doc_id="badges").latest_version
-    assert services.stale_documents(minilm).count() == 1
-    services.build_index(retriever=minilm)
+    assert retrieval.stale_documents(minilm).count() == 1
+    retrieval.build_index(retriever=minilm)
     new_chunks = [
         new_version.text[c.start : c.end] for c in Chunk.objects.filter(version=new_version)
     ]
@@ -229,20 +233,20 @@ def test_adding_one_document_embeds_only_that_documents_passages(project, minilm
     minilm.refresh_from_db()
     assert minilm.active_index_id != first_index
     assert not Index.objects.filter(pk=first_index).exists()  # the old artefact is gone
-    assert services.stale_documents(minilm).count() == 0
+    assert retrieval.stale_documents(minilm).count() == 0
     assert new_version.__class__.objects.get(pk=new_version.pk).indexed_at is not None
     encoded.clear()
-    (hits,) = services.retrieve(retriever=minilm, questions=["I lost my badge"], k=1)
+    (hits,) = retrieval.retrieve(retriever=minilm, questions=["I lost my badge"], k=1)
     assert hits[0].doc_id == "badges" and encoded == ["I lost my badge"]
 
 
 def test_a_changed_document_makes_the_index_stale_until_rebuilt(project, bm25):
-    assert not services.stale_documents(bm25).exists()
+    assert not retrieval.stale_documents(bm25).exists()
     add_documents(project, ("vpn", VPN + "\n\nThe helpdesk resets VPN tokens."))
-    assert list(services.stale_documents(bm25).values_list("doc_id", flat=True)) == ["vpn"]
-    services.build_index(retriever=bm25)
+    assert list(retrieval.stale_documents(bm25).values_list("doc_id", flat=True)) == ["vpn"]
+    retrieval.build_index(retriever=bm25)
     bm25.refresh_from_db()
-    assert not services.stale_documents(bm25).exists()
+    assert not retrieval.stale_documents(bm25).exists()
 
 
 def test_a_failed_build_keeps_the_active_index(project, bm25, monkeypatch):
@@ -251,17 +255,17 @@ def test_a_failed_build_keeps_the_active_index(project, bm25, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(services.BM25Index, "build", broken)
+    monkeypatch.setattr(BM25Index, "build", broken)
     with pytest.raises(RuntimeError):
-        services.build_index(retriever=bm25)
+        retrieval.build_index(retriever=bm25)
     bm25.refresh_from_db()
     assert bm25.active_index_id == active
     assert Index.objects.filter(retriever=bm25, state=IndexState.FAILED).count() == 1
 
 
 def test_index_builds_run_as_jobs_through_the_queue(worker, project, scheme):
-    retriever = services.add_retriever(project=project, name="kw", kind="bm25", scheme=scheme)
-    job = wait_for_job(services.start_index_build(retriever=retriever))
+    retriever = retrieval.add_retriever(project=project, name="kw", kind="bm25", scheme=scheme)
+    job = wait_for_job(retrieval.start_index_build(retriever=retriever))
     assert job.state == "succeeded", job.message
     assert job.done == job.total == Chunk.objects.filter(scheme=scheme).count()
     retriever.refresh_from_db()
@@ -357,7 +361,7 @@ def test_retriever_pages_show_errors_and_keep_labellers_out_of_changes(project, 
     assert response.status_code == 400 and "No embedding model folder" in response.content.decode()
     lead_form = login(member("lead")).get(reverse("corpus:add-retriever", args=[project.slug]))
     assert "model_path" not in lead_form.content.decode()
-    retriever = services.add_retriever(project=project, name="kw", kind="bm25", scheme=scheme)
+    retriever = retrieval.add_retriever(project=project, name="kw", kind="bm25", scheme=scheme)
     labeller = login(member("labeller"))
     listing = labeller.get(reverse("corpus:list-retrievers", args=[project.slug]))
     assert listing.status_code == 200 and "kw" in listing.content.decode()
@@ -404,24 +408,24 @@ def test_the_access_filter_agrees_with_the_document_querysets(project, scheme, m
         ("rates", table),
         ("rates-accepted", "\n".join(f"| {i} | {i * 4.5:.2f} |" for i in range(500, 560))),
     )
-    retriever = services.add_retriever(project=project, name="kw", kind="bm25", scheme=scheme)
-    services.build_index(retriever=retriever)
+    retriever = retrieval.add_retriever(project=project, name="kw", kind="bm25", scheme=scheme)
+    retrieval.build_index(retriever=retriever)
     admin = member("admin")
-    services.accept_quality(
+    documents.accept_quality(
         version=Document.objects.get(doc_id="rates-accepted").latest_version, user=admin
     )
     add_documents(project, ("vpn", VPN + "\n\nChanged after the build."))
     insider, outsider = member("labeller"), member("lead")
-    services.set_access_group_members(project=project, name="hr-confidential", users=[insider])
-    documents = Document.objects.filter(project=project)
-    assert documents.filter(duplicate_group__isnull=False).count() == 2
-    assert documents.filter(latest_version__quality_flagged=True).count() == 2
-    loaded = services.load_index(retriever)
+    projects.set_access_group_members(project=project, name="hr-confidential", users=[insider])
+    docs = Document.objects.filter(project=project)
+    assert docs.filter(duplicate_group__isnull=False).count() == 2
+    assert docs.filter(latest_version__quality_flagged=True).count() == 2
+    loaded = retrieval.load_index(retriever)
     for user in (None, insider, outsider, UserFactory()):
-        allowed = documents.searchable()
+        allowed = docs.searchable()
         if user is not None:
             allowed = allowed.visible_to(user)
         newest = set(allowed.values_list("latest_version_id", flat=True))
         expected = np.isin(loaded.version_ids, list(newest))
-        mask = services._allowed_passages(loaded, project, user)
+        mask = retrieval._allowed_passages(loaded, project, user)
         assert np.array_equal(np.ones(len(loaded), bool) if mask is None else mask, expected)

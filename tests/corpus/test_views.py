@@ -7,9 +7,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from corpus import services
 from corpus.extraction import assess_quality
 from corpus.models import ChunkingScheme, Document, DocumentVersion, Job, Upload
+from corpus.services import documents, projects
 from corpus.sources import DocumentRecord, SourceBatch
 from tests.conftest import wait_for_job
 from tests.factories import POLICY_TEXT as TEXT
@@ -27,7 +27,7 @@ def add_docs(project, *specs):
         )
         for doc_id, title, text, groups in specs
     ]
-    services.ingest_batch(project=project, batch=SourceBatch(source="t", records=records))
+    documents.ingest_batch(project=project, batch=SourceBatch(source="t", records=records))
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ def test_restricted_document_is_invisible_outside_its_group(corpus, member):
         client.get(reverse("corpus:show-document", args=[corpus.slug, hidden.pk])).status_code
         == 404
     )
-    services.set_access_group_members(project=corpus, name="hr", users=[labeller])
+    projects.set_access_group_members(project=corpus, name="hr", users=[labeller])
     assert (
         client.get(reverse("corpus:show-document", args=[corpus.slug, hidden.pk])).status_code
         == 200

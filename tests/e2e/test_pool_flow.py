@@ -4,8 +4,8 @@ a labeller then sees the pool without its provenance."""
 import pytest
 from playwright.sync_api import expect
 
-from corpus import services
 from corpus.models import Retriever
+from corpus.services import documents
 from labelling.models import Candidate, Pool, Question
 from tests.e2e.conftest import log_in
 from tests.factories import (
@@ -23,7 +23,7 @@ def test_lead_imports_questions_builds_bm25_and_pools(worker, live_server, page,
     project = ProjectFactory(slug="acme", name="Acme gold")
     MembershipFactory(project=project, user=UserFactory(username="lena"), role="lead")
     MembershipFactory(project=project, user=UserFactory(username="lars"), role="labeller")
-    services.add_chunking_scheme(
+    documents.add_chunking_scheme(
         project=project, name="paragraphs", strategy="paragraph", size=60, overlap=0
     )
     add_documents(

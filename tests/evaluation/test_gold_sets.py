@@ -9,9 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from corpus import services as corpus_services
 from corpus.chunking import ChunkSpec, chunk_spans
 from corpus.models import Document
+from corpus.services import documents
 from evaluation import services
 from evaluation.gold import load_corpus_versions, load_gold, load_qrels
 from evaluation.models import GoldSet, GoldSetFile
@@ -45,10 +45,10 @@ def people(member):
 
 @pytest.fixture
 def question_set(project, people):
-    corpus_services.add_chunking_scheme(
+    documents.add_chunking_scheme(
         project=project, name="fixed-100", strategy="fixed", unit="chars", size=100, overlap=0
     )
-    corpus_services.add_chunking_scheme(project=project, name="whole", strategy="document")
+    documents.add_chunking_scheme(project=project, name="whole", strategy="document")
     return labelled_question_set(
         project, ann=people["ann"], bob=people["bob"], lead=people["lead"], restricted=True
     )

@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from corpus import services as corpus_services
 from corpus.models import Job
+from corpus.services import documents, retrieval
 from evaluation.models import EvaluationRun, GoldSet
 from labelling.models import Assignment, Verdict
 from labelling.services.judgement_import import import_judgements
@@ -98,14 +98,14 @@ def _votes() -> bytes:
 def test_export_and_cli_give_the_figures_of_the_page(worker, project, member, tmp_path):
     admin = member("admin", username="ada")
     slug = project.slug
-    scheme = corpus_services.add_chunking_scheme(
+    scheme = documents.add_chunking_scheme(
         project=project, name="paragraphs", strategy="paragraph", size=20, overlap=0
     )
     add_documents(project, *DOCUMENTS.items())
-    retriever = corpus_services.add_retriever(
+    retriever = retrieval.add_retriever(
         project=project, name="bm25", kind="bm25", scheme=scheme, stem=True, stopwords=True
     )
-    wait_for_job(corpus_services.start_index_build(retriever=retriever, user=admin))
+    wait_for_job(retrieval.start_index_build(retriever=retriever, user=admin))
 
     # A labelled question set: imported votes, one verdict.
     question_set = QuestionSetFactory(project=project, name="faq")

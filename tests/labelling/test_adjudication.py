@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from corpus.models import Document
+from goldset.errors import ServiceError
 from labelling.models import Assignment, Candidate, Judgement, Pool, Resolution, Span, Verdict
 from labelling.services import adjudication
 from labelling.services.judgement_import import import_judgements
@@ -147,8 +148,6 @@ def test_gold_blocks_until_resolved_then_applies_the_rule(labelled):
 
 
 def test_resolution_validates_spans(labelled):
-    from corpus.services import ServiceError
-
     candidate = labelled["cands"]["q1-vpn"]
     with pytest.raises(ServiceError, match="outside the document"):
         adjudication.resolve(

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from corpus import services
 from corpus.models import Document
+from corpus.services import documents, retrieval
 from evaluation.gold import Gold, Passage, load_qrels
 from evaluation.metrics import MetricOptions, evaluate_run
 from evaluation.runs import Ranking, Run
@@ -25,19 +25,19 @@ pytestmark = pytest.mark.skipif(not CRANFIELD.is_dir(), reason=f"{CRANFIELD} is 
 
 def test_bm25_on_cranfield_matches_the_reference_run(project):
     # The scheme first, so the import itself cuts every document into one whole passage.
-    scheme = services.add_chunking_scheme(project=project, name="documents", strategy="document")
+    scheme = documents.add_chunking_scheme(project=project, name="documents", strategy="document")
     imported = import_beir(project=project, path=CRANFIELD, set_name="cranfield")
     # Documents 471 and 995 have neither title nor abstract: reported, not imported.
     assert [e.doc_id for e in imported.errors if e.error == "text is empty"] == ["471", "995"]
     assert imported.documents.created == Document.objects.count() == 1398
     assert imported.questions == 225
-    retriever = services.add_retriever(
+    retriever = retrieval.add_retriever(
         project=project, name="bm25", kind="bm25", scheme=scheme, stem=True, stopwords=True,
         k1=0.9, b=0.4,
     )  # fmt: skip
-    services.build_index(retriever=retriever)
+    retrieval.build_index(retriever=retriever)
     questions = list(imported.question_set.questions.order_by("pk"))
-    found = services.retrieve(retriever=retriever, questions=[q.text for q in questions], k=100)
+    found = retrieval.retrieve(retriever=retriever, questions=[q.text for q in questions], k=100)
     run = Run(
         name="bm25",
         rankings={

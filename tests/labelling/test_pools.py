@@ -8,9 +8,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from corpus import services as corpus_services
 from corpus.models import Chunk, Document, Job, Retriever
-from corpus.services import ServiceError
+from corpus.services import documents, projects, retrieval
+from goldset.errors import ServiceError
 from labelling.models import Candidate, Pool, PoolHit, Provenance, Question, RunResult
 from labelling.pooling import shuffled_order
 from labelling.services import pools
@@ -50,7 +50,7 @@ def offsets(doc_id: str, phrase: str) -> tuple[int, int]:
 
 @pytest.fixture
 def corpus(project):
-    scheme = corpus_services.add_chunking_scheme(
+    scheme = documents.add_chunking_scheme(
         project=project, name="paragraphs", strategy="paragraph", size=12, overlap=0
     )
     add_documents(
@@ -65,16 +65,16 @@ def corpus(project):
 
 @pytest.fixture
 def bm25(project, corpus):
-    retriever = corpus_services.add_retriever(
+    retriever = retrieval.add_retriever(
         project=project, name="bm25", kind="bm25", scheme=corpus, stem=True, stopwords=True
     )
-    corpus_services.build_index(retriever=retriever)
+    retrieval.build_index(retriever=retriever)
     return retriever
 
 
 @pytest.fixture
 def team(project, corpus):
-    return corpus_services.add_retriever(project=project, name="team", kind="run", scheme=corpus)
+    return retrieval.add_retriever(project=project, name="team", kind="run", scheme=corpus)
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ def test_a_jsonl_run_keeps_offsets_and_maps_whole_documents_to_their_chunks(
 
 
 def test_a_trec_run_is_ranked_by_score_with_ties_in_file_order(project, corpus, questions):
-    run = corpus_services.add_retriever(project=project, name="docs", kind="run")  # no scheme
+    run = retrieval.add_retriever(project=project, name="docs", kind="run")  # no scheme
     trec = "q2 Q0 vpn 1 3.5 sys\nq2 Q0 leave 2 7.0 sys\nq2 Q0 expenses 3 7.0 sys\n"
     result = pools.import_run(retriever=run, question_set=questions, data=trec, name="r.trec")
     rows = RunResult.objects.filter(retriever=run).order_by("rank")
@@ -246,21 +246,25 @@ def test_pooling_tasks_are_idempotent_and_the_last_one_merges(
     assert len(batches) == 4 and pool.job.total == 4
     for _, retriever_id, ids in batches[:-1]:
         for _ in range(2):
-            pools.pool_batch(
+            pools.record_pool_hits(
                 pool=pool, retriever=Retriever.objects.get(pk=retriever_id), question_ids=ids
             )
     pool.refresh_from_db()
     assert pool.state == "building" and not Candidate.objects.filter(pool=pool).exists()
     hits = PoolHit.objects.filter(pool=pool).count()
     _, retriever_id, ids = batches[-1]
-    pools.pool_batch(pool=pool, retriever=Retriever.objects.get(pk=retriever_id), question_ids=ids)
+    pools.record_pool_hits(
+        pool=pool, retriever=Retriever.objects.get(pk=retriever_id), question_ids=ids
+    )
     pool.refresh_from_db()
     job = Job.objects.get(pk=pool.job_id)
     assert pool.state == "ready" and job.state == "succeeded" and job.done == 4
     assert PoolHit.objects.filter(pool=pool).count() >= hits
     assert PoolHit.objects.filter(pool=pool, rank__gt=3).count() == 0
     count = Candidate.objects.filter(pool=pool).count()
-    pools.pool_batch(pool=pool, retriever=bm25, question_ids=batches[0][2])  # a late redelivery
+    pools.record_pool_hits(
+        pool=pool, retriever=bm25, question_ids=batches[0][2]
+    )  # a late redelivery
     assert Candidate.objects.filter(pool=pool).count() == count
 
 
@@ -271,7 +275,7 @@ def test_a_failing_retriever_fails_the_pool_with_its_reason(project, bm25, quest
         raise ServiceError("The stored index is unreadable: rebuild it.")
 
     monkeypatch.setattr(pools, "retrieve", broken)
-    pools.pool_batch(pool=pool, retriever=bm25, question_ids=pools._batches(pool)[0][2])
+    pools.record_pool_hits(pool=pool, retriever=bm25, question_ids=pools._batches(pool)[0][2])
     pool.refresh_from_db()
     assert pool.state == "failed"
     assert (
@@ -281,7 +285,7 @@ def test_a_failing_retriever_fails_the_pool_with_its_reason(project, bm25, quest
 
 
 def test_start_pool_refuses_what_cannot_be_pooled(project, corpus, bm25, team, questions):
-    unbuilt = corpus_services.add_retriever(project=project, name="raw", kind="bm25", scheme=corpus)
+    unbuilt = retrieval.add_retriever(project=project, name="raw", kind="bm25", scheme=corpus)
     empty = QuestionSetFactory(project=project, name="empty")
     cases = [
         ({"retrievers": [unbuilt]}, "raw has no built index yet"),
@@ -347,7 +351,7 @@ def ready_pool(project, bm25, team, questions):
     team_run(questions)
     pool = pools.start_pool(question_set=questions, name="p1", retrievers=[bm25, team], depth=10)
     for _, retriever_id, ids in pools._batches(pool):
-        pools.pool_batch(
+        pools.record_pool_hits(
             pool=pool, retriever=Retriever.objects.get(pk=retriever_id), question_ids=ids
         )
     pool.refresh_from_db()
@@ -362,7 +366,7 @@ def test_the_pool_page_shows_provenance_to_leads_only(project, ready_pool, membe
     assert "Found by it alone" in body and "Overlap between retrievers" in body
     assert "bm25 + team" in body
     admin = member("admin")
-    corpus_services.set_access_group_members(project=project, name="hr-confidential", users=[admin])
+    projects.set_access_group_members(project=project, name="hr-confidential", users=[admin])
     summary = pools.summarize_pool(pool=ready_pool, user=admin, with_provenance=True)
     assert summary.stats.size == summary.size == Candidate.objects.filter(pool=ready_pool).count()
     assert summary.stats.overlap[("bm25", "team")] >= 1
@@ -393,7 +397,7 @@ def test_restricted_candidates_are_not_shown_or_counted_outside_their_group(
     q = QuestionFactory(question_set=questions, external_id="q4", text="annual salary bands")
     pool = pools.start_pool(question_set=questions, name="p2", retrievers=[bm25], depth=10)
     for _, retriever_id, ids in pools._batches(pool):
-        pools.pool_batch(
+        pools.record_pool_hits(
             pool=pool, retriever=Retriever.objects.get(pk=retriever_id), question_ids=ids
         )
     hidden = Candidate.objects.filter(
@@ -401,9 +405,7 @@ def test_restricted_candidates_are_not_shown_or_counted_outside_their_group(
     ).count()
     assert hidden >= 1
     insider, outsider = member("labeller"), member("labeller")
-    corpus_services.set_access_group_members(
-        project=project, name="hr-confidential", users=[insider]
-    )
+    projects.set_access_group_members(project=project, name="hr-confidential", users=[insider])
     sizes = {
         user: dict((question.external_id, size) for question, size in pools.summarize_pool(
             pool=pool, user=user, with_provenance=False).sizes)

@@ -10,13 +10,13 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from corpus.services import ServiceError
+from goldset.errors import ServiceError
 from labelling.models import Question, QuestionSet
 from labelling.services.questions import InputRejected, import_questions
 from tests.factories import login
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO_QUESTIONS = REPO / "corpus" / "demo" / "questions.jsonl"
+DEMO_QUESTIONS = REPO / "demo" / "questions.jsonl"
 
 # Typos, odd case, doubled spaces, trailing punctuation and whitespace, non-ASCII, an embedded
 # line break: all of it is the question.

@@ -1,9 +1,10 @@
 from django.core.management.base import BaseCommand
 
-from corpus import services
 from corpus.chunking import ChunkingError
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import ChunkingStrategy, ChunkUnit
+from corpus.services import documents
+from goldset.errors import ServiceError
 
 
 class Command(BaseCommand):
@@ -24,10 +25,10 @@ class Command(BaseCommand):
         if strategy == "document":
             size, overlap = max(size, 1), 0
         try:
-            scheme = services.add_chunking_scheme(
+            scheme = documents.add_chunking_scheme(
                 project=project, name=name, strategy=strategy, unit=unit, size=size, overlap=overlap
             )
-        except (ChunkingError, services.ServiceError) as exc:
+        except (ChunkingError, ServiceError) as exc:
             raise unusable(str(exc))
-        chunks = services.chunk_corpus(scheme=scheme)
+        chunks = documents.chunk_corpus(scheme=scheme)
         self.stdout.write(f"Chunking scheme {scheme.name}: {chunks} chunks.")

@@ -3,9 +3,9 @@ import secrets
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from corpus import services
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import Role
+from corpus.services import projects
 
 
 class Command(BaseCommand):
@@ -28,9 +28,9 @@ class Command(BaseCommand):
             password = secrets.token_urlsafe(12)
             user = User.objects.create_user(username=username, password=password)
             self.stdout.write(f"Created user {username} with password {password}")
-        services.add_member(project=project, user=user, role=role)
+        projects.add_member(project=project, user=user, role=role)
         for name in groups:
             group = project.access_groups.filter(name=name).first()
             members = [*group.members.all(), user] if group else [user]
-            services.set_access_group_members(project=project, name=name, users=members)
+            projects.set_access_group_members(project=project, name=name, users=members)
         self.stdout.write(f"{username} is {role} in {project.slug}.")

@@ -1,8 +1,9 @@
 from django.core.management.base import BaseCommand
 
-from corpus import services
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import ChunkingScheme, RetrieverKind
+from corpus.services import retrieval
+from goldset.errors import ServiceError
 
 
 class Command(BaseCommand):
@@ -44,7 +45,7 @@ class Command(BaseCommand):
                     f"(it has: {names or 'none'})."
                 )
         try:
-            retriever = services.add_retriever(
+            retriever = retrieval.add_retriever(
                 project=project,
                 name=name,
                 kind=kind,
@@ -55,7 +56,7 @@ class Command(BaseCommand):
                 b=b,
                 model_path=model,
             )
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             raise unusable(str(exc))
         next_step = (
             f"import its results with `manage.py import_run --project {project.slug} "

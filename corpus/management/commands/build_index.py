@@ -1,9 +1,10 @@
 from django.core.management.base import BaseCommand
 
-from corpus import services
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.management.commands._jobs import wait_for_job
 from corpus.models import JobState, Retriever
+from corpus.services import retrieval
+from goldset.errors import ServiceError
 
 
 class Command(BaseCommand):
@@ -23,8 +24,8 @@ class Command(BaseCommand):
         if found is None:
             raise unusable(f"No retriever {retriever!r} in {project.slug}.")
         try:
-            job = services.start_index_build(retriever=found)
-        except services.ServiceError as exc:
+            job = retrieval.start_index_build(retriever=found)
+        except ServiceError as exc:
             raise unusable(str(exc))
         try:
             job = wait_for_job(job, out=self.stdout, timeout=timeout)

@@ -1,7 +1,8 @@
 from django.core.management.base import BaseCommand
 
-from corpus import services
 from corpus.management.commands._exit import unusable
+from corpus.services import projects
+from goldset.errors import ServiceError
 
 
 class Command(BaseCommand):
@@ -17,7 +18,7 @@ class Command(BaseCommand):
 
         try:
             validate_slug(slug)
-            project = services.create_project(slug=slug, name=name)
-        except (ValidationError, services.ServiceError) as exc:
+            project = projects.create_project(slug=slug, name=name)
+        except (ValidationError, ServiceError) as exc:
             raise unusable(str(getattr(exc, "message", exc)))
         self.stdout.write(f"Created project {project.slug}.")

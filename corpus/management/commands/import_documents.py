@@ -2,8 +2,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from corpus import services
 from corpus.management.commands._exit import PARTIAL, project_or_fail, unusable
+from corpus.services import documents
 from corpus.sources import SourceError
 
 
@@ -23,7 +23,7 @@ class Command(BaseCommand):
         if not path.exists():
             raise unusable(f"{path} does not exist.")
         try:
-            result = services.import_path(project=project, path=path, report=self.stdout.write)
+            result = documents.import_path(project=project, path=path, report=self.stdout.write)
         except SourceError as exc:
             raise unusable(str(exc))
         for error in result.errors:

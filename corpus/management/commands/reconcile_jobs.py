@@ -2,7 +2,7 @@ from datetime import timedelta
 
 from django.core.management.base import BaseCommand
 
-from corpus import services
+from corpus import jobs
 
 
 class Command(BaseCommand):
@@ -15,12 +15,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--stale-after",
             type=float,
-            default=services.JOB_STALE_AFTER.total_seconds(),
+            default=jobs.STALE_AFTER.total_seconds(),
             help="seconds without a sign of life before a job counts as lost",
         )
 
     def handle(self, *args, stale_after, **options):
-        requeued = services.reconcile_jobs(stale_after=timedelta(seconds=stale_after))
+        requeued = jobs.reconcile(stale_after=timedelta(seconds=stale_after))
         self.stdout.write(
             f"Re-queued {len(requeued)} job(s){': ' if requeued else '.'}"
             + ", ".join(map(str, requeued))

@@ -3,7 +3,7 @@ import json
 from django.core.management.base import BaseCommand
 
 from corpus.management.commands._exit import project_or_fail, unusable
-from corpus.services import ServiceError
+from goldset.errors import ServiceError
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
 from labelling.services import adjudication
 from labelling.services.questions import get_question_set

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 
 from corpus.management.commands._exit import project_or_fail, unusable
-from corpus.services import ServiceError
+from goldset.errors import ServiceError
 from labelling.services.judgement_import import import_judgements
 
 

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.management.commands._jobs import wait_for_job
 from corpus.models import JobState, Retriever
-from corpus.services import ServiceError
+from goldset.errors import ServiceError
 from labelling.models import QuestionSet
 from labelling.services import pools
 

@@ -4,7 +4,10 @@ from django.core.management.base import BaseCommand
 
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import Retriever, RetrieverKind
-from corpus.services import ServiceError
+from goldset.errors import ServiceError
+from labelling.models import QuestionSet
+from labelling.services import pools
+from labelling.services.questions import InputRejected
 
 
 class Command(BaseCommand):
@@ -21,9 +24,6 @@ class Command(BaseCommand):
         parser.add_argument("--set", dest="set_name", required=True)
 
     def handle(self, *args, path, project, retriever, set_name, **options):
-        from labelling.models import QuestionSet
-        from labelling.services import pools
-        from labelling.services.questions import InputRejected
 
         project = project_or_fail(project)
         found = Retriever.objects.filter(project=project, name=retriever).first()

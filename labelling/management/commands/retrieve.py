@@ -3,9 +3,11 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
-from corpus import services
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import Retriever, RetrieverKind
+from corpus.services import retrieval
+from goldset.errors import ServiceError
+from labelling.models import QuestionSet
 
 BATCH = 64
 
@@ -25,7 +27,6 @@ class Command(BaseCommand):
         parser.add_argument("--out", required=True, type=Path)
 
     def handle(self, *args, project, set_name, retriever, k, out, **options):
-        from labelling.models import QuestionSet
 
         project = project_or_fail(project)
         found = Retriever.objects.filter(project=project, name=retriever).first()
@@ -39,8 +40,8 @@ class Command(BaseCommand):
         if k < 1:
             raise unusable("--k must be at least 1.")
         try:
-            services.load_index(found)
-        except services.ServiceError as exc:
+            retrieval.load_index(found)
+        except ServiceError as exc:
             raise unusable(str(exc))
         questions = list(question_set.questions.order_by("pk").values_list("external_id", "text"))
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -49,7 +50,7 @@ class Command(BaseCommand):
             with out.open("w", encoding="utf-8") as file:
                 for first in range(0, len(questions), BATCH):
                     batch = questions[first : first + BATCH]
-                    found_hits = services.retrieve(
+                    found_hits = retrieval.retrieve(
                         retriever=found, questions=[text for _, text in batch], k=k
                     )
                     for (external_id, _), hits in zip(batch, found_hits, strict=True):
@@ -60,7 +61,7 @@ class Command(BaseCommand):
                         line = {"question_id": external_id, "results": results}
                         file.write(json.dumps(line, ensure_ascii=False) + "\n")
                         written += 1
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             out.unlink(missing_ok=True)
             raise unusable(str(exc))
         self.stdout.write(f"{written} questions, top {k} each, written to {out}.")

@@ -12,13 +12,19 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from corpus import services
 from corpus.management.commands._exit import unusable
 from corpus.management.commands._jobs import wait_for_job
 from corpus.models import ChunkingScheme, JobState, Project, Retriever, Role
+from corpus.services import documents, projects, retrieval
 from corpus.sources import read_folder
+from labelling.models import PoolState
+from labelling.services.assignments import plan_assignments
+from labelling.services.guidelines import current_guideline, save_guideline
+from labelling.services.pools import start_pool
+from labelling.services.questions import import_questions
 
-DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
+# The demo's files, from every app, in one folder at the top of the repository.
+DEMO_DIR = Path(__file__).resolve().parents[3] / "demo"
 # Demo accounts exist only in the demo project, never in a production install.
 DEMO_USERS = [
     ("admin", "goldset-admin", Role.ADMIN),
@@ -59,18 +65,18 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         with transaction.atomic():
-            project = Project.objects.filter(slug="demo").first() or services.create_project(
+            project = Project.objects.filter(slug="demo").first() or projects.create_project(
                 slug="demo", name="Northwind demo"
             )
             users = self._users(project)
             for spec in DEMO_SCHEMES:
                 if not ChunkingScheme.objects.filter(project=project, name=spec["name"]).exists():
-                    services.add_chunking_scheme(project=project, **spec)
+                    documents.add_chunking_scheme(project=project, **spec)
             self._documents(project)
             for scheme in project.chunking_schemes.all():
-                services.chunk_corpus(scheme=scheme)
+                documents.chunk_corpus(scheme=scheme)
             for group, names in DEMO_GROUP_MEMBERS.items():
-                services.set_access_group_members(
+                projects.set_access_group_members(
                     project=project, name=group, users=[users[n] for n in names]
                 )
         # Outside the transaction above: index builds and pooling run as jobs, queued on commit.
@@ -90,7 +96,7 @@ class Command(BaseCommand):
             user.set_password(password)
             user.is_staff = user.is_superuser = role == Role.ADMIN
             user.save()
-            services.add_member(project=project, user=user, role=role)
+            projects.add_member(project=project, user=user, role=role)
             users[username] = user
         return users
 
@@ -109,12 +115,11 @@ class Command(BaseCommand):
                 )
                 for record in batch.records
             ]
-            result = services.ingest_batch(project=project, batch=batch)
+            result = documents.ingest_batch(project=project, batch=batch)
             for error in result.errors:
                 self.stderr.write(f"demo: {error}")
 
     def _questions(self, project):
-        from labelling.services.questions import import_questions
 
         # The file's `answerable` and `answer_doc` keys are hints for tests; they are not imported.
         result = import_questions(
@@ -134,16 +139,14 @@ class Command(BaseCommand):
         for spec in DEMO_RETRIEVERS:
             retriever = Retriever.objects.filter(project=project, name=spec["name"]).first()
             if retriever is None:
-                retriever = services.add_retriever(project=project, scheme=scheme, **spec)
-            if retriever.active_index_id is None or services.stale_documents(retriever).exists():
-                self._wait(services.start_index_build(retriever=retriever), retriever.name)
+                retriever = retrieval.add_retriever(project=project, scheme=scheme, **spec)
+            if retriever.active_index_id is None or retrieval.stale_documents(retriever).exists():
+                self._wait(retrieval.start_index_build(retriever=retriever), retriever.name)
                 retriever.refresh_from_db()
             retrievers.append(retriever)
         return retrievers
 
     def _pool(self, question_set, retrievers):
-        from labelling.models import PoolState
-        from labelling.services.pools import start_pool
 
         existing = question_set.pools.filter(name=DEMO_POOL["name"]).first()
         if existing is not None and existing.state == PoolState.FAILED:
@@ -155,8 +158,6 @@ class Command(BaseCommand):
 
     def _labelling(self, project, question_set, users):
         """A first guideline, and the demo labellers holding assignments, some double."""
-        from labelling.services.assignments import plan_assignments
-        from labelling.services.guidelines import current_guideline, save_guideline
 
         if current_guideline(project) is None:
             save_guideline(project=project, text=DEMO_GUIDELINE, user=users["lead"])

@@ -1,0 +1,496 @@
+"""Retrievers, their indexes (build, store, cache) and search over the corpus."""
+
+from __future__ import annotations
+
+import io
+import threading
+import zipfile
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.text import slugify
+
+from corpus import jobs
+from corpus.analysis import Analyzer
+from corpus.bm25 import BM25Index
+from corpus.embedding import Encoder, ModelNotFoundError, VectorIndex
+from corpus.models import (
+    AccessGroup,
+    Chunk,
+    ChunkingScheme,
+    Document,
+    DocumentQuerySet,
+    DocumentVersion,
+    EmbeddingCache,
+    Index,
+    IndexState,
+    Job,
+    JobState,
+    Membership,
+    Project,
+    Retriever,
+    RetrieverKind,
+)
+from goldset.errors import ServiceError
+
+BULK_BATCH = 2000
+Progress = jobs.Progress
+
+# Indexes kept loaded per process: searching must not re-read a 100,000-passage artefact from
+# the database for every batch of questions. A handful covers every retriever of a pool.
+LOADED_INDEXES = 6
+ENCODE_BATCH = 256
+_PASSAGE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """One passage a retriever returned for a question; ranks start at 1."""
+
+    rank: int
+    score: float
+    version_id: int
+    document_id: int
+    doc_id: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class LoadedIndex:
+    """An Index artefact in memory: its searcher and which passage each position is."""
+
+    index_id: int
+    built_at: datetime | None
+    searcher: BM25Index | VectorIndex
+    version_ids: np.ndarray
+    document_ids: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.version_ids)
+
+
+_loaded: OrderedDict[tuple, LoadedIndex] = OrderedDict()
+_loaded_lock = threading.Lock()
+
+
+def add_retriever(
+    *,
+    project: Project,
+    name: str,
+    kind: str,
+    scheme: ChunkingScheme | None = None,
+    stem: bool = False,
+    stopwords: bool = False,
+    k1: float = 0.9,
+    b: float = 0.4,
+    model_path: str = "",
+) -> Retriever:
+    """Configure a retriever. Built-in kinds need a chunking scheme that has chunks."""
+    if kind not in RetrieverKind.values:
+        raise ServiceError(
+            f"Unknown retriever kind {kind!r}; choose one of {', '.join(RetrieverKind.values)}."
+        )
+    if not name or slugify(name) != name:
+        raise ServiceError(
+            f"A retriever name is a slug (lower-case letters, digits, - and _), not {name!r}."
+        )
+    if Retriever.objects.filter(project=project, name=name).exists():
+        raise ServiceError(f"A retriever named {name!r} already exists in this project.")
+    if scheme is not None and scheme.project_id != project.pk:
+        raise ServiceError(f"The chunking scheme {scheme.name} belongs to another project.")
+    params: dict = {}
+    if kind != RetrieverKind.RUN:
+        if scheme is None:
+            raise ServiceError(f"A {kind} retriever needs a chunking scheme to search.")
+        _require_chunks(scheme)
+    if kind == RetrieverKind.BM25:
+        if k1 < 0 or not 0 <= b <= 1:
+            raise ServiceError(f"BM25 needs k1 >= 0 and b between 0 and 1, got k1={k1}, b={b}.")
+        params = {"k1": float(k1), "b": float(b), "stem": bool(stem), "stopwords": bool(stopwords)}
+    if kind == RetrieverKind.EMBEDDING:
+        model_path = _check_model(model_path)
+    elif model_path:
+        raise ServiceError("Only an embedding retriever takes a model folder.")
+    return Retriever.objects.create(
+        project=project, name=name, kind=kind, scheme=scheme, params=params, model_path=model_path
+    )
+
+
+def start_index_build(*, retriever: Retriever, user=None) -> Job:
+    """Queue a new index of a built-in retriever; it becomes active once it is complete."""
+    _check_buildable(retriever)
+    return jobs.start(
+        project=retriever.project,
+        task="corpus.tasks.build_index",
+        kind="build_index",
+        user=user,
+        params={"retriever_id": retriever.pk},
+        description=f"Build the {retriever.name} index",
+        total=Chunk.objects.filter(
+            scheme=retriever.scheme, version__in=_latest_versions(retriever)
+        ).count(),
+    )
+
+
+def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
+    """Build a fresh index over the newest version of every document, then switch to it.
+
+    BM25 simply rebuilds (it takes seconds at 100,000 passages). Embedding reuses every vector
+    already computed for the same passage text and model version, so adding one document embeds
+    only that document's passages. The previous index keeps serving until the switch, and a
+    failed build leaves it active.
+    """
+    _check_buildable(retriever)
+    if job is not None:
+        # An earlier attempt of this job died with its worker (kill -9, OOM): its half-built
+        # index can never finish, so it goes rather than showing as "building" forever.
+        Index.objects.filter(retriever=retriever, job=job, state=IndexState.BUILDING).delete()
+    index = Index.objects.create(retriever=retriever, job=job)
+    advance = jobs.progress(job) if job is not None else None
+    try:
+        # The index reflects the corpus as read here: anything newer is reported as stale.
+        snapshot = timezone.now()
+        passages = _passages(retriever)
+        if not passages:
+            raise ServiceError(
+                f"The chunking scheme {retriever.scheme.name} has no chunks: import documents "
+                "or re-chunk before building an index."
+            )
+        texts = [text for *_, text in passages]
+        if retriever.kind == RetrieverKind.BM25:
+            searcher: BM25Index | VectorIndex = BM25Index.build(
+                texts,
+                analyzer=Analyzer(
+                    stem=retriever.params.get("stem", False),
+                    stopwords=retriever.params.get("stopwords", False),
+                ),
+                k1=retriever.params.get("k1", 0.9),
+                b=retriever.params.get("b", 0.4),
+            )
+            if advance:
+                advance(len(passages))
+        else:
+            searcher = _embed(retriever, index, passages, advance)
+        index.artifact = _pack(searcher, passages)
+        index.passages = len(passages)
+        index.state = IndexState.READY
+        index.built_at = snapshot
+        with transaction.atomic():
+            index.save()
+            Retriever.objects.filter(pk=retriever.pk).update(active_index=index)
+            retriever.active_index = index
+            DocumentVersion.objects.filter(
+                pk__in=_latest_versions(retriever).filter(latest_version__created_at__lte=snapshot)
+            ).update(indexed_at=timezone.now())
+            # Older artefacts are never searched again (the active one is switched atomically).
+            retriever.indexes.exclude(pk=index.pk).exclude(state=IndexState.BUILDING).delete()
+    except BaseException:
+        Index.objects.filter(pk=index.pk).update(state=IndexState.FAILED, artifact=b"")
+        raise
+    return index
+
+
+def retrieve(
+    *, retriever: Retriever, questions: Sequence[str], k: int, user=None
+) -> list[list[Retrieved]]:
+    """The top k passages for each question, searched in one batch.
+
+    Only the newest version of a searchable document can come back. With a user, documents that
+    user may not see are filtered out *before* the cut, so k results still come back and nothing
+    about a hidden document shows, not even a score.
+    """
+    if k < 1:
+        raise ServiceError(f"k must be at least 1, got {k}.")
+    if retriever.kind == RetrieverKind.RUN:
+        raise ServiceError(f"{retriever.name} replays an uploaded run; it does not search.")
+    loaded = load_index(retriever)
+    if not questions:
+        return []
+    allowed = _allowed_passages(loaded, retriever.project, user)
+    if retriever.kind == RetrieverKind.BM25:
+        found = loaded.searcher.search_many(list(questions), k=k, allowed=allowed)
+    else:
+        encoder = Encoder(_model_folder(retriever.model_path))
+        if encoder.info.version != loaded.searcher.info.version:
+            raise ServiceError(
+                f"The model of {retriever.name} changed since its index was built; rebuild it."
+            )
+        found = loaded.searcher.search_many(encoder.encode(list(questions)), k=k, allowed=allowed)
+    wanted = sorted({int(loaded.document_ids[p]) for hits in found for p, _ in hits})
+    doc_ids: dict[int, str] = {}
+    for first in range(0, len(wanted), 900):  # SQLite caps bound parameters per query
+        doc_ids.update(
+            Document.objects.filter(pk__in=wanted[first : first + 900]).values_list("pk", "doc_id")
+        )
+    return [
+        [
+            Retrieved(
+                rank=rank,
+                score=score,
+                version_id=int(loaded.version_ids[position]),
+                document_id=int(loaded.document_ids[position]),
+                doc_id=doc_ids[int(loaded.document_ids[position])],
+                start=int(loaded.starts[position]),
+                end=int(loaded.ends[position]),
+            )
+            for rank, (position, score) in enumerate(hits, start=1)
+        ]
+        for hits in found
+    ]
+
+
+def load_index(retriever: Retriever) -> LoadedIndex:
+    """The retriever's active index, read from the database once per process.
+
+    One small query tells which index is active now (another process may have switched it);
+    the artefact itself is read only when this process has not loaded that index yet.
+    """
+    index_id, built_at = (
+        Retriever.objects.filter(pk=retriever.pk)
+        .values_list("active_index_id", "active_index__built_at")
+        .first()
+    ) or (None, None)
+    if index_id is None:
+        raise ServiceError(f"{retriever.name} has no built index yet: build it first.")
+    # built_at in the key: an id alone can come back after a rolled-back transaction.
+    key = (index_id, built_at)
+    with _loaded_lock:
+        if key in _loaded:
+            _loaded.move_to_end(key)
+            return _loaded[key]
+    artifact = (
+        Index.objects.filter(pk=index_id, state=IndexState.READY)
+        .values_list("artifact", flat=True)
+        .first()
+    )
+    if not artifact:
+        raise ServiceError(f"The index of {retriever.name} is not ready: build it again.")
+    loaded = _unpack(index_id, built_at, bytes(artifact))
+    with _loaded_lock:
+        _loaded[key] = loaded
+        while len(_loaded) > LOADED_INDEXES:
+            _loaded.popitem(last=False)
+    return loaded
+
+
+def stale_documents(retriever: Retriever) -> DocumentQuerySet:
+    """Documents added or changed since the active index read the corpus (none without one)."""
+    index = retriever.active_index
+    documents = Document.objects.filter(project=retriever.project)
+    if index is None or index.built_at is None:
+        return documents.none()
+    return documents.changed_since(index.built_at)
+
+
+def _require_chunks(scheme: ChunkingScheme) -> None:
+    if not Chunk.objects.filter(scheme=scheme).exists():
+        raise ServiceError(
+            f"The chunking scheme {scheme.name} has no chunks: import documents or re-chunk "
+            "before adding a retriever over it."
+        )
+
+
+def _check_buildable(retriever: Retriever) -> None:
+    if retriever.kind == RetrieverKind.RUN:
+        raise ServiceError(
+            f"{retriever.name} is an uploaded run: upload its results instead of building it."
+        )
+    if retriever.scheme is None:
+        raise ServiceError(f"{retriever.name} has no chunking scheme to index.")
+    _require_chunks(retriever.scheme)
+    if retriever.kind == RetrieverKind.EMBEDDING:
+        _check_model(retriever.model_path)
+
+
+def _model_folder(model_path: str) -> Path | None:
+    """The retriever's model folder; blank means the deployment's or the packaged default."""
+    chosen = model_path or settings.GOLDSET_EMBEDDING_MODEL
+    return Path(chosen) if chosen else None
+
+
+def _check_model(model_path: str) -> str:
+    try:
+        Encoder(_model_folder(model_path))
+    except ModelNotFoundError as exc:
+        raise ServiceError(str(exc)) from exc
+    return str(Path(model_path).expanduser().resolve()) if model_path else ""
+
+
+def _latest_versions(retriever: Retriever):
+    return Document.objects.filter(project=retriever.project, latest_version__isnull=False).values(
+        "latest_version"
+    )
+
+
+def _passages(retriever: Retriever) -> list[tuple[int, int, int, int, str, str]]:
+    """(version, document, start, end, text hash, text) of every chunk of the newest versions.
+
+    Documents held back by quality or hidden as duplicates are indexed too: whether they may be
+    returned is decided at search time, so accepting one needs no rebuild.
+    """
+    versions = {
+        pk: (document_id, text)
+        for pk, document_id, text in DocumentVersion.objects.filter(
+            pk__in=_latest_versions(retriever)
+        ).values_list("pk", "document_id", "text")
+    }
+    chunks = (
+        Chunk.objects.filter(scheme=retriever.scheme, version_id__in=_latest_versions(retriever))
+        .order_by("version_id", "ordinal")
+        .values_list("version_id", "start", "end", "text_hash")
+    )
+    passages = []
+    for version_id, start, end, text_hash in chunks.iterator(chunk_size=BULK_BATCH):
+        document_id, text = versions[version_id]
+        passages.append((version_id, document_id, start, end, text_hash, text[start:end]))
+    return passages
+
+
+def _embed(
+    retriever: Retriever,
+    index: Index,
+    passages: list[tuple[int, int, int, int, str, str]],
+    advance: Progress | None,
+) -> VectorIndex:
+    """Vectors of every passage: from the cache where known, encoded (and cached) otherwise."""
+    encoder = Encoder(_model_folder(retriever.model_path))
+    info = encoder.info
+    index.model_name, index.model_version, index.dimension = info.name, info.version, info.dimension
+    hashes = list(dict.fromkeys(text_hash for *_, text_hash, _ in passages))
+    vectors: dict[str, np.ndarray] = {}
+    for first in range(0, len(hashes), 900):  # SQLite caps bound parameters per query
+        for text_hash, vector in EmbeddingCache.objects.filter(
+            model_version=info.version, text_hash__in=hashes[first : first + 900]
+        ).values_list("text_hash", "vector"):
+            vectors[text_hash] = np.frombuffer(bytes(vector), dtype=np.float32)
+    uses = Counter(text_hash for *_, text_hash, _ in passages)
+    if advance:
+        advance(sum(uses[text_hash] for text_hash in vectors))
+    texts = {text_hash: text for *_, text_hash, text in passages if text_hash not in vectors}
+    missing = list(texts)
+    for first in range(0, len(missing), ENCODE_BATCH):
+        batch = missing[first : first + ENCODE_BATCH]
+        encoded = encoder.encode([texts[h] for h in batch])
+        EmbeddingCache.objects.bulk_create(
+            [
+                EmbeddingCache(model_version=info.version, text_hash=h, vector=v.tobytes())
+                for h, v in zip(batch, encoded, strict=True)
+            ],
+            ignore_conflicts=True,
+        )
+        vectors.update(zip(batch, encoded, strict=True))
+        if advance:
+            advance(sum(uses[text_hash] for text_hash in batch))
+    matrix = np.stack([vectors[text_hash] for *_, text_hash, _ in passages]).astype(np.float32)
+    return VectorIndex(matrix, info=info)
+
+
+def _pack(
+    searcher: BM25Index | VectorIndex, passages: list[tuple[int, int, int, int, str, str]]
+) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        format=np.int64(_PASSAGE_FORMAT),
+        kind=np.str_("bm25" if isinstance(searcher, BM25Index) else "embedding"),
+        searcher=np.frombuffer(searcher.to_bytes(), dtype=np.uint8),
+        version_ids=np.array([p[0] for p in passages], dtype=np.int64),
+        document_ids=np.array([p[1] for p in passages], dtype=np.int64),
+        starts=np.array([p[2] for p in passages], dtype=np.int64),
+        ends=np.array([p[3] for p in passages], dtype=np.int64),
+    )
+    return buffer.getvalue()
+
+
+def _unpack(index_id: int, built_at: datetime | None, artifact: bytes) -> LoadedIndex:
+    try:
+        with np.load(io.BytesIO(artifact), allow_pickle=False) as stored:
+            if int(stored["format"]) != _PASSAGE_FORMAT:
+                raise ServiceError("This index was stored by another Goldset version: rebuild it.")
+            data = stored["searcher"].tobytes()
+            kind = str(stored["kind"])
+            arrays = {
+                name: stored[name] for name in ("version_ids", "document_ids", "starts", "ends")
+            }
+        searcher = BM25Index.from_bytes(data) if kind == "bm25" else VectorIndex.from_bytes(data)
+    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
+        raise ServiceError(f"The stored index is unreadable ({exc}): rebuild it.") from exc
+    return LoadedIndex(index_id=index_id, built_at=built_at, searcher=searcher, **arrays)
+
+
+def _allowed_passages(loaded: LoadedIndex, project: Project, user) -> np.ndarray | None:
+    """Which passages may be returned (None: all of them).
+
+    The rule of ``Document.objects.searchable()`` and ``.visible_to(user)``, plus "the newest
+    version only", worked out from the few rows that block something (held-back versions,
+    hidden near-duplicates, versions newer than the index, restricted documents) instead of
+    from every document: at 100,000 documents that direct query costs some 200 ms per search
+    on SQLite, this a few milliseconds (see tests/corpus/test_retrievers.py for the agreement).
+    """
+    if user is not None and not (
+        user.is_authenticated and Membership.objects.filter(project=project, user=user).exists()
+    ):
+        return np.zeros(len(loaded), dtype=bool)
+    # Not narrowed to the project: joining documents makes SQLite scan them all, while these
+    # indexed lookups return a few rows, and rows of other projects match no passage here.
+    versions = DocumentVersion.objects.order_by()
+    blocked_versions = set(
+        versions.filter(quality_flagged=True, quality_accepted_at__isnull=True).values_list(
+            "pk", flat=True
+        )
+    )
+    blocked_documents = set(
+        Document.objects.filter(duplicate_group__project=project)
+        .exclude(duplicate_group__representative=F("pk"))
+        .order_by()
+        .values_list("pk", flat=True)
+    )
+    # A document with a version newer than the index has only stale passages in it.
+    newer = dict(
+        versions.filter(created_at__gt=loaded.built_at).values_list("document_id", "pk")
+        if loaded.built_at is not None
+        else []
+    )
+    if user is not None:
+        groups: dict[int, set[int]] = {}
+        for document_id, group_id in Document.access_groups.through.objects.filter(
+            accessgroup__project=project
+        ).values_list("document_id", "accessgroup_id"):
+            groups.setdefault(document_id, set()).add(group_id)
+        mine = set(
+            AccessGroup.objects.filter(project=project, members=user).values_list("pk", flat=True)
+        )
+        blocked_documents |= {document for document, of in groups.items() if not of & mine}
+    if not (blocked_versions or blocked_documents or newer):
+        return None
+    mask = ~np.isin(loaded.version_ids, list(blocked_versions))
+    mask &= ~np.isin(loaded.document_ids, list(blocked_documents))
+    if newer:
+        mask &= ~np.isin(loaded.document_ids, list(newer)) | np.isin(
+            loaded.version_ids, list(newer.values())
+        )
+    return None if mask.all() else mask
+
+
+def run_index_build(job: Job) -> None:
+    """The job of `start_index_build`."""
+    retriever = Retriever.objects.select_related("scheme", "project").get(
+        pk=job.params["retriever_id"], project=job.project
+    )
+    try:
+        index = build_index(retriever=retriever, job=job)
+    except ModelNotFoundError as exc:
+        raise ServiceError(str(exc)) from exc
+    job.result = {"index_id": index.pk, "passages": index.passages}
+    jobs.finish(job, JobState.SUCCEEDED, f"{retriever.name}: {index.passages} passages indexed.")

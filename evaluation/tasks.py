@@ -1,0 +1,12 @@
+"""Evaluation's task: a built-in retriever's run over a gold set's questions."""
+
+from celery import shared_task
+from django.db import DatabaseError
+
+from corpus import jobs
+from evaluation import services
+
+
+@shared_task(acks_late=True, autoretry_for=(DatabaseError,), max_retries=3, retry_backoff=5)
+def evaluation_run(job_id: int) -> None:
+    jobs.run(job_id, services.run_retriever_run)
