@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -110,6 +111,20 @@ def load_gold(path: Path | str) -> Gold:
     if first is not None and first.lstrip().startswith("{"):
         return Gold(questions=_load_gold_jsonl(path), source=path)
     return Gold(questions=load_qrels(path), source=path)
+
+
+def read_bundle(files: Mapping[str, bytes], *, source: Path | str | None = None) -> Gold:
+    """A bundle given as its files' contents (path inside the bundle -> bytes), as the app
+    stores it; read exactly as `load_gold` reads the same files from a folder."""
+    # Stand-in until the readers take bytes themselves: the files go through a temporary folder.
+    with tempfile.TemporaryDirectory(prefix="goldset-gold-") as folder:
+        for name, content in files.items():
+            path = Path(folder) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content)
+        gold = _load_bundle(Path(folder))
+    gold.source = Path(source) if source is not None else None
+    return gold
 
 
 def _load_bundle(folder: Path) -> Gold:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -58,6 +59,17 @@ def load_run(path: Path | str, *, name: str | None = None) -> Run:
         _read_jsonl(run, path, lines)
     else:
         _read_trec(run, path, lines)
+    return run
+
+
+def read_run(data: bytes, *, name: str, source: Path | str | None = None) -> Run:
+    """A run given as the file's bytes, read exactly as `load_run` reads the file."""
+    # Stand-in until the readers take bytes themselves: the bytes go through a temporary file.
+    with tempfile.TemporaryDirectory(prefix="goldset-run-") as folder:
+        path = Path(folder) / "run"
+        path.write_bytes(data)
+        run = load_run(path, name=name)
+    run.source = Path(source) if source is not None else None
     return run
 
 

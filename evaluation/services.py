@@ -13,7 +13,6 @@ import hashlib
 import io
 import json
 import re
-import tempfile
 import threading
 import zipfile
 from collections import OrderedDict, defaultdict
@@ -50,11 +49,11 @@ from evaluation.gold import (
     GoldQuestion,
     GoldSpan,
     Passage,
-    load_gold,
+    read_bundle,
 )
 from evaluation.metrics import MetricOptions, RunEvaluation, evaluate_run
 from evaluation.models import EvaluationRun, GoldSet, GoldSetFile, RunSource
-from evaluation.runs import Run, check_run_against_gold, load_run
+from evaluation.runs import Run, check_run_against_gold, read_run
 from goldset.errors import ServiceError
 from labelling.models import (
     Assignment,
@@ -757,12 +756,10 @@ def finalise_gold_set(
 
 
 def _check_loads(bundle: Bundle) -> None:
-    with tempfile.TemporaryDirectory(prefix="goldset-bundle-") as folder:
-        _write_files(Path(folder), bundle.files)
-        try:
-            load_gold(folder)
-        except EvaluationInputError as error:
-            raise GoldSetError(f"The bundle does not load back ({error.message}).") from error
+    try:
+        read_bundle(bundle.files)
+    except EvaluationInputError as error:
+        raise GoldSetError(f"The bundle does not load back ({error.message}).") from error
 
 
 def newest_gold_set(question_set: QuestionSet) -> GoldSet | None:
@@ -843,11 +840,7 @@ def load_gold_set(gold_set: GoldSet) -> Gold:
         if key in _gold_cache:
             _gold_cache.move_to_end(key)
             return _gold_cache[key]
-    with tempfile.TemporaryDirectory(prefix="goldset-gold-") as folder:
-        _write_files(
-            Path(folder), bundle_files(gold_set, names=(GOLD_FILE, CORPUS_FILE, MANIFEST_FILE))
-        )
-        gold = load_gold(folder)
+    gold = read_bundle(bundle_files(gold_set, names=(GOLD_FILE, CORPUS_FILE, MANIFEST_FILE)))
     with _cache_lock:
         _gold_cache[key] = gold
         while len(_gold_cache) > _GOLD_CACHE_SIZE:
@@ -924,15 +917,12 @@ def _check_run_name(gold_set: GoldSet, name: str) -> None:
 
 
 def _read_run(data: bytes, *, name: str, file_name: str, gold: Gold) -> Run:
-    with tempfile.TemporaryDirectory(prefix="goldset-run-") as folder:
-        path = Path(folder) / "run"
-        path.write_bytes(data)
-        try:
-            run = load_run(path, name=name)
-            check_run_against_gold(run, gold)
-        except EvaluationInputError as error:
-            where = f"line {error.line}: " if error.line is not None else ""
-            raise RunRejected(f"{file_name}: {where}{error.message}.") from error
+    try:
+        run = read_run(data, name=name, source=file_name)
+        check_run_against_gold(run, gold)
+    except EvaluationInputError as error:
+        where = f"line {error.line}: " if error.line is not None else ""
+        raise RunRejected(f"{file_name}: {where}{error.message}.") from error
     if not run.rankings:
         raise RunRejected(f"{file_name} holds no results.")
     run.source = None
