@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from corpus.access import project_access
 from corpus.models import Role
-from labelling.assignment import DEFAULT_DOUBLE_SHARE
+from labelling.assignment_plan import DEFAULT_DOUBLE_SHARE
 from labelling.models import Assignment, Candidate, Change, Judgement, Pool, PoolState, Verdict
 from labelling.services import assignments as services
 from labelling.views.grading import grade_url
