@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
 
@@ -43,6 +44,10 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def members(self) -> models.QuerySet:
+        """The users with a membership of this project, by username."""
+        return get_user_model().objects.filter(memberships__project=self).order_by("username")
 
 
 class MembershipQuerySet(models.QuerySet):
