@@ -48,6 +48,8 @@ def highlight(
     end_of_text = offset + len(text)
     start, end = window if window is not None else (offset, end_of_text)
     start, end = max(start, offset), min(end, end_of_text)
+    if start >= end:
+        return []
     layers = layers or {}
     edges = [passage] if passage is not None else []
     edges += [span for spans in layers.values() for span in spans]
