@@ -6,7 +6,7 @@ from django.template.defaultfilters import filesizeformat
 
 from corpus.chunking import ChunkingError, ChunkSpec
 from corpus.extraction import SUPPORTED_SUFFIXES
-from corpus.models import ChunkingScheme, ChunkingStrategy, ChunkUnit
+from corpus.models import ChunkingScheme, ChunkingStrategy, ChunkUnit, Project, RetrieverKind
 from corpus.sources import RECORD_SUFFIXES
 
 ACCEPTED_SUFFIXES = SUPPORTED_SUFFIXES + RECORD_SUFFIXES
@@ -102,4 +102,41 @@ class ChunkingSchemeForm(forms.ModelForm):
                 ).validate()
             except ChunkingError as exc:
                 raise forms.ValidationError(str(exc))
+        return data
+
+
+class RetrieverForm(forms.Form):
+    name = forms.SlugField(max_length=60, help_text="Lower-case letters, digits, - and _.")
+    kind = forms.ChoiceField(choices=RetrieverKind.choices)
+    scheme = forms.ModelChoiceField(
+        queryset=ChunkingScheme.objects.none(),
+        required=False,
+        label="Chunking scheme",
+        help_text="The passages it searches; for an uploaded run, what results without offsets "
+        "map to.",
+    )
+    stem = forms.BooleanField(required=False, label="BM25: stem words (Snowball)")
+    stopwords = forms.BooleanField(required=False, label="BM25: drop English stopwords")
+    k1 = forms.FloatField(initial=0.9, min_value=0, required=False, label="BM25 k1")
+    b = forms.FloatField(initial=0.4, min_value=0, max_value=1, required=False, label="BM25 b")
+    model_path = forms.CharField(
+        required=False,
+        max_length=500,
+        label="Embedding model folder",
+        help_text="A sentence-transformers folder on the server; blank for the packaged "
+        "all-MiniLM-L6-v2.",
+    )
+
+    def __init__(self, *args, project: Project, may_choose_model: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["scheme"].queryset = project.chunking_schemes.all()
+        if not may_choose_model:
+            # Loading model files from a server path is an admin's decision.
+            del self.fields["model_path"]
+
+    def clean(self):
+        data = super().clean()
+        for name in ("k1", "b"):
+            if data.get(name) is None and name not in self.errors:
+                data[name] = self.fields[name].initial
         return data

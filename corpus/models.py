@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import Exists, OuterRef, Q
 
@@ -43,6 +44,10 @@ class Project(models.Model):
 
     def __str__(self) -> str:
         return self.slug
+
+    def members(self) -> models.QuerySet:
+        """The users with a membership of this project, by username."""
+        return get_user_model().objects.filter(memberships__project=self).order_by("username")
 
 
 class MembershipQuerySet(models.QuerySet):
@@ -116,6 +121,34 @@ class DocumentQuerySet(models.QuerySet):
         allowed = AccessGroup.objects.filter(documents=OuterRef("pk"), members=user)
         return self.filter(project__memberships__user=user).filter(
             ~Exists(restricted) | Exists(allowed)
+        )
+
+    def held_back(self) -> DocumentQuerySet:
+        """Documents whose newest version is flagged by the quality check and not accepted."""
+        return self.filter(
+            latest_version__quality_flagged=True, latest_version__quality_accepted_at__isnull=True
+        )
+
+    def in_duplicate_group(self) -> DocumentQuerySet:
+        return self.filter(duplicate_group__isnull=False)
+
+    def restricted(self) -> DocumentQuerySet:
+        """Documents with an access group (one row per group: callers add `distinct()`)."""
+        return self.filter(access_groups__isnull=False)
+
+    def duplicates_of(self, document) -> DocumentQuerySet:
+        """The other documents of ``document``'s duplicate group."""
+        return self.filter(duplicate_group_id=document.duplicate_group_id).exclude(pk=document.pk)
+
+    def matching(self, text: str) -> DocumentQuerySet:
+        """Documents whose id or title contains ``text`` (any case)."""
+        return self.filter(Q(doc_id__icontains=text) | Q(title__icontains=text))
+
+    def with_latest_version(self) -> DocumentQuerySet:
+        """With the newest version read alongside, but not its text or MinHash: lists show
+        only what describes it."""
+        return self.select_related("latest_version").defer(
+            "latest_version__text", "latest_version__minhash"
         )
 
     def changed_since(self, moment) -> DocumentQuerySet:
@@ -224,6 +257,11 @@ class ChunkUnit(models.TextChoices):
     CHARS = "chars", "Characters"
 
 
+class ChunkingSchemeQuerySet(models.QuerySet):
+    def with_chunk_count(self) -> ChunkingSchemeQuerySet:
+        return self.annotate(chunk_count=models.Count("chunks"))
+
+
 class ChunkingScheme(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="chunking_schemes")
     name = models.SlugField(max_length=60)
@@ -232,6 +270,8 @@ class ChunkingScheme(models.Model):
     size = models.PositiveIntegerField(default=200)
     overlap = models.PositiveIntegerField(default=50)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ChunkingSchemeQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -281,6 +321,13 @@ class JobState(models.TextChoices):
 class JobQuerySet(models.QuerySet):
     def unfinished(self) -> JobQuerySet:
         return self.filter(state__in=[JobState.QUEUED, JobState.RUNNING])
+
+    def index_builds_of(self, retriever) -> JobQuerySet:
+        return self.filter(
+            project_id=retriever.project_id,
+            kind="build_index",
+            params__retriever_id=retriever.pk,
+        )
 
 
 class Job(models.Model):

@@ -1,25 +1,24 @@
 from __future__ import annotations
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corpus.access import project_access
-from corpus.forms import ChunkingSchemeForm, UploadForm
+from corpus.forms import ChunkingSchemeForm, RetrieverForm, UploadForm
 from corpus.models import (
     ChunkingScheme,
     Document,
+    DocumentQuerySet,
     DocumentVersion,
     DuplicateGroup,
     Job,
     Project,
     Retriever,
-    RetrieverKind,
     Role,
 )
 from corpus.services import documents, retrieval
@@ -27,12 +26,10 @@ from goldset.errors import ServiceError
 
 DOCUMENTS_PER_PAGE = 50
 DOCUMENT_FILTERS = {
-    "all": Q(),
-    "flagged": Q(
-        latest_version__quality_flagged=True, latest_version__quality_accepted_at__isnull=True
-    ),
-    "duplicates": Q(duplicate_group__isnull=False),
-    "restricted": Q(access_groups__isnull=False),
+    "all": DocumentQuerySet.all,
+    "flagged": DocumentQuerySet.held_back,
+    "duplicates": DocumentQuerySet.in_duplicate_group,
+    "restricted": DocumentQuerySet.restricted,
 }
 
 
@@ -53,8 +50,8 @@ def show_project(request: HttpRequest, slug: str) -> HttpResponse:
         "project": access.project,
         "document_count": documents.count(),
         "searchable_count": documents.searchable().count(),
-        "flagged_count": documents.filter(DOCUMENT_FILTERS["flagged"]).count(),
-        "schemes": access.project.chunking_schemes.annotate(chunk_count=Count("chunks")),
+        "flagged_count": documents.held_back().count(),
+        "schemes": access.project.chunking_schemes.with_chunk_count(),
         "jobs": access.project.jobs.all()[:5] if access.is_lead else [],
     }
     return render(request, "corpus/show_project.html", context)
@@ -67,18 +64,17 @@ def list_documents(request: HttpRequest, slug: str) -> HttpResponse:
     shown = request.GET.get("show", "all")
     if shown not in DOCUMENT_FILTERS:
         shown = "all"
+    visible = Document.objects.filter(project=access.project).visible_to(request.user)
     documents = (
-        Document.objects.filter(project=access.project)
-        .visible_to(request.user)
-        .filter(DOCUMENT_FILTERS[shown])
-        .select_related("latest_version", "duplicate_group")
-        .defer("latest_version__text", "latest_version__minhash")
+        DOCUMENT_FILTERS[shown](visible)
+        .with_latest_version()
+        .select_related("duplicate_group")
         .distinct()
         .order_by("doc_id")
     )
     query = request.GET.get("q", "").strip()
     if query:
-        documents = documents.filter(Q(doc_id__icontains=query) | Q(title__icontains=query))
+        documents = documents.matching(query)
     page = Paginator(documents, DOCUMENTS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "access": access,
@@ -108,12 +104,7 @@ def show_document(request: HttpRequest, slug: str, document_id: int) -> HttpResp
     )
     duplicates = []
     if document.duplicate_group_id:
-        duplicates = (
-            Document.objects.filter(duplicate_group_id=document.duplicate_group_id)
-            .visible_to(request.user)
-            .exclude(pk=document.pk)
-            .distinct()
-        )
+        duplicates = Document.objects.duplicates_of(document).visible_to(request.user).distinct()
     context = {
         "access": access,
         "project": access.project,
@@ -172,11 +163,7 @@ def list_duplicates(request: HttpRequest, slug: str) -> HttpResponse:
     visible = Document.objects.filter(project=access.project).visible_to(request.user).distinct()
     groups = []
     for group in DuplicateGroup.objects.filter(project=access.project).order_by("pk"):
-        members = list(
-            visible.filter(duplicate_group=group)
-            .select_related("latest_version")
-            .defer("latest_version__text", "latest_version__minhash")
-        )
+        members = list(visible.filter(duplicate_group=group).with_latest_version())
         if len(members) >= 2:  # a group half-hidden by access groups would leak its hidden member
             groups.append({"group": group, "members": members})
     return render(
@@ -219,7 +206,7 @@ def list_chunking(request: HttpRequest, slug: str) -> HttpResponse:
             return redirect("corpus:show-job", slug=slug, job_id=job.pk)
     elif request.method == "POST":
         project_access(request.user, slug, role=Role.LEAD)
-    schemes = access.project.chunking_schemes.annotate(chunk_count=Count("chunks"))
+    schemes = access.project.chunking_schemes.with_chunk_count()
     return render(
         request,
         "corpus/list_chunking.html",
@@ -276,43 +263,6 @@ def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
 STALE_SHOWN = 20
 
 
-class RetrieverForm(forms.Form):
-    name = forms.SlugField(max_length=60, help_text="Lower-case letters, digits, - and _.")
-    kind = forms.ChoiceField(choices=RetrieverKind.choices)
-    scheme = forms.ModelChoiceField(
-        queryset=ChunkingScheme.objects.none(),
-        required=False,
-        label="Chunking scheme",
-        help_text="The passages it searches; for an uploaded run, what results without offsets "
-        "map to.",
-    )
-    stem = forms.BooleanField(required=False, label="BM25: stem words (Snowball)")
-    stopwords = forms.BooleanField(required=False, label="BM25: drop English stopwords")
-    k1 = forms.FloatField(initial=0.9, min_value=0, required=False, label="BM25 k1")
-    b = forms.FloatField(initial=0.4, min_value=0, max_value=1, required=False, label="BM25 b")
-    model_path = forms.CharField(
-        required=False,
-        max_length=500,
-        label="Embedding model folder",
-        help_text="A sentence-transformers folder on the server; blank for the packaged "
-        "all-MiniLM-L6-v2.",
-    )
-
-    def __init__(self, *args, project: Project, may_choose_model: bool, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["scheme"].queryset = project.chunking_schemes.all()
-        if not may_choose_model:
-            # Loading model files from a server path is an admin's decision.
-            del self.fields["model_path"]
-
-    def clean(self):
-        data = super().clean()
-        for name in ("k1", "b"):
-            if data.get(name) is None and name not in self.errors:
-                data[name] = self.fields[name].initial
-        return data
-
-
 @login_required
 @require_GET
 def list_retrievers(request: HttpRequest, slug: str) -> HttpResponse:
@@ -366,14 +316,8 @@ def show_retriever(request: HttpRequest, slug: str, retriever_id: int) -> HttpRe
         "retriever": retriever,
         "index": retriever.active_index,
         "stale_count": stale.count(),
-        "stale": stale.select_related("latest_version").defer(
-            "latest_version__text", "latest_version__minhash"
-        )[:STALE_SHOWN],
-        "builds": Job.objects.filter(
-            project=access.project, kind="build_index", params__retriever_id=retriever.pk
-        )[:3]
-        if access.is_lead
-        else [],
+        "stale": stale.with_latest_version()[:STALE_SHOWN],
+        "builds": Job.objects.index_builds_of(retriever)[:3] if access.is_lead else [],
         "runs": retriever.run_results.values("question__question_set__name")
         .annotate(results=Count("pk"), questions=Count("question", distinct=True))
         .order_by("question__question_set__name"),

@@ -9,11 +9,25 @@ from django.db.models import Q
 from corpus.models import AccessGroup, Document, DocumentVersion, Job, Project, Retriever
 
 
+class QuestionSetQuerySet(models.QuerySet):
+    def with_counts(self) -> QuestionSetQuerySet:
+        """Each set with `question_count`, `duplicate_count` and `pool_count`."""
+        return self.annotate(
+            question_count=models.Count("questions", distinct=True),
+            duplicate_count=models.Count(
+                "questions", filter=Q(questions__duplicate_of__isnull=False), distinct=True
+            ),
+            pool_count=models.Count("pools", distinct=True),
+        )
+
+
 class QuestionSet(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="question_sets")
     name = models.SlugField(max_length=100)
     description = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = QuestionSetQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
@@ -23,6 +37,12 @@ class QuestionSet(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class QuestionQuerySet(models.QuerySet):
+    def duplicates(self) -> QuestionQuerySet:
+        """Questions flagged as repeating an earlier question of their set."""
+        return self.filter(duplicate_of__isnull=False)
 
 
 class Question(models.Model):
@@ -44,6 +64,8 @@ class Question(models.Model):
         help_text="An earlier question of the set with the same text; flagged, never dropped.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = QuestionQuerySet.as_manager()
 
     class Meta:
         ordering = ["question_set", "id"]
@@ -108,6 +130,24 @@ class PoolState(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+class PoolQuerySet(models.QuerySet):
+    def in_project(self, project) -> PoolQuerySet:
+        return self.filter(question_set__project=project)
+
+    def with_question_count(self) -> PoolQuerySet:
+        return self.annotate(question_count=models.Count("question_set__questions", distinct=True))
+
+    def with_slot_counts(self) -> PoolQuerySet:
+        """Each pool with its `questions`, assignment `slots` and `unclaimed` slots."""
+        return self.annotate(
+            questions=models.Count("question_set__questions", distinct=True),
+            slots=models.Count("assignments", distinct=True),
+            unclaimed=models.Count(
+                "assignments", filter=Q(assignments__labeller__isnull=True), distinct=True
+            ),
+        )
+
+
 class Pool(models.Model):
     """Candidates for every question of a set: the depth-k union of several retrievers."""
 
@@ -121,6 +161,8 @@ class Pool(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PoolQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -154,6 +196,17 @@ class CandidateQuerySet(models.QuerySet):
 
     def of_assignment(self, assignment) -> CandidateQuerySet:
         return self.filter(pool_id=assignment.pool_id, question_id=assignment.question_id)
+
+    def with_provenance(self) -> CandidateQuerySet:
+        """With `provenance` read ahead (retriever by name, then rank): for leads only."""
+        return self.prefetch_related(
+            models.Prefetch(
+                "provenance",
+                queryset=Provenance.objects.select_related("retriever").order_by(
+                    "retriever__name", "rank"
+                ),
+            )
+        )
 
     def for_grading(
         self, *, assignment, user, context_chars: int = 0, candidate_id: int | None = None
@@ -351,6 +404,35 @@ class AssignmentQuerySet(models.QuerySet):
     def in_queue_order(self) -> AssignmentQuerySet:
         # By question, never by slot: a labeller's order must not hint at double-labelling.
         return self.order_by("pool_id", "question_id")
+
+    def for_question(self, *, pool_id, question_id) -> AssignmentQuerySet:
+        return self.filter(pool_id=pool_id, question_id=question_id)
+
+    def other_slots_of(self, assignment) -> AssignmentQuerySet:
+        """The other assignments of the same question of the same pool (double-labelling)."""
+        return self.for_question(
+            pool_id=assignment.pool_id, question_id=assignment.question_id
+        ).exclude(pk=assignment.pk)
+
+    def with_progress(self, viewer) -> AssignmentQuerySet:
+        """Each assignment with `graded` (its judgements on passages ``viewer`` may see now)
+        and `has_verdict`. A count must not reveal a restricted document, nor keep counting a
+        passage whose access group was revoked."""
+        seen = Candidate.objects.not_hidden_from(viewer).values("pk")
+        return self.annotate(
+            graded=models.Count(
+                "judgements", filter=Q(judgements__candidate__in=seen), distinct=True
+            )
+        ).annotate(
+            has_verdict=models.Exists(Verdict.objects.filter(assignment=models.OuterRef("pk")))
+        )
+
+    def queue_counts(self) -> dict[str, int]:
+        """How many of these assignments are `done` and how many `remaining`."""
+        return self.aggregate(
+            done=models.Count("pk", filter=Q(completed_at__isnull=False)),
+            remaining=models.Count("pk", filter=Q(completed_at__isnull=True)),
+        )
 
 
 class Assignment(models.Model):

@@ -33,6 +33,7 @@ from labelling.resolution import (
     Vote,
     resolve_item,
     resolve_verdict,
+    union,
 )
 
 
@@ -105,33 +106,49 @@ def finished_outcomes(assignments: Sequence[Assignment]) -> list[str]:
     return outcomes
 
 
-def gather_votes(*, question_set: QuestionSet) -> list[QuestionVotes]:
-    """Every pooled question of the set with its assignments, judgements and resolutions."""
+def gather_votes(
+    *,
+    question_set: QuestionSet,
+    pool_id: int | None = None,
+    question_id: int | None = None,
+    candidate_id: int | None = None,
+) -> list[QuestionVotes]:
+    """Every pooled question of the set with its assignments, judgements and resolutions.
+
+    With ``pool_id`` and ``question_id``, only that question is read (and of its candidates
+    only ``candidate_id``, if given): see `question_votes` and `item_votes`.
+    """
     pools = list(question_set.pools.all())
+    assigned = Assignment.objects.filter(pool__in=pools)
+    judged = Judgement.objects.filter(assignment__pool__in=pools)
+    resolved = Resolution.objects.filter(pool__in=pools)
+    candidates = Candidate.objects.filter(pool__in=pools)
+    if pool_id is not None or question_id is not None:
+        # The adjudication pages need one question, not the set: read only its rows.
+        one = {"pool_id": pool_id, "question_id": question_id}
+        assigned = assigned.filter(**one)
+        resolved = resolved.filter(**one)
+        candidates = candidates.filter(**one)
+        judged = judged.filter(candidate__pool_id=pool_id, candidate__question_id=question_id)
+        if candidate_id is not None:
+            candidates = candidates.filter(pk=candidate_id)
+            judged = judged.filter(candidate_id=candidate_id)
     assignments = defaultdict(list)
-    for assignment in (
-        Assignment.objects.filter(pool__in=pools)
-        .select_related("labeller", "verdict")
-        .order_by("slot")
-    ):
+    for assignment in assigned.select_related("labeller", "verdict").order_by("slot"):
         assignments[(assignment.pool_id, assignment.question_id)].append(assignment)
     judgements = defaultdict(list)
     for judgement in (
-        Judgement.objects.filter(assignment__pool__in=pools)
-        .select_related("assignment__labeller", "guideline")
+        judged.select_related("assignment__labeller", "guideline")
         .prefetch_related("spans")
         .order_by("assignment__slot")
     ):
         judgements[judgement.candidate_id].append(judgement)
     resolutions = {
-        (r.pool_id, r.question_id, r.candidate_id): r
-        for r in Resolution.objects.filter(pool__in=pools).prefetch_related("spans")
+        (r.pool_id, r.question_id, r.candidate_id): r for r in resolved.prefetch_related("spans")
     }
     by_question: dict[tuple[int, int], QuestionVotes] = {}
-    candidates = (
-        Candidate.objects.filter(pool__in=pools)
-        .select_related("pool", "question", "version__document")
-        .order_by("pool_id", "question_id", "shuffle_rank")
+    candidates = candidates.select_related("pool", "question", "version__document").order_by(
+        "pool_id", "question_id", "shuffle_rank"
     )
     for candidate in candidates:
         key = (candidate.pool_id, candidate.question_id)
@@ -397,6 +414,66 @@ def resolve(
                 ]
             )
     return resolution
+
+
+def question_votes(
+    *, question_set: QuestionSet, pool_id: int, question_id: int
+) -> QuestionVotes | None:
+    """One pooled question's votes (as `gather_votes` gives them), read for it alone; None if
+    the set has no such pooled, assigned question."""
+    found = gather_votes(question_set=question_set, pool_id=pool_id, question_id=question_id)
+    return found[0] if found else None
+
+
+def item_votes(
+    *, question_set: QuestionSet, pool_id: int, question_id: int, candidate_id: int
+) -> ItemVotes | None:
+    """One candidate's votes, read for it alone; None if it is not an item of the set."""
+    found = gather_votes(
+        question_set=question_set,
+        pool_id=pool_id,
+        question_id=question_id,
+        candidate_id=candidate_id,
+    )
+    return found[0].items[0] if found else None
+
+
+# Where a lead's resolution takes its evidence from (`resolve_item_from`).
+EVIDENCE_SOURCES = ("both", "a", "b", "candidate", "custom")
+
+
+def resolve_item_from(
+    *,
+    item: ItemVotes,
+    user,
+    grade: int,
+    spans_from: str,
+    custom_spans: Sequence[tuple[int, int]] = (),
+    note: str = "",
+) -> Resolution:
+    """Resolve an item with evidence taken from the votes ("both": the union of the
+    labellers' spans, "a" or "b": the first or second labeller's), from the candidate passage,
+    or from ``custom_spans``; then as `resolve`."""
+    if spans_from not in EVIDENCE_SOURCES:
+        raise ServiceError("Choose where the evidence comes from.")
+    candidate = item.candidate
+    vote_spans = [vote.spans for vote in item.votes]
+    spans = {
+        "both": union(*vote_spans),
+        "a": vote_spans[0] if vote_spans else (),
+        "b": vote_spans[1] if len(vote_spans) > 1 else (),
+        "candidate": ((candidate.start, candidate.end),),
+        "custom": tuple(custom_spans),
+    }[spans_from]
+    return resolve(
+        pool=item.pool,
+        question=item.question,
+        candidate=candidate,
+        user=user,
+        grade=grade,
+        spans=spans,
+        note=note,
+    )
 
 
 # Gold ---------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from corpus.models import Membership, Project
 from goldset.errors import ServiceError
-from labelling import assignment as strategy
+from labelling import assignment_plan as strategy
 from labelling.models import (
     Assignment,
     AssignmentQuerySet,

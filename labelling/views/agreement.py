@@ -5,9 +5,6 @@ Every page here needs the lead role: only leads may see more than one labeller's
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -18,8 +15,10 @@ from corpus.access import project_access
 from corpus.models import Document, Role
 from goldset.errors import ServiceError
 from labelling.agreement import GUIDELINE_ALPHA_THRESHOLD
-from labelling.models import Candidate, Pool, Question, QuestionSet, VerdictOutcome
-from labelling.resolution import DEFAULT_MIN_SPAN_F1, union
+from labelling.forms import ResolveItemForm, ResolveVerdictForm
+from labelling.highlight import highlight
+from labelling.models import Candidate, QuestionSet
+from labelling.resolution import DEFAULT_MIN_SPAN_F1
 from labelling.services import adjudication
 
 CONTEXT_CHARS = 400
@@ -37,33 +36,6 @@ def _min_span_f1(request: HttpRequest) -> float:
     except ValueError:
         return DEFAULT_MIN_SPAN_F1
     return min(max(value, 0.0), 1.0)
-
-
-@dataclass(frozen=True)
-class Segment:
-    text: str
-    layers: str  # "", "a", "b", "ab", "r": who marked this stretch
-
-
-def highlight(
-    text: str, window: tuple[int, int], layers: dict[str, tuple[tuple[int, int], ...]]
-) -> list[Segment]:
-    """Cut `text[window]` into segments labelled by which layers' spans cover them."""
-    start, end = window
-    cuts = {start, end}
-    for spans in layers.values():
-        for s, e in spans:
-            cuts.update(p for p in (s, e) if start < p < end)
-    points = sorted(cuts)
-    segments = []
-    for left, right in zip(points, points[1:], strict=False):
-        names = "".join(
-            sorted(
-                n for n, spans in layers.items() if any(s < right and left < e for s, e in spans)
-            )
-        )
-        segments.append(Segment(text=text[left:right], layers=names))
-    return segments
 
 
 @login_required
@@ -113,99 +85,37 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
     )
 
 
-class ResolveItemForm(forms.Form):
-    grade = forms.TypedChoiceField(
-        choices=[(0, "0 — not relevant"), (1, "1 — partially answers"), (2, "2 — fully answers")],
-        coerce=int,
-        widget=forms.RadioSelect,
-    )
-    spans_from = forms.ChoiceField(
-        choices=[
-            ("both", "Both labellers' spans (union)"),
-            ("a", "First labeller's"),
-            ("b", "Second labeller's"),
-            ("candidate", "The candidate passage"),
-            ("custom", "These offsets:"),
-        ],
-        initial="both",
-    )
-    custom_spans = forms.CharField(
-        required=False, help_text="start-end pairs, e.g. 120-410, 500-620"
-    )
-    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
-
-    def clean_custom_spans(self):
-        raw = self.cleaned_data["custom_spans"].strip()
-        spans = []
-        for part in filter(None, (p.strip() for p in raw.replace(";", ",").split(","))):
-            left, _, right = part.partition("-")
-            if not (left.strip().isdigit() and right.strip().isdigit()):
-                raise forms.ValidationError(f"{part!r} is not start-end.")
-            spans.append((int(left), int(right)))
-        return spans
-
-
-class ResolveVerdictForm(forms.Form):
-    outcome = forms.ChoiceField(choices=VerdictOutcome.choices[:2], widget=forms.RadioSelect)
-    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
-
-
-def _item_for(question_set: QuestionSet, pool_id: int, question_id: int, candidate_id: int | None):
-    pool = get_object_or_404(Pool, question_set=question_set, pk=pool_id)
-    question = get_object_or_404(Question, question_set=question_set, pk=question_id)
-    for votes in adjudication.gather_votes(question_set=question_set):
-        if votes.pool.pk == pool.pk and votes.question.pk == question.pk:
-            if candidate_id is None:
-                return pool, question, votes, None
-            item = next((i for i in votes.items if i.candidate.pk == candidate_id), None)
-            if item is not None:
-                return pool, question, votes, item
-    raise Http404("No such item.")
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def resolve_item(
     request: HttpRequest, slug: str, set_id: int, pool_id: int, question_id: int, candidate_id: int
 ) -> HttpResponse:
     access, question_set = _lead_set(request, slug, set_id)
-    pool, question, votes, item = _item_for(question_set, pool_id, question_id, candidate_id)
-    candidate: Candidate = item.candidate
-    if (
-        not Document.objects.visible_to(request.user)
-        .filter(pk=candidate.version.document_id)
+    item = adjudication.item_votes(
+        question_set=question_set,
+        pool_id=pool_id,
+        question_id=question_id,
+        candidate_id=candidate_id,
+    )
+    if item is None or not (
+        Document.objects.visible_to(request.user)
+        .filter(pk=item.candidate.version.document_id)
         .exists()
     ):
         raise Http404("No such item.")
-    vote_spans = [tuple((s.start, s.end) for s in j.spans.all()) for j in item.judgements]
+    candidate: Candidate = item.candidate
     initial = {"grade": item.resolution.grade} if item.resolution else {}
     form = ResolveItemForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        choice = form.cleaned_data["spans_from"]
-        spans = {
-            "both": union(*vote_spans),
-            "a": vote_spans[0] if vote_spans else (),
-            "b": vote_spans[1] if len(vote_spans) > 1 else (),
-            "candidate": ((candidate.start, candidate.end),),
-            "custom": tuple(form.cleaned_data["custom_spans"]),
-        }[choice]
         try:
-            adjudication.resolve(
-                pool=pool,
-                question=question,
-                candidate=candidate,
-                user=request.user,
-                grade=form.cleaned_data["grade"],
-                spans=spans,
-                note=form.cleaned_data["note"],
-            )
+            adjudication.resolve_item_from(item=item, user=request.user, **form.cleaned_data)
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, "Resolved. The labellers' votes are kept and now frozen.")
             return redirect("labelling:list-adjudication", slug=slug, set_id=set_id)
     text = candidate.version.text
-    layers = {name: spans for name, spans in zip("ab", vote_spans, strict=False)}
+    layers = {name: vote.spans for name, vote in zip("ab", item.votes, strict=False)}
     if item.resolution is not None:
         layers["r"] = tuple((s.start, s.end) for s in item.resolution.spans.all())
     everything = [p for spans in layers.values() for s in spans for p in s] + [
@@ -223,11 +133,11 @@ def resolve_item(
             "access": access,
             "project": access.project,
             "question_set": question_set,
-            "question": question,
+            "question": item.question,
             "candidate": candidate,
             "item": item,
             "form": form,
-            "segments": highlight(text, window, layers),
+            "segments": highlight(text, window=window, layers=layers),
             "window": window,
             "text_length": len(text),
             "reason": adjudication.resolve_item_reason(item, min_span_f1=_min_span_f1(request)),
@@ -242,13 +152,17 @@ def resolve_verdict(
     request: HttpRequest, slug: str, set_id: int, pool_id: int, question_id: int
 ) -> HttpResponse:
     access, question_set = _lead_set(request, slug, set_id)
-    pool, question, votes, _ = _item_for(question_set, pool_id, question_id, None)
+    votes = adjudication.question_votes(
+        question_set=question_set, pool_id=pool_id, question_id=question_id
+    )
+    if votes is None:
+        raise Http404("No such item.")
     initial = {"outcome": votes.resolution.outcome} if votes.resolution else {}
     form = ResolveVerdictForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         adjudication.resolve(
-            pool=pool,
-            question=question,
+            pool=votes.pool,
+            question=votes.question,
             candidate=None,
             user=request.user,
             outcome=form.cleaned_data["outcome"],
@@ -263,7 +177,7 @@ def resolve_verdict(
             "access": access,
             "project": access.project,
             "question_set": question_set,
-            "question": question,
+            "question": votes.question,
             "votes": votes,
             "form": form,
         },

@@ -6,76 +6,18 @@ is double-labelled, and by whom, is visible to leads alone.
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import messages
-from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Exists, OuterRef, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corpus.access import project_access
 from corpus.models import Role
-from labelling.assignment import DEFAULT_DOUBLE_SHARE
-from labelling.models import Assignment, Candidate, Change, Judgement, Pool, PoolState, Verdict
+from labelling.forms import PlanForm, ReassignForm
+from labelling.models import Assignment, Candidate, Change, Judgement, Pool, Verdict
 from labelling.services import assignments as services
 from labelling.views.grading import grade_url
-
-User = get_user_model()
-
-
-def _graded_seen_by(user) -> Count:
-    """Judgements on passages ``user`` may see now: a count must not reveal a restricted
-    document, nor keep counting a passage whose access group was revoked."""
-    seen = Candidate.objects.not_hidden_from(user).values("pk")
-    return Count("judgements", filter=Q(judgements__candidate__in=seen), distinct=True)
-
-
-def _members(project):
-    return User.objects.filter(memberships__project=project).order_by("username")
-
-
-class PlanForm(forms.Form):
-    pool = forms.ModelChoiceField(queryset=Pool.objects.none(), empty_label=None)
-    labellers = forms.ModelMultipleChoiceField(
-        queryset=User.objects.none(),
-        required=False,
-        widget=forms.CheckboxSelectMultiple,
-        help_text="Leave all unticked to let labellers claim questions with “Next question”.",
-    )
-    double_percent = forms.IntegerField(
-        label="Double-labelled share (%)",
-        min_value=0,
-        max_value=100,
-        initial=int(DEFAULT_DOUBLE_SHARE * 100),
-    )
-    double_count = forms.IntegerField(
-        label="…or this many questions",
-        min_value=0,
-        required=False,
-        help_text="An absolute number (such as 30) wins over the share.",
-    )
-    seed = forms.IntegerField(
-        initial=0, help_text="The same seed gives the same plan.", min_value=0, max_value=2**31
-    )
-
-    def __init__(self, *args, project, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["pool"].queryset = Pool.objects.filter(
-            question_set__project=project, state=PoolState.READY
-        ).select_related("question_set")
-        self.fields["labellers"].queryset = _members(project)
-        self.fields["labellers"].label_from_instance = lambda u: u.get_username()
-
-
-class ReassignForm(forms.Form):
-    labeller = forms.ModelChoiceField(queryset=User.objects.none(), empty_label=None)
-
-    def __init__(self, *args, project, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["labeller"].queryset = _members(project)
-
 
 # Labellers ---------------------------------------------------------------------------------
 
@@ -87,8 +29,7 @@ def show_queue(request: HttpRequest, slug: str) -> HttpResponse:
     own = Assignment.objects.in_project(access.project).held_by(request.user)
     rows = (
         own.select_related("pool__question_set", "question")
-        .annotate(graded=_graded_seen_by(request.user))
-        .annotate(has_verdict=Exists(Verdict.objects.filter(assignment=OuterRef("pk"))))
+        .with_progress(request.user)
         .in_queue_order()
     )
     context = {
@@ -113,7 +54,7 @@ def next_question(request: HttpRequest, slug: str) -> HttpResponse:
         after = (
             Assignment.objects.in_project(access.project)
             .held_by(request.user)
-            .filter(pool_id=pool_id, question_id=question_id)
+            .for_question(pool_id=pool_id, question_id=question_id)
             .first()
         )
     assignment = services.next_assignment(
@@ -143,15 +84,9 @@ def list_assignments(request: HttpRequest, slug: str) -> HttpResponse:
 def _lead_context(request, access, form: PlanForm | None = None) -> dict:
     project = access.project
     pools = (
-        Pool.objects.filter(question_set__project=project)
+        Pool.objects.in_project(project)
         .select_related("question_set")
-        .annotate(
-            questions=Count("question_set__questions", distinct=True),
-            slots=Count("assignments", distinct=True),
-            unclaimed=Count(
-                "assignments", filter=Q(assignments__labeller__isnull=True), distinct=True
-            ),
-        )
+        .with_slot_counts()
         .order_by("-created_at")
     )
     shown_pool = None
@@ -165,8 +100,7 @@ def _lead_context(request, access, form: PlanForm | None = None) -> dict:
         assignments = (
             Assignment.objects.filter(pool=shown_pool)
             .select_related("question", "labeller")
-            .annotate(graded=_graded_seen_by(request.user))
-            .annotate(has_verdict=Exists(Verdict.objects.filter(assignment=OuterRef("pk"))))
+            .with_progress(request.user)
             .order_by("question_id", "slot")
         )
         labeller_param = request.GET.get("labeller", "")
@@ -179,7 +113,7 @@ def _lead_context(request, access, form: PlanForm | None = None) -> dict:
         "pools": pools,
         "shown_pool": shown_pool,
         "rows": rows,
-        "members": _members(project),
+        "members": project.members(),
         "form": form or PlanForm(project=project),
         "by_labeller": services.progress_by_labeller(project=project, viewer=request.user),
         "by_question_set": services.progress_by_question_set(project=project, viewer=request.user),
@@ -289,11 +223,7 @@ def show_assignment(request: HttpRequest, slug: str, assignment_id: int) -> Http
         .select_related("guideline")
         .prefetch_related("spans")
     }
-    others = (
-        Assignment.objects.filter(pool_id=assignment.pool_id, question_id=assignment.question_id)
-        .exclude(pk=assignment.pk)
-        .select_related("labeller")
-    )
+    others = Assignment.objects.other_slots_of(assignment).select_related("labeller")
     context = {
         "access": access,
         "project": access.project,

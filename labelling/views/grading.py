@@ -14,7 +14,6 @@ from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -22,6 +21,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from corpus.access import ProjectAccess, project_access
 from corpus.models import DocumentVersion
+from labelling.forms import (
+    GradeForm,
+    GradingWriteForm,
+    NoteForm,
+    RevisionForm,
+    SpanForm,
+    VerdictForm,
+)
+from labelling.highlight import Segment, highlight, whole_words
 from labelling.models import (
     Assignment,
     Candidate,
@@ -56,16 +64,6 @@ def login_required_or_401(view: Callable) -> Callable:
 # Page data ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Segment:
-    """A run of document text with one look; `start` is its offset in the version text."""
-
-    start: int
-    text: str
-    kind: str  # "context" or "passage"
-    evidence: bool
-
-
 @dataclass
 class Card:
     candidate: Candidate
@@ -86,29 +84,6 @@ class Card:
     @property
     def grade_meaning(self) -> str:
         return services.GRADES[self.grade] if self.judgement else "Not graded yet"
-
-
-def segments(
-    *, text: str, offset: int, passage: tuple[int, int], spans: list[tuple[int, int]]
-) -> list[Segment]:
-    """Cut ``text`` (which starts at ``offset`` of the version text) where the passage or an
-    evidence span begins or ends, so every piece can carry its exact offset."""
-    end = offset + len(text)
-    cuts = {offset, end}
-    for a, b in [passage, *spans]:
-        cuts.update(c for c in (a, b) if offset < c < end)
-    points = sorted(cuts)
-    pieces = []
-    for a, b in zip(points, points[1:], strict=False):
-        pieces.append(
-            Segment(
-                start=a,
-                text=text[a - offset : b - offset],
-                kind="passage" if passage[0] <= a < passage[1] else "context",
-                evidence=any(s <= a < e for s, e in spans),
-            )
-        )
-    return pieces
 
 
 def _cards(
@@ -145,17 +120,19 @@ def _cards(
             spans = getattr(judgement, "saved_spans", None) or sorted(
                 judgement.spans.all(), key=lambda s: (s.start, s.end)
             )
-        text, offset = _whole_words(candidate)
+        passage = (candidate.start, candidate.end)
+        text, offset = whole_words(
+            candidate.window,
+            offset=candidate.window_start,
+            passage=passage,
+            context_chars=CONTEXT_CHARS,
+        )
+        evidence = [(s.start, s.end) for s in spans if s.version_id == candidate.version_id]
         cards.append(
             Card(
                 candidate=candidate,
                 position=position,
-                segments=segments(
-                    text=text,
-                    offset=offset,
-                    passage=(candidate.start, candidate.end),
-                    spans=[(s.start, s.end) for s in spans if s.version_id == candidate.version_id],
-                ),
+                segments=highlight(text, offset=offset, passage=passage, layers={"e": evidence}),
                 judgement=judgement,
                 revision=candidate.revision,
                 spans=spans,
@@ -165,21 +142,6 @@ def _cards(
             )
         )
     return cards
-
-
-def _whole_words(candidate: Candidate) -> tuple[str, int]:
-    """The context window cut back to whole words (it was cut at a character count), with the
-    offset of its first character."""
-    text, offset = candidate.window, candidate.window_start
-    head = candidate.start - offset
-    if offset > 0:
-        cut = next((i + 1 for i in range(head) if text[i].isspace()), 0)
-        text, offset, head = text[cut:], offset + cut, head - cut
-    tail = head + (candidate.end - candidate.start)
-    if len(text) - tail >= CONTEXT_CHARS:  # cut before the document's end
-        cut = next((i for i in range(len(text) - 1, tail - 1, -1) if text[i].isspace()), len(text))
-        text = text[:cut]
-    return text, offset
 
 
 def _reaches_window_end(candidate: Candidate) -> bool:
@@ -196,7 +158,7 @@ def _assignment_for(
     assignments = (
         Assignment.objects.in_project(access.project)
         .held_by(request.user)
-        .filter(pool_id=pool_id, question_id=question_id)
+        .for_question(pool_id=pool_id, question_id=question_id)
         .order_by()
     )
     if page:
@@ -233,10 +195,7 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
         "verdict_revision": verdict_revision,
         "guideline": guideline,
         "guideline_html": render_guideline(guideline.text) if guideline else "",
-        "queue": own.aggregate(
-            done=Count("pk", filter=Q(completed_at__isnull=False)),
-            remaining=Count("pk", filter=Q(completed_at__isnull=True)),
-        ),
+        "queue": own.queue_counts(),
     }
 
 
@@ -283,8 +242,8 @@ def show_passage_document(
     card = Card(
         candidate=candidate,
         position=0,
-        segments=segments(
-            text=version.text, offset=0, passage=(candidate.start, candidate.end), spans=spans
+        segments=highlight(
+            version.text, passage=(candidate.start, candidate.end), layers={"e": spans}
         ),
         judgement=judgement,
         revision=0,
@@ -382,27 +341,20 @@ def _answer(
     return render(request, "labelling/grade_update.html", context, status=status)
 
 
-def _int(value, name: str) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise services.GradingError(f"The {name} must be a whole number.")
+def _cleaned(form: GradingWriteForm) -> dict:
+    """The form's values, or its first problem as the refusal the page shows."""
+    if not form.is_valid():
+        raise services.GradingError(form.first_problem())
+    return form.cleaned_data
 
 
 @_write
 def grade_candidate(request, assignment, *, candidate_id: int) -> services.Outcome:
-    raw = request.POST.get("grade", "")
-    if raw not in {"0", "1", "2"}:
-        raise services.GradingError(
-            "A grade is 0 (not relevant), 1 (partly answers) or 2 (fully answers)."
-        )
     return services.record_grade(
         assignment=assignment,
         candidate_id=candidate_id,
         labeller=request.user,
-        grade=int(raw),
-        revision=_int(request.POST.get("revision"), "revision"),
-        seconds=request.POST.get("seconds", 0),
+        **_cleaned(GradeForm(request.POST)),
     )
 
 
@@ -412,24 +364,19 @@ def note_candidate(request, assignment, *, candidate_id: int) -> services.Outcom
         assignment=assignment,
         candidate_id=candidate_id,
         labeller=request.user,
-        note=request.POST.get("note", ""),
-        revision=_int(request.POST.get("revision"), "revision"),
-        seconds=request.POST.get("seconds", 0),
+        **_cleaned(NoteForm(request.POST)),
     )
 
 
 @_write
 def add_span(request, assignment, *, candidate_id: int) -> services.Outcome:
+    data = _cleaned(SpanForm(request.POST))
     return services.add_span(
         assignment=assignment,
         candidate_id=candidate_id,
         labeller=request.user,
-        version_id=_int(request.POST.get("version"), "document version"),
-        start=_int(request.POST.get("start"), "span start"),
-        end=_int(request.POST.get("end"), "span end"),
-        quote=request.POST.get("quote", ""),
-        revision=_int(request.POST.get("revision"), "revision"),
-        seconds=request.POST.get("seconds", 0),
+        version_id=data.pop("version"),
+        **data,
     )
 
 
@@ -440,18 +387,14 @@ def remove_span(request, assignment, *, candidate_id: int, span_id: int) -> serv
         candidate_id=candidate_id,
         labeller=request.user,
         span_id=span_id,
-        revision=_int(request.POST.get("revision"), "revision"),
+        **_cleaned(RevisionForm(request.POST)),
     )
 
 
 @_write
 def set_verdict(request, assignment) -> services.Outcome:
     return services.record_verdict(
-        assignment=assignment,
-        labeller=request.user,
-        outcome=request.POST.get("outcome", ""),
-        reason=request.POST.get("reason", ""),
-        revision=_int(request.POST.get("revision"), "revision"),
+        assignment=assignment, labeller=request.user, **_cleaned(VerdictForm(request.POST))
     )
 
 

@@ -3,7 +3,6 @@ time, so every judgement keeps pointing at the text it was made under)."""
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -12,17 +11,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from corpus.access import project_access
 from corpus.models import Role
+from labelling.forms import GuidelineForm
 from labelling.models import Guideline
 from labelling.services import guidelines as services
-
-
-class GuidelineForm(forms.Form):
-    text = forms.CharField(
-        label="Guideline (Markdown)",
-        widget=forms.Textarea(attrs={"rows": 24}),
-        max_length=services.MAX_GUIDELINE_CHARS,
-        strip=False,
-    )
 
 
 @login_required

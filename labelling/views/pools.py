@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from pathlib import PurePath
 
-from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
@@ -21,33 +19,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from corpus.access import project_access
 from corpus.models import Document, Retriever, RetrieverKind, Role
 from goldset.errors import ServiceError
-from labelling.models import Candidate, Pool, Provenance, Question, QuestionSet
+from labelling.forms import PoolForm
+from labelling.models import Candidate, Pool, Question, QuestionSet
 from labelling.services import pools as services
 from labelling.services.questions import InputRejected
 
 RUN_SUFFIXES = (".jsonl", ".json", ".run", ".trec", ".txt", ".tsv")
-
-
-class PoolForm(forms.Form):
-    question_set = forms.ModelChoiceField(queryset=QuestionSet.objects.none(), empty_label=None)
-    name = forms.SlugField(max_length=100, help_text="Lower-case letters, digits, - and _.")
-    retrievers = forms.ModelMultipleChoiceField(
-        queryset=Retriever.objects.none(),
-        widget=forms.CheckboxSelectMultiple,
-        help_text="Several kinds give labellers a varied set: BM25, an embedding model and "
-        "your own system's run.",
-    )
-    depth = forms.IntegerField(
-        min_value=1,
-        max_value=services.MAX_DEPTH,
-        initial=10,
-        help_text="Each retriever's top k per question goes into the pool.",
-    )
-
-    def __init__(self, *args, project, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["question_set"].queryset = project.question_sets.all()
-        self.fields["retrievers"].queryset = project.retrievers.all()
 
 
 @login_required
@@ -55,10 +32,10 @@ class PoolForm(forms.Form):
 def list_pools(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug)
     pools = (
-        Pool.objects.filter(question_set__project=access.project)
+        Pool.objects.in_project(access.project)
         .select_related("question_set", "job")
         .prefetch_related("retrievers")
-        .annotate(question_count=Count("question_set__questions", distinct=True))
+        .with_question_count()
     )
     return render(
         request,
@@ -136,14 +113,7 @@ def show_pool_question(
         .order_by("shuffle_rank")
     )
     if access.is_lead:
-        candidates = candidates.prefetch_related(
-            Prefetch(
-                "provenance",
-                queryset=Provenance.objects.select_related("retriever").order_by(
-                    "retriever__name", "rank"
-                ),
-            )
-        )
+        candidates = candidates.with_provenance()
     return render(
         request,
         "labelling/show_pool_question.html",

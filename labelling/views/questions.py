@@ -2,90 +2,28 @@
 
 from __future__ import annotations
 
-from pathlib import PurePath
-
-from django import forms
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.defaultfilters import filesizeformat
 from django.views.decorators.http import require_GET, require_http_methods
 
 from corpus.access import project_access
 from corpus.models import Role
 from goldset.errors import ServiceError
+from labelling.forms import QuestionImportForm
 from labelling.models import QuestionSet
 from labelling.services import questions as services
 
 QUESTIONS_PER_PAGE = 100
-FORMAT_OF_SUFFIX = {".csv": "csv", ".jsonl": "jsonl", ".txt": "lines"}
-
-
-class QuestionImportForm(forms.Form):
-    set_name = forms.SlugField(
-        max_length=100,
-        label="Question set",
-        help_text="An existing set adds the new questions; a new name creates the set.",
-    )
-    file = forms.FileField(
-        required=False,
-        allow_empty_file=True,  # reported by the import as "has no questions"
-        help_text="CSV with a question (or text) column and optional id, source, tags; JSONL "
-        "with question (or text) and optional id, source, tags; or .txt, one question a line.",
-    )
-    # strip=False: a question is stored exactly as typed, spaces included.
-    pasted = forms.CharField(
-        required=False,
-        strip=False,
-        label="…or paste questions, one per line",
-        widget=forms.Textarea(attrs={"rows": 8}),
-    )
-    source = forms.CharField(
-        required=False,
-        max_length=200,
-        help_text="Where these questions come from (e.g. helpdesk-tickets), unless a row says.",
-    )
-
-    def clean(self):
-        data = super().clean()
-        upload, pasted = data.get("file"), data.get("pasted") or ""
-        if upload and pasted.strip():
-            raise forms.ValidationError("Upload a file or paste questions, not both.")
-        if not upload and not pasted.strip():
-            raise forms.ValidationError("Upload a file or paste at least one question.")
-        if upload:
-            suffix = PurePath(upload.name).suffix.lower()
-            if suffix not in FORMAT_OF_SUFFIX:
-                raise forms.ValidationError(
-                    f"{upload.name}: use a .csv, .jsonl or .txt file.", code="unsupported"
-                )
-            if upload.size > settings.GOLDSET_MAX_UPLOAD_BYTES:
-                raise forms.ValidationError(
-                    f"{upload.name} is {filesizeformat(upload.size)}, over the "
-                    f"{filesizeformat(settings.GOLDSET_MAX_UPLOAD_BYTES)} limit.",
-                    code="too_large",
-                )
-            data["format"] = FORMAT_OF_SUFFIX[suffix]
-        else:
-            data["format"] = "lines"
-        return data
 
 
 @login_required
 @require_GET
 def list_question_sets(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug)
-    question_sets = access.project.question_sets.annotate(
-        question_count=Count("questions", distinct=True),
-        duplicate_count=Count(
-            "questions", filter=Q(questions__duplicate_of__isnull=False), distinct=True
-        ),
-        pool_count=Count("pools", distinct=True),
-    )
+    question_sets = access.project.question_sets.with_counts()
     return render(
         request,
         "labelling/list_question_sets.html",
@@ -140,7 +78,7 @@ def show_question_set(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
     questions = question_set.questions.select_related("duplicate_of").order_by("pk")
     shown = request.GET.get("show", "all")
     if shown == "duplicates":
-        questions = questions.filter(duplicate_of__isnull=False)
+        questions = questions.duplicates()
     page = Paginator(questions, QUESTIONS_PER_PAGE).get_page(request.GET.get("page"))
     context = {
         "access": access,
@@ -149,7 +87,7 @@ def show_question_set(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
         "page": page,
         "shown": shown,
         "question_count": question_set.questions.count(),
-        "duplicate_count": question_set.questions.filter(duplicate_of__isnull=False).count(),
+        "duplicate_count": question_set.questions.duplicates().count(),
         "pools": question_set.pools.prefetch_related("retrievers"),
     }
     return render(request, "labelling/show_question_set.html", context)

@@ -287,3 +287,65 @@ def test_low_alpha_flags_the_guideline_and_lists_the_drivers(project, member):
     )
     body = page.content.decode()
     assert "The guideline needs rewriting" in body and "grades 0 vs 2" in body
+
+
+def test_one_item_or_question_is_read_as_the_whole_set_gives_it(labelled):
+    everything = adjudication.gather_votes(question_set=labelled["set"])
+    for question in everything:
+        alone = adjudication.question_votes(
+            question_set=labelled["set"], pool_id=question.pool.pk, question_id=question.question.pk
+        )
+        assert [a.pk for a in alone.assignments] == [a.pk for a in question.assignments]
+        assert [i.candidate.pk for i in alone.items] == [i.candidate.pk for i in question.items]
+        assert alone.outcomes == question.outcomes
+        for item in question.items:
+            one = adjudication.item_votes(
+                question_set=labelled["set"],
+                pool_id=item.pool.pk,
+                question_id=item.question.pk,
+                candidate_id=item.candidate.pk,
+            )
+            assert one.candidate.pk == item.candidate.pk
+            assert one.planned_votes == item.planned_votes
+            assert [j.pk for j in one.judgements] == [j.pk for j in item.judgements]
+            assert one.votes == item.votes
+    other_question = adjudication.item_votes(
+        question_set=labelled["set"],
+        pool_id=labelled["pool"].pk,
+        question_id=labelled["q2"].pk,
+        candidate_id=labelled["cands"]["q1-leave"].pk,
+    )
+    assert other_question is None
+    elsewhere = QuestionSetFactory(project=labelled["set"].project, name="other")
+    assert (
+        adjudication.question_votes(
+            question_set=elsewhere, pool_id=labelled["pool"].pk, question_id=labelled["q1"].pk
+        )
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("spans_from", "custom", "spans"),
+    [
+        ("both", [], [(0, 120)]),
+        ("a", [], [(0, 100)]),
+        ("b", [], [(20, 120)]),
+        ("candidate", [], [(0, 180)]),
+        ("custom", [(5, 9), (30, 40)], [(5, 9), (30, 40)]),
+    ],
+)
+def test_a_resolution_takes_its_evidence_from_where_the_lead_says(
+    labelled, spans_from, custom, spans
+):
+    item = adjudication.item_votes(
+        question_set=labelled["set"],
+        pool_id=labelled["pool"].pk,
+        question_id=labelled["q1"].pk,
+        candidate_id=labelled["cands"]["q1-leave"].pk,
+    )
+    resolution = adjudication.resolve_item_from(
+        item=item, user=labelled["lead"], grade=2, spans_from=spans_from, custom_spans=custom
+    )
+    assert sorted((s.start, s.end) for s in resolution.spans.all()) == spans
+    assert Judgement.objects.count() == 6

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labelling.assignment import (
+from labelling.assignment_plan import (
     PlanError,
     PlannedAssignment,
     double_labelled_count,
@@ -118,7 +118,7 @@ def test_the_module_needs_no_django():
     import sys
 
     code = (
-        "import sys, labelling.assignment; "
+        "import sys, labelling.assignment_plan; "
         "sys.exit(1 if any(m == 'django' or m.startswith('django.') for m in sys.modules) else 0)"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

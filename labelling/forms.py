@@ -1,0 +1,282 @@
+"""The forms of labelling's pages: what a request may carry, checked before a service runs.
+
+The grading writes (`GradeForm` ... `RevisionForm`) answer a fetch from the grading page, which
+shows one message: `first_problem` is it. They check the shape of the values only; the rules
+(note length, outcomes, the quote against the stored text) are the services', so every caller
+gets the same messages.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+
+from django import forms
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.validators import ProhibitNullCharactersValidator
+from django.template.defaultfilters import filesizeformat
+
+from corpus.models import Retriever
+from labelling.assignment_plan import DEFAULT_DOUBLE_SHARE
+from labelling.models import Pool, PoolState, QuestionSet, VerdictOutcome
+from labelling.services.guidelines import MAX_GUIDELINE_CHARS
+from labelling.services.judgements import GRADES, clamp_seconds
+from labelling.services.pools import MAX_DEPTH
+
+User = get_user_model()
+
+# Question sets and pools -------------------------------------------------------------------
+
+FORMAT_OF_SUFFIX = {".csv": "csv", ".jsonl": "jsonl", ".txt": "lines"}
+
+
+class QuestionImportForm(forms.Form):
+    set_name = forms.SlugField(
+        max_length=100,
+        label="Question set",
+        help_text="An existing set adds the new questions; a new name creates the set.",
+    )
+    file = forms.FileField(
+        required=False,
+        allow_empty_file=True,  # reported by the import as "has no questions"
+        help_text="CSV with a question (or text) column and optional id, source, tags; JSONL "
+        "with question (or text) and optional id, source, tags; or .txt, one question a line.",
+    )
+    # strip=False: a question is stored exactly as typed, spaces included.
+    pasted = forms.CharField(
+        required=False,
+        strip=False,
+        label="…or paste questions, one per line",
+        widget=forms.Textarea(attrs={"rows": 8}),
+    )
+    source = forms.CharField(
+        required=False,
+        max_length=200,
+        help_text="Where these questions come from (e.g. helpdesk-tickets), unless a row says.",
+    )
+
+    def clean(self):
+        data = super().clean()
+        upload, pasted = data.get("file"), data.get("pasted") or ""
+        if upload and pasted.strip():
+            raise forms.ValidationError("Upload a file or paste questions, not both.")
+        if not upload and not pasted.strip():
+            raise forms.ValidationError("Upload a file or paste at least one question.")
+        if upload:
+            suffix = PurePath(upload.name).suffix.lower()
+            if suffix not in FORMAT_OF_SUFFIX:
+                raise forms.ValidationError(
+                    f"{upload.name}: use a .csv, .jsonl or .txt file.", code="unsupported"
+                )
+            if upload.size > settings.GOLDSET_MAX_UPLOAD_BYTES:
+                raise forms.ValidationError(
+                    f"{upload.name} is {filesizeformat(upload.size)}, over the "
+                    f"{filesizeformat(settings.GOLDSET_MAX_UPLOAD_BYTES)} limit.",
+                    code="too_large",
+                )
+            data["format"] = FORMAT_OF_SUFFIX[suffix]
+        else:
+            data["format"] = "lines"
+        return data
+
+
+class PoolForm(forms.Form):
+    question_set = forms.ModelChoiceField(queryset=QuestionSet.objects.none(), empty_label=None)
+    name = forms.SlugField(max_length=100, help_text="Lower-case letters, digits, - and _.")
+    retrievers = forms.ModelMultipleChoiceField(
+        queryset=Retriever.objects.none(),
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Several kinds give labellers a varied set: BM25, an embedding model and "
+        "your own system's run.",
+    )
+    depth = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_DEPTH,
+        initial=10,
+        help_text="Each retriever's top k per question goes into the pool.",
+    )
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["question_set"].queryset = project.question_sets.all()
+        self.fields["retrievers"].queryset = project.retrievers.all()
+
+
+# Assignments and the guideline ---------------------------------------------------------------
+
+
+class PlanForm(forms.Form):
+    pool = forms.ModelChoiceField(queryset=Pool.objects.none(), empty_label=None)
+    labellers = forms.ModelMultipleChoiceField(
+        queryset=User.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Leave all unticked to let labellers claim questions with “Next question”.",
+    )
+    double_percent = forms.IntegerField(
+        label="Double-labelled share (%)",
+        min_value=0,
+        max_value=100,
+        initial=int(DEFAULT_DOUBLE_SHARE * 100),
+    )
+    double_count = forms.IntegerField(
+        label="…or this many questions",
+        min_value=0,
+        required=False,
+        help_text="An absolute number (such as 30) wins over the share.",
+    )
+    seed = forms.IntegerField(
+        initial=0, help_text="The same seed gives the same plan.", min_value=0, max_value=2**31
+    )
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["pool"].queryset = Pool.objects.filter(
+            question_set__project=project, state=PoolState.READY
+        ).select_related("question_set")
+        self.fields["labellers"].queryset = project.members()
+        self.fields["labellers"].label_from_instance = lambda u: u.get_username()
+
+
+class ReassignForm(forms.Form):
+    labeller = forms.ModelChoiceField(queryset=User.objects.none(), empty_label=None)
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["labeller"].queryset = project.members()
+
+
+class GuidelineForm(forms.Form):
+    text = forms.CharField(
+        label="Guideline (Markdown)",
+        widget=forms.Textarea(attrs={"rows": 24}),
+        max_length=MAX_GUIDELINE_CHARS,
+        strip=False,
+    )
+
+
+# Grading writes ------------------------------------------------------------------------------
+
+
+class WholeNumberField(forms.Field):
+    """A whole number as Python's int() reads it; anything else (blank, "1.0") is refused with
+    the message the grading page has always shown."""
+
+    def __init__(self, *, meaning: str, **kwargs):
+        message = f"The {meaning} must be a whole number."
+        super().__init__(error_messages={"required": message, "invalid": message}, **kwargs)
+
+    def to_python(self, value) -> int:
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+
+
+class SecondsField(forms.Field):
+    """Seconds the page measured: never a reason to refuse a write, so odd values count as 0."""
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, **kwargs)
+
+    def to_python(self, value) -> float:
+        return clamp_seconds(value)
+
+
+class TextAsSentField(forms.CharField):
+    """Text passed on as sent, blank when missing; the service decides what is acceptable."""
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, strip=False, **kwargs)
+        # The service's own checks (a quote against the stored text) give the clearer message.
+        self.validators = [
+            v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
+        ]
+
+
+class GradingWriteForm(forms.Form):
+    def first_problem(self) -> str:
+        """The first problem in field order (the page shows one message at a time)."""
+        return next(iter(self.errors.values()))[0]
+
+
+GRADE_MESSAGE = "A grade is 0 (not relevant), 1 (partly answers) or 2 (fully answers)."
+
+
+class GradeForm(GradingWriteForm):
+    grade = forms.TypedChoiceField(
+        choices=list(GRADES.items()),
+        coerce=int,
+        error_messages={"required": GRADE_MESSAGE, "invalid_choice": GRADE_MESSAGE},
+    )
+    revision = WholeNumberField(meaning="revision")
+    seconds = SecondsField()
+
+
+class NoteForm(GradingWriteForm):
+    note = TextAsSentField()
+    revision = WholeNumberField(meaning="revision")
+    seconds = SecondsField()
+
+
+class SpanForm(GradingWriteForm):
+    """Evidence selected in a passage: offsets into the version text, and the selected text."""
+
+    version = WholeNumberField(meaning="document version")
+    start = WholeNumberField(meaning="span start")
+    end = WholeNumberField(meaning="span end")
+    quote = TextAsSentField()
+    revision = WholeNumberField(meaning="revision")
+    seconds = SecondsField()
+
+
+class RevisionForm(GradingWriteForm):
+    """A write that carries only the revision it was made against (removing a span)."""
+
+    revision = WholeNumberField(meaning="revision")
+
+
+class VerdictForm(GradingWriteForm):
+    outcome = TextAsSentField()
+    reason = TextAsSentField()
+    revision = WholeNumberField(meaning="revision")
+
+
+# Adjudication --------------------------------------------------------------------------------
+
+
+class ResolveItemForm(forms.Form):
+    grade = forms.TypedChoiceField(
+        choices=[(0, "0 — not relevant"), (1, "1 — partially answers"), (2, "2 — fully answers")],
+        coerce=int,
+        widget=forms.RadioSelect,
+    )
+    spans_from = forms.ChoiceField(
+        choices=[
+            ("both", "Both labellers' spans (union)"),
+            ("a", "First labeller's"),
+            ("b", "Second labeller's"),
+            ("candidate", "The candidate passage"),
+            ("custom", "These offsets:"),
+        ],
+        initial="both",
+    )
+    custom_spans = forms.CharField(
+        required=False, help_text="start-end pairs, e.g. 120-410, 500-620"
+    )
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+    def clean_custom_spans(self):
+        raw = self.cleaned_data["custom_spans"].strip()
+        spans = []
+        for part in filter(None, (p.strip() for p in raw.replace(";", ",").split(","))):
+            left, _, right = part.partition("-")
+            if not (left.strip().isdigit() and right.strip().isdigit()):
+                raise forms.ValidationError(f"{part!r} is not start-end.")
+            spans.append((int(left), int(right)))
+        return spans
+
+
+class ResolveVerdictForm(forms.Form):
+    outcome = forms.ChoiceField(choices=VerdictOutcome.choices[:2], widget=forms.RadioSelect)
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
