@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from django.db import transaction
 
+from corpus.spans import merge_overlapping
 from goldset.errors import ServiceError
 from labelling import agreement
 from labelling.models import (
@@ -499,14 +500,22 @@ def resolve_gold(
 
 def coalesce_spans(spans: list[GoldSpanRow], texts: dict[int, str]) -> list[GoldSpanRow]:
     """Overlapping gold spans of one question and version become one unit with the higher grade,
-    so evidence that two candidates share is credited once."""
+    so evidence that two candidates share is credited once (`corpus.spans`' rule: touching spans
+    stay two units)."""
+    by_version: dict[int, list[GoldSpanRow]] = defaultdict(list)
+    for span in spans:
+        by_version[span.version_id].append(span)
     merged: list[GoldSpanRow] = []
-    for span in sorted(spans, key=lambda s: (s.version_id, s.start, s.end)):
-        last = merged[-1] if merged else None
-        if last and last.version_id == span.version_id and span.start < last.end:
-            last.end = max(last.end, span.end)
-            last.grade = max(last.grade, span.grade)
-            last.quote = texts[last.version_id][last.start : last.end]
-        else:
-            merged.append(replace(span))
+    for version_id in sorted(by_version):
+        for start, end, group in merge_overlapping(by_version[version_id], offsets=_offsets):
+            unit = replace(group[0])
+            if len(group) > 1:
+                unit.end = end
+                unit.grade = max(span.grade for span in group)
+                unit.quote = texts[version_id][start:end]
+            merged.append(unit)
     return merged
+
+
+def _offsets(span: GoldSpanRow) -> tuple[int, int]:
+    return span.start, span.end
