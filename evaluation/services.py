@@ -15,9 +15,9 @@ import json
 import re
 import threading
 import zipfile
-from collections import OrderedDict, defaultdict
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +63,8 @@ from labelling.models import (
     Verdict,
     VerdictOutcome,
 )
-from labelling.resolution import DEFAULT_MIN_SPAN_F1, Pending, resolve_verdict
-from labelling.services import adjudication
+from labelling.resolution import DEFAULT_MIN_SPAN_F1
+from labelling.services.gold import FrozenQuestion, UnresolvedItem, collect_gold
 
 BUNDLE_FORMAT = "goldset-bundle"
 BUNDLE_FORMAT_VERSION = 1
@@ -97,18 +97,6 @@ class GoldSetError(ServiceError):
     """A gold set or run request that cannot be carried out; the message is for users."""
 
 
-@dataclass(frozen=True)
-class UnresolvedItem:
-    question_id: str
-    pool: str
-    item: str  # "verdict", "question" or "doc_id [start–end)"
-    reason: str
-
-    def describe(self) -> str:
-        pool = f" (pool {self.pool})" if self.pool else ""
-        return f"{self.question_id}{pool} — {self.item}: {self.reason}"
-
-
 class FinaliseBlocked(GoldSetError):
     """Unresolved items stop a question set from being frozen; each one is listed."""
 
@@ -123,141 +111,6 @@ class FinaliseBlocked(GoldSetError):
 
 class RunRejected(GoldSetError):
     """An uploaded run that cannot be scored against the gold set; nothing was stored."""
-
-
-# --- the gold of a question set -----------------------------------------------------------
-
-
-@dataclass
-class FrozenQuestion:
-    question_id: str
-    text: str
-    answerable: bool
-    spans: list[adjudication.GoldSpanRow]
-    judged: list[tuple[str, int, int, int]]  # doc_id, version, start, end
-
-
-def collect_gold(
-    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1
-) -> tuple[list[FrozenQuestion], list[UnresolvedItem]]:
-    """Every question of the set with its resolved gold, or the items that still block it.
-
-    The rule is `labelling.services.adjudication.resolve_gold`. Around it: a question pooled in
-    several pools gets one line (spans and judged passages of all pools), and a question no pool
-    assigned to anyone blocks, since a run over the set would carry a question the gold set
-    does not know.
-    """
-    resolution = adjudication.resolve_gold(question_set=question_set, min_span_f1=min_span_f1)
-    unresolved = [_unresolved_item(entry) for entry in resolution.unresolved]
-    rows_of = defaultdict(list)
-    for row in resolution.questions:
-        rows_of[row.question.pk].append(row)
-    without_candidates = _verdicts_without_candidates(question_set, covered=set(rows_of))
-    questions: list[FrozenQuestion] = []
-    for question in question_set.questions.order_by("pk"):
-        rows = rows_of.get(question.pk)
-        if rows is None:
-            verdict = without_candidates.get(question.pk)
-            if verdict is None:
-                unresolved.append(
-                    UnresolvedItem(
-                        question.external_id,
-                        "",
-                        "question",
-                        "not labelled: no pool has assigned it to a labeller",
-                    )
-                )
-            elif isinstance(verdict, Pending):
-                unresolved.append(
-                    UnresolvedItem(question.external_id, "", "verdict", verdict.reason)
-                )
-            else:
-                questions.append(
-                    FrozenQuestion(
-                        question_id=question.external_id,
-                        text=question.text,
-                        answerable=verdict.outcome == VerdictOutcome.ANSWERABLE,
-                        spans=[],
-                        judged=[],
-                    )
-                )
-            continue
-        outcomes = {row.answerable for row in rows}
-        if None in outcomes:
-            continue  # its pending verdict is already listed
-        if len(outcomes) > 1:
-            unresolved.append(
-                UnresolvedItem(
-                    question.external_id,
-                    "",
-                    "verdict",
-                    "its pools disagree on whether it is answerable",
-                )
-            )
-            continue
-        spans = [replace(s) for row in rows for s in row.spans]
-        if len(rows) > 1:
-            spans = _merge_spans(spans)
-        judged = list(dict.fromkeys(passage for row in rows for passage in row.judged))
-        questions.append(
-            FrozenQuestion(
-                question_id=question.external_id,
-                text=question.text,
-                answerable=rows[0].answerable,
-                spans=spans,
-                judged=judged,
-            )
-        )
-    return questions, unresolved
-
-
-def _unresolved_item(entry: adjudication.QueueEntry) -> UnresolvedItem:
-    if entry.candidate is None:
-        item = "verdict"
-    else:
-        item = (
-            f"{entry.candidate.version.document.doc_id} "
-            f"[{entry.candidate.start}–{entry.candidate.end})"
-        )
-    return UnresolvedItem(entry.question.external_id, entry.pool.name, item, entry.reason)
-
-
-def _verdicts_without_candidates(question_set: QuestionSet, *, covered: set[int]) -> dict:
-    """The verdict rule for questions labellers saw with no candidate at all (a retriever found
-    nothing): their outcome is all there is to resolve."""
-    assignments = defaultdict(list)
-    for assignment in (
-        Assignment.objects.filter(pool__question_set=question_set)
-        .exclude(question_id__in=covered)
-        .select_related("verdict")
-    ):
-        assignments[assignment.question_id].append(assignment)
-    resolutions = {
-        question_id: outcome
-        for question_id, outcome in Resolution.objects.filter(
-            pool__question_set=question_set, candidate__isnull=True
-        )
-        .exclude(outcome="")
-        .values_list("question_id", "outcome")
-    }
-    decided = {}
-    for question_id, held in assignments.items():
-        decided[question_id] = resolve_verdict(
-            adjudication.finished_outcomes(held),
-            planned_votes=len(held),
-            resolution=resolutions.get(question_id),
-        )
-    return decided
-
-
-def _merge_spans(spans: list[adjudication.GoldSpanRow]) -> list[adjudication.GoldSpanRow]:
-    """Overlapping spans of one version (from different pools) become one unit, higher grade."""
-    texts = dict(
-        DocumentVersion.objects.filter(pk__in={s.version_id for s in spans}).values_list(
-            "pk", "text"
-        )
-    )
-    return adjudication.coalesce_spans(spans, texts)
 
 
 # --- the bundle ---------------------------------------------------------------------------

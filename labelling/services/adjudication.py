@@ -1,18 +1,18 @@
-"""Agreement, the adjudication queue, lead resolutions and the gold resolution rule.
+"""Agreement, the adjudication queue and lead resolutions.
 
 Reads here gather the votes of a question set (every pool of it); the statistics come from
-`labelling.agreement` and the rule from `labelling.resolution`, both free of Django.
+`labelling.agreement` and the rule from `labelling.resolution`, both free of Django. What the
+votes make the gold of a question set is `labelling.services.gold`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from corpus.spans import merge_overlapping
 from goldset.errors import ServiceError
 from labelling import agreement
 from labelling.models import (
@@ -398,124 +398,3 @@ def resolve(
                 ]
             )
     return resolution
-
-
-# Gold ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class GoldSpanRow:
-    version_id: int
-    doc_id: str
-    version: int
-    start: int
-    end: int
-    grade: int
-    quote: str
-
-
-@dataclass
-class GoldQuestionRow:
-    question: Question
-    answerable: bool | None
-    spans: list[GoldSpanRow]
-    judged: list[tuple[str, int, int, int]]  # doc_id, version, start, end
-    verdict_source: str
-
-
-@dataclass
-class GoldResolution:
-    questions: list[GoldQuestionRow]
-    unresolved: list[QueueEntry]
-
-    @property
-    def complete(self) -> bool:
-        return not self.unresolved
-
-
-def resolve_gold(
-    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1
-) -> GoldResolution:
-    """Apply the gold resolution rule (labelling/resolution.py) to every question of the set."""
-    rows, unresolved = [], []
-    for q in gather_votes(question_set=question_set):
-        verdict = q.decide_verdict()
-        if isinstance(verdict, Pending):
-            unresolved.append(
-                QueueEntry(
-                    pool=q.pool,
-                    question=q.question,
-                    candidate=None,
-                    reason=verdict.reason,
-                    question_votes=q,
-                )
-            )
-        spans, judged, texts = [], [], {}
-        for item in q.items:
-            decision = item.decide(min_span_f1=min_span_f1)
-            candidate = item.candidate
-            if isinstance(decision, Pending):
-                unresolved.append(
-                    QueueEntry(
-                        pool=q.pool,
-                        question=q.question,
-                        candidate=candidate,
-                        reason=decision.reason,
-                        item=item,
-                        question_votes=q,
-                    )
-                )
-                continue
-            document = candidate.version.document
-            texts[candidate.version_id] = candidate.version.text
-            judged.append(
-                (document.doc_id, candidate.version.version, candidate.start, candidate.end)
-            )
-            for start, end in decision.spans:
-                spans.append(
-                    GoldSpanRow(
-                        version_id=candidate.version_id,
-                        doc_id=document.doc_id,
-                        version=candidate.version.version,
-                        start=start,
-                        end=end,
-                        grade=decision.grade,
-                        quote=candidate.version.text[start:end],
-                    )
-                )
-        answerable = None
-        if isinstance(verdict, VerdictDecision):
-            answerable = verdict.outcome == VerdictOutcome.ANSWERABLE
-        rows.append(
-            GoldQuestionRow(
-                question=q.question,
-                answerable=answerable,
-                spans=coalesce_spans(spans, texts) if answerable is not False else [],
-                judged=judged,
-                verdict_source=verdict.source if isinstance(verdict, VerdictDecision) else "",
-            )
-        )
-    return GoldResolution(questions=rows, unresolved=unresolved)
-
-
-def coalesce_spans(spans: list[GoldSpanRow], texts: dict[int, str]) -> list[GoldSpanRow]:
-    """Overlapping gold spans of one question and version become one unit with the higher grade,
-    so evidence that two candidates share is credited once (`corpus.spans`' rule: touching spans
-    stay two units)."""
-    by_version: dict[int, list[GoldSpanRow]] = defaultdict(list)
-    for span in spans:
-        by_version[span.version_id].append(span)
-    merged: list[GoldSpanRow] = []
-    for version_id in sorted(by_version):
-        for start, end, group in merge_overlapping(by_version[version_id], offsets=_offsets):
-            unit = replace(group[0])
-            if len(group) > 1:
-                unit.end = end
-                unit.grade = max(span.grade for span in group)
-                unit.quote = texts[version_id][start:end]
-            merged.append(unit)
-    return merged
-
-
-def _offsets(span: GoldSpanRow) -> tuple[int, int]:
-    return span.start, span.end

@@ -17,6 +17,7 @@ from evaluation.gold import load_corpus_versions, load_gold, load_qrels
 from evaluation.models import GoldSet, GoldSetFile
 from labelling.models import Question
 from labelling.services import adjudication
+from labelling.services.gold import resolve_gold
 from tests.factories import (
     POLICY_TEXT,
     VPN_TEXT,
@@ -362,7 +363,7 @@ def test_resolving_after_a_block_lets_finalise_through(project, people):
     )
     with pytest.raises(services.FinaliseBlocked):
         services.finalise_gold_set(question_set=question_set, user=people["admin"])
-    entry = adjudication.resolve_gold(question_set=question_set).unresolved[0]
+    entry = resolve_gold(question_set=question_set).unresolved[0]
     adjudication.resolve(
         pool=entry.pool, question=entry.question, candidate=entry.candidate,
         user=people["lead"], grade=1, spans=[(0, 26)],
