@@ -48,10 +48,9 @@ from evaluation.gold import (
     Gold,
     GoldQuestion,
     GoldSpan,
-    Passage,
     read_bundle,
 )
-from evaluation.metrics import MetricOptions, RunEvaluation, evaluate_run
+from evaluation.metrics import MetricOptions, RunEvaluation, evaluate_run, first_reaching_ranks
 from evaluation.models import EvaluationRun, GoldSet, GoldSetFile, RunSource
 from evaluation.runs import Run, check_run_against_gold, read_run
 from goldset.errors import ServiceError
@@ -1046,22 +1045,22 @@ def evaluate_gold_set(
 def _question_outcomes(board: Scoreboard) -> list[QuestionOutcome]:
     """Per question: each run's figures at k, and for each gold span where each run first
     reached it — the drill-down that shows which evidence a run missed."""
-    k = board.k_sent_to_model
+    k, threshold = board.k_sent_to_model, board.options.threshold
     unanchored = {(item.question_id, item.span) for item in board.gold.unanchored}
     outcomes = []
     for question_id, question in board.gold.questions.items():
-        relevant_spans = [span for span in question.spans if span.grade >= board.options.threshold]
-        first_ranks = [
-            _first_reaching_ranks(
-                relevant_spans,
-                scored.run.rankings[question_id].passages
-                if question_id in scored.run.rankings
-                else [],
+        relevant = [i for i, span in enumerate(question.spans) if span.grade >= threshold]
+        relevant_spans = [question.spans[i] for i in relevant]
+        first_ranks = []
+        for scored in board.runs:
+            ranking = scored.run.rankings.get(question_id)
+            ranks = first_reaching_ranks(
+                question,
+                ranking.passages if ranking is not None else [],
                 depth=board.options.depth,
                 min_overlap=board.options.min_overlap,
             )
-            for scored in board.runs
-        ]
+            first_ranks.append([ranks[i] for i in relevant])
         spans = [
             SpanOutcome(
                 span=span,
@@ -1087,22 +1086,3 @@ def _question_outcomes(board: Scoreboard) -> list[QuestionOutcome]:
             )
         )
     return outcomes
-
-
-def _first_reaching_ranks(
-    spans: Sequence[GoldSpan], passages: Sequence[Passage], *, depth: int, min_overlap: int
-) -> list[int | None]:
-    """For each span, the 1-based rank of the first passage overlapping it (same document, at
-    least ``min_overlap`` characters; offsets absent = whole document), as the metrics match."""
-    ranks: list[int | None] = [None] * len(spans)
-    for rank, (doc_id, start, end) in enumerate(passages[:depth], start=1):
-        for i, span in enumerate(spans):
-            if ranks[i] is None and span.doc_id == doc_id:
-                low = max(span.start or 0, start or 0)
-                high = min(_END if span.end is None else span.end, _END if end is None else end)
-                if high - low >= min_overlap:
-                    ranks[i] = rank
-    return ranks
-
-
-_END = float("inf")
