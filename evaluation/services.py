@@ -8,8 +8,6 @@ gold set's own files, so the page shows exactly what ``python -m evaluation`` pr
 
 from __future__ import annotations
 
-import csv
-import hashlib
 import io
 import json
 import re
@@ -17,9 +15,8 @@ import threading
 import zipfile
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from django.db import transaction
 from django.db.models import Max, Q
@@ -27,7 +24,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from corpus import jobs
-from corpus.chunking import ChunkSpec, chunk_spans
+from corpus.chunking import ChunkSpec
 from corpus.models import (
     ChunkingScheme,
     Document,
@@ -40,6 +37,7 @@ from corpus.models import (
 )
 from corpus.services.retrieval import retrieve
 from evaluation.baseline import BASELINE_NAME, bm25_baseline_run
+from evaluation.bundle import Bundle, BundleInfo, CorpusVersion, Vote, build_bundle, sha256
 from evaluation.gold import (
     CORPUS_FILE,
     GOLD_FILE,
@@ -64,22 +62,6 @@ from labelling.models import (
 )
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
 from labelling.services.gold import FrozenQuestion, UnresolvedItem, collect_gold
-
-BUNDLE_FORMAT = "goldset-bundle"
-BUNDLE_FORMAT_VERSION = 1
-QRELS_FILE = "qrels.trec"
-JUDGEMENTS_FILE = "judgements.csv"
-BEIR_CORPUS, BEIR_QUERIES, BEIR_QRELS = (
-    "beir/corpus.jsonl",
-    "beir/queries.jsonl",
-    "beir/qrels/test.tsv",
-)
-# Spreadsheets run a cell that starts with one of these as a formula.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-JUDGEMENT_COLUMNS = [
-    "question_id", "pool", "kind", "source", "labeller", "doc_id", "version", "start", "end",
-    "grade", "outcome", "spans", "note", "guideline_version", "recorded_at",
-]  # fmt: skip
 
 # The evaluation page: the CLI's defaults, plus a recall curve up to CURVE_MIN_K (or further,
 # to the project's k sent to the model).
@@ -112,21 +94,10 @@ class RunRejected(GoldSetError):
     """An uploaded run that cannot be scored against the gold set; nothing was stored."""
 
 
-# --- the bundle ---------------------------------------------------------------------------
+# --- what the bundle is written from ------------------------------------------------------
 
 
-@dataclass
-class Bundle:
-    files: dict[str, bytes]  # path inside the bundle folder -> content, manifest.json included
-    manifest: dict[str, Any]
-    document_ids: set[int]  # Document pks whose text the bundle carries
-
-    @property
-    def checksum(self) -> str:
-        return _sha256(self.files[MANIFEST_FILE])
-
-
-def build_bundle(
+def _bundle(
     *,
     question_set: QuestionSet,
     questions: Sequence[FrozenQuestion],
@@ -134,137 +105,47 @@ def build_bundle(
     created_by: str | None,
     created_at,
     min_span_f1: float,
-) -> Bundle:
-    """Every file of a gold set's bundle, from its resolved questions (nothing is written)."""
+) -> tuple[Bundle, set[int]]:
+    """The bundle of the resolved questions, and the Document pks whose text it carries."""
     project = question_set.project
-    corpus_versions = _corpus_versions(project, questions)
-    files: dict[str, bytes] = {
-        GOLD_FILE: _jsonl(_gold_line(question) for question in questions),
-        CORPUS_FILE: _jsonl(
-            {
-                "doc_id": version.document.doc_id,
-                "version": version.version,
-                "title": version.document.title,
-                "text": version.text,
-                "access_groups": _group_names(version.document),
-            }
-            for version in corpus_versions
-        ),
-    }
-    document_grades = [_document_grades(question) for question in questions]
-    files[QRELS_FILE] = _text(
-        f"{_trec_id(question.question_id)} 0 {_trec_id(doc_id)} {grade}\n"
-        for question, grades in zip(questions, document_grades, strict=True)
-        for doc_id, grade in grades.items()
-    )
-    schemes = list(ChunkingScheme.objects.filter(project=project).order_by("name"))
-    texts = {version.pk: version.text for version in corpus_versions}
-    version_pks = _version_pks(project)
-    texts.update(_judged_texts(questions, version_pks=version_pks, known=texts))
-    for scheme in schemes:
-        files[f"qrels-{scheme.name}.trec"] = _chunk_qrels(
-            scheme, questions, texts=texts, version_pks=version_pks
+    versions = _corpus_versions(project, questions)
+    texts = {(version.document.doc_id, version.version): version.text for version in versions}
+    texts.update(_judged_texts(project, questions, known=texts))
+    schemes = {
+        scheme.name: ChunkSpec(
+            strategy=scheme.strategy, unit=scheme.unit, size=scheme.size, overlap=scheme.overlap
         )
-    newest = {version.document.doc_id: version for version in corpus_versions}
-    files[BEIR_CORPUS] = _jsonl(
-        {"_id": doc_id, "title": version.document.title, "text": version.text}
-        for doc_id, version in newest.items()
-    )
-    files[BEIR_QUERIES] = _jsonl(
-        {"_id": question.question_id, "text": question.text} for question in questions
-    )
-    files[BEIR_QRELS] = _text(
-        ["query-id\tcorpus-id\tscore\n"]
-        + [
-            f"{_trec_id(question.question_id)}\t{_trec_id(doc_id)}\t{grade}\n"
-            for question, grades in zip(questions, document_grades, strict=True)
-            for doc_id, grade in grades.items()
-        ]
-    )
-    votes = _vote_rows(question_set)
-    files[JUDGEMENTS_FILE] = _csv(votes)
-
-    answerable = sum(1 for q in questions if q.answerable)
-    manifest: dict[str, Any] = {
-        "format": BUNDLE_FORMAT,
-        "format_version": BUNDLE_FORMAT_VERSION,
-        "project": project.slug,
-        "question_set": question_set.name,
-        "gold_set": f"v{number}",
-        "number": number,
-        "created_by": created_by,
-        "created_at": created_at.isoformat(),
-        "questions": len(questions),
-        "answerable": answerable,
-        "unanswerable": len(questions) - answerable,
-        "answerable_without_relevant_spans": sum(
-            1 for q in questions if q.answerable and not any(s.grade >= 1 for s in q.spans)
+        for scheme in ChunkingScheme.objects.filter(project=project).order_by("name")
+    }
+    bundle = build_bundle(
+        info=BundleInfo(
+            project=project.slug,
+            question_set=question_set.name,
+            number=number,
+            created_by=created_by,
+            created_at=created_at,
+            min_span_f1=min_span_f1,
+            guideline_versions=_guideline_versions(question_set),
         ),
-        "spans": sum(len(q.spans) for q in questions),
-        "judged_passages": sum(len(q.judged) for q in questions),
-        "votes": len(votes),
-        "guideline_versions": _guideline_versions(question_set),
-        "min_span_f1": min_span_f1,
-        "chunking_schemes": [
-            {
-                "name": scheme.name,
-                "strategy": scheme.strategy,
-                "unit": scheme.unit,
-                "size": scheme.size,
-                "overlap": scheme.overlap,
-                "qrels": f"qrels-{scheme.name}.trec",
-            }
-            for scheme in schemes
+        questions=questions,
+        corpus=[
+            CorpusVersion(
+                doc_id=version.document.doc_id,
+                version=version.version,
+                title=version.document.title,
+                text=version.text,
+                content_hash=version.content_hash,
+                access_groups=tuple(
+                    sorted(group.name for group in version.document.access_groups.all())
+                ),
+            )
+            for version in versions
         ],
-        "corpus": {
-            "documents": len(newest),
-            "versions": len(corpus_versions),
-            "fingerprint": corpus_fingerprint(
-                (v.document.doc_id, v.version, v.content_hash) for v in corpus_versions
-            ),
-        },
-        "files": {
-            name: {"sha256": _sha256(content), "bytes": len(content)}
-            for name, content in sorted(files.items())
-        },
-    }
-    files[MANIFEST_FILE] = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
-    return Bundle(
-        files=files,
-        manifest=manifest,
-        document_ids={version.document_id for version in corpus_versions},
+        texts=texts,
+        schemes=schemes,
+        votes=_votes(question_set),
     )
-
-
-def corpus_fingerprint(versions: Iterable[tuple[str, int, str]]) -> str:
-    """SHA-256 over one ``doc_id<TAB>version<TAB>content_hash<LF>`` line per version, sorted."""
-    lines = sorted(
-        f"{doc_id}\t{version}\t{content_hash}\n" for doc_id, version, content_hash in versions
-    )
-    return _sha256("".join(lines).encode("utf-8"))
-
-
-def _gold_line(question: FrozenQuestion) -> dict[str, Any]:
-    return {
-        "question_id": question.question_id,
-        "question": question.text,
-        "answerable": question.answerable,
-        "spans": [
-            {
-                "doc_id": span.doc_id,
-                "start": span.start,
-                "end": span.end,
-                "grade": span.grade,
-                "version": span.version,
-                "quote": span.quote,
-            }
-            for span in question.spans
-        ],
-        "judged": [
-            {"doc_id": doc_id, "start": start, "end": end, "version": version}
-            for doc_id, version, start, end in question.judged
-        ],
-    }
+    return bundle, {version.document_id for version in versions}
 
 
 def _corpus_versions(
@@ -283,95 +164,27 @@ def _corpus_versions(
     )
 
 
-def _group_names(document: Document) -> list[str]:
-    return sorted(group.name for group in document.access_groups.all())
-
-
 def _judged_texts(
-    questions: Sequence[FrozenQuestion],
-    *,
-    version_pks: dict[tuple[str, int], int],
-    known: dict[int, str],
-) -> dict[int, str]:
+    project: Project, questions: Sequence[FrozenQuestion], *, known: dict[tuple[str, int], str]
+) -> dict[tuple[str, int], str]:
     """Texts of versions judged passages point at that the corpus file does not carry."""
-    wanted = {
-        version_pks[(doc_id, version)]
-        for q in questions
-        for doc_id, version, _, _ in q.judged
-        if (doc_id, version) in version_pks
-    }
-    missing = sorted(wanted - set(known))
-    return dict(DocumentVersion.objects.filter(pk__in=missing).values_list("pk", "text"))
-
-
-def _version_pks(project: Project) -> dict[tuple[str, int], int]:
-    return {
-        (doc_id, version): pk
+    wanted = {(doc_id, version) for q in questions for doc_id, version, _, _ in q.judged}
+    wanted -= set(known)
+    if not wanted:
+        return {}
+    keys = {
+        pk: (doc_id, version)
         for pk, doc_id, version in DocumentVersion.objects.filter(
             document__project=project
         ).values_list("pk", "document__doc_id", "version")
+        if (doc_id, version) in wanted
     }
-
-
-def _document_grades(question: FrozenQuestion) -> dict[str, int]:
-    """Document-level grade: the highest grade of the question's spans in the document; a
-    document that was judged but holds no gold span is 0 (judged, not relevant)."""
-    grades: dict[str, int] = {}
-    for doc_id, *_ in question.judged:
-        grades.setdefault(doc_id, 0)
-    for span in question.spans:
-        grades[span.doc_id] = max(grades.get(span.doc_id, 0), span.grade)
-    return dict(sorted(grades.items()))
-
-
-def _chunk_qrels(
-    scheme: ChunkingScheme,
-    questions: Sequence[FrozenQuestion],
-    *,
-    texts: dict[int, str],
-    version_pks: dict[tuple[str, int], int],
-) -> bytes:
-    """Chunk-level qrels: chunk ``doc_id#ordinal`` of the span's own version under this scheme;
-    a chunk's grade is the highest grade of the spans it overlaps, 0 for a chunk that only
-    overlaps judged passages."""
-    spec = ChunkSpec(
-        strategy=scheme.strategy, unit=scheme.unit, size=scheme.size, overlap=scheme.overlap
-    )
-    chunks_of: dict[int, list[tuple[int, int]]] = {}
-
-    def chunks(pk: int) -> list[tuple[int, int]]:
-        if pk not in chunks_of:
-            chunks_of[pk] = chunk_spans(texts[pk], spec)
-        return chunks_of[pk]
-
-    def overlapping(pk: int, start: int, end: int) -> list[int]:
-        return [i for i, (s, e) in enumerate(chunks(pk)) if s < end and start < e]
-
-    lines = []
-    for question in questions:
-        grades: dict[tuple[str, int], int] = {}
-        for doc_id, version, start, end in question.judged:
-            pk = version_pks.get((doc_id, version))
-            if pk is not None:
-                for ordinal in overlapping(pk, start, end):
-                    grades.setdefault((doc_id, ordinal), 0)
-        for span in question.spans:
-            for ordinal in overlapping(span.version_id, span.start, span.end):
-                key = (span.doc_id, ordinal)
-                grades[key] = max(grades.get(key, 0), span.grade)
-        qid = _trec_id(question.question_id)
-        lines += [
-            f"{qid} 0 {_trec_id(f'{doc_id}#{ordinal}')} {grade}\n"
-            for (doc_id, ordinal), grade in sorted(grades.items())
-        ]
-    return _text(lines)
-
-
-def _trec_id(identifier: str) -> str:
-    """TREC and BEIR files split on whitespace: an id holding some gets it percent-encoded."""
-    if not any(character.isspace() or character == "%" for character in identifier):
-        return identifier
-    return "".join(f"%{ord(c):02X}" if c.isspace() or c == "%" else c for c in identifier)
+    return {
+        keys[pk]: text
+        for pk, text in DocumentVersion.objects.filter(pk__in=sorted(keys)).values_list(
+            "pk", "text"
+        )
+    }
 
 
 def _guideline_versions(question_set: QuestionSet) -> list[int]:
@@ -388,14 +201,14 @@ def _guideline_versions(question_set: QuestionSet) -> list[int]:
     return sorted(versions)
 
 
-def _vote_rows(question_set: QuestionSet) -> list[dict[str, Any]]:
+def _votes(question_set: QuestionSet) -> list[Vote]:
     """Every vote of the set: each judgement, each verdict (a labeller who finished without
     marking the question voted "answerable"), each lead's resolution."""
     order = {
         pk: i
         for i, pk in enumerate(question_set.questions.order_by("pk").values_list("pk", flat=True))
     }
-    rows: list[tuple[tuple, dict[str, Any]]] = []
+    rows: list[tuple[tuple, Vote]] = []
     judgements = (
         Judgement.objects.filter(assignment__pool__question_set=question_set)
         .select_related(
@@ -408,35 +221,30 @@ def _vote_rows(question_set: QuestionSet) -> list[dict[str, Any]]:
         .prefetch_related("spans")
     )
     for j in judgements:
-        candidate = j.candidate
+        candidate, assignment = j.candidate, j.assignment
+        doc_id = candidate.version.document.doc_id
         rows.append(
             (
-                (
-                    order[j.assignment.question_id],
-                    j.assignment.pool.name,
-                    0,
-                    candidate.version.document.doc_id,
-                    candidate.start,
-                    j.assignment.slot,
+                (order[assignment.question_id], assignment.pool.name, 0, doc_id,
+                 candidate.start, assignment.slot),
+                Vote(
+                    question_id=assignment.question.external_id,
+                    pool=assignment.pool.name,
+                    kind="judgement",
+                    source="labeller",
+                    labeller=_username(assignment.labeller),
+                    doc_id=doc_id,
+                    version=candidate.version.version,
+                    start=candidate.start,
+                    end=candidate.end,
+                    grade=j.grade,
+                    spans=_offsets(j.spans.all()),
+                    note=j.note,
+                    guideline_version=j.guideline.version if j.guideline else None,
+                    recorded_at=j.updated_at,
                 ),
-                {
-                    "question_id": j.assignment.question.external_id,
-                    "pool": j.assignment.pool.name,
-                    "kind": "judgement",
-                    "source": "labeller",
-                    "labeller": _username(j.assignment.labeller),
-                    "doc_id": candidate.version.document.doc_id,
-                    "version": candidate.version.version,
-                    "start": candidate.start,
-                    "end": candidate.end,
-                    "grade": j.grade,
-                    "spans": _spans_cell(j.spans.all()),
-                    "note": j.note,
-                    "guideline_version": j.guideline.version if j.guideline else "",
-                    "recorded_at": j.updated_at.isoformat(),
-                },
             )
-        )
+        )  # fmt: skip
     assignments = Assignment.objects.filter(pool__question_set=question_set).select_related(
         "labeller", "pool", "question", "verdict__guideline"
     )
@@ -447,19 +255,19 @@ def _vote_rows(question_set: QuestionSet) -> list[dict[str, Any]]:
         rows.append(
             (
                 (order[a.question_id], a.pool.name, 1, "", 0, a.slot),
-                {
-                    "question_id": a.question.external_id,
-                    "pool": a.pool.name,
-                    "kind": "verdict",
-                    "source": "labeller" if verdict else "finished without marking",
-                    "labeller": _username(a.labeller),
-                    "outcome": verdict.outcome if verdict else VerdictOutcome.ANSWERABLE.value,
-                    "note": verdict.reason if verdict else "",
-                    "guideline_version": verdict.guideline.version
+                Vote(
+                    question_id=a.question.external_id,
+                    pool=a.pool.name,
+                    kind="verdict",
+                    source="labeller" if verdict else "finished without marking",
+                    labeller=_username(a.labeller),
+                    outcome=verdict.outcome if verdict else VerdictOutcome.ANSWERABLE.value,
+                    note=verdict.reason if verdict else "",
+                    guideline_version=verdict.guideline.version
                     if verdict and verdict.guideline
-                    else "",
-                    "recorded_at": (verdict.updated_at if verdict else a.completed_at).isoformat(),
-                },
+                    else None,
+                    recorded_at=verdict.updated_at if verdict else a.completed_at,
+                ),
             )
         )
     resolutions = (
@@ -469,78 +277,38 @@ def _vote_rows(question_set: QuestionSet) -> list[dict[str, Any]]:
     )
     for r in resolutions:
         candidate = r.candidate
-        row: dict[str, Any] = {
-            "question_id": r.question.external_id,
-            "pool": r.pool.name,
-            "kind": "resolution",
-            "source": "lead",
-            "labeller": _username(r.resolved_by),
-            "note": r.note,
-            "recorded_at": r.resolved_at.isoformat(),
-        }
+        vote = Vote(
+            question_id=r.question.external_id,
+            pool=r.pool.name,
+            kind="resolution",
+            source="lead",
+            labeller=_username(r.resolved_by),
+            note=r.note,
+            recorded_at=r.resolved_at,
+        )
         if candidate is None:
-            row["outcome"] = r.outcome
+            vote = replace(vote, outcome=r.outcome)
         else:
-            row.update(
+            vote = replace(
+                vote,
                 doc_id=candidate.version.document.doc_id,
                 version=candidate.version.version,
                 start=candidate.start,
                 end=candidate.end,
                 grade=r.grade,
-                spans=_spans_cell(r.spans.all()),
+                spans=_offsets(r.spans.all()),
             )
-        rows.append(
-            (
-                (
-                    order[r.question_id],
-                    r.pool.name,
-                    2,
-                    row.get("doc_id", ""),
-                    row.get("start", 0),
-                    0,
-                ),
-                row,
-            )
-        )
+        rows.append(((order[r.question_id], r.pool.name, 2, vote.doc_id, vote.start or 0, 0), vote))
     rows.sort(key=lambda pair: pair[0])
-    return [row for _, row in rows]
+    return [vote for _, vote in rows]
 
 
 def _username(user) -> str:
     return user.get_username() if user is not None else ""
 
 
-def _spans_cell(spans) -> str:
-    return json.dumps(
-        [[span.start, span.end] for span in sorted(spans, key=lambda s: (s.start, s.end))]
-    )
-
-
-def spreadsheet_safe(value: Any) -> str:
-    """A CSV cell a spreadsheet will not run: text starting like a formula gets an apostrophe."""
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
-
-
-def _csv(rows: list[dict[str, Any]]) -> bytes:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(JUDGEMENT_COLUMNS)
-    for row in rows:
-        writer.writerow([spreadsheet_safe(row.get(column, "")) for column in JUDGEMENT_COLUMNS])
-    return buffer.getvalue().encode("utf-8")
-
-
-def _jsonl(records: Iterable[dict[str, Any]]) -> bytes:
-    return _text(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-
-
-def _text(lines: Iterable[str]) -> bytes:
-    return "".join(lines).encode("utf-8")
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def _offsets(spans) -> tuple[tuple[int, int], ...]:
+    return tuple((span.start, span.end) for span in spans)
 
 
 # --- finalising and reading a gold set ------------------------------------------------------
@@ -573,7 +341,7 @@ def finalise_gold_set(
             or 0
         ) + 1
         created_at = timezone.now()
-        bundle = build_bundle(
+        bundle, document_ids = _bundle(
             question_set=question_set,
             questions=questions,
             number=number,
@@ -589,7 +357,7 @@ def finalise_gold_set(
             created_at=created_at,
             manifest=bundle.manifest,
             checksum=bundle.checksum,
-            document_count=len(bundle.document_ids),
+            document_count=len(document_ids),
         )
         GoldSetFile.objects.bulk_create(
             [
@@ -598,12 +366,12 @@ def finalise_gold_set(
                     name=name,
                     content=content,
                     size=len(content),
-                    sha256=_sha256(content),
+                    sha256=sha256(content),
                 )
                 for name, content in sorted(bundle.files.items())
             ]
         )
-        gold_set.documents.set(bundle.document_ids)
+        gold_set.documents.set(document_ids)
     return gold_set
 
 
@@ -661,13 +429,13 @@ def verify_gold_set(gold_set: GoldSet) -> list[str]:
     files = bundle_files(gold_set)
     problems = []
     manifest_bytes = files.get(MANIFEST_FILE, b"")
-    if _sha256(manifest_bytes) != gold_set.checksum:
+    if sha256(manifest_bytes) != gold_set.checksum:
         problems.append("manifest.json does not match the gold set's checksum")
     listed = json.loads(manifest_bytes or b"{}").get("files", {})
     for name, entry in listed.items():
         if name not in files:
             problems.append(f"{name} is missing")
-        elif _sha256(files[name]) != entry["sha256"]:
+        elif sha256(files[name]) != entry["sha256"]:
             problems.append(f"{name} does not match its SHA-256 in the manifest")
     problems += [
         f"{name} is not in the manifest"
@@ -750,7 +518,7 @@ def record_uploaded_run(
         source=RunSource.UPLOAD,
         file_name=Path(file_name).name[:255],
         content=data,
-        sha256=_sha256(data),
+        sha256=sha256(data),
         questions=len(run.rankings),
         created_by=user,
     )
@@ -833,7 +601,7 @@ def record_retriever_run(
             lines.append({"question_id": question.question_id, "results": results})
         if advance:
             advance(len(batch))
-    data = _jsonl(lines)
+    data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
     index_built_at = (
         Retriever.objects.filter(pk=retriever.pk)
         .values_list("active_index__built_at", flat=True)
@@ -853,7 +621,7 @@ def record_retriever_run(
         depth=depth,
         file_name=f"{name}.jsonl",
         content=data,
-        sha256=_sha256(data),
+        sha256=sha256(data),
         questions=len(lines),
         created_by=user,
     )

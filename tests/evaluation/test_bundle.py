@@ -3,12 +3,15 @@ any byte must be a decision, never a side effect of moving code."""
 
 import datetime
 import hashlib
+from dataclasses import dataclass
 
 import pytest
 from django.utils import timezone
 
+from corpus.chunking import ChunkSpec
 from corpus.models import Document
 from corpus.services import documents
+from evaluation.bundle import BundleInfo, CorpusVersion, Vote, build_bundle
 from evaluation.services import finalise_gold_set
 from labelling.models import Assignment, Candidate, Guideline, Judgement, Pool, Span, Verdict
 from tests.factories import (
@@ -98,3 +101,79 @@ def test_a_bundle_built_by_the_app_is_byte_for_byte_the_golden_one(
     }
     digests = {name: hashlib.sha256(content).hexdigest() for name, content in files.items()}
     assert digests == GOLDEN
+
+
+# --- the writer itself, on plain data ------------------------------------------------------------
+
+
+@dataclass
+class PlainSpan:
+    doc_id: str
+    version: int
+    start: int
+    end: int
+    grade: int
+    quote: str = ""
+
+
+@dataclass
+class PlainQuestion:
+    question_id: str
+    text: str
+    answerable: bool
+    spans: list
+    judged: list
+
+
+TEXT = "alpha beta gamma delta"  # fixed-6 chars chunks: [0,5) [6,12) [12,18) [18,22)
+
+
+def plain_bundle(questions, votes=()):
+    return build_bundle(
+        info=BundleInfo(
+            project="p", question_set="s", number=2, created_by="ada", created_at=FIXED_NOW,
+            min_span_f1=0.5, guideline_versions=[1, 3],
+        ),
+        questions=questions,
+        corpus=[CorpusVersion("d", 1, "D", TEXT, "h1"), CorpusVersion("d", 2, "D", TEXT, "h2")],
+        texts={("d", 1): TEXT, ("d", 2): TEXT},
+        schemes={"six": ChunkSpec(strategy="fixed", unit="chars", size=6, overlap=0)},
+        votes=list(votes),
+    )  # fmt: skip
+
+
+def test_chunk_qrels_count_chunks_sharing_a_character_with_a_span_not_touching_ones():
+    question = PlainQuestion(
+        "q", "?", True, [PlainSpan("d", 1, 6, 12, 2)], [("d", 1, 12, 14), ("x", 1, 0, 3)]
+    )
+    bundle = plain_bundle([question])
+    # [6, 12) is chunk 1 exactly; the judged [12, 14) touches chunk 1 and is in chunk 2; the
+    # judged passage of an unknown version is left out of chunk qrels, not of document qrels.
+    assert bundle.files["qrels-six.trec"] == b"q 0 d#1 2\nq 0 d#2 0\n"
+    assert bundle.files["qrels.trec"] == b"q 0 d 2\nq 0 x 0\n"
+    assert bundle.manifest["corpus"]["documents"] == 1
+    assert bundle.manifest["corpus"]["versions"] == 2
+    assert bundle.manifest["files"]["beir/corpus.jsonl"]["bytes"] == len(
+        bundle.files["beir/corpus.jsonl"]
+    )
+    assert bundle.checksum == hashlib.sha256(bundle.files["manifest.json"]).hexdigest()
+
+
+def test_votes_become_spreadsheet_safe_cells():
+    votes = [
+        Vote(
+            question_id="q", pool="p", kind="judgement", source="labeller", labeller="ann",
+            recorded_at=FIXED_NOW, doc_id="d", version=1, start=0, end=9, grade=1,
+            spans=((4, 9), (0, 2)), note="=cmd()", guideline_version=3,
+        ),
+        Vote(
+            question_id="q", pool="p", kind="verdict", source="labeller", labeller="ann",
+            recorded_at=FIXED_NOW, outcome="unanswerable",
+        ),
+    ]  # fmt: skip
+    csv_text = plain_bundle([], votes).files["judgements.csv"].decode()
+    assert csv_text.splitlines()[1:] == [
+        'q,p,judgement,labeller,ann,d,1,0,9,1,,"[[0, 2], [4, 9]]",\'=cmd(),3,'
+        "2025-03-04T05:06:07+00:00",
+        "q,p,verdict,labeller,ann,,,,,,unanswerable,,,,2025-03-04T05:06:07+00:00",
+    ]

@@ -13,6 +13,7 @@ from corpus.chunking import ChunkSpec, chunk_spans
 from corpus.models import Document
 from corpus.services import documents
 from evaluation import services
+from evaluation.bundle import JUDGEMENT_COLUMNS, spreadsheet_safe
 from evaluation.gold import load_corpus_versions, load_gold, load_qrels
 from evaluation.models import GoldSet, GoldSetFile
 from labelling.models import Question
@@ -249,7 +250,7 @@ def test_judgements_csv_keeps_every_vote_and_defuses_formulas(bundle):
     _, folder = bundle
     text = (folder / "judgements.csv").read_text()
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert list(rows[0]) == services.JUDGEMENT_COLUMNS
+    assert list(rows[0]) == JUDGEMENT_COLUMNS
     kinds = [row["kind"] for row in rows]
     assert kinds.count("judgement") == 7 and kinds.count("resolution") == 1
     assert kinds.count("verdict") == 4  # q3's explicit one and three finished without marking
@@ -280,7 +281,7 @@ def test_judgements_csv_keeps_every_vote_and_defuses_formulas(bundle):
      ("\tx", "'\tx"), ("\rx", "'\rx"), ("plain = text", "plain = text"), (None, ""), (2, "2")],
 )  # fmt: skip
 def test_spreadsheet_cells_are_escaped(value, cell):
-    assert services.spreadsheet_safe(value) == cell
+    assert spreadsheet_safe(value) == cell
 
 
 def test_ids_with_whitespace_are_percent_encoded_in_trec_files(project, people, tmp_path):
