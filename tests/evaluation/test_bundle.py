@@ -12,7 +12,7 @@ from corpus.chunking import ChunkSpec
 from corpus.models import Document
 from corpus.services import documents
 from evaluation.bundle import BundleInfo, CorpusVersion, Vote, build_bundle
-from evaluation.services import finalise_gold_set
+from evaluation.services.gold_sets import finalise_gold_set
 from labelling.models import Assignment, Candidate, Guideline, Judgement, Pool, Span, Verdict
 from tests.factories import (
     VPN_TEXT,
