@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
@@ -154,6 +154,22 @@ def _compile(
     gains: dict[int, float],
     unreachable: set[tuple[str, GoldSpan]],
 ) -> _CompiledQuestion:
+    documents, grades = _index(question, unreachable=unreachable)
+    # Ideal DCG: every unit's gain, best first, as if all were ranked at the top.
+    ideal_gains = sorted((gains[grade] for grade in grades), reverse=True)
+    prefix = [0.0]
+    for i, gain in enumerate(ideal_gains[: max(options.ks)]):
+        prefix.append(prefix[-1] + gain / math.log2(i + 2))
+    ideal_dcg = [prefix[min(k, len(prefix) - 1)] for k in options.ks]
+    relevant = sum(1 for grade in grades if grade >= options.threshold)
+    return _CompiledQuestion(documents, grades, relevant, ideal_dcg)
+
+
+def _index(
+    question: GoldQuestion, *, unreachable: set[tuple[str, GoldSpan]]
+) -> tuple[dict[str, _DocumentEntry], list[int]]:
+    """Per document, what a passage there can reach; and the grade of each unit, numbered in
+    the order of the question's spans of grade >= 1."""
     whole: dict[str, tuple[int, ...]] = {}
     ranged: dict[str, _RangedDocument] = {}
     grades: list[int] = []
@@ -190,15 +206,7 @@ def _compile(
         document.ranged_units.sort()
         document.judged_ranges.sort()
         documents[doc_id] = document
-
-    # Ideal DCG: every unit's gain, best first, as if all were ranked at the top.
-    ideal_gains = sorted((gains[grade] for grade in grades), reverse=True)
-    prefix = [0.0]
-    for i, gain in enumerate(ideal_gains[: max(options.ks)]):
-        prefix.append(prefix[-1] + gain / math.log2(i + 2))
-    ideal_dcg = [prefix[min(k, len(prefix) - 1)] for k in options.ks]
-    relevant = sum(1 for grade in grades if grade >= options.threshold)
-    return _CompiledQuestion(documents, grades, relevant, ideal_dcg)
+    return documents, grades
 
 
 def _gain_table(grades: Iterable[int], gain: Gain) -> dict[int, float]:
@@ -211,20 +219,21 @@ def _gain_table(grades: Iterable[int], gain: Gain) -> dict[int, float]:
 
 
 def _credit(
-    compiled: _CompiledQuestion,
-    passages: list[Passage],
+    documents: dict[str, _DocumentEntry],
+    grades: list[int],
+    passages: Sequence[Passage],
     *,
     depth: int,
     min_overlap: int,
     threshold: int,
+    first_ranks: list[int | None] | None = None,
 ) -> tuple[list[tuple[int, int, int]], list[int], int]:
     """Walk the top of a ranking once; this loop is where the time goes on large runs.
 
     Returns the passages that earned credit as (rank, grade, relevant units newly reached), the
     ranks of judged passages (both 0-based, ascending), and how many passages were looked at.
+    With ``first_ranks`` (one slot per unit), each unit's slot gets the rank that reached it.
     """
-    documents = compiled.documents
-    grades = compiled.grades
     reached: set[int] = set()
     hits: list[tuple[int, int, int]] = []
     judged_ranks: list[int] = []
@@ -242,6 +251,8 @@ def _credit(
                 unit = entry[0]
                 if unit not in reached:
                     reached.add(unit)
+                    if first_ranks is not None:
+                        first_ranks[unit] = rank
                     grade = grades[unit]
                     hits.append((rank, grade, 1 if grade >= threshold else 0))
                 continue
@@ -253,10 +264,44 @@ def _credit(
         new_units = [unit for unit in units if unit not in reached]
         if new_units:
             reached.update(new_units)
+            if first_ranks is not None:
+                for unit in new_units:
+                    first_ranks[unit] = rank
             new_grades = [grades[unit] for unit in new_units]
             relevant = sum(1 for grade in new_grades if grade >= threshold)
             hits.append((rank, max(new_grades), relevant))
     return hits, judged_ranks, len(top)
+
+
+def first_reaching_ranks(
+    question: GoldQuestion, passages: Sequence[Passage], *, depth: int, min_overlap: int = 1
+) -> list[int | None]:
+    """For each of the question's spans, the 1-based rank of the first of the top ``depth``
+    passages that reaches it; None when none does, and for spans of grade 0 (no unit).
+
+    The rule the metrics credit by, through their own walk: a passage reaches a span when both
+    sit in the same document and overlap by at least ``min_overlap`` characters (no offsets: the
+    whole document), and each span is credited once, at its first reaching rank. So recall@k is
+    the share of relevant spans whose rank is at most k. Re-anchoring is the caller's: spans the
+    reader could not re-anchor get a rank here like any other.
+    """
+    documents, grades = _index(question, unreachable=set())
+    unit_ranks: list[int | None] = [None] * len(grades)
+    _credit(
+        documents,
+        grades,
+        passages,
+        depth=depth,
+        min_overlap=min_overlap,
+        threshold=1,
+        first_ranks=unit_ranks,
+    )
+    ranks: list[int | None] = []
+    units = iter(unit_ranks)  # one unit per span of grade >= 1, in span order
+    for span in question.spans:
+        rank = next(units) if span.grade >= 1 else None
+        ranks.append(None if rank is None else rank + 1)
+    return ranks
 
 
 def _score_ranking(
@@ -269,7 +314,8 @@ def _score_ranking(
 ) -> dict[str, float]:
     threshold = options.threshold
     hits, judged_ranks, looked_at = _credit(
-        compiled,
+        compiled.documents,
+        compiled.grades,
         passages,
         depth=options.depth,
         min_overlap=options.min_overlap,

@@ -1,8 +1,8 @@
 """Frozen gold sets and the runs scored against them.
 
-A gold set is written once, by `evaluation.services.finalise_gold_set`, and never changed: its
-bundle files live in the database (so any web process can serve them) beside a manifest that
-names the SHA-256 of each file.
+A gold set is written once, by `evaluation.services.gold_sets.finalise_gold_set`, and never
+changed: its bundle files live in the database (so any web process can serve them) beside a
+manifest that names the SHA-256 of each file.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ from celery import shared_task
 from django.db import DatabaseError
 
 from corpus import jobs
-from evaluation import services
+from evaluation.services import evaluation_runs
 
 
 @shared_task(acks_late=True, autoretry_for=(DatabaseError,), max_retries=3, retry_backoff=5)
 def evaluation_run(job_id: int) -> None:
-    jobs.run(job_id, services.run_retriever_run)
+    jobs.run(job_id, evaluation_runs.run_retriever_run)

@@ -7,9 +7,6 @@ refused the download and the figures.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -19,49 +16,17 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 
 from corpus.access import ProjectAccess, project_access
-from corpus.models import Retriever, RetrieverKind, Role
-from evaluation import services
+from corpus.models import Role
+from evaluation import scoreboard
+from evaluation.forms import FinaliseForm, KSentForm, RetrieverRunForm, UploadRunForm
 from evaluation.models import EvaluationRun, GoldSet
+from evaluation.services import evaluation_runs, gold_sets
+from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
 from labelling.models import QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
 
-# Line colours of the recall curve (SVG presentation attributes: the CSP forbids inline styles).
 # Runs scored when the page is opened without a choice: the newest few.
 DEFAULT_RUNS = 6
-PALETTE = ["#1f4e9c", "#b54708", "#067647", "#8a6d1e", "#7a2e98", "#c01048", "#0e7090", "#667085"]
-
-
-class FinaliseForm(forms.Form):
-    min_span_f1 = forms.FloatField(
-        min_value=0.0,
-        max_value=1.0,
-        required=False,
-        initial=DEFAULT_MIN_SPAN_F1,
-        label="Minimum span F1 for two labellers to agree",
-    )
-
-
-class UploadRunForm(forms.Form):
-    name = forms.CharField(
-        max_length=100, required=False, help_text="Defaults to the file name without extension."
-    )
-    file = forms.FileField(label="Run file (JSONL or TREC)")
-
-
-class RetrieverRunForm(forms.Form):
-    retriever = forms.ModelChoiceField(queryset=Retriever.objects.none())
-
-    def __init__(self, *args, project, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["retriever"].queryset = Retriever.objects.filter(
-            project=project, active_index__isnull=False
-        ).exclude(kind=RetrieverKind.RUN)
-
-
-class KSentForm(forms.Form):
-    k_sent_to_model = forms.IntegerField(
-        min_value=1, max_value=services.MAX_K_SENT_TO_MODEL, label="k sent to the model"
-    )
 
 
 def _gold_set(access: ProjectAccess, gold_set_id: int) -> GoldSet:
@@ -122,12 +87,12 @@ def finalise_gold_set(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
         return _render_list(request, access, form=form, status=400)
     min_span_f1 = form.cleaned_data["min_span_f1"]
     try:
-        gold_set = services.finalise_gold_set(
+        gold_set = gold_sets.finalise_gold_set(
             question_set=question_set,
             user=request.user,
             min_span_f1=DEFAULT_MIN_SPAN_F1 if min_span_f1 is None else min_span_f1,
         )
-    except services.FinaliseBlocked as blocked:
+    except gold_sets.FinaliseBlocked as blocked:
         return _render_list(
             request,
             access,
@@ -136,7 +101,7 @@ def finalise_gold_set(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
             form=form,
             status=409,
         )
-    except services.GoldSetError as error:
+    except gold_sets.GoldSetError as error:
         messages.error(request, str(error))
         return redirect("evaluation:list-gold-sets", access.project.slug)
     messages.success(request, f"{gold_set} is finalised: it will never change.")
@@ -188,9 +153,9 @@ def download_gold_set(request: HttpRequest, slug: str, gold_set_id: int) -> Http
     refused = _refuse_download(request, access, gold_set)
     if refused is not None:
         return refused
-    name = services.bundle_folder_name(gold_set)
+    name = gold_sets.bundle_folder_name(gold_set)
     return HttpResponse(
-        services.bundle_zip(gold_set),
+        gold_sets.bundle_zip(gold_set),
         content_type="application/zip",
         headers={"Content-Disposition": content_disposition_header(True, f"{name}.zip")},
     )
@@ -230,7 +195,7 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
     submitted = "shown" in request.GET
     selected = [r for r in runs if str(r.pk) in chosen] if submitted else runs[-DEFAULT_RUNS:]
     baseline = request.GET.get("baseline") == "1" if submitted else True
-    board = services.evaluate_gold_set(
+    board = scoreboard.evaluate_gold_set(
         gold_set=gold_set,
         records=selected,
         baseline=baseline,
@@ -242,8 +207,8 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
         baseline=baseline,
         board=board,
         metric_rows=board.metric_rows(),
-        curve=recall_curve_svg(board),
-        colours=list(zip(board.runs, PALETTE * 4, strict=False)),
+        curve=scoreboard.recall_curve_svg(board),
+        colours=scoreboard.run_colours(board),
         upload_form=UploadRunForm(),
         retriever_form=RetrieverRunForm(project=project),
     )
@@ -269,14 +234,14 @@ def upload_run(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespons
     else:
         upload = form.cleaned_data["file"]
         try:
-            run = services.record_uploaded_run(
+            run = evaluation_runs.record_uploaded_run(
                 gold_set=gold_set,
                 name=form.cleaned_data["name"],
                 file_name=upload.name,
                 data=upload.read(),
                 user=request.user,
             )
-        except services.GoldSetError as error:
+        except gold_sets.GoldSetError as error:
             messages.error(request, f"Nothing was stored. {error}")
         else:
             messages.success(request, f"Run {run.name} stored: {run.questions} questions.")
@@ -296,10 +261,10 @@ def start_retriever_run(request: HttpRequest, slug: str, gold_set_id: int) -> Ht
         messages.error(request, "Choose a retriever with a built index.")
     else:
         try:
-            job = services.start_retriever_run(
+            job = evaluation_runs.start_retriever_run(
                 gold_set=gold_set, retriever=form.cleaned_data["retriever"], user=request.user
             )
-        except services.GoldSetError as error:
+        except gold_sets.GoldSetError as error:
             messages.error(request, str(error))
         else:
             messages.info(
@@ -333,87 +298,15 @@ def edit_k_sent_to_model(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.ADMIN)
     form = KSentForm(request.POST)
     if form.is_valid():
-        services.set_k_sent_to_model(project=access.project, k=form.cleaned_data["k_sent_to_model"])
+        evaluation_runs.set_k_sent_to_model(
+            project=access.project, k=form.cleaned_data["k_sent_to_model"]
+        )
         messages.success(request, f"k sent to the model is now {access.project.k_sent_to_model}.")
     else:
         messages.error(
             request,
-            f"k sent to the model is a whole number from 1 to {services.MAX_K_SENT_TO_MODEL}.",
+            f"k sent to the model is a whole number from 1 to {MAX_K_SENT_TO_MODEL}.",
         )
     target = reverse("evaluation:show-evaluation", args=[access.project.slug])
     gold_set = request.POST.get("gold_set", "")
     return redirect(f"{target}?gold_set={gold_set}" if gold_set.isdigit() else target)
-
-
-# --- the recall@k curve -------------------------------------------------------------------------
-
-
-@dataclass
-class CurveLine:
-    name: str
-    colour: str
-    points: str  # the polyline's "x,y x,y …"
-    dots: list[tuple[float, float, int, str]]  # x, y, k, value (for the tooltip <title>)
-
-
-@dataclass
-class Curve:
-    width: int
-    height: int
-    left: int
-    right: int
-    top: int
-    bottom: int
-    lines: list[CurveLine]
-    x_ticks: list[tuple[float, int]]
-    y_ticks: list[tuple[float, str]]
-    k_sent_x: float
-
-    @property
-    def label_y(self) -> int:
-        return self.top - 8
-
-    @property
-    def x_label_y(self) -> int:
-        return self.bottom + 16
-
-
-def recall_curve_svg(board: services.Scoreboard) -> Curve:
-    """Geometry of the recall@k plot, drawn by the template as SVG with presentation
-    attributes only."""
-    width, height, left, right, top, bottom = 640, 290, 48, 624, 24, 254
-    ks = board.options.ks
-    last = max(ks[-1], 2)
-
-    def x(k: int) -> float:
-        return round(left + (k - 1) * (right - left) / (last - 1), 1)
-
-    def y(value: float) -> float:
-        return round(bottom - value * (bottom - top), 1)
-
-    lines = []
-    for (name, points), colour in zip(board.recall_curve(), PALETTE * 4, strict=False):
-        known = [(k, v) for k, v in points if v is not None]
-        lines.append(
-            CurveLine(
-                name=name,
-                colour=colour,
-                points=" ".join(f"{x(k)},{y(v)}" for k, v in known),
-                dots=[(x(k), y(v), k, services.format_figure(v)) for k, v in known],
-            )
-        )
-    step = 1 if last <= 20 else 5
-    x_ticks = [(x(k), k) for k in ks if k == 1 or k % step == 0]
-    y_ticks = [(y(v), f"{v:.2f}") for v in (0.0, 0.25, 0.5, 0.75, 1.0)]
-    return Curve(
-        width=width,
-        height=height,
-        left=left,
-        right=right,
-        top=top,
-        bottom=bottom,
-        lines=lines,
-        x_ticks=x_ticks,
-        y_ticks=y_ticks,
-        k_sent_x=x(board.k_sent_to_model),
-    )

@@ -23,6 +23,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from corpus.spans import merge_ranges
+
 GRADES: tuple[int, ...] = (0, 1, 2)
 VERDICTS: tuple[str, ...] = ("answerable", "unanswerable", "cant_tell")
 
@@ -413,19 +415,15 @@ def paired_reliability_data(
 
 
 def merge_spans(spans: Sequence[Span]) -> list[Span]:
-    """Sorted, non-overlapping spans: one labeller's overlapping spans count each character once."""
+    """Sorted, non-overlapping spans: one labeller's overlapping spans count each character once.
+
+    `corpus.spans`' rule: touching spans stay apart, which covers the same characters."""
     for start, end in spans:
         if start < 0 or end <= start:
             raise AgreementInputError(
                 f"span ({start}, {end}) is not a non-empty half-open [start, end) range"
             )
-    merged: list[Span] = []
-    for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
-        else:
-            merged.append((start, end))
-    return merged
+    return merge_ranges(spans)
 
 
 def _covered(spans: Sequence[Span]) -> int:

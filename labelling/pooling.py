@@ -14,6 +14,8 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from corpus.spans import merge_overlapping
+
 
 class PoolingError(ValueError):
     """A hit or a pooling parameter that cannot be pooled."""
@@ -64,8 +66,8 @@ class PooledCandidate:
 def pool_question(hits: Iterable[Hit], *, depth: int) -> list[PooledCandidate]:
     """The pool of one question: each retriever's hits ranked <= depth, overlaps merged.
 
-    Overlap is by at least one character in the same version, and merging is transitive: a-b and
-    b-c overlapping make one candidate a..c even when a and c do not touch. Candidates come in
+    Passages of one version merge by `corpus.spans`' rule: sharing at least one character, touching
+    ones apart, transitively (a-b and b-c overlapping make one candidate a..c). Candidates come in
     (version_id, start) order and their provenance in (retriever, rank) order, whatever the
     order of ``hits``.
     """
@@ -76,27 +78,18 @@ def pool_question(hits: Iterable[Hit], *, depth: int) -> list[PooledCandidate]:
         if hit.rank <= depth:
             by_version[hit.passage.version_id].append(hit)
 
-    candidates: list[PooledCandidate] = []
-    for version_id in sorted(by_version):
-        ordered = sorted(by_version[version_id], key=lambda h: (h.passage.start, h.passage.end))
-        current: PooledCandidate | None = None
-        for hit in ordered:
-            # Sorted by start, a passage overlaps the growing candidate iff it starts before the
-            # candidate's end (half-open spans), which also chains a-b-c into one.
-            if current is not None and hit.passage.start < current.end:
-                current.end = max(current.end, hit.passage.end)
-                current.provenance.append(hit)
-            else:
-                current = PooledCandidate(
-                    version_id=version_id,
-                    start=hit.passage.start,
-                    end=hit.passage.end,
-                    provenance=[hit],
-                )
-                candidates.append(current)
+    candidates = [
+        PooledCandidate(version_id=version_id, start=start, end=end, provenance=group)
+        for version_id in sorted(by_version)
+        for start, end, group in merge_overlapping(by_version[version_id], offsets=_offsets)
+    ]
     for candidate in candidates:
         candidate.provenance.sort(key=_provenance_order)
     return candidates
+
+
+def _offsets(hit: Hit) -> tuple[int, int]:
+    return hit.passage.start, hit.passage.end
 
 
 def _provenance_order(hit: Hit) -> tuple:

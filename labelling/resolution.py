@@ -6,9 +6,10 @@ An item is one candidate of a question (its grade and evidence spans), or the qu
 - a lead's resolution, when there is one, is the answer;
 - an item judged by its only planned labeller takes that judgement;
 - a double-labelled item whose two votes agree takes the shared grade, and its spans are the
-  union of both labellers' spans, overlapping or touching spans coalesced into one. Why union:
-  both experts agree the passage answers; each span is evidence one of them marked, and a
-  retrieved passage that reaches either has delivered supporting text. Coalescing keeps a
+  union of both labellers' spans, overlapping spans coalesced into one (`corpus.spans`' rule:
+  spans sharing a character merge, touching ones stay two units, as the metrics see them).
+  Why union: both experts agree the passage answers; each span is evidence one of them marked,
+  and a retrieved passage that reaches either has delivered supporting text. Coalescing keeps a
   paragraph both marked a single relevant unit, so it is credited once, not twice. Votes only
   count as agreeing when their span F1 reaches the configured minimum, so the union stays close
   to each labeller's own spans;
@@ -54,7 +55,8 @@ class Pending:
 
 
 def union(*span_sets: Sequence[tuple[int, int]]) -> Spans:
-    """Union of several labellers' spans, overlapping or touching ones coalesced, by start."""
+    """Union of several labellers' spans, overlapping ones coalesced (touching ones kept apart),
+    by start."""
     return tuple(merge_spans([span for spans in span_sets for span in spans]))
 
 

@@ -16,7 +16,7 @@ from corpus import jobs
 from corpus.models import Document, DuplicateGroup, Job
 from corpus.services import documents, retrieval
 from evaluation.models import EvaluationRun
-from evaluation.services import finalise_gold_set
+from evaluation.services.gold_sets import finalise_gold_set
 from labelling.models import Assignment, Candidate, Span
 from tests.factories import (
     POLICY_TEXT,

@@ -1,14 +1,15 @@
-"""Agreement, the adjudication queue, lead resolutions and the gold resolution rule.
+"""Agreement, the adjudication queue and lead resolutions.
 
 Reads here gather the votes of a question set (every pool of it); the statistics come from
-`labelling.agreement` and the rule from `labelling.resolution`, both free of Django.
+`labelling.agreement` and the rule from `labelling.resolution`, both free of Django. What the
+votes make the gold of a question set is `labelling.services.gold`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from django.db import transaction
 
@@ -474,116 +475,3 @@ def resolve_item_from(
         spans=spans,
         note=note,
     )
-
-
-# Gold ---------------------------------------------------------------------------------------
-
-
-@dataclass
-class GoldSpanRow:
-    version_id: int
-    doc_id: str
-    version: int
-    start: int
-    end: int
-    grade: int
-    quote: str
-
-
-@dataclass
-class GoldQuestionRow:
-    question: Question
-    answerable: bool | None
-    spans: list[GoldSpanRow]
-    judged: list[tuple[str, int, int, int]]  # doc_id, version, start, end
-    verdict_source: str
-
-
-@dataclass
-class GoldResolution:
-    questions: list[GoldQuestionRow]
-    unresolved: list[QueueEntry]
-
-    @property
-    def complete(self) -> bool:
-        return not self.unresolved
-
-
-def resolve_gold(
-    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1
-) -> GoldResolution:
-    """Apply the gold resolution rule (labelling/resolution.py) to every question of the set."""
-    rows, unresolved = [], []
-    for q in gather_votes(question_set=question_set):
-        verdict = q.decide_verdict()
-        if isinstance(verdict, Pending):
-            unresolved.append(
-                QueueEntry(
-                    pool=q.pool,
-                    question=q.question,
-                    candidate=None,
-                    reason=verdict.reason,
-                    question_votes=q,
-                )
-            )
-        spans, judged, texts = [], [], {}
-        for item in q.items:
-            decision = item.decide(min_span_f1=min_span_f1)
-            candidate = item.candidate
-            if isinstance(decision, Pending):
-                unresolved.append(
-                    QueueEntry(
-                        pool=q.pool,
-                        question=q.question,
-                        candidate=candidate,
-                        reason=decision.reason,
-                        item=item,
-                        question_votes=q,
-                    )
-                )
-                continue
-            document = candidate.version.document
-            texts[candidate.version_id] = candidate.version.text
-            judged.append(
-                (document.doc_id, candidate.version.version, candidate.start, candidate.end)
-            )
-            for start, end in decision.spans:
-                spans.append(
-                    GoldSpanRow(
-                        version_id=candidate.version_id,
-                        doc_id=document.doc_id,
-                        version=candidate.version.version,
-                        start=start,
-                        end=end,
-                        grade=decision.grade,
-                        quote=candidate.version.text[start:end],
-                    )
-                )
-        answerable = None
-        if isinstance(verdict, VerdictDecision):
-            answerable = verdict.outcome == VerdictOutcome.ANSWERABLE
-        rows.append(
-            GoldQuestionRow(
-                question=q.question,
-                answerable=answerable,
-                spans=coalesce_spans(spans, texts) if answerable is not False else [],
-                judged=judged,
-                verdict_source=verdict.source if isinstance(verdict, VerdictDecision) else "",
-            )
-        )
-    return GoldResolution(questions=rows, unresolved=unresolved)
-
-
-def coalesce_spans(spans: list[GoldSpanRow], texts: dict[int, str]) -> list[GoldSpanRow]:
-    """Overlapping gold spans of one question and version become one unit with the higher grade,
-    so evidence that two candidates share is credited once."""
-    merged: list[GoldSpanRow] = []
-    for span in sorted(spans, key=lambda s: (s.version_id, s.start, s.end)):
-        last = merged[-1] if merged else None
-        if last and last.version_id == span.version_id and span.start < last.end:
-            last.end = max(last.end, span.end)
-            last.grade = max(last.grade, span.grade)
-            last.quote = texts[last.version_id][last.start : last.end]
-        else:
-            merged.append(replace(span))
-    return merged

@@ -24,6 +24,7 @@ from django.db.models.functions import Length, Substr
 from django.utils import timezone
 
 from corpus.models import DocumentVersion
+from corpus.spans import overlaps
 from goldset.errors import ServiceError
 from labelling.models import (
     Assignment,
@@ -191,7 +192,7 @@ def add_span(
         if span in spans:
             return new
         containing = [s for s in spans if s[0] == version_id and s[1] <= start and end <= s[2]]
-        overlapping = [s for s in spans if s[0] == version_id and s[1] < end and start < s[2]]
+        overlapping = [s for s in spans if s[0] == version_id and overlaps(s[1:], (start, end))]
         if containing:
             spans = [s for s in spans if s not in containing] + [span]
         elif overlapping:

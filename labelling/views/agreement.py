@@ -20,6 +20,7 @@ from labelling.highlight import highlight
 from labelling.models import Candidate, QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
 from labelling.services import adjudication
+from labelling.services.gold import resolve_gold
 
 CONTEXT_CHARS = 400
 
@@ -189,7 +190,7 @@ def resolve_verdict(
 @require_GET
 def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access, question_set = _lead_set(request, slug, set_id)
-    gold = adjudication.resolve_gold(question_set=question_set, min_span_f1=_min_span_f1(request))
+    gold = resolve_gold(question_set=question_set, min_span_f1=_min_span_f1(request))
     visible = set(
         Document.objects.filter(project=access.project)
         .visible_to(request.user)

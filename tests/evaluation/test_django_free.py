@@ -30,7 +30,7 @@ def test_import_without_settings_or_django():
     assert result.returncode == 0, result.stderr
     modules = (
         "evaluation.metrics, evaluation.cli, evaluation.gold, evaluation.runs, "
-        "evaluation.compare, evaluation.report, evaluation.baseline"
+        "evaluation.compare, evaluation.report, evaluation.baseline, evaluation.bundle"
     )
     result = run_python(GUARD + f"import {modules}")
     assert result.returncode == 0, result.stderr
@@ -65,3 +65,26 @@ def test_full_evaluation_with_baseline_without_django(tmp_path):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["runs"]["bm25-baseline"]["metrics"]["recall@1"] == 1.0
+
+
+def test_the_bundle_is_written_and_read_back_without_django():
+    code = GUARD + (
+        "import datetime\n"
+        "from types import SimpleNamespace as S\n"
+        "from corpus.chunking import ChunkSpec\n"
+        "from evaluation.bundle import BundleInfo, CorpusVersion, build_bundle\n"
+        "from evaluation.gold import read_bundle\n"
+        "span = S(doc_id='d1', version=1, start=0, end=5, grade=2, quote='25 da')\n"
+        "question = S(question_id='q1', text='leave', answerable=True, spans=[span],"
+        " judged=[('d1', 1, 0, 23)])\n"
+        "bundle = build_bundle(info=BundleInfo(project='p', question_set='s', number=1,"
+        " created_by=None, created_at=datetime.datetime(2025, 1, 1), min_span_f1=0.5),"
+        " questions=[question], corpus=[CorpusVersion('d1', 1, 'Leave',"
+        " '25 days of annual leave', 'hash')], texts={('d1', 1): '25 days of annual leave'},"
+        " schemes={'whole': ChunkSpec(strategy='document')}, votes=[])\n"
+        "gold = read_bundle(bundle.files)\n"
+        "assert gold.questions['q1'].spans[0].end == 5\n"
+        "assert bundle.files['qrels-whole.trec'] == b'q1 0 d1#0 2\\n', bundle.files\n"
+    )
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr

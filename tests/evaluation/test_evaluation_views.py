@@ -9,11 +9,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from corpus.models import AccessGroup
-from evaluation import services
 from evaluation.gold import load_gold
 from evaluation.metrics import MetricOptions, evaluate_run
 from evaluation.models import EvaluationRun, GoldSet
 from evaluation.runs import load_run
+from evaluation.services import gold_sets
 from tests.factories import (
     MembershipFactory,
     ProjectFactory,
@@ -55,7 +55,7 @@ def question_set(project, people):
 
 @pytest.fixture
 def gold_set(question_set, people):
-    return services.finalise_gold_set(question_set=question_set, user=people["admin"])
+    return gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
 
 
 def _html(response) -> str:
@@ -135,7 +135,7 @@ def test_the_download_is_a_zip_attachment_of_the_bundle(project, people, gold_se
         names = archive.namelist()
         assert all(name.startswith(folder + "/") for name in names)
         archive.extractall(tmp_path)
-    stored = services.bundle_files(gold_set)
+    stored = gold_sets.bundle_files(gold_set)
     assert {name.removeprefix(folder + "/") for name in names} == set(stored)
     for name, content in stored.items():
         assert (tmp_path / folder / name).read_bytes() == content
@@ -191,7 +191,7 @@ def test_the_evaluation_page_shows_the_cli_figures(project, people, gold_set, tm
     assert (metrics["recall@1"], metrics["recall@3"], metrics["mrr@10"]) == (0.25, 1.0, 0.75)
     assert board.runs[0].evaluation.unanswerable.refusal_accuracy == 1.0
     # The same numbers as the evaluation module on the exported bundle, with the CLI's options.
-    services.write_bundle(gold_set=gold_set, folder=tmp_path / "bundle")
+    gold_sets.write_bundle(gold_set=gold_set, folder=tmp_path / "bundle")
     (tmp_path / "run.jsonl").write_text(RUN)
     gold = load_gold(tmp_path / "bundle")
     expected = evaluate_run(

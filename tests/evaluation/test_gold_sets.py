@@ -12,11 +12,13 @@ from django.core.management.base import CommandError
 from corpus.chunking import ChunkSpec, chunk_spans
 from corpus.models import Document
 from corpus.services import documents
-from evaluation import services
+from evaluation.bundle import JUDGEMENT_COLUMNS, spreadsheet_safe
 from evaluation.gold import load_corpus_versions, load_gold, load_qrels
 from evaluation.models import GoldSet, GoldSetFile
+from evaluation.services import gold_sets
 from labelling.models import Question
 from labelling.services import adjudication
+from labelling.services.gold import resolve_gold
 from tests.factories import (
     POLICY_TEXT,
     VPN_TEXT,
@@ -56,8 +58,8 @@ def question_set(project, people):
 
 @pytest.fixture
 def bundle(question_set, people, tmp_path):
-    gold_set = services.finalise_gold_set(question_set=question_set, user=people["admin"])
-    services.write_bundle(gold_set=gold_set, folder=tmp_path)
+    gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    gold_sets.write_bundle(gold_set=gold_set, folder=tmp_path)
     return gold_set, tmp_path
 
 
@@ -66,8 +68,8 @@ def test_finalise_is_blocked_while_items_are_unresolved_and_lists_them(project, 
         project, ann=people["ann"], bob=people["bob"], lead=people["lead"], resolve=False
     )
     QuestionFactory(question_set=question_set, external_id="q9", text="never pooled")
-    with pytest.raises(services.FinaliseBlocked) as blocked:
-        services.finalise_gold_set(question_set=question_set, user=people["admin"])
+    with pytest.raises(gold_sets.FinaliseBlocked) as blocked:
+        gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
     described = [item.describe() for item in blocked.value.unresolved]
     assert described == [
         "q1 (pool p) — vpn [0–50): grades differ (0 vs 1)",
@@ -78,21 +80,21 @@ def test_finalise_is_blocked_while_items_are_unresolved_and_lists_them(project, 
 
 
 def test_gold_sets_are_numbered_and_a_finalised_one_never_changes(question_set, people):
-    first = services.finalise_gold_set(question_set=question_set, user=people["admin"])
-    files_before = services.bundle_files(first)
+    first = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    files_before = gold_sets.bundle_files(first)
     # Labels change after v1: v2 carries them, v1 stays as it was.
     q2 = Question.objects.get(question_set=question_set, external_id="q2")
     q2.text = "vpn client install, edited later"
     q2.save()
-    second = services.finalise_gold_set(question_set=question_set, user=people["admin"])
+    second = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
     assert [first.label, second.label] == ["v1", "v2"]
     assert (first.number, second.number) == (1, 2)
     first.refresh_from_db()
-    assert services.bundle_files(first) == files_before
+    assert gold_sets.bundle_files(first) == files_before
     assert first.checksum != second.checksum
-    assert services.newest_gold_set(question_set) == second
-    assert json.loads(services.bundle_files(second)["manifest.json"])["gold_set"] == "v2"
-    assert services.verify_gold_set(first) == [] and services.verify_gold_set(second) == []
+    assert gold_sets.newest_gold_set(question_set) == second
+    assert json.loads(gold_sets.bundle_files(second)["manifest.json"])["gold_set"] == "v2"
+    assert gold_sets.verify_gold_set(first) == [] and gold_sets.verify_gold_set(second) == []
 
 
 def test_manifest_names_every_file_with_its_checksum(bundle, people):
@@ -126,7 +128,7 @@ def test_manifest_names_every_file_with_its_checksum(bundle, people):
 def test_a_tampered_file_is_caught_by_verify(bundle):
     gold_set, _ = bundle
     GoldSetFile.objects.filter(gold_set=gold_set, name="qrels.trec").update(content=b"q1 0 x 2\n")
-    assert services.verify_gold_set(gold_set) == [
+    assert gold_sets.verify_gold_set(gold_set) == [
         "qrels.trec does not match its SHA-256 in the manifest"
     ]
 
@@ -176,8 +178,8 @@ def test_corpus_carries_span_versions_and_the_newest_searchable_version_of_each_
         document__project=project, document__doc_id="scan", quality_flagged=True
     )
     assert Document.objects.get(doc_id="scan").latest_version_id == held.pk
-    gold_set = services.finalise_gold_set(question_set=question_set, user=people["admin"])
-    services.write_bundle(gold_set=gold_set, folder=tmp_path)
+    gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    gold_sets.write_bundle(gold_set=gold_set, folder=tmp_path)
     rows = [json.loads(line) for line in (tmp_path / "corpus.jsonl").read_text().splitlines()]
     assert [(r["doc_id"], r["version"]) for r in rows] == [
         ("leave", 1), ("salaries", 1), ("vpn", 1), ("vpn", 2),
@@ -248,7 +250,7 @@ def test_judgements_csv_keeps_every_vote_and_defuses_formulas(bundle):
     _, folder = bundle
     text = (folder / "judgements.csv").read_text()
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert list(rows[0]) == services.JUDGEMENT_COLUMNS
+    assert list(rows[0]) == JUDGEMENT_COLUMNS
     kinds = [row["kind"] for row in rows]
     assert kinds.count("judgement") == 7 and kinds.count("resolution") == 1
     assert kinds.count("verdict") == 4  # q3's explicit one and three finished without marking
@@ -279,15 +281,15 @@ def test_judgements_csv_keeps_every_vote_and_defuses_formulas(bundle):
      ("\tx", "'\tx"), ("\rx", "'\rx"), ("plain = text", "plain = text"), (None, ""), (2, "2")],
 )  # fmt: skip
 def test_spreadsheet_cells_are_escaped(value, cell):
-    assert services.spreadsheet_safe(value) == cell
+    assert spreadsheet_safe(value) == cell
 
 
 def test_ids_with_whitespace_are_percent_encoded_in_trec_files(project, people, tmp_path):
     labelled_question_set(project, ann=people["ann"], bob=people["bob"], lead=people["lead"])
     Document.objects.filter(doc_id="vpn").update(doc_id="vpn guide 100%")
     question_set = Question.objects.get(external_id="q1").question_set
-    gold_set = services.finalise_gold_set(question_set=question_set, user=people["admin"])
-    services.write_bundle(gold_set=gold_set, folder=tmp_path)
+    gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    gold_sets.write_bundle(gold_set=gold_set, folder=tmp_path)
     assert "q1 0 vpn%20guide%20100%25 0\n" in (tmp_path / "qrels.trec").read_text()
     assert load_gold(tmp_path).questions["q2"].spans[0].doc_id == "vpn guide 100%"
 
@@ -305,11 +307,11 @@ def test_a_question_without_candidates_takes_its_verdict(project, people):
         pool=Pool.objects.get(question_set=question_set), question=q4, labeller=people["ann"],
         assigned_at=timezone.now(),
     )  # fmt: skip
-    with pytest.raises(services.FinaliseBlocked, match="1 item is unresolved"):
-        services.finalise_gold_set(question_set=question_set, user=people["admin"])
+    with pytest.raises(gold_sets.FinaliseBlocked, match="1 item is unresolved"):
+        gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
     Verdict.objects.create(assignment=assignment, outcome="unanswerable")
-    gold_set = services.finalise_gold_set(question_set=question_set, user=people["admin"])
-    last = services.bundle_files(gold_set)["gold.jsonl"].decode().splitlines()[-1]
+    gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    last = gold_sets.bundle_files(gold_set)["gold.jsonl"].decode().splitlines()[-1]
     assert json.loads(last) == {
         "question_id": "q4", "question": "nothing found", "answerable": False, "spans": [],
         "judged": [],
@@ -360,15 +362,15 @@ def test_resolving_after_a_block_lets_finalise_through(project, people):
     question_set = labelled_question_set(
         project, ann=people["ann"], bob=people["bob"], lead=people["lead"], resolve=False
     )
-    with pytest.raises(services.FinaliseBlocked):
-        services.finalise_gold_set(question_set=question_set, user=people["admin"])
-    entry = adjudication.resolve_gold(question_set=question_set).unresolved[0]
+    with pytest.raises(gold_sets.FinaliseBlocked):
+        gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    entry = resolve_gold(question_set=question_set).unresolved[0]
     adjudication.resolve(
         pool=entry.pool, question=entry.question, candidate=entry.candidate,
         user=people["lead"], grade=1, spans=[(0, 26)],
     )  # fmt: skip
-    gold_set = services.finalise_gold_set(question_set=question_set, user=people["admin"])
-    gold = json.loads(services.bundle_files(gold_set)["gold.jsonl"].decode().splitlines()[0])
+    gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    gold = json.loads(gold_sets.bundle_files(gold_set)["gold.jsonl"].decode().splitlines()[0])
     assert {"doc_id": "vpn", "start": 0, "end": 26, "grade": 1, "version": 1,
             "quote": VPN_TEXT[:26]} in gold["spans"]  # fmt: skip
     assert set(gold_set.documents.values_list("doc_id", flat=True)) == {"leave", "vpn"}

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluation.gold import Gold, GoldQuestion, GoldSpan, Passage, UnanchoredSpan
-from evaluation.metrics import MetricOptions, evaluate_run
+from evaluation.metrics import MetricOptions, evaluate_run, first_reaching_ranks
 from evaluation.runs import Ranking, Run
 
 
@@ -275,3 +275,83 @@ def test_no_answerable_question_gives_no_averages():
     result = scores(gold_of(question("q1")), run_of({"q1": ["A"]}))
     assert result.answerable == 0
     assert all(value is None for value in result.metrics.values())
+
+
+# --- first_reaching_ranks: the reach rule the evaluation page shows, the metrics' own ---------
+
+
+def ranks(q, passages, *, depth=10, min_overlap=1):
+    return first_reaching_ranks(
+        q, [Passage(*p) for p in passages], depth=depth, min_overlap=min_overlap
+    )
+
+
+def test_first_reaching_ranks_whole_document_spans_and_passages():
+    q = question("q", span("A", 2), span("B", 1, 10, 20), span("C", 0))
+    assert ranks(q, [("X",), ("B",), ("A", 5, 6), ("A",), ("C",)]) == [3, 2, None]
+    assert ranks(q, [("A", 5, 6)], min_overlap=2) == [None, None, None]  # 1 char < 2
+    assert ranks(q, [("B",)], min_overlap=11) == [None, None, None]  # the span is 10 long
+
+
+def test_first_reaching_ranks_min_overlap_edges_and_touching_passages():
+    q = question("q", span("A", 1, 10, 20))
+    assert ranks(q, [("A", 0, 10), ("A", 20, 30)]) == [None]  # touching on both sides
+    assert ranks(q, [("A", 0, 10), ("A", 19, 30)]) == [2]  # one shared character
+    assert ranks(q, [("A", 0, 12), ("A", 17, 30)], min_overlap=3) == [2]  # exactly 3
+    assert ranks(q, [("A", 0, 12)], min_overlap=3) == [None]  # 2 < 3
+
+
+def test_first_reaching_ranks_credit_each_span_once_at_its_first_rank_within_depth():
+    q = question("q", span("A", 2, 0, 100), span("A", 1, 100, 200))
+    passages = [("A", 10, 20), ("A", 10, 20), ("A", 50, 150), ("A", 150, 160)]
+    assert ranks(q, passages) == [1, 3]
+    assert ranks(q, passages, depth=2) == [1, None]
+
+
+passages_strategy = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from("AB")),
+        st.tuples(st.sampled_from("AB"), st.integers(0, 40), st.integers(1, 12)).map(
+            lambda t: (t[0], t[1], t[1] + t[2])
+        ),
+    ),
+    max_size=12,
+)
+spans_strategy = st.lists(
+    st.one_of(
+        st.tuples(st.sampled_from("AB"), st.integers(0, 2)).map(lambda t: span(t[0], t[1])),
+        st.tuples(
+            st.sampled_from("AB"), st.integers(0, 2), st.integers(0, 40), st.integers(1, 12)
+        ).map(lambda t: span(t[0], t[1], t[2], t[2] + t[3])),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    spans_strategy,
+    passages_strategy,
+    st.integers(1, 4),
+    st.integers(1, 3),
+    st.integers(1, 2),
+)
+def test_first_reaching_ranks_agree_with_evaluate_run(spans, passages, min_overlap, depth, t):
+    q = question("q", *spans)
+    ks = tuple(range(1, depth + 1))
+    options = MetricOptions(ks=ks, min_overlap=min_overlap, threshold=t, mrr_cutoff=depth)
+    result = evaluate_run(gold=gold_of(q), run=run_of({"q": passages}), options=options)
+    found = ranks(q, passages, depth=depth, min_overlap=min_overlap)
+    relevant = [rank for s, rank in zip(q.spans, found, strict=True) if s.grade >= t]
+    assert [rank for s, rank in zip(q.spans, found, strict=True) if s.grade < 1] == [None] * sum(
+        s.grade < 1 for s in q.spans
+    )
+    if not relevant:
+        assert result.unanswerable_questions == ["q"]
+        return
+    for k in ks:
+        reached = sum(1 for rank in relevant if rank is not None and rank <= k)
+        assert result.per_question["q"][f"recall@{k}"] == reached / len(relevant)
+    first = min((rank for rank in relevant if rank is not None), default=None)
+    assert result.per_question["q"][f"mrr@{depth}"] == (0.0 if first is None else 1 / first)

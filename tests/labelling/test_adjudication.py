@@ -12,6 +12,7 @@ from corpus.models import Document
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Candidate, Judgement, Pool, Resolution, Span, Verdict
 from labelling.services import adjudication
+from labelling.services.gold import resolve_gold
 from labelling.services.judgement_import import import_judgements
 from tests.factories import (
     POLICY_TEXT,
@@ -121,7 +122,7 @@ def test_queue_lists_grade_and_verdict_disagreements(labelled):
 
 
 def test_gold_blocks_until_resolved_then_applies_the_rule(labelled):
-    gold = adjudication.resolve_gold(question_set=labelled["set"])
+    gold = resolve_gold(question_set=labelled["set"])
     assert not gold.complete and len(gold.unresolved) == 2
     lead, pool = labelled["lead"], labelled["pool"]
     adjudication.resolve(
@@ -135,7 +136,7 @@ def test_gold_blocks_until_resolved_then_applies_the_rule(labelled):
     adjudication.resolve(
         pool=pool, question=labelled["q2"], candidate=None, user=lead, outcome="answerable"
     )
-    gold = adjudication.resolve_gold(question_set=labelled["set"])
+    gold = resolve_gold(question_set=labelled["set"])
     assert gold.complete
     rows = {row.question.external_id: row for row in gold.questions}
     assert rows["q1"].answerable is True

@@ -25,6 +25,7 @@ from labelling.agreement import (
     krippendorff_alpha,
     landis_koch_band,
     mean_span_f1,
+    merge_spans,
     needs_guideline_rewrite,
     pairwise_report,
     percent_agreement,
@@ -418,3 +419,9 @@ def test_module_does_not_import_django():
         "sys.exit(any(name.split('.')[0] == 'django' for name in sys.modules))"
     )
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_one_labellers_spans_merge_by_the_one_rule_with_the_same_coverage():
+    assert merge_spans([(5, 10), (0, 5)]) == [(0, 5), (5, 10)]  # touching: two units
+    assert merge_spans([(4, 10), (0, 5)]) == [(0, 10)]  # one shared character: one
+    assert span_f1([(0, 5), (5, 10)], [(0, 10)]).value == span_f1([(0, 10)], [(0, 10)]).value

@@ -9,12 +9,15 @@ from labelling.resolution import (
 )
 
 
-def test_union_coalesces_overlapping_and_touching():
+def test_union_coalesces_overlapping_spans_and_keeps_touching_ones_apart():
+    # [40, 50) and [50, 55) share no character: two units, as the metrics see them.
     assert union([(10, 20), (40, 50)], [(15, 30), (50, 55), (70, 80)]) == (
         (10, 30),
-        (40, 55),
+        (40, 50),
+        (50, 55),
         (70, 80),
     )
+    assert union([(0, 5)], [(4, 10)]) == ((0, 10),)
     assert union() == ()
 
 

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand
 
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import Membership, Role
-from evaluation import services
+from evaluation.services import gold_sets
 from labelling.models import QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
 
@@ -44,22 +44,22 @@ class Command(BaseCommand):
         if finalise:
             creator = self._admin(project, user) if user else None
             try:
-                gold_set = services.finalise_gold_set(
+                gold_set = gold_sets.finalise_gold_set(
                     question_set=question_set, user=creator, min_span_f1=min_span_f1
                 )
-            except services.FinaliseBlocked as blocked:
+            except gold_sets.FinaliseBlocked as blocked:
                 listed = "\n".join(f"  {item.describe()}" for item in blocked.unresolved)
                 raise unusable(f"{blocked}\n{listed}")
-            except services.GoldSetError as error:
+            except gold_sets.GoldSetError as error:
                 raise unusable(str(error))
             self.stdout.write(f"Finalised {gold_set}.")
         else:
-            gold_set = services.newest_gold_set(question_set)
+            gold_set = gold_sets.newest_gold_set(question_set)
             if gold_set is None:
                 raise unusable(
                     f"{question_set.name} has no gold set yet: run again with --finalise."
                 )
-        written = services.write_bundle(gold_set=gold_set, folder=out)
+        written = gold_sets.write_bundle(gold_set=gold_set, folder=out)
         manifest = gold_set.manifest
         self.stdout.write(
             f"{gold_set}: {manifest['questions']} questions ({manifest['answerable']} answerable, "

@@ -1,0 +1,351 @@
+"""The gold set's bundle, written: every file of the export from plain data, without Django.
+
+The bundle is the contract with other tools (issue 6): ``gold.jsonl``, ``corpus.jsonl``,
+``manifest.json`` (every other file with its SHA-256 and size), document-level ``qrels.trec``,
+``qrels-<scheme>.trec`` per chunking scheme, ``beir/`` and ``judgements.csv``. `evaluation.gold`
+reads it back; `evaluation.services.gold_sets` gathers the data from the database, calls
+`build_bundle` and stores what it returns. Byte for byte, the same input gives the same files.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import hashlib
+import io
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from corpus.chunking import ChunkSpec, chunk_spans
+from corpus.spans import overlaps
+from evaluation.gold import CORPUS_FILE, GOLD_FILE, MANIFEST_FILE
+
+BUNDLE_FORMAT = "goldset-bundle"
+BUNDLE_FORMAT_VERSION = 1
+QRELS_FILE = "qrels.trec"
+JUDGEMENTS_FILE = "judgements.csv"
+BEIR_CORPUS, BEIR_QUERIES, BEIR_QRELS = (
+    "beir/corpus.jsonl",
+    "beir/queries.jsonl",
+    "beir/qrels/test.tsv",
+)
+# Spreadsheets run a cell that starts with one of these as a formula.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+JUDGEMENT_COLUMNS = [
+    "question_id", "pool", "kind", "source", "labeller", "doc_id", "version", "start", "end",
+    "grade", "outcome", "spans", "note", "guideline_version", "recorded_at",
+]  # fmt: skip
+
+Judged = tuple[str, int, int, int]  # doc_id, version, start, end
+
+
+class SpanRecord(Protocol):
+    """A gold span as the gold rule froze it (`labelling.services.gold.GoldSpanRow`)."""
+
+    @property
+    def doc_id(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def end(self) -> int: ...
+    @property
+    def grade(self) -> int: ...
+    @property
+    def quote(self) -> str: ...
+
+
+class QuestionRecord(Protocol):
+    """A question as the gold rule froze it (`labelling.services.gold.FrozenQuestion`)."""
+
+    @property
+    def question_id(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def answerable(self) -> bool: ...
+    @property
+    def spans(self) -> Sequence[SpanRecord]: ...
+    @property
+    def judged(self) -> Sequence[Judged]: ...
+
+
+@dataclass(frozen=True)
+class CorpusVersion:
+    doc_id: str
+    version: int
+    title: str
+    text: str
+    content_hash: str
+    access_groups: tuple[str, ...] = ()  # names, sorted
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One row of judgements.csv: a judgement, a verdict or a lead's resolution."""
+
+    question_id: str
+    pool: str
+    kind: str  # "judgement", "verdict" or "resolution"
+    source: str
+    labeller: str
+    recorded_at: datetime.datetime
+    doc_id: str = ""
+    version: int | None = None
+    start: int | None = None
+    end: int | None = None
+    grade: int | None = None
+    outcome: str = ""
+    spans: tuple[tuple[int, int], ...] | None = None  # None: the row is not about a passage
+    note: str = ""
+    guideline_version: int | None = None
+
+
+@dataclass(frozen=True)
+class BundleInfo:
+    project: str  # the project's slug
+    question_set: str
+    number: int
+    created_by: str | None
+    created_at: datetime.datetime
+    min_span_f1: float
+    guideline_versions: Sequence[int] = ()
+
+
+@dataclass
+class Bundle:
+    files: dict[str, bytes]  # path inside the bundle folder -> content, manifest.json included
+    manifest: dict[str, Any]
+
+    @property
+    def checksum(self) -> str:
+        return sha256(self.files[MANIFEST_FILE])
+
+
+def build_bundle(
+    *,
+    info: BundleInfo,
+    questions: Sequence[QuestionRecord],
+    corpus: Sequence[CorpusVersion],
+    texts: Mapping[tuple[str, int], str],
+    schemes: Mapping[str, ChunkSpec],
+    votes: Sequence[Vote],
+) -> Bundle:
+    """Every file of a gold set's bundle (nothing is written anywhere).
+
+    ``corpus``: the versions the bundle carries, by doc_id then version (the last one of a
+    document is the one BEIR's corpus gets). ``texts``: the text of every version a span or
+    judged passage points at, by (doc_id, version), for the chunk-level qrels; a judged passage
+    of an unknown version is left out of them. ``schemes``: by name, in file order.
+    """
+    files: dict[str, bytes] = {
+        GOLD_FILE: _jsonl(_gold_line(question) for question in questions),
+        CORPUS_FILE: _jsonl(
+            {
+                "doc_id": version.doc_id,
+                "version": version.version,
+                "title": version.title,
+                "text": version.text,
+                "access_groups": list(version.access_groups),
+            }
+            for version in corpus
+        ),
+    }
+    document_grades = [_document_grades(question) for question in questions]
+    files[QRELS_FILE] = _text(
+        f"{trec_id(question.question_id)} 0 {trec_id(doc_id)} {grade}\n"
+        for question, grades in zip(questions, document_grades, strict=True)
+        for doc_id, grade in grades.items()
+    )
+    for name, spec in schemes.items():
+        files[f"qrels-{name}.trec"] = _chunk_qrels(spec, questions, texts=texts)
+    newest = {version.doc_id: version for version in corpus}
+    files[BEIR_CORPUS] = _jsonl(
+        {"_id": doc_id, "title": version.title, "text": version.text}
+        for doc_id, version in newest.items()
+    )
+    files[BEIR_QUERIES] = _jsonl(
+        {"_id": question.question_id, "text": question.text} for question in questions
+    )
+    files[BEIR_QRELS] = _text(
+        ["query-id\tcorpus-id\tscore\n"]
+        + [
+            f"{trec_id(question.question_id)}\t{trec_id(doc_id)}\t{grade}\n"
+            for question, grades in zip(questions, document_grades, strict=True)
+            for doc_id, grade in grades.items()
+        ]
+    )
+    files[JUDGEMENTS_FILE] = _csv(votes)
+
+    answerable = sum(1 for q in questions if q.answerable)
+    manifest: dict[str, Any] = {
+        "format": BUNDLE_FORMAT,
+        "format_version": BUNDLE_FORMAT_VERSION,
+        "project": info.project,
+        "question_set": info.question_set,
+        "gold_set": f"v{info.number}",
+        "number": info.number,
+        "created_by": info.created_by,
+        "created_at": info.created_at.isoformat(),
+        "questions": len(questions),
+        "answerable": answerable,
+        "unanswerable": len(questions) - answerable,
+        "answerable_without_relevant_spans": sum(
+            1 for q in questions if q.answerable and not any(s.grade >= 1 for s in q.spans)
+        ),
+        "spans": sum(len(q.spans) for q in questions),
+        "judged_passages": sum(len(q.judged) for q in questions),
+        "votes": len(votes),
+        "guideline_versions": list(info.guideline_versions),
+        "min_span_f1": info.min_span_f1,
+        "chunking_schemes": [
+            {
+                "name": name,
+                "strategy": spec.strategy,
+                "unit": spec.unit,
+                "size": spec.size,
+                "overlap": spec.overlap,
+                "qrels": f"qrels-{name}.trec",
+            }
+            for name, spec in schemes.items()
+        ],
+        "corpus": {
+            "documents": len(newest),
+            "versions": len(corpus),
+            "fingerprint": corpus_fingerprint(
+                (v.doc_id, v.version, v.content_hash) for v in corpus
+            ),
+        },
+        "files": {
+            name: {"sha256": sha256(content), "bytes": len(content)}
+            for name, content in sorted(files.items())
+        },
+    }
+    files[MANIFEST_FILE] = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
+    return Bundle(files=files, manifest=manifest)
+
+
+def corpus_fingerprint(versions: Iterable[tuple[str, int, str]]) -> str:
+    """SHA-256 over one ``doc_id<TAB>version<TAB>content_hash<LF>`` line per version, sorted."""
+    lines = sorted(
+        f"{doc_id}\t{version}\t{content_hash}\n" for doc_id, version, content_hash in versions
+    )
+    return sha256("".join(lines).encode("utf-8"))
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def trec_id(identifier: str) -> str:
+    """TREC and BEIR files split on whitespace: an id holding some gets it percent-encoded."""
+    if not any(character.isspace() or character == "%" for character in identifier):
+        return identifier
+    return "".join(f"%{ord(c):02X}" if c.isspace() or c == "%" else c for c in identifier)
+
+
+def spreadsheet_safe(value: Any) -> str:
+    """A CSV cell a spreadsheet will not run: text starting like a formula gets an apostrophe."""
+    text = "" if value is None else str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def _gold_line(question: QuestionRecord) -> dict[str, Any]:
+    return {
+        "question_id": question.question_id,
+        "question": question.text,
+        "answerable": question.answerable,
+        "spans": [
+            {
+                "doc_id": span.doc_id,
+                "start": span.start,
+                "end": span.end,
+                "grade": span.grade,
+                "version": span.version,
+                "quote": span.quote,
+            }
+            for span in question.spans
+        ],
+        "judged": [
+            {"doc_id": doc_id, "start": start, "end": end, "version": version}
+            for doc_id, version, start, end in question.judged
+        ],
+    }
+
+
+def _document_grades(question: QuestionRecord) -> dict[str, int]:
+    """Document-level grade: the highest grade of the question's spans in the document; a
+    document that was judged but holds no gold span is 0 (judged, not relevant)."""
+    grades: dict[str, int] = {}
+    for doc_id, *_ in question.judged:
+        grades.setdefault(doc_id, 0)
+    for span in question.spans:
+        grades[span.doc_id] = max(grades.get(span.doc_id, 0), span.grade)
+    return dict(sorted(grades.items()))
+
+
+def _chunk_qrels(
+    spec: ChunkSpec,
+    questions: Sequence[QuestionRecord],
+    *,
+    texts: Mapping[tuple[str, int], str],
+) -> bytes:
+    """Chunk-level qrels: chunk ``doc_id#ordinal`` of the span's own version under this scheme;
+    a chunk's grade is the highest grade of the spans it overlaps, 0 for a chunk that only
+    overlaps judged passages."""
+    chunks_of: dict[tuple[str, int], list[tuple[int, int]]] = {}
+
+    def overlapping(doc_id: str, version: int, start: int, end: int) -> list[int]:
+        key = (doc_id, version)
+        if key not in chunks_of:
+            chunks_of[key] = chunk_spans(texts[key], spec)
+        return [i for i, chunk in enumerate(chunks_of[key]) if overlaps(chunk, (start, end))]
+
+    lines = []
+    for question in questions:
+        grades: dict[tuple[str, int], int] = {}
+        for doc_id, version, start, end in question.judged:
+            if (doc_id, version) in texts:
+                for ordinal in overlapping(doc_id, version, start, end):
+                    grades.setdefault((doc_id, ordinal), 0)
+        for span in question.spans:
+            for ordinal in overlapping(span.doc_id, span.version, span.start, span.end):
+                key = (span.doc_id, ordinal)
+                grades[key] = max(grades.get(key, 0), span.grade)
+        qid = trec_id(question.question_id)
+        lines += [
+            f"{qid} 0 {trec_id(f'{doc_id}#{ordinal}')} {grade}\n"
+            for (doc_id, ordinal), grade in sorted(grades.items())
+        ]
+    return _text(lines)
+
+
+def _csv(votes: Sequence[Vote]) -> bytes:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(JUDGEMENT_COLUMNS)
+    for vote in votes:
+        writer.writerow([spreadsheet_safe(cell) for cell in _vote_cells(vote)])
+    return buffer.getvalue().encode("utf-8")
+
+
+def _vote_cells(vote: Vote) -> list[Any]:
+    spans = None
+    if vote.spans is not None:
+        spans = json.dumps([[start, end] for start, end in sorted(vote.spans)])
+    return [
+        vote.question_id, vote.pool, vote.kind, vote.source, vote.labeller, vote.doc_id,
+        vote.version, vote.start, vote.end, vote.grade, vote.outcome, spans, vote.note,
+        vote.guideline_version, vote.recorded_at.isoformat(),
+    ]  # fmt: skip
+
+
+def _jsonl(records: Iterable[dict[str, Any]]) -> bytes:
+    return _text(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+
+
+def _text(lines: Iterable[str]) -> bytes:
+    return "".join(lines).encode("utf-8")

@@ -1,0 +1,220 @@
+"""Runs scored against a gold set: uploaded run files, built-in retrievers' runs (a job), the
+CLI's keyword baseline, and the project's k sent to the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from django.utils.text import slugify
+
+from corpus import jobs
+from corpus.models import Job, JobState, Project, Retriever, RetrieverKind
+from corpus.services.retrieval import retrieve
+from evaluation.baseline import BASELINE_NAME, bm25_baseline_run
+from evaluation.gold import EvaluationInputError, Gold
+from evaluation.models import EvaluationRun, GoldSet, RunSource
+from evaluation.runs import Run, check_run_against_gold, read_run
+from evaluation.services.gold_sets import GoldSetError, load_gold_set
+
+# The evaluation page: the CLI's defaults, plus a recall curve up to CURVE_MIN_K (or further,
+# to the project's k sent to the model).
+TABLE_KS = (1, 3, 5, 10)
+CURVE_MIN_K = 20
+MRR_CUTOFF = 10
+MAX_K_SENT_TO_MODEL = 100
+RETRIEVE_BATCH = 64
+MAX_RUN_BYTES = 50 * 1024 * 1024
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+class RunRejected(GoldSetError):
+    """An uploaded run that cannot be scored against the gold set; nothing was stored."""
+
+
+def set_k_sent_to_model(*, project: Project, k: int) -> Project:
+    if not 1 <= k <= MAX_K_SENT_TO_MODEL:
+        raise GoldSetError(
+            f"k sent to the model must be between 1 and {MAX_K_SENT_TO_MODEL}, not {k}."
+        )
+    project.k_sent_to_model = k
+    project.save(update_fields=["k_sent_to_model"])
+    return project
+
+
+def evaluation_depth(project: Project) -> int:
+    """How deep built-in runs retrieve: everything the page's table, curve and MRR look at."""
+    return max(CURVE_MIN_K, project.k_sent_to_model, MRR_CUTOFF, *TABLE_KS)
+
+
+def record_uploaded_run(
+    *, gold_set: GoldSet, name: str, file_name: str, data: bytes, user=None
+) -> EvaluationRun:
+    """Store a run file (JSONL or TREC) once it reads cleanly against the gold set.
+
+    A bad file is refused whole, with the line to look at; nothing is stored.
+    """
+    name = name.strip() or slugify(Path(file_name).stem)
+    _check_run_name(gold_set, name)
+    if len(data) > MAX_RUN_BYTES:
+        raise RunRejected(f"{file_name} is larger than {MAX_RUN_BYTES // (1024 * 1024)} MB.")
+    run = _read_run(data, name=name, file_name=file_name, gold=load_gold_set(gold_set))
+    return EvaluationRun.objects.create(
+        gold_set=gold_set,
+        name=name,
+        source=RunSource.UPLOAD,
+        file_name=Path(file_name).name[:255],
+        content=data,
+        sha256=hashlib.sha256(data).hexdigest(),
+        questions=len(run.rankings),
+        created_by=user,
+    )
+
+
+def _check_run_name(gold_set: GoldSet, name: str) -> None:
+    if not RUN_NAME.fullmatch(name):
+        raise RunRejected(
+            "A run name is up to 100 letters, digits, dots, dashes and underscores (it names "
+            f"the run in reports and file names), not {name!r}."
+        )
+    if name == BASELINE_NAME:
+        raise RunRejected(f"The name {BASELINE_NAME!r} belongs to the built-in keyword baseline.")
+    if EvaluationRun.objects.filter(gold_set=gold_set, name=name).exists():
+        raise RunRejected(f"{gold_set} already has a run named {name!r}; choose another name.")
+
+
+def _read_run(data: bytes, *, name: str, file_name: str, gold: Gold) -> Run:
+    try:
+        run = read_run(data, name=name, source=file_name)
+        check_run_against_gold(run, gold)
+    except EvaluationInputError as error:
+        where = f"line {error.line}: " if error.line is not None else ""
+        raise RunRejected(f"{file_name}: {where}{error.message}.") from error
+    if not run.rankings:
+        raise RunRejected(f"{file_name} holds no results.")
+    run.source = None
+    return run
+
+
+def start_retriever_run(*, gold_set: GoldSet, retriever: Retriever, user=None) -> Job:
+    """Queue a built-in retriever's run over the gold set's questions."""
+    project = gold_set.question_set.project
+    if retriever.project_id != project.pk:
+        raise GoldSetError(f"{retriever.name} belongs to another project.")
+    if retriever.kind == RetrieverKind.RUN:
+        raise GoldSetError(
+            f"{retriever.name} replays an uploaded run: upload its run file instead."
+        )
+    if retriever.active_index_id is None:
+        raise GoldSetError(f"{retriever.name} has no built index yet: build it first.")
+    questions = len(load_gold_set(gold_set).questions)
+    return jobs.start(
+        project=project,
+        task="evaluation.tasks.evaluation_run",
+        kind="evaluation_run",
+        user=user,
+        params={"gold_set_id": gold_set.pk, "retriever_id": retriever.pk},
+        total=questions,
+        description=f"Run {retriever.name} over {gold_set} ({questions} questions)",
+    )
+
+
+def record_retriever_run(
+    *,
+    gold_set: GoldSet,
+    retriever: Retriever,
+    user=None,
+    depth: int | None = None,
+    job: Job | None = None,
+) -> EvaluationRun:
+    """Retrieve the top ``depth`` passages for every gold question and store them as a JSONL
+    run, line for line what ``manage.py retrieve`` writes. With a user, documents that user may
+    not see never come back."""
+    project = gold_set.question_set.project
+    depth = depth or evaluation_depth(project)
+    gold = load_gold_set(gold_set)
+    questions = list(gold.questions.values())
+    advance = jobs.progress(job) if job is not None else None
+    lines = []
+    for first in range(0, len(questions), RETRIEVE_BATCH):
+        batch = questions[first : first + RETRIEVE_BATCH]
+        found = retrieve(
+            retriever=retriever, questions=[q.question for q in batch], k=depth, user=user
+        )
+        for question, hits in zip(batch, found, strict=True):
+            results = [
+                {"doc_id": h.doc_id, "start": h.start, "end": h.end, "score": h.score} for h in hits
+            ]
+            lines.append({"question_id": question.question_id, "results": results})
+        if advance:
+            advance(len(batch))
+    data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+    index_built_at = (
+        Retriever.objects.filter(pk=retriever.pk)
+        .values_list("active_index__built_at", flat=True)
+        .first()
+    )
+    taken = set(EvaluationRun.objects.filter(gold_set=gold_set).values_list("name", flat=True))
+    name, suffix = retriever.name, 1
+    while name in taken or name == BASELINE_NAME:
+        suffix += 1
+        name = f"{retriever.name}-{suffix}"
+    return EvaluationRun.objects.create(
+        gold_set=gold_set,
+        name=name,
+        source=RunSource.RETRIEVER,
+        retriever=retriever,
+        index_built_at=index_built_at,
+        depth=depth,
+        file_name=f"{name}.jsonl",
+        content=data,
+        sha256=hashlib.sha256(data).hexdigest(),
+        questions=len(lines),
+        created_by=user,
+    )
+
+
+def run_retriever_run(job: Job) -> None:
+    """The job of `start_retriever_run`."""
+    done = EvaluationRun.objects.filter(pk=job.result.get("run_id")).first()
+    if done is not None:  # a redelivered job: the run is already stored
+        jobs.finish(job, JobState.SUCCEEDED, f"{done.name}: already stored.")
+        return
+    gold_set = GoldSet.objects.select_related("question_set__project").get(
+        pk=job.params["gold_set_id"], question_set__project=job.project
+    )
+    retriever = Retriever.objects.get(pk=job.params["retriever_id"], project=job.project)
+    run = record_retriever_run(gold_set=gold_set, retriever=retriever, user=job.created_by, job=job)
+    job.result = {"run_id": run.pk, "gold_set_id": gold_set.pk}
+    jobs.finish(
+        job, JobState.SUCCEEDED, f"{run.name}: top {run.depth} for {run.questions} questions."
+    )
+
+
+def load_stored_run(record: EvaluationRun, *, gold: Gold) -> Run:
+    return _read_run(bytes(record.content), name=record.name, file_name=record.file_name, gold=gold)
+
+
+# A finalised gold set never changes, so its baseline run can be kept per process.
+_BASELINE_CACHE_SIZE = 4
+_baseline_cache: OrderedDict[tuple[int, str, int], Run] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def baseline_run(gold_set: GoldSet, *, depth: int) -> Run:
+    """The CLI's BM25 keyword baseline over the bundle's corpus.jsonl."""
+    key = (gold_set.pk, gold_set.checksum, depth)
+    with _cache_lock:
+        if key in _baseline_cache:
+            return _baseline_cache[key]
+    run = bm25_baseline_run(gold=load_gold_set(gold_set), depth=depth)
+    with _cache_lock:
+        _baseline_cache[key] = run
+        while len(_baseline_cache) > _BASELINE_CACHE_SIZE:
+            _baseline_cache.popitem(last=False)
+    return run

@@ -1,0 +1,432 @@
+"""Gold sets: finalise (freeze what `labelling.services.gold` says into the next numbered set),
+read back, verify, download as a zip, write to a folder.
+
+A gold set is its bundle: the files `evaluation.bundle` writes from the data gathered here,
+stored once and never changed. Everything that reads a gold set reads those files through
+`evaluation.gold.read_bundle`, exactly as ``python -m evaluation`` reads a downloaded bundle.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import zipfile
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from django.db import transaction
+from django.db.models import Max, Q
+from django.utils import timezone
+
+from corpus.chunking import ChunkSpec
+from corpus.models import ChunkingScheme, Document, DocumentVersion, Project
+from evaluation.bundle import Bundle, BundleInfo, CorpusVersion, Vote, build_bundle, sha256
+from evaluation.gold import (
+    CORPUS_FILE,
+    GOLD_FILE,
+    MANIFEST_FILE,
+    EvaluationInputError,
+    Gold,
+    read_bundle,
+)
+from evaluation.models import GoldSet, GoldSetFile
+from goldset.errors import ServiceError
+from labelling.models import (
+    Assignment,
+    Judgement,
+    QuestionSet,
+    Resolution,
+    Verdict,
+    VerdictOutcome,
+)
+from labelling.resolution import DEFAULT_MIN_SPAN_F1
+from labelling.services.gold import FrozenQuestion, UnresolvedItem, collect_gold
+
+
+class GoldSetError(ServiceError):
+    """A gold set or run request that cannot be carried out; the message is for users."""
+
+
+class FinaliseBlocked(GoldSetError):
+    """Unresolved items stop a question set from being frozen; each one is listed."""
+
+    def __init__(self, unresolved: list[UnresolvedItem]):
+        self.unresolved = unresolved
+        count = len(unresolved)
+        super().__init__(
+            f"Cannot finalise: {count} item{'s' if count != 1 else ''} "
+            f"{'are' if count != 1 else 'is'} unresolved."
+        )
+
+
+def finalise_gold_set(
+    *, question_set: QuestionSet, user=None, min_span_f1: float = DEFAULT_MIN_SPAN_F1
+) -> GoldSet:
+    """Freeze the set's resolved labels into the next numbered gold set (v1, v2, …).
+
+    Refused, with every unresolved item listed, while anything blocks the gold rule. Who may
+    finalise (admins) is the caller's check; ``user`` is recorded as the creator. The bundle is
+    read back with ``evaluation.gold.read_bundle`` before it is stored, so a stored gold set always
+    loads in the CLI.
+    """
+    if not 0.0 <= min_span_f1 <= 1.0:
+        raise GoldSetError(f"The minimum span F1 must be between 0 and 1, not {min_span_f1}.")
+    with transaction.atomic():
+        # One finalise at a time per question set, so numbers never collide.
+        QuestionSet.objects.select_for_update().filter(pk=question_set.pk).first()
+        questions, unresolved = collect_gold(question_set=question_set, min_span_f1=min_span_f1)
+        if unresolved:
+            raise FinaliseBlocked(unresolved)
+        if not questions:
+            raise GoldSetError(f"The question set {question_set.name} has no questions.")
+        number = (
+            GoldSet.objects.filter(question_set=question_set).aggregate(Max("number"))[
+                "number__max"
+            ]
+            or 0
+        ) + 1
+        created_at = timezone.now()
+        bundle, document_ids = _bundle(
+            question_set=question_set,
+            questions=questions,
+            number=number,
+            created_by=_username(user) or None,
+            created_at=created_at,
+            min_span_f1=min_span_f1,
+        )
+        _check_loads(bundle)
+        gold_set = GoldSet.objects.create(
+            question_set=question_set,
+            number=number,
+            created_by=user,
+            created_at=created_at,
+            manifest=bundle.manifest,
+            checksum=bundle.checksum,
+            document_count=len(document_ids),
+        )
+        GoldSetFile.objects.bulk_create(
+            [
+                GoldSetFile(
+                    gold_set=gold_set,
+                    name=name,
+                    content=content,
+                    size=len(content),
+                    sha256=sha256(content),
+                )
+                for name, content in sorted(bundle.files.items())
+            ]
+        )
+        gold_set.documents.set(document_ids)
+    return gold_set
+
+
+def _check_loads(bundle: Bundle) -> None:
+    try:
+        read_bundle(bundle.files)
+    except EvaluationInputError as error:
+        raise GoldSetError(f"The bundle does not load back ({error.message}).") from error
+
+
+def newest_gold_set(question_set: QuestionSet) -> GoldSet | None:
+    return GoldSet.objects.filter(question_set=question_set).order_by("-number").first()
+
+
+def bundle_files(gold_set: GoldSet, *, names: Iterable[str] | None = None) -> dict[str, bytes]:
+    files = gold_set.files.all()
+    if names is not None:
+        files = files.filter(name__in=list(names))
+    return {name: bytes(content) for name, content in files.values_list("name", "content")}
+
+
+def write_bundle(*, gold_set: GoldSet, folder: Path) -> list[Path]:
+    """Write the bundle's files into ``folder`` (created if needed); returns the paths."""
+    return _write_files(folder, bundle_files(gold_set))
+
+
+def _write_files(folder: Path, files: dict[str, bytes]) -> list[Path]:
+    written = []
+    for name, content in sorted(files.items()):
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
+        written.append(path)
+    return written
+
+
+def bundle_folder_name(gold_set: GoldSet) -> str:
+    question_set = gold_set.question_set
+    return f"{question_set.project.slug}-{question_set.name}-{gold_set.label}"
+
+
+def bundle_zip(gold_set: GoldSet) -> bytes:
+    """The bundle as a zip holding one folder, dated at the gold set's creation."""
+    folder = bundle_folder_name(gold_set)
+    stamp = timezone.localtime(gold_set.created_at).timetuple()[:6]
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, content in sorted(bundle_files(gold_set).items()):
+            archive.writestr(zipfile.ZipInfo(f"{folder}/{name}", date_time=stamp), content)
+    return buffer.getvalue()
+
+
+def verify_gold_set(gold_set: GoldSet) -> list[str]:
+    """Problems found re-checking stored files against the manifest (empty when intact)."""
+    files = bundle_files(gold_set)
+    problems = []
+    manifest_bytes = files.get(MANIFEST_FILE, b"")
+    if sha256(manifest_bytes) != gold_set.checksum:
+        problems.append("manifest.json does not match the gold set's checksum")
+    listed = json.loads(manifest_bytes or b"{}").get("files", {})
+    for name, entry in listed.items():
+        if name not in files:
+            problems.append(f"{name} is missing")
+        elif sha256(files[name]) != entry["sha256"]:
+            problems.append(f"{name} does not match its SHA-256 in the manifest")
+    problems += [
+        f"{name} is not in the manifest"
+        for name in files
+        if name not in listed and name != MANIFEST_FILE
+    ]
+    return problems
+
+
+# A finalised gold set never changes, so its parsed form can be kept per process.
+_GOLD_CACHE_SIZE = 4
+_gold_cache: OrderedDict[tuple[int, str], Gold] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def load_gold_set(gold_set: GoldSet) -> Gold:
+    """The gold set read by ``evaluation.gold.read_bundle`` from its own bundle files, exactly as
+    ``python -m evaluation evaluate --gold BUNDLE`` reads them."""
+    key = (gold_set.pk, gold_set.checksum)
+    with _cache_lock:
+        if key in _gold_cache:
+            _gold_cache.move_to_end(key)
+            return _gold_cache[key]
+    gold = read_bundle(bundle_files(gold_set, names=(GOLD_FILE, CORPUS_FILE, MANIFEST_FILE)))
+    with _cache_lock:
+        _gold_cache[key] = gold
+        while len(_gold_cache) > _GOLD_CACHE_SIZE:
+            _gold_cache.popitem(last=False)
+    return gold
+
+
+# --- what the bundle is written from ------------------------------------------------------
+
+
+def _bundle(
+    *,
+    question_set: QuestionSet,
+    questions: Sequence[FrozenQuestion],
+    number: int,
+    created_by: str | None,
+    created_at,
+    min_span_f1: float,
+) -> tuple[Bundle, set[int]]:
+    """The bundle of the resolved questions, and the Document pks whose text it carries."""
+    project = question_set.project
+    versions = _corpus_versions(project, questions)
+    texts = {(version.document.doc_id, version.version): version.text for version in versions}
+    texts.update(_judged_texts(project, questions, known=texts))
+    schemes = {
+        scheme.name: ChunkSpec(
+            strategy=scheme.strategy, unit=scheme.unit, size=scheme.size, overlap=scheme.overlap
+        )
+        for scheme in ChunkingScheme.objects.filter(project=project).order_by("name")
+    }
+    bundle = build_bundle(
+        info=BundleInfo(
+            project=project.slug,
+            question_set=question_set.name,
+            number=number,
+            created_by=created_by,
+            created_at=created_at,
+            min_span_f1=min_span_f1,
+            guideline_versions=_guideline_versions(question_set),
+        ),
+        questions=questions,
+        corpus=[
+            CorpusVersion(
+                doc_id=version.document.doc_id,
+                version=version.version,
+                title=version.document.title,
+                text=version.text,
+                content_hash=version.content_hash,
+                access_groups=tuple(
+                    sorted(group.name for group in version.document.access_groups.all())
+                ),
+            )
+            for version in versions
+        ],
+        texts=texts,
+        schemes=schemes,
+        votes=_votes(question_set),
+    )
+    return bundle, {version.document_id for version in versions}
+
+
+def _corpus_versions(
+    project: Project, questions: Sequence[FrozenQuestion]
+) -> list[DocumentVersion]:
+    """The versions gold spans point at, and the newest searchable version of every document
+    (what runs search, and what the CLI's BM25 baseline indexes), by doc_id then version."""
+    span_versions = {span.version_id for q in questions for span in q.spans}
+    newest = Document.objects.filter(project=project).searchable().values("latest_version")
+    return list(
+        DocumentVersion.objects.filter(document__project=project)
+        .filter(Q(pk__in=span_versions) | Q(pk__in=newest))
+        .select_related("document")
+        .prefetch_related("document__access_groups")
+        .order_by("document__doc_id", "version")
+    )
+
+
+def _judged_texts(
+    project: Project, questions: Sequence[FrozenQuestion], *, known: dict[tuple[str, int], str]
+) -> dict[tuple[str, int], str]:
+    """Texts of versions judged passages point at that the corpus file does not carry."""
+    wanted = {(doc_id, version) for q in questions for doc_id, version, _, _ in q.judged}
+    wanted -= set(known)
+    if not wanted:
+        return {}
+    keys = {
+        pk: (doc_id, version)
+        for pk, doc_id, version in DocumentVersion.objects.filter(
+            document__project=project
+        ).values_list("pk", "document__doc_id", "version")
+        if (doc_id, version) in wanted
+    }
+    return {
+        keys[pk]: text
+        for pk, text in DocumentVersion.objects.filter(pk__in=sorted(keys)).values_list(
+            "pk", "text"
+        )
+    }
+
+
+def _guideline_versions(question_set: QuestionSet) -> list[int]:
+    versions = set(
+        Judgement.objects.filter(
+            assignment__pool__question_set=question_set, guideline__isnull=False
+        ).values_list("guideline__version", flat=True)
+    )
+    versions |= set(
+        Verdict.objects.filter(
+            assignment__pool__question_set=question_set, guideline__isnull=False
+        ).values_list("guideline__version", flat=True)
+    )
+    return sorted(versions)
+
+
+def _votes(question_set: QuestionSet) -> list[Vote]:
+    """Every vote of the set: each judgement, each verdict (a labeller who finished without
+    marking the question voted "answerable"), each lead's resolution."""
+    order = {
+        pk: i
+        for i, pk in enumerate(question_set.questions.order_by("pk").values_list("pk", flat=True))
+    }
+    rows: list[tuple[tuple, Vote]] = []
+    judgements = (
+        Judgement.objects.filter(assignment__pool__question_set=question_set)
+        .select_related(
+            "assignment__labeller",
+            "assignment__pool",
+            "assignment__question",
+            "candidate__version__document",
+            "guideline",
+        )
+        .prefetch_related("spans")
+    )
+    for j in judgements:
+        candidate, assignment = j.candidate, j.assignment
+        doc_id = candidate.version.document.doc_id
+        rows.append(
+            (
+                (order[assignment.question_id], assignment.pool.name, 0, doc_id,
+                 candidate.start, assignment.slot),
+                Vote(
+                    question_id=assignment.question.external_id,
+                    pool=assignment.pool.name,
+                    kind="judgement",
+                    source="labeller",
+                    labeller=_username(assignment.labeller),
+                    doc_id=doc_id,
+                    version=candidate.version.version,
+                    start=candidate.start,
+                    end=candidate.end,
+                    grade=j.grade,
+                    spans=_offsets(j.spans.all()),
+                    note=j.note,
+                    guideline_version=j.guideline.version if j.guideline else None,
+                    recorded_at=j.updated_at,
+                ),
+            )
+        )  # fmt: skip
+    assignments = Assignment.objects.filter(pool__question_set=question_set).select_related(
+        "labeller", "pool", "question", "verdict__guideline"
+    )
+    for a in assignments:
+        verdict = getattr(a, "verdict", None)
+        if verdict is None and a.completed_at is None:
+            continue
+        rows.append(
+            (
+                (order[a.question_id], a.pool.name, 1, "", 0, a.slot),
+                Vote(
+                    question_id=a.question.external_id,
+                    pool=a.pool.name,
+                    kind="verdict",
+                    source="labeller" if verdict else "finished without marking",
+                    labeller=_username(a.labeller),
+                    outcome=verdict.outcome if verdict else VerdictOutcome.ANSWERABLE.value,
+                    note=verdict.reason if verdict else "",
+                    guideline_version=verdict.guideline.version
+                    if verdict and verdict.guideline
+                    else None,
+                    recorded_at=verdict.updated_at if verdict else a.completed_at,
+                ),
+            )
+        )
+    resolutions = (
+        Resolution.objects.filter(pool__question_set=question_set)
+        .select_related("pool", "question", "resolved_by", "candidate__version__document")
+        .prefetch_related("spans")
+    )
+    for r in resolutions:
+        candidate = r.candidate
+        vote = Vote(
+            question_id=r.question.external_id,
+            pool=r.pool.name,
+            kind="resolution",
+            source="lead",
+            labeller=_username(r.resolved_by),
+            note=r.note,
+            recorded_at=r.resolved_at,
+        )
+        if candidate is None:
+            vote = replace(vote, outcome=r.outcome)
+        else:
+            vote = replace(
+                vote,
+                doc_id=candidate.version.document.doc_id,
+                version=candidate.version.version,
+                start=candidate.start,
+                end=candidate.end,
+                grade=r.grade,
+                spans=_offsets(r.spans.all()),
+            )
+        rows.append(((order[r.question_id], r.pool.name, 2, vote.doc_id, vote.start or 0, 0), vote))
+    rows.sort(key=lambda pair: pair[0])
+    return [vote for _, vote in rows]
+
+
+def _username(user) -> str:
+    return user.get_username() if user is not None else ""
+
+
+def _offsets(spans) -> tuple[tuple[int, int], ...]:
+    return tuple((span.start, span.end) for span in spans)

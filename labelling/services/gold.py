@@ -1,0 +1,288 @@
+"""The gold of a question set: what its votes and resolutions say, or what still blocks it.
+
+One rule, applied here and nowhere else: `labelling.resolution` decides each item (a candidate's
+grade and spans, a question's verdict), and gold spans of one question that overlap become one
+unit by `corpus.spans`' merge rule. `resolve_gold` gives it per pool (the Gold page);
+`collect_gold` gives it per question, as a gold set freezes it (evaluation only stores what it
+gets).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+
+from corpus.models import DocumentVersion
+from corpus.spans import merge_overlapping
+from labelling.models import Assignment, Question, QuestionSet, Resolution, VerdictOutcome
+from labelling.resolution import (
+    DEFAULT_MIN_SPAN_F1,
+    Pending,
+    VerdictDecision,
+    resolve_verdict,
+)
+from labelling.services.adjudication import QueueEntry, finished_outcomes, gather_votes
+
+
+@dataclass
+class GoldSpanRow:
+    version_id: int
+    doc_id: str
+    version: int
+    start: int
+    end: int
+    grade: int
+    quote: str
+
+
+@dataclass
+class GoldQuestionRow:
+    question: Question
+    answerable: bool | None
+    spans: list[GoldSpanRow]
+    judged: list[tuple[str, int, int, int]]  # doc_id, version, start, end
+    verdict_source: str
+
+
+@dataclass
+class GoldResolution:
+    questions: list[GoldQuestionRow]
+    unresolved: list[QueueEntry]
+
+    @property
+    def complete(self) -> bool:
+        return not self.unresolved
+
+
+def resolve_gold(
+    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1
+) -> GoldResolution:
+    """Apply the gold resolution rule (labelling/resolution.py) to every question of the set."""
+    rows, unresolved = [], []
+    for q in gather_votes(question_set=question_set):
+        verdict = q.decide_verdict()
+        if isinstance(verdict, Pending):
+            unresolved.append(
+                QueueEntry(
+                    pool=q.pool,
+                    question=q.question,
+                    candidate=None,
+                    reason=verdict.reason,
+                    question_votes=q,
+                )
+            )
+        spans, judged, texts = [], [], {}
+        for item in q.items:
+            decision = item.decide(min_span_f1=min_span_f1)
+            candidate = item.candidate
+            if isinstance(decision, Pending):
+                unresolved.append(
+                    QueueEntry(
+                        pool=q.pool,
+                        question=q.question,
+                        candidate=candidate,
+                        reason=decision.reason,
+                        item=item,
+                        question_votes=q,
+                    )
+                )
+                continue
+            document = candidate.version.document
+            texts[candidate.version_id] = candidate.version.text
+            judged.append(
+                (document.doc_id, candidate.version.version, candidate.start, candidate.end)
+            )
+            for start, end in decision.spans:
+                spans.append(
+                    GoldSpanRow(
+                        version_id=candidate.version_id,
+                        doc_id=document.doc_id,
+                        version=candidate.version.version,
+                        start=start,
+                        end=end,
+                        grade=decision.grade,
+                        quote=candidate.version.text[start:end],
+                    )
+                )
+        answerable = None
+        if isinstance(verdict, VerdictDecision):
+            answerable = verdict.outcome == VerdictOutcome.ANSWERABLE
+        rows.append(
+            GoldQuestionRow(
+                question=q.question,
+                answerable=answerable,
+                spans=coalesce_spans(spans, texts) if answerable is not False else [],
+                judged=judged,
+                verdict_source=verdict.source if isinstance(verdict, VerdictDecision) else "",
+            )
+        )
+    return GoldResolution(questions=rows, unresolved=unresolved)
+
+
+def coalesce_spans(spans: list[GoldSpanRow], texts: dict[int, str]) -> list[GoldSpanRow]:
+    """Overlapping gold spans of one question and version become one unit with the higher grade,
+    so evidence that two candidates share is credited once (`corpus.spans`' rule: touching spans
+    stay two units)."""
+    by_version: dict[int, list[GoldSpanRow]] = defaultdict(list)
+    for span in spans:
+        by_version[span.version_id].append(span)
+    merged: list[GoldSpanRow] = []
+    for version_id in sorted(by_version):
+        for start, end, group in merge_overlapping(by_version[version_id], offsets=_offsets):
+            unit = replace(group[0])
+            if len(group) > 1:
+                unit.end = end
+                unit.grade = max(span.grade for span in group)
+                unit.quote = texts[version_id][start:end]
+            merged.append(unit)
+    return merged
+
+
+def _offsets(span: GoldSpanRow) -> tuple[int, int]:
+    return span.start, span.end
+
+
+# --- per question, as a gold set freezes it ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UnresolvedItem:
+    question_id: str
+    pool: str
+    item: str  # "verdict", "question" or "doc_id [start–end)"
+    reason: str
+
+    def describe(self) -> str:
+        pool = f" (pool {self.pool})" if self.pool else ""
+        return f"{self.question_id}{pool} — {self.item}: {self.reason}"
+
+
+@dataclass
+class FrozenQuestion:
+    question_id: str
+    text: str
+    answerable: bool
+    spans: list[GoldSpanRow]
+    judged: list[tuple[str, int, int, int]]  # doc_id, version, start, end
+
+
+def collect_gold(
+    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1
+) -> tuple[list[FrozenQuestion], list[UnresolvedItem]]:
+    """Every question of the set with its resolved gold, or the items that still block it.
+
+    The rule is `resolve_gold`'s. Around it: a question pooled in several pools gets one line
+    (spans and judged passages of all pools), and a question no pool assigned to anyone blocks,
+    since a run over the set would carry a question the gold set does not know.
+    """
+    resolution = resolve_gold(question_set=question_set, min_span_f1=min_span_f1)
+    unresolved = [_unresolved_item(entry) for entry in resolution.unresolved]
+    rows_of = defaultdict(list)
+    for row in resolution.questions:
+        rows_of[row.question.pk].append(row)
+    without_candidates = _verdicts_without_candidates(question_set, covered=set(rows_of))
+    questions: list[FrozenQuestion] = []
+    for question in question_set.questions.order_by("pk"):
+        rows = rows_of.get(question.pk)
+        if rows is None:
+            verdict = without_candidates.get(question.pk)
+            if verdict is None:
+                unresolved.append(
+                    UnresolvedItem(
+                        question.external_id,
+                        "",
+                        "question",
+                        "not labelled: no pool has assigned it to a labeller",
+                    )
+                )
+            elif isinstance(verdict, Pending):
+                unresolved.append(
+                    UnresolvedItem(question.external_id, "", "verdict", verdict.reason)
+                )
+            else:
+                questions.append(
+                    FrozenQuestion(
+                        question_id=question.external_id,
+                        text=question.text,
+                        answerable=verdict.outcome == VerdictOutcome.ANSWERABLE,
+                        spans=[],
+                        judged=[],
+                    )
+                )
+            continue
+        outcomes = {row.answerable for row in rows}
+        if None in outcomes:
+            continue  # its pending verdict is already listed
+        if len(outcomes) > 1:
+            unresolved.append(
+                UnresolvedItem(
+                    question.external_id,
+                    "",
+                    "verdict",
+                    "its pools disagree on whether it is answerable",
+                )
+            )
+            continue
+        spans = [replace(s) for row in rows for s in row.spans]
+        if len(rows) > 1:
+            spans = _coalesce_across_pools(spans)
+        judged = list(dict.fromkeys(passage for row in rows for passage in row.judged))
+        questions.append(
+            FrozenQuestion(
+                question_id=question.external_id,
+                text=question.text,
+                answerable=rows[0].answerable,
+                spans=spans,
+                judged=judged,
+            )
+        )
+    return questions, unresolved
+
+
+def _unresolved_item(entry: QueueEntry) -> UnresolvedItem:
+    if entry.candidate is None:
+        item = "verdict"
+    else:
+        item = (
+            f"{entry.candidate.version.document.doc_id} "
+            f"[{entry.candidate.start}–{entry.candidate.end})"
+        )
+    return UnresolvedItem(entry.question.external_id, entry.pool.name, item, entry.reason)
+
+
+def _verdicts_without_candidates(question_set: QuestionSet, *, covered: set[int]) -> dict:
+    """The verdict rule for questions labellers saw with no candidate at all (a retriever found
+    nothing): their outcome is all there is to resolve."""
+    assignments = defaultdict(list)
+    for assignment in (
+        Assignment.objects.filter(pool__question_set=question_set)
+        .exclude(question_id__in=covered)
+        .select_related("verdict")
+    ):
+        assignments[assignment.question_id].append(assignment)
+    resolutions = {
+        question_id: outcome
+        for question_id, outcome in Resolution.objects.filter(
+            pool__question_set=question_set, candidate__isnull=True
+        )
+        .exclude(outcome="")
+        .values_list("question_id", "outcome")
+    }
+    decided = {}
+    for question_id, held in assignments.items():
+        decided[question_id] = resolve_verdict(
+            finished_outcomes(held),
+            planned_votes=len(held),
+            resolution=resolutions.get(question_id),
+        )
+    return decided
+
+
+def _coalesce_across_pools(spans: list[GoldSpanRow]) -> list[GoldSpanRow]:
+    """Overlapping spans of one version from different pools become one unit, higher grade."""
+    texts = dict(
+        DocumentVersion.objects.filter(pk__in={s.version_id for s in spans}).values_list(
+            "pk", "text"
+        )
+    )
+    return coalesce_spans(spans, texts)
