@@ -336,7 +336,7 @@ def _decode(name: str, data: bytes, *, declared: str | None = None) -> tuple[str
     if b"\x00" in data:
         # Text never holds NUL bytes, except UTF-16 saved without a BOM.
         codec = _bomless_utf16(data)
-        if codec is None:
+        if codec is None or _reads_better_as_utf8(data, codec):
             raise ExtractionError(f"{name} does not look like text (it contains binary data)")
         return _strict_decode(name, data, codec), codec
     try:
@@ -379,6 +379,20 @@ def _bomless_utf16(data: bytes) -> str | None:
     if even_nuls > 0.3 * half and odd_nuls < 0.05 * half:
         return "utf-16-be"
     return None
+
+
+def _reads_better_as_utf8(data: bytes, codec: str) -> bool:
+    """Bytes that are valid UTF-8 and whose UTF-16 reading leaves Latin-1 are UTF-8 with NULs.
+
+    Without a BOM, the NUL pattern is the only sign of UTF-16, and only text mostly in
+    Latin-1 shows it (every other byte zero); such text never reads as characters above
+    U+00FF. Valid UTF-8 that does is short or binary, and the NULs make it no text at all.
+    """
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return any(ord(c) > 0xFF for c in data.decode(codec, errors="replace"))
 
 
 _SUSPICIOUS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f\ufffd]")

@@ -773,6 +773,16 @@ def test_error_messages_are_single_human_lines():
         assert not re.search(r"Traceback|File \"", message)
 
 
+@pytest.mark.parametrize("text", ["0\x00\x80", "a\x00" * 10 + "é"])
+def test_utf8_with_nul_bytes_is_not_mistaken_for_utf16(text):
+    # Found by the property test below: a NUL pattern alone looked like UTF-16 without a BOM.
+    assert "binary data" in error_of("any.txt", text.encode())
+
+
+def test_latin_text_saved_as_utf16_without_a_bom_is_still_read():
+    assert extract("any.txt", "Caf\u00e9 hours".encode("utf-16-le")).text == "Caf\u00e9 hours"
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=300))
 def test_any_utf8_text_file_is_stored_normalised_or_refused_clearly(text):
