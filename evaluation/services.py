@@ -38,6 +38,7 @@ from corpus.models import (
     Retriever,
     RetrieverKind,
 )
+from corpus.runfiles import jsonl_run_line
 from corpus.services.retrieval import retrieve
 from evaluation.baseline import BASELINE_NAME, bm25_baseline_run
 from evaluation.gold import (
@@ -975,13 +976,10 @@ def record_retriever_run(
             retriever=retriever, questions=[q.question for q in batch], k=depth, user=user
         )
         for question, hits in zip(batch, found, strict=True):
-            results = [
-                {"doc_id": h.doc_id, "start": h.start, "end": h.end, "score": h.score} for h in hits
-            ]
-            lines.append({"question_id": question.question_id, "results": results})
+            lines.append(jsonl_run_line(question_id=question.question_id, results=hits))
         if advance:
             advance(len(batch))
-    data = _jsonl(lines)
+    data = _text(lines)
     index_built_at = (
         Retriever.objects.filter(pk=retriever.pk)
         .values_list("active_index__built_at", flat=True)

@@ -24,6 +24,7 @@ from goldset.errors import ServiceError
 from labelling.models import Candidate, Pool, Provenance, Question, QuestionSet
 from labelling.services import pools as services
 from labelling.services.questions import InputRejected
+from labelling.services.run_import import import_run
 
 RUN_SUFFIXES = (".jsonl", ".json", ".run", ".trec", ".txt", ".tsv")
 
@@ -182,7 +183,7 @@ def upload_run(request: HttpRequest, slug: str, retriever_id: int) -> HttpRespon
         )
     else:
         try:
-            result = services.import_run(
+            result = import_run(
                 retriever=retriever,
                 question_set=question_set,
                 data=upload.read(),
