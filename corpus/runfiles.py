@@ -30,7 +30,10 @@ TREC_COLUMNS = "qid Q0 docid rank score tag"
 
 
 class Passage(NamedTuple):
-    """A stretch of one document; ``start``/``end`` of None mean the whole document."""
+    """A stretch of one document; ``start``/``end`` of None mean the whole document.
+
+    Defined here, where runs are read, and used by evaluation.gold for judged passages too.
+    """
 
     doc_id: str
     start: int | None = None
@@ -73,6 +76,7 @@ def read_run_file(data: bytes | str) -> RunFile:
 def _read_jsonl(text: str) -> RunFile:
     run = RunFile(format="jsonl")
     problems = run.problems
+    seen: dict[str, int] = {}  # a question's first line, even when that line is refused
     for number, record in json_lines(text, comments=True):
         if isinstance(record, LineProblem):
             problems.append(record)
@@ -83,12 +87,13 @@ def _read_jsonl(text: str) -> RunFile:
         if not isinstance(question_id, str) or not question_id:
             problems.append(LineProblem(number, "question_id must be a non-empty string"))
             continue
-        if question_id in run.rankings:
-            first = run.rankings[question_id].line
+        if question_id in seen:
+            first = seen[question_id]
             problems.append(
                 LineProblem(number, f"question {question_id!r} already given on line {first}")
             )
             continue
+        seen[question_id] = number
         results = record.get("results", [])
         if not isinstance(results, list):
             problems.append(LineProblem(number, "results must be a list"))

@@ -114,6 +114,14 @@ BAD_RUNS = {
         ],
         [(2, "question 'q2' already given on line 1")],
     ),
+    # A question's first line counts even when that line is refused.
+    "repeat-of-a-refused-line.jsonl": (
+        [
+            {"question_id": "q1", "results": {"doc_id": "leave"}},
+            {"question_id": "q1", "results": [{"doc_id": "leave"}]},
+        ],
+        [(1, "results must be a list"), (2, "question 'q1' already given on line 1")],
+    ),
     # The first line tells the format: after a TREC line, a JSON line is a bad TREC line.
     "json-inside-trec.trec": (
         ["# comments do not count", "q1 Q0 leave 1 2.0 sys", '{"question_id": "q1"}'],
