@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from corpus.extraction import (
     normalise_text,
 )
 from corpus.sandbox import extract_isolated
+from corpus.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines
 
 RECORD_SUFFIXES = (".jsonl", ".csv")
 MAX_DOC_ID_LENGTH = 255
@@ -133,24 +133,12 @@ def read_folder(path: Path) -> Iterator[tuple[Path, SourceBatch]]:
 
 def read_jsonl(*, name: str, data: bytes) -> SourceBatch:
     batch = SourceBatch(source=name)
-    text = _decode_structured(name, data)
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            batch.errors.append(
-                RecordError(source=name, line=number, error=f"not valid JSON ({exc.msg})")
-            )
-            continue
-        if not isinstance(obj, dict):
-            batch.errors.append(
-                RecordError(source=name, line=number, error="expected a JSON object")
-            )
-            continue
-        _add_record(batch, obj, line=number, seen=seen)
+    for number, obj in json_lines(_decode_structured(name, data)):
+        if isinstance(obj, LineProblem):
+            batch.errors.append(RecordError(source=name, line=number, error=obj.message))
+        else:
+            _add_record(batch, obj, line=number, seen=seen)
     return batch
 
 
@@ -218,7 +206,8 @@ def read_beir(path: Path) -> BeirCollection:
     qrels: list[QrelRecord] = []
     for file in qrel_files:
         source = file.relative_to(path).as_posix()
-        for number, line in enumerate(file.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        text = _decode_utf8(source, file.read_bytes())
+        for number, line in enumerate(text.splitlines(), start=1):
             cells = line.split("\t") if "\t" in line else line.split()
             if not cells or not line.strip():
                 continue
@@ -245,23 +234,11 @@ def read_beir(path: Path) -> BeirCollection:
 
 
 def _json_lines(file: Path, errors: list[RecordError]) -> Iterator[tuple[int, dict]]:
-    with file.open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                errors.append(
-                    RecordError(source=file.name, line=number, error=f"not valid JSON ({exc.msg})")
-                )
-                continue
-            if isinstance(obj, dict):
-                yield number, obj
-            else:
-                errors.append(
-                    RecordError(source=file.name, line=number, error="expected a JSON object")
-                )
+    for number, obj in json_lines(_decode_utf8(file.name, file.read_bytes())):
+        if isinstance(obj, LineProblem):
+            errors.append(RecordError(source=file.name, line=number, error=obj.message))
+        else:
+            yield number, obj
 
 
 def _add_record(batch: SourceBatch, obj: dict, *, line: int, seen: dict[str, int]) -> None:
@@ -322,11 +299,14 @@ def _parse_time(value: object) -> datetime | None:
 
 
 def _decode_structured(name: str, data: bytes) -> str:
+    # Spreadsheet tools save "Unicode text" as UTF-16 with a byte-order mark.
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return data.decode("utf-16")
+    return _decode_utf8(name, data)
+
+
+def _decode_utf8(name: str, data: bytes) -> str:
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise SourceError(
-            f"{name}: not UTF-8 text (byte {exc.start}); save the file as UTF-8 and import it again"
-        ) from None
+        return decode_utf8(data)
+    except NotUTF8Error as exc:
+        raise SourceError(f"{name}: {exc}; save the file as UTF-8 and import it again") from None

@@ -9,15 +9,26 @@ from __future__ import annotations
 
 import difflib
 import json
-import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+from corpus.runfiles import Passage
+from corpus.textfiles import (
+    LineProblem,
+    NotUTF8Error,
+    decode_utf8,
+    first_line,
+    json_lines,
+    text_lines,
+)
 
 GOLD_FILE = "gold.jsonl"
 CORPUS_FILE = "corpus.jsonl"
 MANIFEST_FILE = "manifest.json"
+# What a bundle is read from; its other files (judgements, agreement) are for people.
+READ_FILES = (GOLD_FILE, CORPUS_FILE, MANIFEST_FILE)
 
 # A fuzzy re-anchoring below this similarity is more likely a different passage than an edited one.
 FUZZY_MIN_RATIO = 0.9
@@ -38,14 +49,6 @@ class EvaluationInputError(Exception):
 
 class GoldFormatError(EvaluationInputError):
     """The gold set is malformed or inconsistent."""
-
-
-class Passage(NamedTuple):
-    """A stretch of one document; ``start``/``end`` of None mean the whole document."""
-
-    doc_id: str
-    start: int | None = None
-    end: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,45 +107,47 @@ def load_gold(path: Path | str) -> Gold:
     """Load a bundle folder, a gold JSONL file or a TREC/BEIR qrels file."""
     path = Path(path)
     if path.is_dir():
-        return _load_bundle(path)
+        if not (path / GOLD_FILE).is_file():
+            raise GoldFormatError(f"the bundle folder has no {GOLD_FILE}", path=path)
+        files = {name: (path / name).read_bytes() for name in READ_FILES if (path / name).is_file()}
+        return _read_bundle(files, folder=path)
     if not path.is_file():
         raise GoldFormatError("no such file or folder", path=path)
-    first = _first_content_line(path)
-    if first is not None and first.lstrip().startswith("{"):
-        return Gold(questions=_load_gold_jsonl(path), source=path)
-    return Gold(questions=load_qrels(path), source=path)
+    text = _decode(path.read_bytes(), path=path)
+    if first_line(text, comments=True).lstrip().startswith("{"):
+        return Gold(questions=_read_gold_jsonl(text, path=path), source=path)
+    return Gold(questions=_read_qrels(text, path=path), source=path)
 
 
 def read_bundle(files: Mapping[str, bytes], *, source: Path | str | None = None) -> Gold:
     """A bundle given as its files' contents (path inside the bundle -> bytes), as the app
-    stores it; read exactly as `load_gold` reads the same files from a folder."""
-    # Stand-in until the readers take bytes themselves: the files go through a temporary folder.
-    with tempfile.TemporaryDirectory(prefix="goldset-gold-") as folder:
-        for name, content in files.items():
-            path = Path(folder) / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content)
-        gold = _load_bundle(Path(folder))
-    gold.source = Path(source) if source is not None else None
-    return gold
+    stores it; read exactly as `load_gold` reads the same files from a folder. ``source``
+    names the bundle in errors; without it they name the file inside the bundle."""
+    return _read_bundle(files, folder=Path(source) if source is not None else None)
 
 
-def _load_bundle(folder: Path) -> Gold:
-    gold_path = folder / GOLD_FILE
-    if not gold_path.is_file():
+def _read_bundle(files: Mapping[str, bytes], *, folder: Path | None) -> Gold:
+    def where(name: str) -> Path:
+        return folder / name if folder is not None else Path(name)
+
+    if GOLD_FILE not in files:
         raise GoldFormatError(f"the bundle folder has no {GOLD_FILE}", path=folder)
-    questions = _load_gold_jsonl(gold_path)
+    gold_path = where(GOLD_FILE)
+    questions = _read_gold_jsonl(_decode(files[GOLD_FILE], path=gold_path), path=gold_path)
     manifest = None
-    manifest_path = folder / MANIFEST_FILE
-    if manifest_path.is_file():
+    if MANIFEST_FILE in files:
+        manifest_path = where(MANIFEST_FILE)
+        text = _decode(files[MANIFEST_FILE], path=manifest_path)
         try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            manifest = json.loads(text)
+        except json.JSONDecodeError as error:
             raise GoldFormatError(f"not valid JSON ({error})", path=manifest_path) from None
     gold = Gold(questions=questions, manifest=manifest, source=folder)
-    corpus_path = folder / CORPUS_FILE
-    if corpus_path.is_file():
-        versions = load_corpus_versions(corpus_path)
+    if CORPUS_FILE in files:
+        corpus_path = where(CORPUS_FILE)
+        versions = _read_corpus_versions(
+            _decode(files[CORPUS_FILE], path=corpus_path), path=corpus_path
+        )
         _check_span_offsets(questions, versions, gold_path=gold_path)
         gold.corpus = {doc_id: by_version[-1] for doc_id, by_version in versions.items()}
         gold.questions, gold.unanchored = _reanchor_to_newest(questions, gold.corpus)
@@ -152,32 +157,19 @@ def _load_bundle(folder: Path) -> Gold:
 # --- reading lines ------------------------------------------------------------------------------
 
 
-def _first_content_line(path: Path) -> str | None:
-    for _, line in _lines(path):
-        return line
-    return None
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Non-blank, non-comment lines with their 1-based numbers."""
+def _decode(data: bytes, *, path: Path) -> str:
     try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                stripped = line.strip()
-                if stripped and not stripped.startswith("#"):
-                    yield number, line.rstrip("\r\n")
-    except UnicodeDecodeError:
-        raise GoldFormatError("not UTF-8 text", path=path) from None
+        return decode_utf8(data)
+    except NotUTF8Error as error:
+        raise GoldFormatError(str(error), path=path) from None
 
 
-def _json_object(path: Path, number: int, line: str, error: type[EvaluationInputError]) -> dict:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise error(f"not valid JSON ({exc.msg})", path=path, line=number) from None
-    if not isinstance(record, dict):
-        raise error("expected a JSON object", path=path, line=number)
-    return record
+def _objects(text: str, *, path: Path) -> Iterator[tuple[int, dict]]:
+    """The JSON objects of a gold or corpus file; the first bad line stops the file."""
+    for number, record in json_lines(text, comments=True):
+        if isinstance(record, LineProblem):
+            raise GoldFormatError(record.message, path=path, line=number)
+        yield number, record
 
 
 def read_offsets(
@@ -212,11 +204,10 @@ def _is_int(value: Any) -> bool:
 # --- gold JSONL ---------------------------------------------------------------------------------
 
 
-def _load_gold_jsonl(path: Path) -> dict[str, GoldQuestion]:
+def _read_gold_jsonl(text: str, *, path: Path) -> dict[str, GoldQuestion]:
     questions: dict[str, GoldQuestion] = {}
     first_line: dict[str, int] = {}
-    for number, line in _lines(path):
-        record = _json_object(path, number, line, GoldFormatError)
+    for number, record in _objects(text, path=path):
         question = _parse_question(record, path=path, line=number)
         if question.question_id in questions:
             raise GoldFormatError(
@@ -296,9 +287,13 @@ def load_qrels(path: Path | str) -> dict[str, GoldQuestion]:
     Every row is a judged document; rows with grade >= 1 become whole-document spans.
     """
     path = Path(path)
+    return _read_qrels(_decode(path.read_bytes(), path=path), path=path)
+
+
+def _read_qrels(text: str, *, path: Path) -> dict[str, GoldQuestion]:
     spans: dict[str, list[GoldSpan]] = {}
     judged: dict[str, list[Passage]] = {}
-    for number, line in _lines(path):
+    for number, line in text_lines(text, comments=True):
         fields = line.split()
         if len(fields) == 3 and not _looks_like_int(fields[2]) and not spans and not judged:
             continue  # the BEIR header "query-id corpus-id score"
@@ -342,9 +337,12 @@ def _looks_like_int(text: str) -> bool:
 
 def load_corpus_versions(path: Path) -> dict[str, list[CorpusDocument]]:
     """Every document version in corpus.jsonl, oldest first per doc_id."""
+    return _read_corpus_versions(_decode(path.read_bytes(), path=path), path=path)
+
+
+def _read_corpus_versions(text: str, *, path: Path) -> dict[str, list[CorpusDocument]]:
     versions: dict[str, list[CorpusDocument]] = {}
-    for number, line in _lines(path):
-        record = _json_object(path, number, line, GoldFormatError)
+    for number, record in _objects(text, path=path):
         doc_id = read_doc_id(record, path=path, line=number, error=GoldFormatError)
         text = record.get("text")
         if not isinstance(text, str):

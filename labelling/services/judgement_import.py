@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
@@ -11,6 +10,7 @@ from django.utils import timezone
 
 from corpus.models import Document, Membership, Project, Role
 from corpus.sources import RecordError
+from corpus.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Candidate, Judgement, Pool, PoolState, Question, Span
 
@@ -56,14 +56,12 @@ def import_judgements(
     votes: list[ImportedVote] = []
     seen: dict[tuple, int] = {}
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ServiceError(f"{name}: not UTF-8 text.") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+        text = decode_utf8(data)
+    except NotUTF8Error as exc:
+        raise ServiceError(f"{name}: {exc}.") from None
+    for number, record in json_lines(text):
         vote = _parse(
-            line, number, by_id=by_id, documents=documents, name=name, errors=result.errors
+            record, number, by_id=by_id, documents=documents, name=name, errors=result.errors
         )
         if vote is None:
             continue
@@ -90,16 +88,12 @@ def import_judgements(
     return result
 
 
-def _parse(line, number, *, by_id, documents, name, errors) -> ImportedVote | None:
+def _parse(obj, number, *, by_id, documents, name, errors) -> ImportedVote | None:
     def fail(message: str) -> None:
         errors.append(RecordError(source=name, line=number, error=message))
 
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return fail(f"not valid JSON ({exc.msg})")
-    if not isinstance(obj, dict):
-        return fail("expected a JSON object")
+    if isinstance(obj, LineProblem):
+        return fail(obj.message)
     qid, labeller, doc_id, grade = (
         obj.get(k) for k in ("question_id", "labeller", "doc_id", "grade")
     )

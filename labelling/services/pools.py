@@ -1,13 +1,13 @@
-"""Writes for runs and pools: importing a team's own run, and pooling candidates for labelling.
+"""Writes for pools: pooling candidates for labelling from retrievers and uploaded runs.
 
 A pool is built by one Celery task per retriever and batch of questions. Each task stores its raw
 top-k as PoolHit rows; the task that finishes last merges them into candidates with provenance
-(labelling.pooling) and a per-question shuffled order. Every step can run twice safely.
+(labelling.pooling) and a per-question shuffled order. Every step can run twice safely. An
+uploaded run is pooled from its RunResult rows, which `labelling.services.run_import` writes.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
@@ -19,9 +19,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from corpus import jobs
-from corpus.models import Chunk, Document, DocumentVersion, Job, JobState, Retriever, RetrieverKind
+from corpus.models import Document, Job, JobState, Retriever, RetrieverKind
 from corpus.services.retrieval import retrieve
-from corpus.sources import RecordError
 from goldset.errors import ServiceError
 from labelling.models import (
     Candidate,
@@ -42,7 +41,6 @@ from labelling.pooling import (
     pool_stats,
     shuffled_order,
 )
-from labelling.services.questions import InputRejected
 
 logger = logging.getLogger(__name__)
 
@@ -53,292 +51,6 @@ MAX_DEPTH = 1000
 # By name: the task module imports this one.
 POOL_BATCH_TASK = "labelling.tasks.pool_batch"
 BULK_BATCH = 2000
-
-
-# Runs ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunLine:
-    """One result of an uploaded run, as read; ``rank`` is its place in the question's ranking."""
-
-    line: int
-    question_id: str
-    doc_id: str
-    rank: int
-    score: float | None
-    start: int | None
-    end: int | None
-
-
-@dataclass
-class RunImportResult:
-    questions: int = 0
-    results: int = 0
-    passages: int = 0  # RunResult rows: results without offsets become one per chunk
-    whole_documents: int = 0  # results mapped to a whole document (no chunks to map to)
-
-
-def import_run(
-    *, retriever: Retriever, question_set: QuestionSet, data: bytes | str, name: str = "run"
-) -> RunImportResult:
-    """Replace the retriever's run for this question set: all of it, or nothing on any problem.
-
-    TREC (``qid Q0 docid rank score tag``: ranked by score, ties in file order) or JSONL
-    (``{"question_id", "results": [{"doc_id", "start"?, "end"?, "score"?}]}``: ranked in list
-    order). A result without offsets stands for its document's chunks under the retriever's
-    scheme, all at the result's rank, or for the whole document when there are none. Unknown
-    question or document ids and offsets outside a document are reported with their line.
-    """
-    if retriever.kind != RetrieverKind.RUN:
-        raise ServiceError(
-            f"{retriever.name} is a {retriever.kind} retriever, not an uploaded run."
-        )
-    if question_set.project_id != retriever.project_id:
-        raise ServiceError("The question set and the retriever belong to different projects.")
-    text = _decode(data, name)
-    lines, problems = _parse_run(text, name)
-    if not lines and not problems:
-        raise ServiceError(f"{name} has no results.")
-    questions = dict(question_set.questions.values_list("external_id", "pk"))
-    documents = {
-        doc_id: (version_id, length)
-        for doc_id, version_id, length in _latest_texts(retriever, {r.doc_id for r in lines})
-    }
-    for result in lines:
-        if result.question_id not in questions:
-            problems.append(
-                _problem(name, result.line, f"unknown question id {result.question_id!r}")
-            )
-        if result.doc_id not in documents:
-            problems.append(_problem(name, result.line, f"unknown document id {result.doc_id!r}"))
-        elif result.end is not None and result.end > documents[result.doc_id][1]:
-            problems.append(
-                _problem(
-                    name,
-                    result.line,
-                    f"offsets [{result.start}, {result.end}) are outside {result.doc_id!r}, "
-                    f"which has {documents[result.doc_id][1]} characters",
-                )
-            )
-    if problems:
-        raise InputRejected(sorted(problems, key=lambda p: p.line or 0))
-    chunks = _chunks_of(retriever, {version_id for version_id, _ in documents.values()})
-    outcome = RunImportResult(questions=len({r.question_id for r in lines}), results=len(lines))
-    rows: list[RunResult] = []
-    for result in lines:
-        version_id, length = documents[result.doc_id]
-        if result.start is not None:
-            spans = [(result.start, result.end)]
-        elif chunks.get(version_id):
-            spans = chunks[version_id]
-        else:
-            spans = [(0, length)]
-            outcome.whole_documents += 1
-        rows.extend(
-            RunResult(
-                retriever=retriever,
-                question_id=questions[result.question_id],
-                rank=result.rank,
-                score=result.score,
-                version_id=version_id,
-                start=start,
-                end=end,
-            )
-            for start, end in spans
-        )
-    with transaction.atomic():
-        RunResult.objects.filter(retriever=retriever, question__question_set=question_set).delete()
-        RunResult.objects.bulk_create(rows, batch_size=BULK_BATCH)
-    outcome.passages = len(rows)
-    return outcome
-
-
-def _decode(data: bytes | str, name: str) -> str:
-    if isinstance(data, str):
-        return data
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ServiceError(f"{name} is not UTF-8 text (byte {exc.start}).") from exc
-
-
-def _problem(name: str, line: int, error: str) -> RecordError:
-    return RecordError(source=name, line=line, error=error)
-
-
-def _parse_run(text: str, name: str) -> tuple[list[RunLine], list[RecordError]]:
-    # Split on "\n" only: str.splitlines would also break JSON strings holding U+2028.
-    lines = text.split("\n")
-    first = next(
-        (line.lstrip() for line in lines if line.strip() and not line.lstrip().startswith("#")), ""
-    )
-    if first.startswith("{"):
-        return _parse_jsonl_run(lines, name)
-    return _parse_trec_run(lines, name)
-
-
-def _parse_jsonl_run(lines: list[str], name: str) -> tuple[list[RunLine], list[RecordError]]:
-    results: list[RunLine] = []
-    problems: list[RecordError] = []
-    seen: dict[str, int] = {}
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip() or raw.lstrip().startswith("#"):
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            problems.append(_problem(name, number, f"not valid JSON ({exc.msg})"))
-            continue
-        if not isinstance(record, dict):
-            problems.append(_problem(name, number, "expected a JSON object"))
-            continue
-        question_id = record.get("question_id")
-        if isinstance(question_id, int) and not isinstance(question_id, bool):
-            question_id = str(question_id)
-        if not isinstance(question_id, str) or not question_id:
-            problems.append(_problem(name, number, "question_id must be a non-empty string"))
-            continue
-        if question_id in seen:
-            problems.append(
-                _problem(
-                    name,
-                    number,
-                    f"question {question_id!r} already given on line {seen[question_id]}",
-                )
-            )
-            continue
-        seen[question_id] = number
-        ranked = record.get("results", [])
-        if not isinstance(ranked, list):
-            problems.append(_problem(name, number, "results must be a list"))
-            continue
-        for rank, item in enumerate(ranked, start=1):
-            parsed = _jsonl_result(item, name=name, line=number, question_id=question_id, rank=rank)
-            if isinstance(parsed, RecordError):
-                problems.append(parsed)
-            else:
-                results.append(parsed)
-    return results, problems
-
-
-def _jsonl_result(
-    item, *, name: str, line: int, question_id: str, rank: int
-) -> RunLine | RecordError:
-    where = f"result {rank}"
-    if not isinstance(item, dict):
-        return _problem(name, line, f"{where} must be a JSON object")
-    doc_id = item.get("doc_id")
-    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
-        doc_id = str(doc_id)
-    if not isinstance(doc_id, str) or not doc_id:
-        return _problem(name, line, f"{where} needs a doc_id")
-    start, end = item.get("start"), item.get("end")
-    if (start is None) != (end is None):
-        return _problem(name, line, f"{where} ({doc_id}) needs both start and end, or neither")
-    if start is not None and not (
-        all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end))
-        and 0 <= start < end
-    ):
-        return _problem(
-            name, line, f"{where} ({doc_id}) needs whole-number offsets with 0 <= start < end"
-        )
-    score = item.get("score")
-    if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-        return _problem(name, line, f"{where} ({doc_id}) has a score that is not a number")
-    return RunLine(
-        line=line,
-        question_id=question_id,
-        doc_id=doc_id,
-        rank=rank,
-        score=None if score is None else float(score),
-        start=start,
-        end=end,
-    )
-
-
-def _parse_trec_run(lines: list[str], name: str) -> tuple[list[RunLine], list[RecordError]]:
-    problems: list[RecordError] = []
-    scored: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
-    for number, raw in enumerate(lines, start=1):
-        fields = raw.split()
-        if not fields or fields[0].startswith("#"):
-            continue
-        if len(fields) < 6:
-            problems.append(
-                _problem(
-                    name,
-                    number,
-                    "expected 'qid Q0 docid rank score tag' (a JSONL run starts with '{')",
-                )
-            )
-            continue
-        try:
-            score = float(fields[4])
-        except ValueError:
-            problems.append(_problem(name, number, f"score {fields[4]!r} is not a number"))
-            continue
-        scored[fields[0]].append((score, number, fields[2]))
-    results: list[RunLine] = []
-    for question_id, rows in scored.items():
-        # The rank column is ignored, as trec_eval does; equal scores keep their file order.
-        rows.sort(key=lambda row: (-row[0], row[1]))
-        results.extend(
-            RunLine(
-                line=number,
-                question_id=question_id,
-                doc_id=doc_id,
-                rank=rank,
-                score=score,
-                start=None,
-                end=None,
-            )
-            for rank, (score, number, doc_id) in enumerate(rows, start=1)
-        )
-    return results, problems
-
-
-def _latest_texts(retriever: Retriever, doc_ids: set[str]) -> list[tuple[str, int, int]]:
-    """(doc_id, newest version id, text length) of the named documents of the project."""
-    found = []
-    ordered = sorted(doc_ids)
-    for first in range(0, len(ordered), 900):  # SQLite caps bound parameters per query
-        documents = Document.objects.filter(
-            project_id=retriever.project_id,
-            doc_id__in=ordered[first : first + 900],
-            latest_version__isnull=False,
-        ).values_list("doc_id", "latest_version_id")
-        versions = dict(documents)
-        lengths = _text_lengths(list(versions.values()))
-        found.extend((doc_id, version, lengths[version]) for doc_id, version in versions.items())
-    return found
-
-
-def _text_lengths(version_ids: list[int]) -> dict[int, int]:
-    from django.db.models.functions import Length
-
-    return dict(
-        DocumentVersion.objects.filter(pk__in=version_ids)
-        .annotate(length=Length("text"))
-        .values_list("pk", "length")
-    )
-
-
-def _chunks_of(retriever: Retriever, version_ids: set[int]) -> dict[int, list[tuple[int, int]]]:
-    chunks: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    if retriever.scheme_id is None:
-        return chunks
-    ordered = sorted(version_ids)
-    for first in range(0, len(ordered), 900):
-        for version_id, start, end in (
-            Chunk.objects.filter(
-                scheme_id=retriever.scheme_id, version_id__in=ordered[first : first + 900]
-            )
-            .order_by("version_id", "ordinal")
-            .values_list("version_id", "start", "end")
-        ):
-            chunks[version_id].append((start, end))
-    return chunks
 
 
 # Pools -----------------------------------------------------------------------------------

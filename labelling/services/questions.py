@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +14,13 @@ from corpus.services.documents import IngestResult, ingest_batch
 from corpus.sources import RecordError, read_beir
 from goldset.errors import ServiceError
 from labelling.models import ImportedJudgement, Question, QuestionSet
+from labelling.sources import (
+    MAX_SOURCE,
+    QUESTION_FORMATS,
+    QuestionFileError,
+    QuestionRow,
+    read_questions,
+)
 
 
 @dataclass
@@ -95,12 +99,6 @@ def get_question_set(*, project: Project, name: str) -> QuestionSet:
 
 # Question import -------------------------------------------------------------------------
 
-QUESTION_FORMATS = ("csv", "jsonl", "lines")
-MAX_EXTERNAL_ID = 255
-MAX_SOURCE = 200
-# Only line breaks end a pasted question: str.splitlines would also split on U+2028 and
-# friends, which may sit inside a question copied from a chat tool.
-_LINE_BREAK = re.compile(r"\r\n|\n|\r")
 _SPACE = re.compile(r"\s+")
 
 
@@ -112,15 +110,6 @@ class InputRejected(ServiceError):
         shown = "; ".join(str(p) for p in problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         super().__init__(f"Nothing was imported: {shown}{more}")
-
-
-@dataclass(frozen=True)
-class QuestionRow:
-    line: int
-    external_id: str | None
-    text: str
-    source: str
-    tags: tuple[str, ...]
 
 
 @dataclass
@@ -156,10 +145,12 @@ def import_questions(
         raise ServiceError(
             f"A question set name is a slug (lower-case letters, digits, - and _): {set_name!r}."
         )
-    text = _decode(data, name)
-    rows, problems = {"csv": _csv_rows, "jsonl": _jsonl_rows, "lines": _pasted_rows}[format](
-        text, name
-    )
+    try:
+        parsed = read_questions(data=data, format=format, name=name)
+    except QuestionFileError as exc:
+        raise ServiceError(str(exc)) from exc
+    rows = parsed.rows
+    problems = [RecordError(source=name, line=p.line, error=p.message) for p in parsed.problems]
     if not rows and not problems:
         raise ServiceError(f"{name} has no questions.")
     if len(source) > MAX_SOURCE:
@@ -230,135 +221,3 @@ def import_questions(
 def _comparable(text: str) -> str:
     """What counts as the same question: equal ignoring case and spacing."""
     return _SPACE.sub(" ", text).strip().casefold()
-
-
-def _decode(data: bytes | str, name: str) -> str:
-    if isinstance(data, str):
-        return data
-    try:
-        # utf-8-sig drops only a byte-order mark, which no one typed into a question.
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ServiceError(
-            f"{name} is not UTF-8 text (byte {exc.start} is not valid); save it as UTF-8."
-        ) from exc
-
-
-def _row(
-    *, name: str, line: int, external_id, text, source, tags, problems: list[RecordError]
-) -> QuestionRow | None:
-    def reject(error: str) -> None:
-        problems.append(RecordError(source=name, line=line, error=error))
-
-    if not isinstance(text, str) or not text.strip():
-        return reject("the question text is empty")
-    if external_id is not None:
-        if isinstance(external_id, int) and not isinstance(external_id, bool):
-            external_id = str(external_id)
-        if not isinstance(external_id, str):
-            return reject("the question id must be a string")
-        external_id = external_id.strip() or None
-        if external_id is not None and len(external_id) > MAX_EXTERNAL_ID:
-            return reject(f"the question id is longer than {MAX_EXTERNAL_ID} characters")
-    if source is None:
-        source = ""
-    if not isinstance(source, str) or len(source) > MAX_SOURCE:
-        return reject(f"the source must be text of at most {MAX_SOURCE} characters")
-    if tags is None:
-        tags = []
-    if isinstance(tags, str):
-        tags = re.split(r"[;,]", tags)
-    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        return reject("tags must be a list of strings (or one string separated by ; or ,)")
-    return QuestionRow(
-        line=line,
-        external_id=external_id,
-        text=text,
-        source=source.strip(),
-        tags=tuple(t.strip() for t in tags if t.strip()),
-    )
-
-
-def _csv_rows(text: str, name: str) -> tuple[list[QuestionRow], list[RecordError]]:
-    # newline="" keeps line breaks inside quoted cells exactly as written.
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader, None)
-    if header is None or not any(cell.strip() for cell in header):
-        raise ServiceError(f"{name} has no questions.")
-    columns = {cell.strip().lower(): position for position, cell in enumerate(header)}
-    text_column = next((columns[c] for c in ("question", "text") if c in columns), None)
-    if text_column is None:
-        raise ServiceError(
-            f"{name} needs a 'question' (or 'text') column; its header has "
-            f"{', '.join(repr(c) for c in header)}. Optional columns: id, source, tags."
-        )
-    id_column = next((columns[c] for c in ("id", "question_id") if c in columns), None)
-
-    def cell(values: list[str], position: int | None) -> str | None:
-        return values[position] if position is not None and position < len(values) else None
-
-    rows: list[QuestionRow] = []
-    problems: list[RecordError] = []
-    try:
-        for values in reader:
-            if not any(values):
-                continue
-            row = _row(
-                name=name,
-                line=reader.line_num,
-                external_id=cell(values, id_column),
-                text=cell(values, text_column),
-                source=cell(values, columns.get("source")),
-                tags=cell(values, columns.get("tags")),
-                problems=problems,
-            )
-            if row is not None:
-                rows.append(row)
-    except csv.Error as exc:
-        problems.append(RecordError(source=name, line=reader.line_num, error=f"bad CSV: {exc}"))
-    return rows, problems
-
-
-def _jsonl_rows(text: str, name: str) -> tuple[list[QuestionRow], list[RecordError]]:
-    rows: list[QuestionRow] = []
-    problems: list[RecordError] = []
-    for line, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            problems.append(
-                RecordError(source=name, line=line, error=f"not valid JSON ({exc.msg})")
-            )
-            continue
-        if not isinstance(record, dict):
-            problems.append(RecordError(source=name, line=line, error="expected a JSON object"))
-            continue
-        question = record.get("question", record.get("text"))
-        if question is None:
-            problems.append(
-                RecordError(source=name, line=line, error="needs a 'question' (or 'text') key")
-            )
-            continue
-        row = _row(
-            name=name,
-            line=line,
-            external_id=record.get("id", record.get("_id", record.get("question_id"))),
-            text=question,
-            source=record.get("source"),
-            tags=record.get("tags"),
-            problems=problems,
-        )
-        if row is not None:
-            rows.append(row)
-    return rows, problems
-
-
-def _pasted_rows(text: str, name: str) -> tuple[list[QuestionRow], list[RecordError]]:
-    rows = [
-        QuestionRow(line=line, external_id=None, text=raw, source="", tags=())
-        for line, raw in enumerate(_LINE_BREAK.split(text), start=1)
-        if raw.strip()
-    ]
-    return rows, []

@@ -23,6 +23,7 @@ from labelling.forms import PoolForm
 from labelling.models import Candidate, Pool, Question, QuestionSet
 from labelling.services import pools as services
 from labelling.services.questions import InputRejected
+from labelling.services.run_import import import_run
 
 RUN_SUFFIXES = (".jsonl", ".json", ".run", ".trec", ".txt", ".tsv")
 
@@ -152,7 +153,7 @@ def upload_run(request: HttpRequest, slug: str, retriever_id: int) -> HttpRespon
         )
     else:
         try:
-            result = services.import_run(
+            result = import_run(
                 retriever=retriever,
                 question_set=question_set,
                 data=upload.read(),

@@ -36,6 +36,17 @@ def test_jsonl_repeated_doc_id_keeps_the_first_and_reports_the_repeat():
     assert batch.errors[0].line == 2 and "repeats line 1" in batch.errors[0].error
 
 
+def test_jsonl_text_may_hold_line_separators_inside_its_strings():
+    # Raw U+2028 and U+0085 are valid inside a JSON string; they do not end the record.
+    text = "first\u2028second\u0085third"
+    line = json.dumps({"doc_id": "a", "text": text}, ensure_ascii=False)
+    data = (line + "\n" + json.dumps({"doc_id": "b", "text": "next"}) + "\n").encode()
+    batch = read_jsonl(name="d.jsonl", data=data)
+    assert batch.errors == []
+    assert [r.doc_id for r in batch.records] == ["a", "b"]
+    assert "second" in batch.records[0].text and "third" in batch.records[0].text
+
+
 @pytest.mark.parametrize(
     "obj, message",
     [

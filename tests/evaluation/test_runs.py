@@ -75,7 +75,11 @@ def test_trec_run_sorts_by_score_with_ties_in_file_order(tmp_path):
         ('{"question_id": "q1", "results": []}\n{"results": []}\n', 2, "question_id"),
         ('{"question_id": "q1", "results": []}\n[1, 2]\n', 2, "JSON object"),
         ('{"question_id": "q1", "results": []}\n{"question_id": "q2",\n', 2, "not valid JSON"),
-        ('{"question_id": "q1", "results": [{"doc_id": "d", "start": 9, "end": 3}]}\n', 1, "range"),
+        (
+            '{"question_id": "q1", "results": [{"doc_id": "d", "start": 9, "end": 3}]}\n',
+            1,
+            "0 <= start < end",
+        ),
         ('{"question_id": "q1", "results": [{"start": 0, "end": 3}]}\n', 1, "doc_id"),
         ('{"question_id": "q1", "results": [], "refused": "yes"}\n', 1, "refused"),
         ("q1 Q0 a 1 1.5 tag\nq1 Q0 b 2\n", 2, "qid Q0 docid rank score tag"),

@@ -15,6 +15,7 @@ from labelling.models import Candidate, Pool, PoolHit, Provenance, Question, Run
 from labelling.pooling import shuffled_order
 from labelling.services import pools
 from labelling.services.questions import InputRejected
+from labelling.services.run_import import import_run
 from tests.conftest import wait_for_job
 from tests.factories import QuestionFactory, QuestionSetFactory, add_documents, login
 
@@ -94,7 +95,7 @@ def team_run(questions) -> dict:
     """q1: a passage straddling two BM25 chunks of `leave`, then `expenses` as a whole."""
     start, _ = offsets("leave", "paid annual leave")
     _, end = offsets("leave", "Up to five unused")
-    return pools.import_run(
+    return import_run(
         retriever=Retriever.objects.get(name="team"),
         question_set=questions,
         data=jsonl(
@@ -139,7 +140,7 @@ def test_a_jsonl_run_keeps_offsets_and_maps_whole_documents_to_their_chunks(
 def test_a_trec_run_is_ranked_by_score_with_ties_in_file_order(project, corpus, questions):
     run = retrieval.add_retriever(project=project, name="docs", kind="run")  # no scheme
     trec = "q2 Q0 vpn 1 3.5 sys\nq2 Q0 leave 2 7.0 sys\nq2 Q0 expenses 3 7.0 sys\n"
-    result = pools.import_run(retriever=run, question_set=questions, data=trec, name="r.trec")
+    result = import_run(retriever=run, question_set=questions, data=trec, name="r.trec")
     rows = RunResult.objects.filter(retriever=run).order_by("rank")
     assert [(r.version.document.doc_id, r.rank, r.score) for r in rows] == [
         ("leave", 1, 7.0),
@@ -162,7 +163,7 @@ def test_a_bad_run_is_reported_by_line_and_leaves_the_previous_run_alone(project
         {"question_id": "q3", "results": [{"doc_id": "vpn", "start": 5}]},
     )
     with pytest.raises(InputRejected) as rejected:
-        pools.import_run(retriever=team, question_set=questions, data=bad, name="bad.jsonl")
+        import_run(retriever=team, question_set=questions, data=bad, name="bad.jsonl")
     assert [(p.line, p.error) for p in rejected.value.problems] == [
         (2, "unknown question id 'q9'"),
         (2, "unknown document id 'nope'"),
@@ -170,9 +171,9 @@ def test_a_bad_run_is_reported_by_line_and_leaves_the_previous_run_alone(project
         (4, "result 1 (vpn) needs both start and end, or neither"),
     ]
     with pytest.raises(InputRejected, match="line 1: expected 'qid Q0 docid rank score tag'"):
-        pools.import_run(retriever=team, question_set=questions, data="q1 leave 3\n", name="t")
+        import_run(retriever=team, question_set=questions, data="q1 leave 3\n", name="t")
     with pytest.raises(ServiceError, match="has no results"):
-        pools.import_run(retriever=team, question_set=questions, data=b"\n", name="empty.jsonl")
+        import_run(retriever=team, question_set=questions, data=b"\n", name="empty.jsonl")
     assert list(RunResult.objects.values_list("pk", flat=True)) == before
 
 

@@ -6,8 +6,8 @@ from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import Retriever, RetrieverKind
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet
-from labelling.services import pools
 from labelling.services.questions import InputRejected
+from labelling.services.run_import import import_run
 
 
 class Command(BaseCommand):
@@ -40,7 +40,7 @@ class Command(BaseCommand):
         if not path.is_file():
             raise unusable(f"{path} is not a file.")
         try:
-            result = pools.import_run(
+            result = import_run(
                 retriever=found, question_set=question_set, data=path.read_bytes(), name=path.name
             )
         except InputRejected as exc:

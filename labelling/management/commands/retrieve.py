@@ -1,10 +1,10 @@
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import Retriever, RetrieverKind
+from corpus.runfiles import jsonl_run_line
 from corpus.services import retrieval
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet
@@ -54,12 +54,7 @@ class Command(BaseCommand):
                         retriever=found, questions=[text for _, text in batch], k=k
                     )
                     for (external_id, _), hits in zip(batch, found_hits, strict=True):
-                        results = [
-                            {"doc_id": h.doc_id, "start": h.start, "end": h.end, "score": h.score}
-                            for h in hits
-                        ]
-                        line = {"question_id": external_id, "results": results}
-                        file.write(json.dumps(line, ensure_ascii=False) + "\n")
+                        file.write(jsonl_run_line(question_id=external_id, results=hits))
                         written += 1
         except ServiceError as exc:
             out.unlink(missing_ok=True)

@@ -1,0 +1,230 @@
+"""The run format: ranked passages per question, read and written here and nowhere else.
+
+Django-free, so ``python -m evaluation`` in a team's CI and the app's run import read a file
+alike: the same rows and the same problems, each with its line. The CLI stops at the first
+problem; the app lists them all.
+
+- TREC: ``qid Q0 docid rank score tag`` (text after the sixth column is ignored, as trec_eval
+  does). A question's passages are ranked by score, highest first; equal scores keep their file
+  order; the rank column is ignored. Its lines may be anywhere in the file.
+- JSONL: ``{"question_id", "results": [{"doc_id", "start"?, "end"?, "score"?}], "refused"?}``,
+  one line per question, ranked in list order. A result without offsets is its whole document.
+
+The first line that is neither blank nor a ``#`` comment tells the format: ``{`` starts JSONL.
+Offsets are Python ``str`` indices, half-open ``[start, end)``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any, NamedTuple, Protocol
+
+from corpus.textfiles import LineProblem, decode_utf8, first_line, json_lines
+
+TREC_COLUMNS = "qid Q0 docid rank score tag"
+
+
+class Passage(NamedTuple):
+    """A stretch of one document; ``start``/``end`` of None mean the whole document.
+
+    Defined here, where runs are read, and used by evaluation.gold for judged passages too.
+    """
+
+    doc_id: str
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass(slots=True)
+class RankedResults:
+    """One question's results in ranked order; the three lists run in parallel."""
+
+    passages: list[Passage]
+    scores: list[float | None]
+    lines: list[int]  # the line each result was read from
+    line: int  # where the question first appears
+    # None when the run says nothing about refusing; only JSONL runs can say it.
+    refused: bool | None = None
+
+
+@dataclass(slots=True)
+class RunFile:
+    """What a run file holds. Its rankings are only the whole file when ``problems`` is empty."""
+
+    format: str  # "jsonl" or "trec"
+    rankings: dict[str, RankedResults] = field(default_factory=dict)
+    problems: list[LineProblem] = field(default_factory=list)
+
+
+def read_run_file(data: bytes | str) -> RunFile:
+    """Every question's ranked results and every problem (in file order) of a TREC or JSONL
+    run. Raises `corpus.textfiles.NotUTF8Error` for bytes that are not UTF-8."""
+    text = decode_utf8(data)
+    if first_line(text, comments=True).lstrip().startswith("{"):
+        return _read_jsonl(text)
+    return _read_trec(text)
+
+
+# --- JSONL ----------------------------------------------------------------------------------
+
+
+def _read_jsonl(text: str) -> RunFile:
+    run = RunFile(format="jsonl")
+    problems = run.problems
+    seen: dict[str, int] = {}  # a question's first line, even when that line is refused
+    for number, record in json_lines(text, comments=True):
+        if isinstance(record, LineProblem):
+            problems.append(record)
+            continue
+        question_id = record.get("question_id")
+        if _is_int(question_id):
+            question_id = str(question_id)
+        if not isinstance(question_id, str) or not question_id:
+            problems.append(LineProblem(number, "question_id must be a non-empty string"))
+            continue
+        if question_id in seen:
+            first = seen[question_id]
+            problems.append(
+                LineProblem(number, f"question {question_id!r} already given on line {first}")
+            )
+            continue
+        seen[question_id] = number
+        results = record.get("results", [])
+        if not isinstance(results, list):
+            problems.append(LineProblem(number, "results must be a list"))
+            continue
+        refused = record.get("refused")
+        if refused is not None and not isinstance(refused, bool):
+            problems.append(LineProblem(number, "refused must be true or false"))
+            refused = None
+        ranking = run.rankings[question_id] = RankedResults(
+            passages=[], scores=[], lines=[], line=number, refused=refused
+        )
+        for rank, result in enumerate(results, start=1):
+            problem = _add_result(ranking, result, rank=rank, line=number)
+            if problem is not None:
+                problems.append(problem)
+    return run
+
+
+def _add_result(ranking: RankedResults, result: Any, *, rank: int, line: int) -> LineProblem | None:
+    # A line holds a whole ranking, so each problem says which result of it is wrong.
+    where = f"result {rank}"
+    if not isinstance(result, dict):
+        return LineProblem(line, f"{where} must be a JSON object")
+    doc_id = result.get("doc_id")
+    if _is_int(doc_id):
+        doc_id = str(doc_id)
+    if not isinstance(doc_id, str) or not doc_id:
+        return LineProblem(line, f"{where} needs a doc_id")
+    start, end = result.get("start"), result.get("end")
+    if (start is None) != (end is None):
+        return LineProblem(line, f"{where} ({doc_id}) needs both start and end, or neither")
+    if start is not None and not (_is_int(start) and _is_int(end) and 0 <= start < end):
+        return LineProblem(
+            line, f"{where} ({doc_id}) needs whole-number offsets with 0 <= start < end"
+        )
+    score = result.get("score")
+    if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+        return LineProblem(line, f"{where} ({doc_id}) has a score that is not a number")
+    ranking.passages.append(Passage(doc_id, start, end))
+    ranking.scores.append(None if score is None else float(score))
+    ranking.lines.append(line)
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# --- TREC -----------------------------------------------------------------------------------
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cycle collector while a large run is read.
+
+    The reader makes only acyclic objects (strings, floats, tuples), so no collection during the
+    read can free anything, yet each one walks every Passage made so far: on a million-line run
+    that walking was about 40% of the time. Reference counting still frees as usual. The
+    collector is left as it was found (off stays off); a read that overlaps another in a second
+    thread may run with it on, which is only slower.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_trec(text: str) -> RunFile:
+    with _cyclic_gc_paused():
+        return _read_trec_lines(text)
+
+
+def _read_trec_lines(text: str) -> RunFile:
+    # Written for speed: a run of 10,000 questions x 100 documents is a million lines.
+    run = RunFile(format="trec")
+    rankings = run.rankings
+    scored: dict[str, list[tuple[float, int, str]]] = {}
+    for number, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        if len(fields) < 6:
+            run.problems.append(
+                LineProblem(number, f"expected '{TREC_COLUMNS}' (a JSONL run starts with '{{')")
+            )
+            continue
+        try:
+            score = float(fields[4])
+        except ValueError:
+            run.problems.append(LineProblem(number, f"score {fields[4]!r} is not a number"))
+            continue
+        results = scored.get(fields[0])
+        if results is None:
+            results = scored[fields[0]] = []
+            rankings[fields[0]] = RankedResults(passages=[], scores=[], lines=[], line=number)
+        results.append((-score, number, fields[2]))
+    make_passage = tuple.__new__  # Passage(doc_id) without NamedTuple's slower constructor
+    for question_id, results in scored.items():
+        # Python's sort is stable, so equal scores keep their file order (trec_eval instead
+        # breaks ties by docid, descending).
+        results.sort(key=itemgetter(0))
+        negated, lines, doc_ids = zip(*results, strict=True)
+        ranking = rankings[question_id]
+        ranking.passages = [make_passage(Passage, (doc_id, None, None)) for doc_id in doc_ids]
+        ranking.scores = list(map(float.__neg__, negated))
+        ranking.lines = list(lines)
+    return run
+
+
+# --- writing --------------------------------------------------------------------------------
+
+
+class Retrieved(Protocol):
+    """A retrieved passage as the retrievers return it."""
+
+    doc_id: str
+    start: int | None
+    end: int | None
+    score: float | None
+
+
+def jsonl_run_line(*, question_id: str, results: Iterable[Retrieved]) -> str:
+    """One question's line of a JSONL run, with its newline: what the app stores for a
+    retriever's run and ``manage.py retrieve`` writes, so the two files are alike."""
+    record = {
+        "question_id": question_id,
+        "results": [
+            {"doc_id": r.doc_id, "start": r.start, "end": r.end, "score": r.score} for r in results
+        ],
+    }
+    return json.dumps(record, ensure_ascii=False) + "\n"
