@@ -11,12 +11,12 @@ import io
 import json
 from typing import Any
 
+from evaluation.bundle import spreadsheet_safe
 from evaluation.compare import Comparison
 from evaluation.metrics import RunEvaluation
 
 FORMATS = ("json", "markdown", "csv")
 # A spreadsheet runs a cell that starts with one of these as a formula.
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def build_report(
@@ -153,10 +153,6 @@ def render_markdown(report: dict[str, Any]) -> str:
 CSV_HEADER = ["kind", "run", "against", "question_id", "metric", "value", "p_value"]
 
 
-def _safe(text: str) -> str:
-    return "'" + text if text.startswith(_FORMULA_STARTS) else text
-
-
 def _value(value: Any) -> Any:
     if value is None:
         return ""
@@ -171,7 +167,7 @@ def render_csv(report: dict[str, Any]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_HEADER)
     for name, run in report["runs"].items():
-        run_cell = _safe(name)
+        run_cell = spreadsheet_safe(name)
         for key in ("questions", "answerable", "missing"):
             writer.writerow(["summary", run_cell, "", "", key, run[key], ""])
         for metric, value in run["metrics"].items():
@@ -181,14 +177,22 @@ def render_csv(report: dict[str, Any]) -> str:
         for question_id, values in run.get("per_question", {}).items():
             for metric, value in values.items():
                 writer.writerow(
-                    ["question", run_cell, "", _safe(question_id), metric, _value(value), ""]
+                    [
+                        "question",
+                        run_cell,
+                        "",
+                        spreadsheet_safe(question_id),
+                        metric,
+                        _value(value),
+                        "",
+                    ]
                 )
     for c in report["comparisons"]:
         writer.writerow(
             [
                 "comparison",
-                _safe(c["a"]),
-                _safe(c["b"]),
+                spreadsheet_safe(c["a"]),
+                spreadsheet_safe(c["b"]),
                 "",
                 c["metric"],
                 _value(c["delta"]),
