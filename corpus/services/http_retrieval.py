@@ -20,18 +20,16 @@ from typing import Any
 from django.conf import settings
 
 from corpus.anchoring import locate
-from corpus.httpsearch import (
+from corpus.httpendpoint import (
     PRESETS,
     ConfigError,
     Endpoint,
-    HostPolicy,
-    HostRefused,
     Identity,
-    Query,
-    SearchClient,
     identity_problems,
     with_preset,
 )
+from corpus.httpguard import HostPolicy, HostRefused
+from corpus.httpsearch import Query, SearchClient
 from corpus.models import (
     AccessGroup,
     Chunk,

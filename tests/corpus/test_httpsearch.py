@@ -6,20 +6,18 @@ import json
 
 import pytest
 
-from corpus.httpsearch import (
+from corpus.httpendpoint import (
     PRESETS,
     ConfigError,
     Endpoint,
-    HostPolicy,
-    HostRefused,
     Identity,
-    Query,
     ResponseMapping,
-    SearchClient,
     map_answer,
     parse_path,
     with_preset,
 )
+from corpus.httpguard import HostPolicy, HostRefused
+from corpus.httpsearch import Query, SearchClient
 from tests.search_server import IndexedDocument, SearchServer
 
 DOCUMENTS = [
