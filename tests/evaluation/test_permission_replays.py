@@ -287,3 +287,44 @@ def test_an_http_evaluation_run_is_stored_like_a_built_in_one(world):
     assert "results placed" in job.message
     assert any(e.get("doc_id") == "ghost" for e in job.errors)
     assert Document.objects.filter(is_canary=True).count() == 2
+
+
+def test_replay_permissions_and_plant_canaries_commands_with_their_exit_codes(
+    world, tmp_path, capsys
+):
+    from django.core.management.base import CommandError
+
+    project = world["project"]
+    out = tmp_path / "canaries.jsonl"
+    call_command("plant_canaries", "--project", project.slug, "--group", GROUP, "--count", "1",
+                 "--set", "more-canaries", "--out", str(out))  # fmt: skip
+    planted = [json.loads(line) for line in out.read_text().splitlines()]
+    assert planted[0]["access_groups"] == [GROUP] and planted[0]["doc_id"].startswith("canary-")
+    assert "1 canaries planted" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="No access group 'nope'") as refused:
+        call_command("plant_canaries", "--project", project.slug, "--group", "nope")
+    assert refused.value.returncode == 2
+
+    server = team_index(world, leaks={"bob": {"salaries"}})
+    http_retriever(project, server)
+    report = tmp_path / "report.json"
+    try:
+        with pytest.raises(CommandError, match="1 leak found") as leaked:
+            call_command("replay_permissions", "--project", project.slug, "--set", "hr",
+                         "--retriever", "ours", "--k", "5", "--fail-on-leak",
+                         "--json", str(report))  # fmt: skip
+        assert leaked.value.returncode == 1
+        captured = capsys.readouterr()
+        assert "leak: bob got salaries (groups hr-confidential)" in captured.err
+        assert "bob: 1 leaked of" in captured.out
+        assert json.loads(report.read_text())["leaks"] == 1
+        # Alice alone passes.
+        call_command("replay_permissions", "--project", project.slug, "--set", "hr",
+                     "--retriever", "ours", "--users", "alice", "--fail-on-leak")  # fmt: skip
+        assert "No leak" in capsys.readouterr().out
+        with pytest.raises(CommandError, match="No test user 'carol'") as refused:
+            call_command("replay_permissions", "--project", project.slug, "--set", "hr",
+                         "--retriever", "ours", "--users", "carol")  # fmt: skip
+        assert refused.value.returncode == 2
+    finally:
+        server.stop()
