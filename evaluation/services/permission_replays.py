@@ -355,8 +355,8 @@ def shown_report(*, replay: PermissionReplay, user) -> dict:
 
     def redact(item: dict) -> dict:
         if item["doc_id"] in visible:
-            return {**item, "hidden": False}
-        return {**item, "doc_id": HIDDEN, "groups": [], "hidden": True}
+            return {**item, "redacted": False}
+        return {**item, "doc_id": HIDDEN, "groups": [], "redacted": True}
 
     for key in ("findings", "over_restriction", "side_channels"):
         report[key] = [redact(item) for item in report.get(key, [])]
