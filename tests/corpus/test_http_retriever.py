@@ -328,3 +328,27 @@ def test_admins_manage_test_users_in_the_browser_and_leads_only_see_them(project
     delete = reverse("corpus:delete-test-user", args=[project.slug, alice.pk])
     assert lead.post(delete).status_code == 403
     assert admin.post(delete).status_code == 302 and not PermissionProfile.objects.exists()
+
+
+def test_what_a_server_answers_is_escaped_on_the_job_page(project, corpus, server, member):
+    """Error messages quote the server's answer; a hostile one renders as text."""
+    from corpus import jobs
+    from corpus.models import Job
+
+    hostile = '<script>alert("search")</script>'
+    server.failures_left = {}
+    original = server._answer
+
+    def answer(handler):
+        if handler.path.startswith("/hostile"):
+            return server._send(handler, 200, hostile.encode(), kind="text/html")
+        return original(handler)
+
+    server._answer = answer
+    retriever = es_retriever(project, server, url=f"{server.url}/hostile")
+    run = http_retrieval.search_http(retriever=retriever, questions=[("q1", "leave")], k=3)
+    job = Job.objects.create(project=project, kind="build_pool", errors=run.errors)
+    jobs.finish(job, "failed", run.errors[0]["error"])
+    page = login(member("lead")).get(reverse("corpus:show-job", args=[project.slug, job.pk]))
+    text = page.content.decode()
+    assert hostile not in text and "&lt;script&gt;alert(" in text

@@ -290,3 +290,13 @@ def test_the_cli_needs_a_bundle_with_its_corpus(tmp_path, bundle, capsys):
     (bundle / "corpus.jsonl").unlink()
     assert cli(tmp_path, bundle, BOB_CORRECT) == 2
     assert "carries no corpus.jsonl" in capsys.readouterr().err
+
+
+def test_trec_runs_are_checked_too(tmp_path, bundle, capsys):
+    trec = tmp_path / "bob.trec"
+    trec.write_text("q1 Q0 leave 1 3.0 team\nq2 Q0 vpn 1 0.5 team\nq2 Q0 salaries 2 4.0 team\n")
+    acl = tmp_path / "acl.json"
+    arguments = ["permissions", "--gold", str(bundle), "--acl", str(acl), "--fail-on-leak"]
+    assert main([*arguments, f"--run-as=bob={trec}"]) == 1
+    # TREC ranks by score: salaries (4.0) is bob's first result for q2.
+    assert "leak: bob got salaries (groups hr) at rank 1 for question q2" in capsys.readouterr().err
