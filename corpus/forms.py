@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 import json
 
 from django import forms
@@ -241,6 +242,51 @@ class RetrieverForm(forms.Form):
             **{n: http[n] for n in ("timeout", "retries", "concurrency") if http[n] is not None},
         }
         return data
+
+
+class EndpointForm(forms.Form):
+    """An HTTP retriever's endpoint, changed by an admin: every field given, no preset."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in HTTP_FIELDS[1:]:
+            self.fields[name] = copy.deepcopy(RetrieverForm.base_fields[name])
+        self.fields["method"].choices = [("GET", "GET"), ("POST", "POST")]
+
+    def clean(self):
+        data = super().clean()
+        try:
+            data["headers"] = parse_headers(data.get("headers") or "")
+        except ServiceError as error:
+            self.add_error("headers", str(error))
+        return data
+
+    @staticmethod
+    def initial_of(endpoint: dict) -> dict:
+        mapping = endpoint.get("mapping", {})
+        return {
+            "url": endpoint.get("url", ""),
+            "method": endpoint.get("method", "POST"),
+            "headers": "\n".join(f"{k}: {v}" for k, v in endpoint.get("headers", {}).items()),
+            "body": endpoint.get("body", ""),
+            **{f"{name}_path": mapping.get(name, "") for name in mapping},
+            **{name: endpoint.get(name) for name in ("timeout", "retries", "concurrency")},
+        }
+
+    def endpoint(self) -> dict:
+        """The fields of `corpus.services.http_retrieval.check_endpoint`."""
+        data = self.cleaned_data
+        return {
+            "url": data["url"],
+            "method": data["method"],
+            "headers": data["headers"],
+            "body": data["body"],
+            "mapping": {
+                name: data[f"{name}_path"]
+                for name in ("results", "doc_id", "score", "start", "end", "text")
+            },
+            **{n: data[n] for n in ("timeout", "retries", "concurrency") if data[n] is not None},
+        }
 
 
 class TestUserForm(forms.Form):

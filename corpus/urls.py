@@ -47,6 +47,11 @@ urlpatterns = [
         views.delete_test_user,
         name="delete-test-user",
     ),
+    path(
+        "p/<slug:slug>/retrievers/<int:retriever_id>/endpoint/",
+        views.edit_endpoint,
+        name="edit-endpoint",
+    ),
     path("p/<slug:slug>/jobs/", views.list_jobs, name="list-jobs"),
     path("p/<slug:slug>/jobs/<int:job_id>/", views.show_job, name="show-job"),
 ]

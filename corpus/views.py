@@ -9,7 +9,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corpus.access import project_access
-from corpus.forms import ChunkingSchemeForm, RetrieverForm, TestUserForm, UploadForm
+from corpus.forms import (
+    ChunkingSchemeForm,
+    EndpointForm,
+    RetrieverForm,
+    TestUserForm,
+    UploadForm,
+)
 from corpus.models import (
     ChunkingScheme,
     Document,
@@ -20,9 +26,10 @@ from corpus.models import (
     PermissionProfile,
     Project,
     Retriever,
+    RetrieverKind,
     Role,
 )
-from corpus.services import documents, retrieval, test_users
+from corpus.services import documents, http_retrieval, retrieval, test_users
 from goldset.errors import ServiceError
 
 DOCUMENTS_PER_PAGE = 50
@@ -337,6 +344,30 @@ def build_index(request: HttpRequest, slug: str, retriever_id: int) -> HttpRespo
         messages.error(request, str(exc))
         return redirect("corpus:show-retriever", slug=slug, retriever_id=retriever.pk)
     return redirect("corpus:show-job", slug=slug, job_id=job.pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def edit_endpoint(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.ADMIN)
+    retriever = get_object_or_404(
+        Retriever, project=access.project, pk=retriever_id, kind=RetrieverKind.HTTP
+    )
+    form = EndpointForm(request.POST or None, initial=EndpointForm.initial_of(retriever.endpoint))
+    if request.method == "POST" and form.is_valid():
+        try:
+            http_retrieval.change_endpoint(retriever=retriever, endpoint=form.endpoint())
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"The endpoint of {retriever.name} is changed.")
+            return redirect("corpus:show-retriever", slug=slug, retriever_id=retriever.pk)
+    return render(
+        request,
+        "corpus/edit_endpoint.html",
+        {"access": access, "project": access.project, "retriever": retriever, "form": form},
+        status=400 if form.errors else 200,
+    )
 
 
 # Test users (permission replays) ---------------------------------------------------------

@@ -92,6 +92,15 @@ def _check_host(url: str) -> None:
         raise ServiceError(f"The HTTP endpoint cannot be called: {error}.") from None
 
 
+def change_endpoint(*, retriever: Retriever, endpoint: dict) -> Retriever:
+    """Replace an HTTP retriever's endpoint (checked as when it was added)."""
+    if retriever.kind != RetrieverKind.HTTP:
+        raise ServiceError(f"{retriever.name} is a {retriever.kind} retriever, not an HTTP one.")
+    retriever.endpoint = check_endpoint(**endpoint)
+    retriever.save(update_fields=["endpoint"])
+    return retriever
+
+
 def endpoint_of(retriever: Retriever) -> Endpoint:
     if retriever.kind != RetrieverKind.HTTP:
         raise ServiceError(f"{retriever.name} is a {retriever.kind} retriever, not an HTTP one.")

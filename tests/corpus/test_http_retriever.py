@@ -352,3 +352,32 @@ def test_what_a_server_answers_is_escaped_on_the_job_page(project, corpus, serve
     page = login(member("lead")).get(reverse("corpus:show-job", args=[project.slug, job.pk]))
     text = page.content.decode()
     assert hostile not in text and "&lt;script&gt;alert(" in text
+
+
+def test_admins_change_an_endpoint_in_the_browser_checked_as_when_it_was_added(
+    project, corpus, server, member
+):
+    retriever = es_retriever(project, server)
+    url = reverse("corpus:edit-endpoint", args=[project.slug, retriever.pk])
+    admin, lead = login(member("admin")), login(member("lead"))
+    assert lead.get(url).status_code == 403
+    page = admin.get(url).content.decode()
+    assert "hits.hits" in page and f"{server.url}/policies/_search" in page
+    form = {
+        "url": f"{server.url}/policies/_search", "method": "POST",
+        "body": Retriever.objects.get(pk=retriever.pk).endpoint["body"],
+        "results_path": "hits.hits", "doc_id_path": "_id", "score_path": "_score",
+        "text_path": "highlight.text", "timeout": "3", "retries": "1", "concurrency": "2",
+        "headers": "X-Api-Key: plain-secret",
+    }  # fmt: skip
+    response = admin.post(url, form)
+    assert response.status_code == 400 and "looks like a credential" in response.content.decode()
+    response = admin.post(url, {**form, "headers": "X-Api-Key: env:OUR_KEY", "doc_id_path": ""})
+    assert response.status_code == 400 and "doc id path is required" in response.content.decode()
+    assert admin.post(url, {**form, "headers": "X-Api-Key: env:OUR_KEY"}).status_code == 302
+    endpoint = Retriever.objects.get(pk=retriever.pk).endpoint
+    assert endpoint["headers"] == {"X-Api-Key": "env:OUR_KEY"} and endpoint["timeout"] == 3.0
+    bm25 = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=corpus)
+    assert (
+        admin.get(reverse("corpus:edit-endpoint", args=[project.slug, bm25.pk])).status_code == 404
+    )
