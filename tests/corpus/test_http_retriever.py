@@ -377,6 +377,7 @@ def test_admins_change_an_endpoint_in_the_browser_checked_as_when_it_was_added(
     assert admin.post(url, {**form, "headers": "X-Api-Key: env:OUR_KEY"}).status_code == 302
     endpoint = Retriever.objects.get(pk=retriever.pk).endpoint
     assert endpoint["headers"] == {"X-Api-Key": "env:OUR_KEY"} and endpoint["timeout"] == 3.0
+    documents.chunk_corpus(scheme=corpus)
     bm25 = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=corpus)
     assert (
         admin.get(reverse("corpus:edit-endpoint", args=[project.slug, bm25.pk])).status_code == 404
