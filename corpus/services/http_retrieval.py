@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 from django.conf import settings
 
 from corpus.anchoring import locate
@@ -82,8 +83,6 @@ def check_endpoint(*, preset: str = "", **fields: Any) -> dict:
 
 
 def _check_host(url: str) -> None:
-    import httpx2
-
     if "{{" in url.split("?", 1)[0].split("//", 1)[-1].split("/", 1)[0]:
         return  # a placeholder in the host: checked on every call instead
     try:

@@ -19,6 +19,9 @@ from corpus.models import AccessGroup, PermissionProfile, Project
 from corpus.services.http_retrieval import check_test_user
 from goldset.errors import ServiceError
 
+# A permission replay through a retriever also runs it with no test user, under this name.
+RESERVED_NAME = "unrestricted"
+
 
 def save_test_user(
     *,
@@ -37,6 +40,11 @@ def save_test_user(
     if not name or slugify(name) != name:
         raise ServiceError(
             f"A test user's name is a slug (lower-case letters, digits, - and _), not {name!r}."
+        )
+    if name == RESERVED_NAME:
+        raise ServiceError(
+            f"{RESERVED_NAME!r} names a replay's reference run (the retriever with no test "
+            "user); choose another name."
         )
     taken = PermissionProfile.objects.filter(project=project, name=name)
     if profile is not None:

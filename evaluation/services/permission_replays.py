@@ -22,6 +22,7 @@ from corpus.models import Document, Job, JobState, PermissionProfile, Retriever,
 from corpus.services import http_retrieval
 from corpus.services.canaries import SOURCE as CANARY_SOURCE
 from corpus.services.retrieval import retrieve
+from corpus.services.test_users import RESERVED_NAME
 from evaluation.gold import EvaluationInputError
 from evaluation.models import GoldSet, PermissionReplay, PermissionReplayRun, ReplaySource
 from evaluation.permissions import (
@@ -36,7 +37,7 @@ from evaluation.services.gold_sets import GoldSetError, load_gold_set
 from goldset.errors import ServiceError
 from labelling.models import Question
 
-REFERENCE = "unrestricted"  # the retriever run with no test user: what pools see
+REFERENCE = RESERVED_NAME  # the retriever run with no test user: what pools see
 MAX_K = 100
 SEARCH_BATCH = 64
 MAX_LISTED_PROBLEMS = 500

@@ -11,7 +11,7 @@ from django.utils.text import slugify
 
 from corpus.models import Document, Project
 from corpus.services.canaries import SOURCE as CANARY_SOURCE
-from corpus.services.canaries import plant_canary_documents
+from corpus.services.canaries import PlantedCanary, plant_canary_documents
 from corpus.services.documents import IngestResult, ingest_batch
 from corpus.sources import RecordError, read_beir
 from goldset.errors import ServiceError
@@ -99,7 +99,9 @@ def get_question_set(*, project: Project, name: str) -> QuestionSet:
     return question_set
 
 
-def plant_canaries(*, project: Project, group: str, count: int, set_name: str) -> list:
+def plant_canaries(
+    *, project: Project, group: str, count: int, set_name: str
+) -> list[PlantedCanary]:
     """Canary documents restricted to ``group`` and one question matching each, in the
     question set ``set_name`` (source "canary"): what a permission replay asks, besides the
     gold set's questions, to prove the canaries never reach anyone outside the group."""

@@ -275,6 +275,7 @@ def test_test_users_are_checked_and_saved(project, corpus):
         ({"name": "bob", "no_groups": True, "headers": {"Cookie": "session=1"}}, "credential"),
         ({"name": "bob", "no_groups": True, "user_value": "env:SECRET_KEY"}, "own secret"),
         ({"name": "Bob Smith", "no_groups": True}, "is a slug"),
+        ({"name": "unrestricted", "no_groups": True}, "reference run"),
         ({"name": "alice", "no_groups": True}, "already exists"),
     ):
         with pytest.raises(ServiceError, match=message):
