@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import httpcore2
 import httpx2
-from httpcore2._backends.sync import SyncBackend
 
 from corpus.httpendpoint import ConfigError, HttpSearchError
 
@@ -174,7 +173,7 @@ def _kind(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
     return "non-public"
 
 
-class _GuardedBackend(SyncBackend):
+class _GuardedBackend(httpcore2.SyncBackend):
     """Connects only to addresses the policy vetted, resolved here once: the address checked
     is the address connected to."""
 
