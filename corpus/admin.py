@@ -11,6 +11,7 @@ from corpus.models import (
     Index,
     Job,
     Membership,
+    PermissionProfile,
     Project,
     Retriever,
     Upload,
@@ -118,6 +119,17 @@ class RetrieverAdmin(admin.ModelAdmin):
     list_display = ["name", "project", "kind", "scheme", "active_index"]
     list_filter = ["kind"]
     raw_id_fields = ["active_index"]
+    # Changed through the retriever pages or add_retriever, which refuse secrets as values.
+    readonly_fields = ["endpoint"]
+
+
+@admin.register(PermissionProfile)
+class PermissionProfileAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "unrestricted", "created_at"]
+    list_filter = ["project"]
+    filter_horizontal = ["access_groups"]
+    # Changed on the test users page or with add_test_user, which refuse secrets as values.
+    readonly_fields = ["headers", "user_value"]
 
 
 @admin.register(Index)

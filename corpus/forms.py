@@ -1,13 +1,26 @@
 from __future__ import annotations
 
+import copy
+import json
+
 from django import forms
 from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 
 from corpus.chunking import ChunkingError, ChunkSpec
 from corpus.extraction import SUPPORTED_SUFFIXES
-from corpus.models import ChunkingScheme, ChunkingStrategy, ChunkUnit, Project, RetrieverKind
+from corpus.httpendpoint import LIMITS, PRESETS
+from corpus.models import (
+    AccessGroup,
+    ChunkingScheme,
+    ChunkingStrategy,
+    ChunkUnit,
+    Project,
+    RetrieverKind,
+)
+from corpus.services.test_users import parse_headers, parse_user_value
 from corpus.sources import RECORD_SUFFIXES
+from goldset.errors import ServiceError
 
 ACCEPTED_SUFFIXES = SUPPORTED_SUFFIXES + RECORD_SUFFIXES
 
@@ -105,6 +118,13 @@ class ChunkingSchemeForm(forms.ModelForm):
         return data
 
 
+HTTP_FIELDS = (
+    "preset", "url", "method", "headers", "body", "results_path", "doc_id_path", "score_path",
+    "start_path", "end_path", "text_path", "timeout", "retries", "concurrency",
+)  # fmt: skip
+_PATH_HELP = "A dotted path in the answer, like hits.hits, _source.doc_id or items[0].id."
+
+
 class RetrieverForm(forms.Form):
     name = forms.SlugField(max_length=60, help_text="Lower-case letters, digits, - and _.")
     kind = forms.ChoiceField(choices=RetrieverKind.choices)
@@ -112,8 +132,8 @@ class RetrieverForm(forms.Form):
         queryset=ChunkingScheme.objects.none(),
         required=False,
         label="Chunking scheme",
-        help_text="The passages it searches; for an uploaded run, what results without offsets "
-        "map to.",
+        help_text="The passages it searches; for an uploaded run or an HTTP API, what results "
+        "without offsets or text map to in a pool.",
     )
     stem = forms.BooleanField(required=False, label="BM25: stem words (Snowball)")
     stopwords = forms.BooleanField(required=False, label="BM25: drop English stopwords")
@@ -126,17 +146,213 @@ class RetrieverForm(forms.Form):
         help_text="A sentence-transformers folder on the server; blank for the packaged "
         "all-MiniLM-L6-v2.",
     )
+    # The HTTP retriever (admins): blank fields keep the preset's.
+    preset = forms.ChoiceField(
+        required=False,
+        label="HTTP: preset",
+        choices=[("", "none: give every field")] + [(k, p.label) for k, p in PRESETS.items()],
+    )
+    url = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="HTTP: URL template",
+        help_text="Placeholders: {{question}} {{k}} {{user}} {{groups}} (percent-encoded here).",
+    )
+    method = forms.ChoiceField(
+        required=False, label="HTTP: method", choices=[("", "the preset's"), ("GET", "GET"),
+                                                       ("POST", "POST")]
+    )  # fmt: skip
+    headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="HTTP: headers",
+        help_text="One 'Name: value' per line. A secret as env:NAME, read from the worker's "
+        "environment (e.g. Authorization: env:OUR_SEARCH_TOKEN); never the value itself.",
+    )
+    body = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 6}),
+        label="HTTP: JSON body template",
+        help_text='Placeholders inside strings: "size": "{{k}}" becomes a number.',
+    )
+    results_path = forms.CharField(required=False, label="HTTP: results path", help_text=_PATH_HELP)
+    doc_id_path = forms.CharField(required=False, label="HTTP: doc id path (in a result)")
+    score_path = forms.CharField(required=False, label="HTTP: score path")
+    start_path = forms.CharField(required=False, label="HTTP: start offset path")
+    end_path = forms.CharField(required=False, label="HTTP: end offset path")
+    text_path = forms.CharField(
+        required=False,
+        label="HTTP: passage text path",
+        help_text="Without offsets, the text is located in the document (exact, then fuzzy).",
+    )
+    timeout = forms.FloatField(
+        required=False, min_value=LIMITS["timeout"][0], max_value=LIMITS["timeout"][1],
+        label="HTTP: timeout (seconds per attempt)", initial=10.0,
+    )  # fmt: skip
+    retries = forms.IntegerField(
+        required=False, min_value=0, max_value=LIMITS["retries"][1], initial=2,
+        label="HTTP: retries",
+    )  # fmt: skip
+    concurrency = forms.IntegerField(
+        required=False, min_value=1, max_value=LIMITS["concurrency"][1], initial=4,
+        label="HTTP: requests at once",
+    )  # fmt: skip
 
     def __init__(self, *args, project: Project, may_choose_model: bool, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["scheme"].queryset = project.chunking_schemes.all()
         if not may_choose_model:
-            # Loading model files from a server path is an admin's decision.
+            # Loading model files from a server path is an admin's decision, and so are
+            # outbound calls carrying the server's environment variables.
             del self.fields["model_path"]
+            self.fields["kind"].choices = [
+                c for c in RetrieverKind.choices if c[0] != RetrieverKind.HTTP
+            ]
+            for name in HTTP_FIELDS:
+                del self.fields[name]
 
     def clean(self):
         data = super().clean()
         for name in ("k1", "b"):
             if data.get(name) is None and name not in self.errors:
                 data[name] = self.fields[name].initial
+        if data.get("kind") == RetrieverKind.HTTP:
+            try:
+                data["headers"] = parse_headers(data.get("headers", ""))
+            except ServiceError as error:
+                self.add_error("headers", str(error))
         return data
+
+    def service_arguments(self) -> dict:
+        """The keyword arguments of `corpus.services.retrieval.add_retriever`."""
+        data = dict(self.cleaned_data)
+        http = {name: data.pop(name, None) for name in HTTP_FIELDS}
+        if data["kind"] != RetrieverKind.HTTP:
+            return data
+        data["endpoint"] = {
+            "preset": http["preset"] or "",
+            "url": http["url"],
+            "method": http["method"] or (None if http["preset"] else "POST"),
+            "headers": http["headers"],
+            "body": http["body"],
+            "mapping": {
+                name: http[f"{name}_path"]
+                for name in ("results", "doc_id", "score", "start", "end", "text")
+            },
+            **{n: http[n] for n in ("timeout", "retries", "concurrency") if http[n] is not None},
+        }
+        return data
+
+
+class EndpointForm(forms.Form):
+    """An HTTP retriever's endpoint, changed by an admin: every field given, no preset."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in HTTP_FIELDS[1:]:
+            self.fields[name] = copy.deepcopy(RetrieverForm.base_fields[name])
+        self.fields["method"].choices = [("GET", "GET"), ("POST", "POST")]
+
+    def clean(self):
+        data = super().clean()
+        try:
+            data["headers"] = parse_headers(data.get("headers") or "")
+        except ServiceError as error:
+            self.add_error("headers", str(error))
+        return data
+
+    @staticmethod
+    def initial_of(endpoint: dict) -> dict:
+        mapping = endpoint.get("mapping", {})
+        return {
+            "url": endpoint.get("url", ""),
+            "method": endpoint.get("method", "POST"),
+            "headers": "\n".join(f"{k}: {v}" for k, v in endpoint.get("headers", {}).items()),
+            "body": endpoint.get("body", ""),
+            **{f"{name}_path": mapping.get(name, "") for name in mapping},
+            **{name: endpoint.get(name) for name in ("timeout", "retries", "concurrency")},
+        }
+
+    def endpoint(self) -> dict:
+        """The fields of `corpus.services.http_retrieval.check_endpoint`."""
+        data = self.cleaned_data
+        return {
+            "url": data["url"],
+            "method": data["method"],
+            "headers": data["headers"],
+            "body": data["body"],
+            "mapping": {
+                name: data[f"{name}_path"]
+                for name in ("results", "doc_id", "score", "start", "end", "text")
+            },
+            **{n: data[n] for n in ("timeout", "retries", "concurrency") if data[n] is not None},
+        }
+
+
+class TestUserForm(forms.Form):
+    __test__ = False  # a form for test users, not a pytest class
+
+    name = forms.SlugField(max_length=60, help_text="Lower-case letters, digits, - and _.")
+    groups = forms.ModelMultipleChoiceField(
+        queryset=AccessGroup.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Access groups",
+        help_text="The Goldset access groups this user is meant to have.",
+    )
+    no_groups = forms.BooleanField(
+        required=False, label="In no group: may see only unrestricted documents"
+    )
+    unrestricted = forms.BooleanField(
+        required=False,
+        label="Sees every document (an admin): the reference run for over-restriction",
+    )
+    headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Sent when acting as this user, one 'Name: value' per line; secrets as "
+        "env:NAME (e.g. Authorization: env:ALICE_TOKEN).",
+    )
+    user_value = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Value of {{user}}",
+        help_text="Text, JSON (a list or object), or env:NAME; blank for the name.",
+    )
+    description = forms.CharField(required=False, max_length=300)
+
+    def __init__(self, *args, project: Project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["groups"].queryset = project.access_groups.order_by("name")
+
+    def clean(self):
+        data = super().clean()
+        try:
+            data["headers"] = parse_headers(data.get("headers") or "")
+        except ServiceError as error:
+            self.add_error("headers", str(error))
+        try:
+            data["user_value"] = parse_user_value(data.get("user_value") or "")
+        except ServiceError as error:
+            self.add_error("user_value", str(error))
+        return data
+
+    def service_arguments(self) -> dict:
+        """The keyword arguments of `corpus.services.test_users.save_test_user`."""
+        data = dict(self.cleaned_data)
+        data["groups"] = [group.name for group in data["groups"]]
+        return data
+
+    @staticmethod
+    def initial_of(profile) -> dict:
+        value = profile.user_value
+        return {
+            "name": profile.name,
+            "groups": list(profile.access_groups.all()),
+            "no_groups": not profile.unrestricted and not profile.access_groups.exists(),
+            "unrestricted": profile.unrestricted,
+            "headers": "\n".join(f"{k}: {v}" for k, v in (profile.headers or {}).items()),
+            "user_value": "" if value is None else value if isinstance(value, str) else
+            json.dumps(value),
+            "description": profile.description,
+        }  # fmt: skip

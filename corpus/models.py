@@ -155,6 +155,10 @@ class DocumentQuerySet(models.QuerySet):
         """Documents whose newest version is younger than ``moment`` (added or changed since)."""
         return self.filter(latest_version__created_at__gt=moment)
 
+    def content(self) -> DocumentQuerySet:
+        """Documents that are corpus content: planted canaries are not."""
+        return self.filter(is_canary=False)
+
     def searchable(self) -> DocumentQuerySet:
         """Documents whose newest version may be retrieved.
 
@@ -183,6 +187,11 @@ class Document(models.Model):
     duplicate_group = models.ForeignKey(
         DuplicateGroup, on_delete=models.SET_NULL, null=True, blank=True, related_name="documents"
     )
+    is_canary = models.BooleanField(
+        default=False,
+        help_text="A planted restricted document with a unique token: permission replays look "
+        "for it; pools, gold sets and baselines never count it as content.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = DocumentQuerySet.as_manager()
@@ -191,6 +200,10 @@ class Document(models.Model):
         ordering = ["doc_id"]
         constraints = [
             models.UniqueConstraint(fields=["project", "doc_id"], name="unique_doc_id_in_project")
+        ]
+        # Every search leaves canaries out: a small indexed set, not a scan of every document.
+        indexes = [
+            models.Index(fields=["project"], condition=Q(is_canary=True), name="canary_document")
         ]
 
     def __str__(self) -> str:
@@ -399,6 +412,7 @@ class RetrieverKind(models.TextChoices):
     BM25 = "bm25", "BM25 (keyword)"
     EMBEDDING = "embedding", "Embedding (sentence-transformers)"
     RUN = "run", "Uploaded run (the team's own system)"
+    HTTP = "http", "HTTP search API (the team's live system)"
 
 
 class Retriever(models.Model):
@@ -421,6 +435,12 @@ class Retriever(models.Model):
         blank=True,
         help_text="Embedding model folder; blank = the packaged default.",
     )
+    endpoint = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="http: method, URL and body templates, headers (secrets as env:NAME, never "
+        "values), response mapping, timeout, retries, backoff, concurrency.",
+    )
     active_index = models.ForeignKey(
         "Index", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -430,6 +450,39 @@ class Retriever(models.Model):
         ordering = ["name"]
         constraints = [
             models.UniqueConstraint(fields=["project", "name"], name="unique_retriever_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class PermissionProfile(models.Model):
+    """A test user: the access groups they are meant to have, and how the team's system is told
+    to act as them (headers, and the value of ``{{user}}``; either may be ``env:NAME``)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="test_users")
+    name = models.SlugField(max_length=60)
+    access_groups = models.ManyToManyField(AccessGroup, blank=True, related_name="test_users")
+    unrestricted = models.BooleanField(
+        default=False,
+        help_text="Meant to see every document (an admin): never leaks, and is the reference "
+        "run for over-restriction.",
+    )
+    headers = models.JSONField(
+        default=dict, blank=True, help_text="Extra request headers; secrets as env:NAME."
+    )
+    user_value = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="What {{user}} becomes in the retriever's templates (blank: the name).",
+    )
+    description = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="unique_test_user_name")
         ]
 
     def __str__(self) -> str:

@@ -35,6 +35,23 @@ urlpatterns = [
         views.build_index,
         name="build-index",
     ),
+    path("p/<slug:slug>/test-users/", views.list_test_users, name="list-test-users"),
+    path("p/<slug:slug>/test-users/add/", views.add_test_user, name="add-test-user"),
+    path(
+        "p/<slug:slug>/test-users/<int:profile_id>/",
+        views.edit_test_user,
+        name="edit-test-user",
+    ),
+    path(
+        "p/<slug:slug>/test-users/<int:profile_id>/delete/",
+        views.delete_test_user,
+        name="delete-test-user",
+    ),
+    path(
+        "p/<slug:slug>/retrievers/<int:retriever_id>/endpoint/",
+        views.edit_endpoint,
+        name="edit-endpoint",
+    ),
     path("p/<slug:slug>/jobs/", views.list_jobs, name="list-jobs"),
     path("p/<slug:slug>/jobs/<int:job_id>/", views.show_job, name="show-job"),
 ]

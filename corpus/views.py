@@ -9,7 +9,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corpus.access import project_access
-from corpus.forms import ChunkingSchemeForm, RetrieverForm, UploadForm
+from corpus.forms import (
+    ChunkingSchemeForm,
+    EndpointForm,
+    RetrieverForm,
+    TestUserForm,
+    UploadForm,
+)
 from corpus.models import (
     ChunkingScheme,
     Document,
@@ -17,11 +23,13 @@ from corpus.models import (
     DocumentVersion,
     DuplicateGroup,
     Job,
+    PermissionProfile,
     Project,
     Retriever,
+    RetrieverKind,
     Role,
 )
-from corpus.services import documents, retrieval
+from corpus.services import documents, http_retrieval, retrieval, test_users
 from goldset.errors import ServiceError
 
 DOCUMENTS_PER_PAGE = 50
@@ -286,7 +294,7 @@ def add_retriever(request: HttpRequest, slug: str) -> HttpResponse:
     )
     if request.method == "POST" and form.is_valid():
         try:
-            retriever = retrieval.add_retriever(project=access.project, **form.cleaned_data)
+            retriever = retrieval.add_retriever(project=access.project, **form.service_arguments())
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
@@ -336,3 +344,90 @@ def build_index(request: HttpRequest, slug: str, retriever_id: int) -> HttpRespo
         messages.error(request, str(exc))
         return redirect("corpus:show-retriever", slug=slug, retriever_id=retriever.pk)
     return redirect("corpus:show-job", slug=slug, job_id=job.pk)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def edit_endpoint(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.ADMIN)
+    retriever = get_object_or_404(
+        Retriever, project=access.project, pk=retriever_id, kind=RetrieverKind.HTTP
+    )
+    form = EndpointForm(request.POST or None, initial=EndpointForm.initial_of(retriever.endpoint))
+    if request.method == "POST" and form.is_valid():
+        try:
+            http_retrieval.change_endpoint(retriever=retriever, endpoint=form.endpoint())
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"The endpoint of {retriever.name} is changed.")
+            return redirect("corpus:show-retriever", slug=slug, retriever_id=retriever.pk)
+    return render(
+        request,
+        "corpus/edit_endpoint.html",
+        {"access": access, "project": access.project, "retriever": retriever, "form": form},
+        status=400 if form.errors else 200,
+    )
+
+
+# Test users (permission replays) ---------------------------------------------------------
+
+
+@login_required
+@require_GET
+def list_test_users(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    profiles = PermissionProfile.objects.filter(project=access.project).prefetch_related(
+        "access_groups"
+    )
+    return render(
+        request,
+        "corpus/list_test_users.html",
+        {"access": access, "project": access.project, "profiles": profiles},
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def add_test_user(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.ADMIN)
+    return _test_user_form(request, access, None)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def edit_test_user(request: HttpRequest, slug: str, profile_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.ADMIN)
+    profile = get_object_or_404(PermissionProfile, project=access.project, pk=profile_id)
+    return _test_user_form(request, access, profile)
+
+
+def _test_user_form(request, access, profile) -> HttpResponse:
+    initial = TestUserForm.initial_of(profile) if profile is not None else None
+    form = TestUserForm(request.POST or None, initial=initial, project=access.project)
+    if request.method == "POST" and form.is_valid():
+        try:
+            saved = test_users.save_test_user(
+                project=access.project, profile=profile, **form.service_arguments()
+            )
+        except ServiceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, f"Test user {saved.name} saved.")
+            return redirect("corpus:list-test-users", slug=access.project.slug)
+    return render(
+        request,
+        "corpus/edit_test_user.html",
+        {"access": access, "project": access.project, "form": form, "profile": profile},
+        status=400 if form.errors else 200,
+    )
+
+
+@login_required
+@require_POST
+def delete_test_user(request: HttpRequest, slug: str, profile_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.ADMIN)
+    profile = get_object_or_404(PermissionProfile, project=access.project, pk=profile_id)
+    test_users.delete_test_user(profile=profile)
+    messages.success(request, f"Test user {profile.name} deleted.")
+    return redirect("corpus:list-test-users", slug=access.project.slug)

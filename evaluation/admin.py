@@ -3,7 +3,13 @@ admin bypasses every access-group check, so it shows metadata, never file conten
 
 from django.contrib import admin
 
-from evaluation.models import EvaluationRun, GoldSet, GoldSetFile
+from evaluation.models import (
+    EvaluationRun,
+    GoldSet,
+    GoldSetFile,
+    PermissionReplay,
+    PermissionReplayRun,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -45,4 +51,19 @@ class EvaluationRunAdmin(ReadOnlyAdmin):
         "name", "gold_set", "source", "retriever", "index_built_at", "depth", "file_name",
         "sha256", "questions", "created_by", "created_at",
     ]  # fmt: skip
+    readonly_fields = fields
+
+
+@admin.register(PermissionReplay)
+class PermissionReplayAdmin(ReadOnlyAdmin):
+    list_display = ["pk", "gold_set", "source", "retriever_name", "k", "created_at"]
+    list_filter = ["source", "gold_set__question_set__project"]
+    fields = ["gold_set", "source", "retriever", "k", "with_canaries", "job", "created_by"]
+    readonly_fields = fields
+
+
+@admin.register(PermissionReplayRun)
+class PermissionReplayRunAdmin(ReadOnlyAdmin):
+    list_display = ["replay", "user_name", "file_name", "questions"]
+    fields = ["replay", "user_name", "test_user", "file_name", "questions"]
     readonly_fields = fields

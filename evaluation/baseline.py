@@ -21,7 +21,10 @@ def bm25_baseline_run(*, gold: Gold, depth: int, name: str = BASELINE_NAME) -> R
     """Rank the newest version of every corpus document for each gold question."""
     if not gold.corpus:
         raise ValueError("the gold set carries no corpus to build a baseline from")
-    documents = list(gold.corpus.values())
+    # Planted canaries are not content: the baseline never ranks them.
+    documents = [document for document in gold.corpus.values() if not document.canary]
+    if not documents:
+        return Run(name=name, rankings={q: Ranking(passages=[]) for q in gold.questions})
     index = BM25Index.build(
         [f"{document.title}\n{document.text}" for document in documents],
         analyzer=Analyzer(stem=True, stopwords=True),

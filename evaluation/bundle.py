@@ -81,6 +81,8 @@ class CorpusVersion:
     text: str
     content_hash: str
     access_groups: tuple[str, ...] = ()  # names, sorted
+    # A planted document permission replays look for; flagged so nothing counts it as content.
+    canary: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,6 +152,7 @@ def build_bundle(
                 "title": version.title,
                 "text": version.text,
                 "access_groups": list(version.access_groups),
+                **({"canary": True} if version.canary else {}),
             }
             for version in corpus
         ),
@@ -166,6 +169,7 @@ def build_bundle(
     files[BEIR_CORPUS] = _jsonl(
         {"_id": doc_id, "title": version.title, "text": version.text}
         for doc_id, version in newest.items()
+        if not version.canary
     )
     files[BEIR_QUERIES] = _jsonl(
         {"_id": question.question_id, "text": question.text} for question in questions
@@ -217,6 +221,11 @@ def build_bundle(
             "versions": len(corpus),
             "fingerprint": corpus_fingerprint(
                 (v.doc_id, v.version, v.content_hash) for v in corpus
+            ),
+            **(
+                {"canaries": sum(1 for v in newest.values() if v.canary)}
+                if any(v.canary for v in newest.values())
+                else {}
             ),
         },
         "files": {

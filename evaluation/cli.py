@@ -13,6 +13,7 @@ from pathlib import Path
 from evaluation.compare import PERMUTATIONS, compare_runs
 from evaluation.gold import EvaluationInputError, Gold, load_gold
 from evaluation.metrics import MetricOptions, RunEvaluation, evaluate_run
+from evaluation.permissions_cli import add_parser as add_permissions_parser
 from evaluation.report import FORMATS, build_report, render
 from evaluation.runs import Run, check_run_against_gold, load_run
 
@@ -97,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-baseline", action="store_true", help="skip the BM25 baseline over corpus.jsonl"
     )
     evaluate.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
+    add_permissions_parser(commands)
     return parser
 
 
@@ -214,7 +216,7 @@ def evaluate_command(arguments: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = build_parser().parse_args(argv)
     try:
-        return evaluate_command(arguments)
+        return getattr(arguments, "handler", evaluate_command)(arguments)
     except (EvaluationInputError, UsageError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

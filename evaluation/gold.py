@@ -83,6 +83,8 @@ class CorpusDocument:
     title: str
     text: str
     access_groups: tuple[str, ...] = ()
+    # A planted restricted document (permission replays): never counted as content.
+    canary: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,10 +355,13 @@ def _read_corpus_versions(text: str, *, path: Path) -> dict[str, list[CorpusDocu
             raise GoldFormatError("version must be an integer", path=path, line=number)
         title = record.get("title") or ""
         groups = record.get("access_groups") or []
+        canary = record.get("canary", False)
         if not isinstance(title, str) or not isinstance(groups, list):
             raise GoldFormatError(
                 "title must be a string, access_groups a list", path=path, line=number
             )
+        if not isinstance(canary, bool):
+            raise GoldFormatError("canary must be true or false", path=path, line=number)
         versions.setdefault(doc_id, []).append(
             CorpusDocument(
                 doc_id=doc_id,
@@ -364,6 +369,7 @@ def _read_corpus_versions(text: str, *, path: Path) -> dict[str, list[CorpusDocu
                 title=title,
                 text=text,
                 access_groups=tuple(str(group) for group in groups),
+                canary=canary,
             )
         )
     for by_version in versions.values():

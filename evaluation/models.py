@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Exists, OuterRef
 
-from corpus.models import Document, Retriever
+from corpus.models import Document, Job, PermissionProfile, Retriever
 
 
 class GoldSetQuerySet(models.QuerySet):
@@ -130,3 +130,70 @@ class EvaluationRun(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ReplaySource(models.TextChoices):
+    RETRIEVER = "retriever", "A retriever, run as each test user"
+    UPLOAD = "upload", "Uploaded runs, one per test user"
+
+
+class PermissionReplayQuerySet(models.QuerySet):
+    def in_project(self, project) -> PermissionReplayQuerySet:
+        return self.filter(gold_set__question_set__project=project)
+
+
+class PermissionReplay(models.Model):
+    """Every question of a gold set (and the project's canary questions) run as each test user,
+    checked against the documents' access groups as recorded in ``snapshot`` when it started."""
+
+    gold_set = models.ForeignKey(
+        GoldSet, on_delete=models.CASCADE, related_name="permission_replays"
+    )
+    source = models.CharField(max_length=16, choices=ReplaySource.choices)
+    retriever = models.ForeignKey(
+        Retriever, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    retriever_name = models.CharField(max_length=60, blank=True)
+    k = models.PositiveIntegerField(help_text="Results asked for per question and user.")
+    with_canaries = models.BooleanField(default=True)
+    test_users = models.ManyToManyField(PermissionProfile, blank=True, related_name="+")
+    snapshot = models.JSONField(
+        default=dict,
+        help_text="Each document's access groups and canary flag when the replay started.",
+    )
+    report = models.JSONField(default=dict, blank=True)
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PermissionReplayQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"permission replay {self.pk} of {self.gold_set}"
+
+
+class PermissionReplayRun(models.Model):
+    """One test user's run of a replay, stored as a JSONL run file (uploaded or retrieved)."""
+
+    replay = models.ForeignKey(PermissionReplay, on_delete=models.CASCADE, related_name="runs")
+    user_name = models.CharField(max_length=60, help_text="The test user, or 'unrestricted'.")
+    test_user = models.ForeignKey(
+        PermissionProfile, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    file_name = models.CharField(max_length=255)
+    content = models.BinaryField()
+    questions = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["replay", "user_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["replay", "user_name"], name="one_run_per_replay_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.replay} as {self.user_name}"

@@ -19,4 +19,19 @@ urlpatterns = [
     path(_gold_set + "runs/<int:run_id>/download/", views.download_run, name="download-run"),
     path("p/<slug:slug>/evaluation/", views.show_evaluation, name="show-evaluation"),
     path("p/<slug:slug>/evaluation/k/", views.edit_k_sent_to_model, name="edit-k-sent-to-model"),
+    path(
+        "p/<slug:slug>/permissions/",
+        views.list_permission_replays,
+        name="list-permission-replays",
+    ),
+    path(
+        "p/<slug:slug>/permissions/start/",
+        views.start_permission_replay,
+        name="start-permission-replay",
+    ),
+    path(
+        "p/<slug:slug>/permissions/<int:replay_id>/",
+        views.show_permission_replay,
+        name="show-permission-replay",
+    ),
 ]

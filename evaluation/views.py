@@ -18,9 +18,15 @@ from django.views.decorators.http import require_GET, require_POST
 from corpus.access import ProjectAccess, project_access
 from corpus.models import Role
 from evaluation import scoreboard
-from evaluation.forms import FinaliseForm, KSentForm, RetrieverRunForm, UploadRunForm
-from evaluation.models import EvaluationRun, GoldSet
-from evaluation.services import evaluation_runs, gold_sets
+from evaluation.forms import (
+    FinaliseForm,
+    KSentForm,
+    PermissionReplayForm,
+    RetrieverRunForm,
+    UploadRunForm,
+)
+from evaluation.models import EvaluationRun, GoldSet, PermissionReplay
+from evaluation.services import evaluation_runs, gold_sets, permission_replays
 from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
 from labelling.models import QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
@@ -310,3 +316,73 @@ def edit_k_sent_to_model(request: HttpRequest, slug: str) -> HttpResponse:
     target = reverse("evaluation:show-evaluation", args=[access.project.slug])
     gold_set = request.POST.get("gold_set", "")
     return redirect(f"{target}?gold_set={gold_set}" if gold_set.isdigit() else target)
+
+
+# --- permission replays -------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def list_permission_replays(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    return _render_replays(request, access, PermissionReplayForm(project=access.project))
+
+
+def _render_replays(request, access, form, status=200) -> HttpResponse:
+    replays = (
+        PermissionReplay.objects.in_project(access.project)
+        .select_related("gold_set__question_set", "job", "created_by")
+        .defer("snapshot")[:50]
+    )
+    return render(
+        request,
+        "evaluation/list_permission_replays.html",
+        {"access": access, "project": access.project, "replays": replays, "form": form},
+        status=status,
+    )
+
+
+@login_required
+@require_POST
+def start_permission_replay(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    form = PermissionReplayForm(request.POST, request.FILES, project=access.project)
+    if not form.is_valid():
+        return _render_replays(request, access, form, status=400)
+    gold_set = form.cleaned_data["gold_set"]
+    hidden = gold_set.hidden_document_count(request.user)
+    if hidden:
+        form.add_error(None, _refusal(hidden))
+        return _render_replays(request, access, form, status=403)
+    try:
+        replay = permission_replays.start_permission_replay(
+            user=request.user, **form.service_arguments()
+        )
+    except gold_sets.GoldSetError as error:
+        form.add_error(None, str(error))
+        return _render_replays(request, access, form, status=400)
+    return redirect("evaluation:show-permission-replay", access.project.slug, replay.pk)
+
+
+@login_required
+@require_GET
+def show_permission_replay(request: HttpRequest, slug: str, replay_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    replay = get_object_or_404(
+        PermissionReplay.objects.in_project(access.project)
+        .select_related("gold_set__question_set__project", "job")
+        .defer("snapshot"),
+        pk=replay_id,
+    )
+    context = {
+        "access": access,
+        "project": access.project,
+        "replay": replay,
+        "report": permission_replays.shown_report(replay=replay, user=request.user),
+    }
+    template = (
+        "evaluation/show_permission_replay.html#status"
+        if request.htmx
+        else "evaluation/show_permission_replay.html"
+    )
+    return render(request, template, context)

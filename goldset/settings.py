@@ -138,6 +138,13 @@ DATA_UPLOAD_MAX_NUMBER_FILES = GOLDSET_MAX_UPLOAD_FILES
 
 GOLDSET_EMBEDDING_MODEL = os.environ.get("GOLDSET_EMBEDDING_MODEL", "")
 
+# The HTTP retriever calls only these hosts (comma-separated: names, *.domain, addresses or
+# networks, each with an optional :port). Loopback, link-local and private addresses are called
+# only when the address or its network is listed; nothing is allowed by default.
+GOLDSET_HTTP_ALLOWED_HOSTS = [
+    h.strip() for h in os.environ.get("GOLDSET_HTTP_ALLOWED_HOSTS", "").split(",") if h.strip()
+]
+
 # Tasks: with REDIS_URL a real broker and worker; without it, tasks run in-process (quickstart).
 REDIS_URL = os.environ.get("REDIS_URL", "")
 CELERY_BROKER_URL = REDIS_URL or "memory://"

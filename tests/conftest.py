@@ -129,7 +129,13 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
         pytest.fail("A real worker needs PostgreSQL: set DATABASE_URL as well as REDIS_URL.")
     app.control.purge()
     worker = WorkerProcess(
-        env={**os.environ, "DATABASE_URL": url, "DB_CONN_MAX_AGE": "0"},
+        # The HTTP retriever's tests search a server this suite starts on 127.0.0.1.
+        env={
+            **os.environ,
+            "DATABASE_URL": url,
+            "DB_CONN_MAX_AGE": "0",
+            "GOLDSET_HTTP_ALLOWED_HOSTS": "127.0.0.1",
+        },
         log_path=tmp_path_factory.mktemp("celery") / "worker.log",
     )
     worker.start()

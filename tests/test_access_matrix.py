@@ -13,9 +13,9 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from corpus import jobs
-from corpus.models import Document, DuplicateGroup, Job
+from corpus.models import Document, DuplicateGroup, Job, PermissionProfile
 from corpus.services import documents, retrieval
-from evaluation.models import EvaluationRun
+from evaluation.models import EvaluationRun, PermissionReplay
 from evaluation.services.gold_sets import finalise_gold_set
 from labelling.models import Assignment, Candidate, Span
 from tests.factories import (
@@ -72,6 +72,8 @@ def world(prefix: str) -> dict:
         sha256="0" * 64,
     )
     candidate = Candidate.objects.filter(pool__question_set=question_set).order_by("pk").first()
+    profile = PermissionProfile.objects.create(project=project, name="tester")
+    replay = PermissionReplay.objects.create(gold_set=gold_set, source="upload", k=5)
     return {
         "project": project,
         "people": people,
@@ -96,6 +98,8 @@ def world(prefix: str) -> dict:
             "retriever_id": retriever.pk,
             "gold_set_id": gold_set.pk,
             "run_id": run.pk,
+            "profile_id": profile.pk,
+            "replay_id": replay.pk,
         },
     }
 

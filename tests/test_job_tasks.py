@@ -47,6 +47,7 @@ def test_every_job_kind_is_started_with_a_task_of_the_app_that_owns_it():
         "build_index",
         "build_pool",
         "evaluation_run",
+        "permission_replay",
     }
     for kind, name in tasks.items():
         task = jobs.task_named(name)

@@ -6,7 +6,7 @@ import io
 import threading
 import zipfile
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ from corpus.models import (
     Retriever,
     RetrieverKind,
 )
+from corpus.services.http_retrieval import check_endpoint
 from goldset.errors import ServiceError
 
 BULK_BATCH = 2000
@@ -95,8 +96,10 @@ def add_retriever(
     k1: float = 0.9,
     b: float = 0.4,
     model_path: str = "",
+    endpoint: dict | None = None,
 ) -> Retriever:
-    """Configure a retriever. Built-in kinds need a chunking scheme that has chunks."""
+    """Configure a retriever. Built-in kinds need a chunking scheme that has chunks; an HTTP
+    one needs an endpoint (`corpus.services.http_retrieval.check_endpoint`'s fields)."""
     if kind not in RetrieverKind.values:
         raise ServiceError(
             f"Unknown retriever kind {kind!r}; choose one of {', '.join(RetrieverKind.values)}."
@@ -110,7 +113,7 @@ def add_retriever(
     if scheme is not None and scheme.project_id != project.pk:
         raise ServiceError(f"The chunking scheme {scheme.name} belongs to another project.")
     params: dict = {}
-    if kind != RetrieverKind.RUN:
+    if kind not in (RetrieverKind.RUN, RetrieverKind.HTTP):
         if scheme is None:
             raise ServiceError(f"A {kind} retriever needs a chunking scheme to search.")
         _require_chunks(scheme)
@@ -122,8 +125,18 @@ def add_retriever(
         model_path = _check_model(model_path)
     elif model_path:
         raise ServiceError("Only an embedding retriever takes a model folder.")
+    if kind == RetrieverKind.HTTP:
+        endpoint = check_endpoint(**(endpoint or {}))
+    elif endpoint:
+        raise ServiceError("Only an HTTP retriever takes an endpoint.")
     return Retriever.objects.create(
-        project=project, name=name, kind=kind, scheme=scheme, params=params, model_path=model_path
+        project=project,
+        name=name,
+        kind=kind,
+        scheme=scheme,
+        params=params,
+        model_path=model_path,
+        endpoint=endpoint or {},
     )
 
 
@@ -202,22 +215,34 @@ def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
 
 
 def retrieve(
-    *, retriever: Retriever, questions: Sequence[str], k: int, user=None
+    *,
+    retriever: Retriever,
+    questions: Sequence[str],
+    k: int,
+    user=None,
+    groups: Collection[int] | None = None,
+    with_canaries: bool = False,
 ) -> list[list[Retrieved]]:
     """The top k passages for each question, searched in one batch.
 
-    Only the newest version of a searchable document can come back. With a user, documents that
-    user may not see are filtered out *before* the cut, so k results still come back and nothing
-    about a hidden document shows, not even a score.
+    Only the newest version of a searchable document can come back, and no canary unless
+    ``with_canaries`` (a permission replay looks for them; nothing else counts them). With a
+    user, or with ``groups`` (access group pks: a test user's), documents they may not see are
+    filtered out *before* the cut, so k results still come back and nothing about a hidden
+    document shows, not even a score.
     """
     if k < 1:
         raise ServiceError(f"k must be at least 1, got {k}.")
     if retriever.kind == RetrieverKind.RUN:
         raise ServiceError(f"{retriever.name} replays an uploaded run; it does not search.")
+    if retriever.kind == RetrieverKind.HTTP:
+        raise ServiceError(f"{retriever.name} searches the team's own system over HTTP.")
     loaded = load_index(retriever)
     if not questions:
         return []
-    allowed = _allowed_passages(loaded, retriever.project, user)
+    allowed = _allowed_passages(
+        loaded, retriever.project, user, groups=groups, with_canaries=with_canaries
+    )
     if retriever.kind == RetrieverKind.BM25:
         found = loaded.searcher.search_many(list(questions), k=k, allowed=allowed)
     else:
@@ -306,6 +331,8 @@ def _check_buildable(retriever: Retriever) -> None:
         raise ServiceError(
             f"{retriever.name} is an uploaded run: upload its results instead of building it."
         )
+    if retriever.kind == RetrieverKind.HTTP:
+        raise ServiceError(f"{retriever.name} searches the team's own system: it has no index.")
     if retriever.scheme is None:
         raise ServiceError(f"{retriever.name} has no chunking scheme to index.")
     _require_chunks(retriever.scheme)
@@ -429,7 +456,14 @@ def _unpack(index_id: int, built_at: datetime | None, artifact: bytes) -> Loaded
     return LoadedIndex(index_id=index_id, built_at=built_at, searcher=searcher, **arrays)
 
 
-def _allowed_passages(loaded: LoadedIndex, project: Project, user) -> np.ndarray | None:
+def _allowed_passages(
+    loaded: LoadedIndex,
+    project: Project,
+    user,
+    *,
+    groups: Collection[int] | None = None,
+    with_canaries: bool = False,
+) -> np.ndarray | None:
     """Which passages may be returned (None: all of them).
 
     The rule of ``Document.objects.searchable()`` and ``.visible_to(user)``, plus "the newest
@@ -462,16 +496,26 @@ def _allowed_passages(loaded: LoadedIndex, project: Project, user) -> np.ndarray
         if loaded.built_at is not None
         else []
     )
-    if user is not None:
-        groups: dict[int, set[int]] = {}
+    if not with_canaries:
+        blocked_documents |= set(
+            Document.objects.filter(project=project, is_canary=True).values_list("pk", flat=True)
+        )
+    if user is not None or groups is not None:
+        restricted: dict[int, set[int]] = {}
         for document_id, group_id in Document.access_groups.through.objects.filter(
             accessgroup__project=project
         ).values_list("document_id", "accessgroup_id"):
-            groups.setdefault(document_id, set()).add(group_id)
-        mine = set(
-            AccessGroup.objects.filter(project=project, members=user).values_list("pk", flat=True)
-        )
-        blocked_documents |= {document for document, of in groups.items() if not of & mine}
+            restricted.setdefault(document_id, set()).add(group_id)
+        mine: set[int] | None = None
+        if user is not None:
+            mine = set(
+                AccessGroup.objects.filter(project=project, members=user).values_list(
+                    "pk", flat=True
+                )
+            )
+        if groups is not None:
+            mine = set(groups) if mine is None else mine & set(groups)
+        blocked_documents |= {document for document, of in restricted.items() if not of & mine}
     if not (blocked_versions or blocked_documents or newer):
         return None
     mask = ~np.isin(loaded.version_ids, list(blocked_versions))

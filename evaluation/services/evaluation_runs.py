@@ -15,12 +15,14 @@ from django.utils.text import slugify
 
 from corpus import jobs
 from corpus.models import Job, JobState, Project, Retriever, RetrieverKind
+from corpus.services import http_retrieval
 from corpus.services.retrieval import retrieve
 from evaluation.baseline import BASELINE_NAME, bm25_baseline_run
 from evaluation.gold import EvaluationInputError, Gold
 from evaluation.models import EvaluationRun, GoldSet, RunSource
 from evaluation.runs import Run, check_run_against_gold, read_run
 from evaluation.services.gold_sets import GoldSetError, load_gold_set
+from goldset.errors import ServiceError
 
 # The evaluation page: the CLI's defaults, plus a recall curve up to CURVE_MIN_K (or further,
 # to the project's k sent to the model).
@@ -110,7 +112,12 @@ def start_retriever_run(*, gold_set: GoldSet, retriever: Retriever, user=None) -
         raise GoldSetError(
             f"{retriever.name} replays an uploaded run: upload its run file instead."
         )
-    if retriever.active_index_id is None:
+    if retriever.kind == RetrieverKind.HTTP:
+        try:
+            http_retrieval.endpoint_of(retriever)
+        except ServiceError as error:
+            raise GoldSetError(str(error)) from None
+    elif retriever.active_index_id is None:
         raise GoldSetError(f"{retriever.name} has no built index yet: build it first.")
     questions = len(load_gold_set(gold_set).questions)
     return jobs.start(
@@ -139,26 +146,19 @@ def record_retriever_run(
     depth = depth or evaluation_depth(project)
     gold = load_gold_set(gold_set)
     questions = list(gold.questions.values())
-    advance = jobs.progress(job) if job is not None else None
-    lines = []
-    for first in range(0, len(questions), RETRIEVE_BATCH):
-        batch = questions[first : first + RETRIEVE_BATCH]
-        found = retrieve(
-            retriever=retriever, questions=[q.question for q in batch], k=depth, user=user
-        )
-        for question, hits in zip(batch, found, strict=True):
-            results = [
-                {"doc_id": h.doc_id, "start": h.start, "end": h.end, "score": h.score} for h in hits
-            ]
-            lines.append({"question_id": question.question_id, "results": results})
-        if advance:
-            advance(len(batch))
+    placed = None
+    if retriever.kind == RetrieverKind.HTTP:
+        lines, placed = _http_lines(retriever, questions, depth=depth, user=user, job=job)
+    else:
+        lines = _built_in_lines(retriever, questions, depth=depth, user=user, job=job)
     data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
     index_built_at = (
         Retriever.objects.filter(pk=retriever.pk)
         .values_list("active_index__built_at", flat=True)
         .first()
     )
+    if placed is not None and job is not None:
+        job.result = {**job.result, "placed": dict(placed)}
     taken = set(EvaluationRun.objects.filter(gold_set=gold_set).values_list("name", flat=True))
     name, suffix = retriever.name, 1
     while name in taken or name == BASELINE_NAME:
@@ -179,6 +179,54 @@ def record_retriever_run(
     )
 
 
+def _built_in_lines(retriever: Retriever, questions, *, depth: int, user, job: Job | None):
+    advance = jobs.progress(job) if job is not None else None
+    lines = []
+    for first in range(0, len(questions), RETRIEVE_BATCH):
+        batch = questions[first : first + RETRIEVE_BATCH]
+        found = retrieve(
+            retriever=retriever, questions=[q.question for q in batch], k=depth, user=user
+        )
+        for question, hits in zip(batch, found, strict=True):
+            results = [
+                {"doc_id": h.doc_id, "start": h.start, "end": h.end, "score": h.score} for h in hits
+            ]
+            lines.append({"question_id": question.question_id, "results": results})
+        if advance:
+            advance(len(batch))
+    return lines
+
+
+def _http_lines(retriever: Retriever, questions, *, depth: int, user, job: Job | None):
+    """The JSONL run lines of an HTTP retriever and how its results were placed. Any question
+    without a usable answer fails the whole run (listed on the job): a run missing questions
+    would score them 0 and mislead."""
+    run = http_retrieval.search_http(
+        retriever=retriever,
+        questions=[(q.question_id, q.question) for q in questions],
+        k=depth,
+        progress=jobs.progress(job) if job is not None else None,
+    )
+    if job is not None:
+        job.errors = run.errors + run.warnings
+    run.raise_for_errors(retriever)
+    lines = [
+        {
+            "question_id": question.question_id,
+            "results": [
+                {"doc_id": h.doc_id, "start": h.start, "end": h.end, "score": h.score}
+                for h in ranking
+            ],
+        }
+        for question, ranking in zip(
+            questions,
+            http_retrieval.content_rankings(run, project=retriever.project, user=user),
+            strict=True,
+        )
+    ]
+    return lines, run.located
+
+
 def run_retriever_run(job: Job) -> None:
     """The job of `start_retriever_run`."""
     done = EvaluationRun.objects.filter(pk=job.result.get("run_id")).first()
@@ -190,10 +238,13 @@ def run_retriever_run(job: Job) -> None:
     )
     retriever = Retriever.objects.get(pk=job.params["retriever_id"], project=job.project)
     run = record_retriever_run(gold_set=gold_set, retriever=retriever, user=job.created_by, job=job)
+    placed = job.result.get("placed")
     job.result = {"run_id": run.pk, "gold_set_id": gold_set.pk}
-    jobs.finish(
-        job, JobState.SUCCEEDED, f"{run.name}: top {run.depth} for {run.questions} questions."
-    )
+    message = f"{run.name}: top {run.depth} for {run.questions} questions."
+    if placed:
+        job.result["placed"] = placed
+        message += f" {http_retrieval.describe_placement(placed)}."
+    jobs.finish(job, JobState.SUCCEEDED, message)
 
 
 def load_stored_run(record: EvaluationRun, *, gold: Gold) -> Run:

@@ -259,6 +259,7 @@ def _bundle(
                 access_groups=tuple(
                     sorted(group.name for group in version.document.access_groups.all())
                 ),
+                canary=version.document.is_canary,
             )
             for version in versions
         ],

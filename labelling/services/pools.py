@@ -20,6 +20,7 @@ from django.utils.text import slugify
 
 from corpus import jobs
 from corpus.models import Document, Job, JobState, Retriever, RetrieverKind
+from corpus.services import http_retrieval
 from corpus.services.retrieval import retrieve
 from goldset.errors import ServiceError
 from labelling.models import (
@@ -51,6 +52,7 @@ MAX_DEPTH = 1000
 # By name: the task module imports this one.
 POOL_BATCH_TASK = "labelling.tasks.pool_batch"
 BULK_BATCH = 2000
+MAX_LISTED_PROBLEMS = 500
 
 
 # Pools -----------------------------------------------------------------------------------
@@ -89,6 +91,8 @@ def start_pool(
                 raise ServiceError(
                     f"{retriever.name} has no run for {question_set.name}: upload one first."
                 )
+        elif retriever.kind == RetrieverKind.HTTP:
+            http_retrieval.endpoint_of(retriever)
         elif retriever.active_index_id is None:
             raise ServiceError(f"{retriever.name} has no built index yet: build it first.")
     batches = len(retrievers) * -(-questions // POOL_BATCH)
@@ -161,8 +165,12 @@ def record_pool_hits(*, pool: Pool, retriever: Retriever, question_ids: Sequence
     questions = list(
         Question.objects.filter(pk__in=question_ids, question_set=pool.question_set).order_by("pk")
     )
+    placed: dict = {}
     try:
-        hits = _hits(retriever, questions, pool.depth)
+        hits = _hits(retriever, questions, pool.depth, placed=placed)
+    except http_retrieval.HttpSearchFailed as exc:
+        _fail(pool, str(exc), errors=exc.problems)
+        return
     except ServiceError as exc:
         _fail(pool, f"{retriever.name}: {exc}")
         return
@@ -195,27 +203,44 @@ def record_pool_hits(*, pool: Pool, retriever: Retriever, question_ids: Sequence
             ],
             batch_size=BULK_BATCH,
         )
+        repeated = key in job.result.get("finished", [])
         finished = set(job.result.get("finished", [])) | {key}
         job.result = {**job.result, "finished": sorted(finished)}
+        if placed and not repeated:  # how an HTTP retriever's results were placed, summed
+            counts = job.result.get("placed", {}).get(retriever.name, {})
+            located = placed["located"]
+            counts = {n: counts.get(n, 0) + located.get(n, 0) for n in http_retrieval.PLACED}
+            job.result["placed"] = {**job.result.get("placed", {}), retriever.name: counts}
+            job.errors = [*job.errors, *placed["warnings"]][:MAX_LISTED_PROBLEMS]
         job.done = len(finished)
         # The heartbeat tells the reconciler that this pool's tasks are still arriving.
         Job.objects.filter(pk=job.pk).update(
-            result=job.result, done=job.done, heartbeat_at=timezone.now()
+            result=job.result, done=job.done, errors=job.errors, heartbeat_at=timezone.now()
         )
         if job.done >= job.total:
             _complete(pool)
 
 
 def _hits(
-    retriever: Retriever, questions: list[Question], depth: int
+    retriever: Retriever, questions: list[Question], depth: int, *, placed: dict | None = None
 ) -> list[list[tuple[int, float | None, int, int, int]]]:
-    """(rank, score, version, start, end) of each question's top ``depth``."""
+    """(rank, score, version, start, end) of each question's top ``depth``. For an HTTP
+    retriever ``placed`` receives how its results were placed in the corpus."""
+    if retriever.kind == RetrieverKind.HTTP:
+        run = http_retrieval.search_http(
+            retriever=retriever, questions=[(q.external_id, q.text) for q in questions], k=depth
+        )
+        run.raise_for_errors(retriever)
+        if placed is not None:
+            placed.update(located=run.located, warnings=run.warnings)
+        content = http_retrieval.content_rankings(run, project=retriever.project)
+        return http_retrieval.pool_rows(content, retriever=retriever)
     if retriever.kind != RetrieverKind.RUN:
         found = retrieve(retriever=retriever, questions=[q.text for q in questions], k=depth)
         return [[(r.rank, r.score, r.version_id, r.start, r.end) for r in hits] for hits in found]
     # A run is filtered as a search is: only the newest version of a searchable document, and
     # the ranks close up over what was left out, so depth counts what labellers can see.
-    searchable = Document.objects.filter(project_id=retriever.project_id).searchable()
+    searchable = Document.objects.filter(project_id=retriever.project_id).searchable().content()
     rows = (
         RunResult.objects.filter(
             retriever=retriever,
@@ -237,13 +262,14 @@ def _hits(
     return [by_question[q.pk] for q in questions]
 
 
-def _fail(pool: Pool, message: str) -> None:
+def _fail(pool: Pool, message: str, *, errors: Sequence[dict] = ()) -> None:
     with transaction.atomic():
         updated = Pool.objects.filter(pk=pool.pk, state=PoolState.BUILDING).update(
             state=PoolState.FAILED
         )
         job = Job.objects.get(pk=pool.job_id)
         if updated and not job.finished:
+            job.errors = [*job.errors, *errors]
             jobs.finish(job, JobState.FAILED, message)
 
 
@@ -253,10 +279,14 @@ def _complete(pool: Pool) -> None:
     job = Job.objects.get(pk=pool.job_id)
     job.result = {**job.result, "candidates": candidates}
     questions = pool.question_set.questions.count()
+    placed = "".join(
+        f" {name}: {http_retrieval.describe_placement(counts)}."
+        for name, counts in sorted(job.result.get("placed", {}).items())
+    )
     jobs.finish(
         job,
         JobState.SUCCEEDED,
-        f"Pool {pool.name}: {candidates} candidates for {questions} questions.",
+        f"Pool {pool.name}: {candidates} candidates for {questions} questions.{placed}",
     )
 
 

@@ -10,6 +10,8 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from corpus.models import Document, Project
+from corpus.services.canaries import SOURCE as CANARY_SOURCE
+from corpus.services.canaries import PlantedCanary, plant_canary_documents
 from corpus.services.documents import IngestResult, ingest_batch
 from corpus.sources import RecordError, read_beir
 from goldset.errors import ServiceError
@@ -95,6 +97,36 @@ def get_question_set(*, project: Project, name: str) -> QuestionSet:
     if question_set is None:
         raise ServiceError(f"No question set named {name!r} in {project.slug}.")
     return question_set
+
+
+def plant_canaries(
+    *, project: Project, group: str, count: int, set_name: str
+) -> list[PlantedCanary]:
+    """Canary documents restricted to ``group`` and one question matching each, in the
+    question set ``set_name`` (source "canary"): what a permission replay asks, besides the
+    gold set's questions, to prove the canaries never reach anyone outside the group."""
+    if not set_name or slugify(set_name) != set_name:
+        raise ServiceError(f"A question set name is a slug, not {set_name!r}.")
+    with transaction.atomic():
+        canaries = plant_canary_documents(project=project, group=group, count=count)
+        question_set, _ = QuestionSet.objects.get_or_create(
+            project=project,
+            name=set_name,
+            defaults={"description": "Canary questions for permission replays."},
+        )
+        Question.objects.bulk_create(
+            [
+                Question(
+                    question_set=question_set,
+                    external_id=c.doc_id,
+                    text=c.question,
+                    source=CANARY_SOURCE,
+                    tags=["canary", f"group:{group}"],
+                )
+                for c in canaries
+            ]
+        )
+    return canaries
 
 
 # Question import -------------------------------------------------------------------------

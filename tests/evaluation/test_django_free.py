@@ -31,6 +31,7 @@ def test_import_without_settings_or_django():
     modules = (
         "evaluation.metrics, evaluation.cli, evaluation.gold, evaluation.runs, "
         "evaluation.compare, evaluation.report, evaluation.baseline, evaluation.bundle, "
+        "evaluation.permissions, evaluation.permissions_cli, corpus.httpsearch, corpus.httpguard, "
         # The file formats the CLI reads, and the question files read the same way.
         "corpus.textfiles, corpus.runfiles, labelling.sources"
     )

@@ -1,0 +1,291 @@
+"""The HTTP retriever's client: call a team's own search API and read its ranked results.
+
+Django-free: the app's services, the commands and the tests drive it alike. An `Endpoint`
+(`corpus.httpendpoint`) says what to send and how to read the answer; a `HostPolicy`
+(`corpus.httpguard`) where calls may go. The client retries timeouts, lost connections and
+429/502/503/504 answers with exponential backoff (a server's ``Retry-After`` is honoured, up to
+a cap), keeps at most ``concurrency`` requests in flight, caps the size of an answer, follows
+redirects only on the same host and scheme, and returns one message per question that failed
+instead of raising, so a run can list them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx2
+
+from corpus.httpendpoint import (
+    PLACEHOLDER_PATTERN,
+    Endpoint,
+    Hit,
+    HttpSearchError,
+    Identity,
+    map_answer,
+    render_template,
+    render_text,
+    resolve_env,
+    text_value,
+)
+from corpus.httpguard import GuardedTransport, HostPolicy, HostRefused, host_of
+
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+MAX_REDIRECTS = 5
+MAX_RESPONSE_BYTES = 20 * 2**20
+MAX_BACKOFF = 30.0
+
+# --- searching ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    """One question's outcome: its hits, or the reason there are none."""
+
+    hits: list[Hit] | None = None
+    error: str | None = None
+    attempts: int = 0
+    status: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class Query:
+    question: str
+    k: int
+    identity: Identity | None = None
+
+
+class _Retry(Exception):
+    def __init__(self, message: str, *, after: float | None = None):
+        super().__init__(message)
+        self.after = after
+
+
+@dataclass
+class SearchClient:
+    """Sends queries to one endpoint under a host policy: retries with backoff, a limit on
+    concurrent requests, a size cap on answers. Use as a context manager."""
+
+    endpoint: Endpoint
+    policy: HostPolicy
+    all_groups: tuple[str, ...] = ()
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    sleep: Callable[[float], None] = time.sleep
+    _client: httpx2.Client | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def __enter__(self) -> SearchClient:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    @property
+    def client(self) -> httpx2.Client:
+        with self._lock:
+            if self._client is None:
+                self._client = httpx2.Client(
+                    transport=GuardedTransport(self.policy, connections=self.endpoint.concurrency),
+                    timeout=httpx2.Timeout(self.endpoint.timeout),
+                    follow_redirects=False,
+                    trust_env=False,
+                )
+            return self._client
+
+    def headers_for(self, identity: Identity | None) -> dict[str, str]:
+        """Every header of a request as ``identity``, env: values read now (ConfigError)."""
+        headers = {"Accept": "application/json"}
+        configured = list(self.endpoint.headers) + list(identity.headers if identity else ())
+        for name, value in configured:
+            where = f"the {name} header" + (f" of test user {identity.name}" if identity else "")
+            resolved = resolve_env(value, environ=self.environ, where=where)
+            if resolved is value:
+                resolved = render_text(value, self._values(identity, question="", k=0))
+            headers[name] = str(resolved).replace("\r", " ").replace("\n", " ")
+        return headers
+
+    def search_many(
+        self, queries: Sequence[Query], *, progress: Callable[[int], None] | None = None
+    ) -> list[Answer]:
+        """Every query's answer, in order, with at most ``concurrency`` requests at a time.
+
+        A query that fails (after its retries) gets an error; the others go on. A
+        configuration that cannot work (a missing env variable) raises ConfigError first.
+        """
+        for identity in {q.identity for q in queries}:
+            self.headers_for(identity)
+            if identity is not None:
+                resolve_env(
+                    identity.value, environ=self.environ, where=f"test user {identity.name}"
+                )
+        answers: list[Answer | None] = [None] * len(queries)
+        workers = max(1, min(self.endpoint.concurrency, len(queries)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="httpsearch") as pool:
+            futures = {pool.submit(self.search, query): i for i, query in enumerate(queries)}
+            for future in as_completed(futures):
+                answers[futures[future]] = future.result()
+                if progress:
+                    progress(1)
+        return [answer for answer in answers if answer is not None]
+
+    def search(self, query: Query) -> Answer:
+        """One query, retried on timeouts, lost connections and 429/502/503/504."""
+        endpoint = self.endpoint
+        attempts = 0
+        last = ""
+        while True:
+            attempts += 1
+            try:
+                status, data = self._send(query)
+            except HostRefused as error:
+                return Answer(error=f"refused: {error}", attempts=attempts)
+            except _Retry as retry:
+                last = str(retry)
+                if attempts > endpoint.retries:
+                    break
+                self.sleep(self._delay(attempts, retry.after))
+                continue
+            except HttpSearchError as error:
+                return Answer(error=str(error), attempts=attempts)
+            try:
+                hits = map_answer(data, endpoint.mapping, k=query.k)
+            except HttpSearchError as error:
+                return Answer(error=str(error), attempts=attempts, status=status)
+            return Answer(hits=hits, attempts=attempts, status=status)
+        tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
+        return Answer(error=f"{last} (gave up after {tries})", attempts=attempts)
+
+    def _delay(self, attempt: int, after: float | None) -> float:
+        if after is not None:
+            return min(max(after, 0.0), MAX_BACKOFF)
+        # Exponential backoff with jitter, so parallel workers do not retry in step.
+        base = self.endpoint.backoff * 2 ** (attempt - 1)
+        return min(base * random.uniform(0.5, 1.0), MAX_BACKOFF)
+
+    def _values(self, identity: Identity | None, *, question: str, k: int) -> dict[str, Any]:
+        if identity is None:
+            user, groups = None, list(self.all_groups)
+        else:
+            user = resolve_env(
+                identity.value, environ=self.environ, where=f"test user {identity.name}"
+            )
+            user = identity.name if user is None else user
+            groups = list(identity.groups)
+        return {"question": question, "k": k, "user": user, "groups": groups}
+
+    def build_request(self, query: Query) -> httpx2.Request:
+        endpoint = self.endpoint
+        values = self._values(query.identity, question=query.question, k=query.k)
+        url = PLACEHOLDER_PATTERN.sub(
+            lambda m: quote(text_value(values.get(m.group(1), "")), safe=""), endpoint.url
+        )
+        headers = self.headers_for(query.identity)
+        content = None
+        if endpoint.body.strip():
+            body = render_template(json.loads(endpoint.body), values)
+            content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        try:
+            return self.client.build_request(endpoint.method, url, headers=headers, content=content)
+        except (httpx2.InvalidURL, httpx2.UnsupportedProtocol, ValueError) as error:
+            raise HttpSearchError(f"the URL {url[:100]!r} cannot be called ({error})") from None
+
+    def _send(self, query: Query) -> tuple[int, Any]:
+        request = self.build_request(query)
+        origin = (request.url.scheme, host_of(request.url), request.url.port)
+        started = time.monotonic()
+        for _ in range(MAX_REDIRECTS + 1):
+            self.policy.check_url(request.url)
+            try:
+                response = self.client.send(request, stream=True)
+            except httpx2.TimeoutException:
+                raise _Retry(
+                    f"no answer from {host_of(request.url)} within {self.endpoint.timeout:g} s"
+                )
+            except httpx2.TransportError as error:
+                raise _Retry(
+                    f"could not reach {host_of(request.url)} ({error or type(error).__name__})"
+                )
+            try:
+                following = response.next_request
+                if response.is_redirect and following is not None:
+                    target = (following.url.scheme, host_of(following.url), following.url.port)
+                    if target != origin:
+                        raise HostRefused(
+                            f"{host_of(request.url)} redirected to {following.url.scheme}://"
+                            f"{host_of(following.url)}; redirects are followed only on the "
+                            "same host and scheme"
+                        )
+                    request = following
+                    continue
+                body = self._read(response, started)
+            finally:
+                response.close()
+            return self._parse(response, body)
+        raise HttpSearchError(f"more than {MAX_REDIRECTS} redirects")
+
+    def _read(self, response: httpx2.Response, started: float) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    raise HttpSearchError(
+                        f"the answer is larger than {MAX_RESPONSE_BYTES // 2**20} MB; ask for "
+                        "fewer results or leave out the document text"
+                    )
+                if time.monotonic() - started > 2 * self.endpoint.timeout:
+                    raise _Retry(f"the answer took longer than {2 * self.endpoint.timeout:g} s")
+                chunks.append(chunk)
+        except httpx2.TimeoutException:
+            raise _Retry(f"the answer stalled for {self.endpoint.timeout:g} s")
+        except httpx2.TransportError as error:
+            raise _Retry(f"the connection broke while reading the answer ({error})")
+        return b"".join(chunks)
+
+    def _parse(self, response: httpx2.Response, body: bytes) -> tuple[int, Any]:
+        status = response.status_code
+        if status in RETRY_STATUSES:
+            raise _Retry(
+                f"HTTP {status} from {host_of(response.request.url)}", after=_retry_after(response)
+            )
+        if status >= 300:
+            raise HttpSearchError(
+                f"HTTP {status} from {host_of(response.request.url)}: {_snippet(body)}"
+            )
+        try:
+            return status, json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            kind = response.headers.get("content-type", "no content type")
+            raise HttpSearchError(f"the answer is not JSON ({kind}): {_snippet(body)}") from None
+
+
+def _retry_after(response: httpx2.Response) -> float | None:
+    value = response.headers.get("retry-after", "")
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _snippet(body: bytes, limit: int = 200) -> str:
+    text = body.decode("utf-8", errors="replace").strip().replace("\n", " ")
+    return repr(text[:limit] + ("…" if len(text) > limit else "")) if text else "an empty body"

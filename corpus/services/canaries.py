@@ -1,0 +1,80 @@
+"""Canary documents: planted restricted documents, each carrying a unique token, that a
+permission replay must never see returned to anyone outside their group.
+
+They are ingested like any document (versions, chunks under every scheme, the access group)
+and flagged ``is_canary``, so pools, gold sets, evaluation runs and baselines never count them
+as content; only permission replays look for them.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+
+from django.db import transaction
+
+from corpus.extraction import assess_quality
+from corpus.models import AccessGroup, Document, Project
+from corpus.services.documents import ingest_batch
+from corpus.sources import DocumentRecord, SourceBatch
+from goldset.errors import ServiceError
+
+MAX_CANARIES = 50
+SOURCE = "canary"
+
+
+@dataclass(frozen=True)
+class PlantedCanary:
+    doc_id: str
+    token: str
+    title: str
+    text: str
+    group: str
+    question: str
+
+
+def _canary(token: str, group: str) -> PlantedCanary:
+    title = f"Restricted memo {token.upper()}"
+    text = (
+        f"Restricted memo {token}.\n\n"
+        f"This memo is a canary planted by Goldset to test access control. Only members of "
+        f"the {group} group may read it. The retention code for programme {token} is "
+        f"{token[::-1]}, and the codename {token} must never appear in the search results of "
+        f"anyone outside {group}.\n\n"
+        f"If you are reading this without belonging to {group}, access control is leaking: "
+        f"report it to the security team together with the canary code {token}."
+    )
+    question = f"What is the retention code for programme {token}?"
+    return PlantedCanary(f"canary-{token}", token, title, text, group, question)
+
+
+def plant_canary_documents(*, project: Project, group: str, count: int = 3) -> list[PlantedCanary]:
+    """Add ``count`` canary documents restricted to ``group`` (which must exist)."""
+    if not 1 <= count <= MAX_CANARIES:
+        raise ServiceError(f"Plant between 1 and {MAX_CANARIES} canaries, not {count}.")
+    if not AccessGroup.objects.filter(project=project, name=group).exists():
+        names = ", ".join(project.access_groups.values_list("name", flat=True)) or "none"
+        raise ServiceError(
+            f"No access group {group!r} in {project.slug} (it has: {names}). A canary is "
+            "restricted to a group whose members already exist."
+        )
+    canaries = [_canary(f"gs{secrets.token_hex(5)}", group) for _ in range(count)]
+    records = [
+        DocumentRecord(
+            doc_id=c.doc_id,
+            title=c.title,
+            text=c.text,
+            report=assess_quality(c.text),
+            access_groups=(group,),
+            source_name=SOURCE,
+        )
+        for c in canaries
+    ]
+    with transaction.atomic():
+        result = ingest_batch(project=project, batch=SourceBatch(source=SOURCE, records=records))
+        if result.errors:
+            raise ServiceError(f"The canaries could not be stored: {result.errors[0].error}")
+        Document.objects.filter(project=project, doc_id__in=[c.doc_id for c in canaries]).update(
+            is_canary=True
+        )
+    return canaries
