@@ -126,10 +126,12 @@ def span_of(page, exact=False):
 def test_offsets_are_code_points_across_segments_and_marks(blank):
     # Version text from offset 100: "𝔄 ctx " (hidden), "Employees may carry" (with a <mark>
     # inside), " over.": the astral letter is one offset, two UTF-16 units.
-    make_view(
-        blank,
-        [(100, "𝔄 ctx ", True), (106, "Employees <mark>may</mark> carry", False), (125, " over.", False)],
-    )  # fmt: skip
+    pieces = [
+        (100, "𝔄 ctx ", True),
+        (106, "Employees <mark>may</mark> carry", False),
+        (125, " over.", False),
+    ]
+    make_view(blank, pieces)
     # From inside "Employees" ("ployees") to inside " over" ("ov").
     select_text(blank, 1, 2, 2, 3)
     snapped = span_of(blank)
