@@ -7,20 +7,22 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from corpus.access import project_access
-from corpus.models import Document, Role
+from corpus.models import Role
 from goldset.errors import ServiceError
 from labelling.agreement import GUIDELINE_ALPHA_THRESHOLD
 from labelling.forms import ResolveItemForm, ResolveVerdictForm
 from labelling.highlight import highlight
 from labelling.models import Candidate, QuestionSet
-from labelling.resolution import DEFAULT_MIN_SPAN_F1
+from labelling.resolution import DEFAULT_MIN_SPAN_F1, PENDING_KINDS
 from labelling.services import adjudication
-from labelling.services.gold import resolve_gold
+from labelling.services.gold import count_by_kind, group_unresolved, resolve_gold
+from labelling.services.votes import restricted_elsewhere
 
 CONTEXT_CHARS = 400
 
@@ -44,7 +46,7 @@ def _min_span_f1(request: HttpRequest) -> float:
 def show_agreement(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access, question_set = _lead_set(request, slug, set_id)
     report = adjudication.agreement_report(
-        question_set=question_set, min_span_f1=_min_span_f1(request)
+        question_set=question_set, min_span_f1=_min_span_f1(request), viewer=request.user
     )
     confusion = report["confusion"]
     peak = max((c for row in confusion for c in row), default=0) or 1
@@ -69,8 +71,13 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
     access, question_set = _lead_set(request, slug, set_id)
     min_f1 = _min_span_f1(request)
     entries = adjudication.adjudication_queue(
-        question_set=question_set, min_span_f1=min_f1, include_resolved=True
+        question_set=question_set, min_span_f1=min_f1, include_resolved=True, viewer=request.user
     )
+    question = None
+    if request.GET.get("question", "").isdigit():
+        question = question_set.questions.filter(pk=request.GET["question"]).first()
+        if question is not None:
+            entries = [e for e in entries if e.question.pk == question.pk]
     open_entries = [e for e in entries if e.reason != "resolved"]
     return render(
         request,
@@ -82,6 +89,10 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
             "open_entries": open_entries,
             "resolved_entries": [e for e in entries if e.reason == "resolved"],
             "min_span_f1": min_f1,
+            "question": question,
+            "restricted_elsewhere": restricted_elsewhere(
+                project=access.project, viewer=request.user
+            ),
         },
     )
 
@@ -97,12 +108,9 @@ def resolve_item(
         pool_id=pool_id,
         question_id=question_id,
         candidate_id=candidate_id,
+        viewer=request.user,
     )
-    if item is None or not (
-        Document.objects.visible_to(request.user)
-        .filter(pk=item.candidate.version.document_id)
-        .exists()
-    ):
+    if item is None:
         raise Http404("No such item.")
     candidate: Candidate = item.candidate
     initial = {"grade": item.resolution.grade} if item.resolution else {}
@@ -154,7 +162,7 @@ def resolve_verdict(
 ) -> HttpResponse:
     access, question_set = _lead_set(request, slug, set_id)
     votes = adjudication.question_votes(
-        question_set=question_set, pool_id=pool_id, question_id=question_id
+        question_set=question_set, pool_id=pool_id, question_id=question_id, viewer=request.user
     )
     if votes is None:
         raise Http404("No such item.")
@@ -186,16 +194,21 @@ def resolve_verdict(
     )
 
 
+GROUPS_PER_PAGE = 25
+
+
 @login_required
 @require_GET
 def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access, question_set = _lead_set(request, slug, set_id)
-    gold = resolve_gold(question_set=question_set, min_span_f1=_min_span_f1(request))
-    visible = set(
-        Document.objects.filter(project=access.project)
-        .visible_to(request.user)
-        .values_list("doc_id", flat=True)
+    gold = resolve_gold(
+        question_set=question_set, min_span_f1=_min_span_f1(request), viewer=request.user
     )
+    by = "reason" if request.GET.get("group") == "reason" else "question"
+    kind = request.GET.get("kind", "")
+    shown = [e for e in gold.unresolved if e.kind == kind] if kind in PENDING_KINDS else None
+    groups = group_unresolved(gold.unresolved if shown is None else shown, by=by)
+    page = Paginator(groups, GROUPS_PER_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
         "labelling/show_gold.html",
@@ -204,6 +217,18 @@ def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
             "project": access.project,
             "question_set": question_set,
             "gold": gold,
-            "visible_doc_ids": visible,
+            "counts": count_by_kind(gold.unresolved),
+            "kind": kind if shown is not None else "",
+            "by": by,
+            "page": page,
+            "answerable": sum(1 for row in gold.questions if row.answerable),
+            "unanswerable": sum(1 for row in gold.questions if row.answerable is False),
+            "excluded": question_set.questions.excluded()
+            .select_related("excluded_by")
+            .order_by("excluded_at"),
+            "several_pools": question_set.pools.count() > 1,
+            "restricted_elsewhere": restricted_elsewhere(
+                project=access.project, viewer=request.user
+            ),
         },
     )
