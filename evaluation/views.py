@@ -190,7 +190,11 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
     if hidden:
         context["refusal"] = _refusal(hidden)
         return render(request, "evaluation/show_evaluation.html", context, status=403)
-    runs = list(EvaluationRun.objects.of_gold_set(gold_set).select_related("created_by"))
+    runs = list(
+        EvaluationRun.objects.of_gold_set(gold_set).select_related(
+            "created_by", "retriever__scheme"
+        )
+    )
     chosen = request.GET.getlist("run")
     submitted = "shown" in request.GET
     selected = [r for r in runs if str(r.pk) in chosen] if submitted else runs[-DEFAULT_RUNS:]
@@ -209,6 +213,8 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
         metric_rows=board.metric_rows(),
         curve=scoreboard.recall_curve_svg(board),
         colours=scoreboard.run_colours(board),
+        deltas=scoreboard.run_deltas(board, reference=request.GET.get("reference")),
+        bm25_notes=scoreboard.bm25_differences(board),
         upload_form=UploadRunForm(),
         retriever_form=RetrieverRunForm(project=project),
     )

@@ -59,6 +59,9 @@ urlpatterns += [
     ),
     path("p/<slug:slug>/guideline/", guidelines.show_guideline, name="show-guideline"),
     path("p/<slug:slug>/guideline/edit/", guidelines.edit_guideline, name="edit-guideline"),
+    path(
+        "p/<slug:slug>/guideline/preview/", guidelines.preview_guideline, name="preview-guideline"
+    ),
     path(_grade, grading.grade_question, name="grade-question"),
     path(_grade + "verdict/", grading.set_verdict, name="set-verdict"),
     path(_grade + "undo/", grading.undo_change, name="undo-change"),

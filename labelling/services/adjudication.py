@@ -102,6 +102,7 @@ def agreement_report(
     report["per_question"] = [
         {
             "question_id": q.question.external_id,
+            "question_pk": q.question.pk,
             "question": q.question.text,
             "items": len(items),
             "disagreements": sum(
@@ -138,6 +139,8 @@ def agreement_report(
     report["disagreements"] = [
         {
             "question_id": i.question.external_id,
+            "question_pk": i.question.pk,
+            "pool": i.pool.pk,
             "candidate": i.candidate.pk,
             "doc_id": i.candidate.version.document.doc_id,
             "grades": [j.grade for j in i.judgements],

@@ -146,8 +146,18 @@ class UnresolvedGroup:
     question: Question | None = None
     kind: str = ""
 
-    def count_of(self, kind: str) -> int:
-        return sum(1 for e in self.entries if e.kind == kind)
+    @property
+    def needs_lead(self) -> list[QueueEntry]:
+        return [e for e in self.entries if e.kind != "waiting"]
+
+    @property
+    def waiting(self) -> list[QueueEntry]:
+        return [e for e in self.entries if e.kind == "waiting"]
+
+    @property
+    def waiting_for(self) -> list[str]:
+        """Everyone the group's waiting items wait for, once each."""
+        return list(dict.fromkeys(name for e in self.waiting for name in e.waiting_for))
 
 
 def _entry_order(entry: QueueEntry) -> tuple:

@@ -26,6 +26,7 @@ from labelling.forms import (
 )
 from labelling.models import Assignment, Candidate, Change, Judgement, Pool, Question, Verdict
 from labelling.services import assignments as services
+from labelling.services.progress import progress_plots
 from labelling.views.grading import grade_url
 
 # Labellers ---------------------------------------------------------------------------------
@@ -136,6 +137,7 @@ def _lead_context(
         ),
         "by_labeller": services.progress_by_labeller(project=project, viewer=request.user),
         "by_question_set": services.progress_by_question_set(project=project, viewer=request.user),
+        "plots": progress_plots(project=project, viewer=request.user),
     }
 
 
