@@ -7,13 +7,13 @@ a span without offsets covers the whole document (document-level relevance).
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from corpus.anchoring import SIMILARITY_FLOOR, locate
 from corpus.runfiles import Passage
 from corpus.textfiles import (
     LineProblem,
@@ -30,8 +30,9 @@ MANIFEST_FILE = "manifest.json"
 # What a bundle is read from; its other files (judgements, agreement) are for people.
 READ_FILES = (GOLD_FILE, CORPUS_FILE, MANIFEST_FILE)
 
-# A fuzzy re-anchoring below this similarity is more likely a different passage than an edited one.
-FUZZY_MIN_RATIO = 0.9
+# A fuzzy re-anchoring below this similarity is more likely a different passage than an edited one
+# (`corpus.anchoring` documents the measure).
+FUZZY_MIN_RATIO = SIMILARITY_FLOOR
 
 
 class EvaluationInputError(Exception):
@@ -425,57 +426,10 @@ def _reanchor_to_newest(
 def reanchor(span: GoldSpan, text: str) -> tuple[int, int] | None:
     """Where the span's quoted text sits in ``text`` (a newer version), or None.
 
-    An exact occurrence nearest the old offset wins; otherwise the most similar window, if its
-    similarity ratio (difflib) reaches FUZZY_MIN_RATIO.
+    `corpus.anchoring.locate`: the exact occurrence nearest the old offset, else the most
+    similar window if its similarity reaches FUZZY_MIN_RATIO; near-linear in the text's length.
     """
-    quote = span.quote
-    if not quote:
+    if not span.quote:
         return None
-    old_start = span.start or 0
-    exact = _nearest_occurrence(quote, text, old_start)
-    if exact is not None:
-        return exact, exact + len(quote)
-    return _best_fuzzy_window(quote, text, old_start)
-
-
-def _nearest_occurrence(quote: str, text: str, old_start: int) -> int | None:
-    best: int | None = None
-    position = text.find(quote)
-    while position != -1:
-        if best is None or abs(position - old_start) < abs(best - old_start):
-            best = position
-        position = text.find(quote, position + 1)
-    return best
-
-
-def _best_fuzzy_window(quote: str, text: str, old_start: int) -> tuple[int, int] | None:
-    # Matching blocks between quote and text suggest where the quote may start; each suggestion
-    # is scored as a quote-long window, then the best one's edges are nudged to fit edits that
-    # changed the length.
-    matcher = difflib.SequenceMatcher(None, quote, text, autojunk=False)
-    starts = {
-        max(0, text_at - quote_at)
-        for quote_at, text_at, size in matcher.get_matching_blocks()
-        if size > 0
-    }
-    if not starts:
-        return None
-
-    def ratio(start: int, end: int) -> float:
-        return difflib.SequenceMatcher(None, quote, text[start:end], autojunk=False).ratio()
-
-    scored = [
-        (ratio(start, start + len(quote)), -abs(start - old_start), start) for start in starts
-    ]
-    best_ratio, _, start = max(scored)
-    end = min(len(text), start + len(quote))
-    slack = max(1, len(quote) // 10)
-    for candidate in range(max(0, start - slack), start + slack + 1):
-        if candidate < end and (value := ratio(candidate, end)) > best_ratio:
-            best_ratio, start = value, candidate
-    for candidate in range(max(start + 1, end - slack), min(len(text), end + slack) + 1):
-        if (value := ratio(start, candidate)) > best_ratio:
-            best_ratio, end = value, candidate
-    if best_ratio < FUZZY_MIN_RATIO:
-        return None
-    return start, end
+    found = locate(span.quote, text, near=span.start or 0, floor=FUZZY_MIN_RATIO)
+    return None if found is None else (found.start, found.end)
