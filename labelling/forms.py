@@ -392,7 +392,7 @@ class ResolveItemForm(forms.Form):
             ("a", "First labeller's"),
             ("b", "Second labeller's"),
             ("candidate", "The candidate passage"),
-            ("custom", "These offsets:"),
+            ("custom", "The spans chosen here (a selection or offsets)"),
         ],
         initial="both",
     )

@@ -22,7 +22,7 @@ from labelling.resolution import (
     VerdictDecision,
     resolve_verdict,
 )
-from labelling.services.adjudication import QueueEntry
+from labelling.services.adjudication import QueueEntry, adjudication_queue
 from labelling.services.votes import finished_outcomes, gather_votes
 
 
@@ -379,3 +379,34 @@ def _coalesce_across_pools(spans: list[GoldSpanRow]) -> list[GoldSpanRow]:
         )
     )
     return coalesce_spans(spans, texts)
+
+
+def next_to_decide(
+    *,
+    question_set: QuestionSet,
+    viewer,
+    pool_id: int,
+    question_id: int,
+    candidate_id: int | None,
+    from_gold: bool = False,
+    min_span_f1: float = DEFAULT_MIN_SPAN_F1,
+) -> QueueEntry | None:
+    """The item a lead meets after this one (a candidate, or the verdict with None): the next
+    in the adjudication queue, or among the Gold page's unresolved items ``from_gold``,
+    wrapping round; None when this was the last. Read before this item is resolved, so it
+    can be found in the order."""
+    if from_gold:
+        resolution = resolve_gold(question_set=question_set, min_span_f1=min_span_f1, viewer=viewer)
+        order = [e for g in group_unresolved(resolution.unresolved) for e in g.entries]
+    else:
+        order = adjudication_queue(
+            question_set=question_set, min_span_f1=min_span_f1, viewer=viewer
+        )
+
+    def key(entry: QueueEntry) -> tuple:
+        return (entry.pool.pk, entry.question.pk, entry.candidate.pk if entry.candidate else None)
+
+    current = (pool_id, question_id, candidate_id)
+    position = next((i for i, e in enumerate(order) if key(e) == current), -1)
+    rest = order[position + 1 :] + order[: max(position, 0)]
+    return next((e for e in rest if key(e) != current), None)

@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from corpus.access import project_access
@@ -21,7 +22,12 @@ from labelling.highlight import highlight
 from labelling.models import Candidate, QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, PENDING_KINDS
 from labelling.services import adjudication
-from labelling.services.gold import count_by_kind, group_unresolved, resolve_gold
+from labelling.services.gold import (
+    count_by_kind,
+    group_unresolved,
+    next_to_decide,
+    resolve_gold,
+)
 from labelling.services.votes import restricted_elsewhere
 
 CONTEXT_CHARS = 400
@@ -97,6 +103,21 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
     )
 
 
+def _after_resolving(request, slug: str, question_set, following, *, from_gold: bool):
+    """Straight on to the next item to decide, or back to the list when none is left."""
+    if following is None:
+        messages.success(request, "Resolved. Nothing else is waiting for a decision here.")
+        target = "labelling:show-gold" if from_gold else "labelling:list-adjudication"
+        return redirect(target, slug=slug, set_id=question_set.pk)
+    messages.success(request, "Resolved; the votes are kept and now frozen. Here is the next one.")
+    args = [slug, question_set.pk, following.pool.pk, following.question.pk]
+    if following.candidate is not None:
+        url = reverse("labelling:resolve-item", args=[*args, following.candidate.pk])
+    else:
+        url = reverse("labelling:resolve-verdict", args=args)
+    return redirect(url + ("?from=gold" if from_gold else ""))
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def resolve_item(
@@ -112,17 +133,26 @@ def resolve_item(
     )
     if item is None:
         raise Http404("No such item.")
+    from_gold = request.GET.get("from") == "gold"
     candidate: Candidate = item.candidate
     initial = {"grade": item.resolution.grade} if item.resolution else {}
     form = ResolveItemForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
+        following = next_to_decide(
+            question_set=question_set,
+            viewer=request.user,
+            pool_id=pool_id,
+            question_id=question_id,
+            candidate_id=candidate_id,
+            from_gold=from_gold,
+            min_span_f1=_min_span_f1(request),
+        )
         try:
             adjudication.resolve_item_from(item=item, user=request.user, **form.cleaned_data)
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, "Resolved. The labellers' votes are kept and now frozen.")
-            return redirect("labelling:list-adjudication", slug=slug, set_id=set_id)
+            return _after_resolving(request, slug, question_set, following, from_gold=from_gold)
     text = candidate.version.text
     layers = {name: vote.spans for name, vote in zip("ab", item.votes, strict=False)}
     if item.resolution is not None:
@@ -131,9 +161,14 @@ def resolve_item(
         candidate.start,
         candidate.end,
     ]
+    whole = request.GET.get("whole") == "1"
     window = (
-        max(0, min(everything) - CONTEXT_CHARS),
-        min(len(text), max(everything) + CONTEXT_CHARS),
+        (0, len(text))
+        if whole
+        else (
+            max(0, min(everything) - CONTEXT_CHARS),
+            min(len(text), max(everything) + CONTEXT_CHARS),
+        )
     )
     return render(
         request,
@@ -146,10 +181,14 @@ def resolve_item(
             "candidate": candidate,
             "item": item,
             "form": form,
-            "segments": highlight(text, window=window, layers=layers),
+            "segments": highlight(
+                text, window=window, passage=(candidate.start, candidate.end), layers=layers
+            ),
             "window": window,
+            "whole": whole,
             "text_length": len(text),
             "reason": adjudication.resolve_item_reason(item, min_span_f1=_min_span_f1(request)),
+            "from_gold": from_gold,
         },
         status=400 if form.errors else 200,
     )
@@ -166,9 +205,18 @@ def resolve_verdict(
     )
     if votes is None:
         raise Http404("No such item.")
+    from_gold = request.GET.get("from") == "gold"
     initial = {"outcome": votes.resolution.outcome} if votes.resolution else {}
     form = ResolveVerdictForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
+        following = next_to_decide(
+            question_set=question_set,
+            viewer=request.user,
+            pool_id=pool_id,
+            question_id=question_id,
+            candidate_id=None,
+            from_gold=from_gold,
+        )
         adjudication.resolve(
             pool=votes.pool,
             question=votes.question,
@@ -177,8 +225,7 @@ def resolve_verdict(
             outcome=form.cleaned_data["outcome"],
             note=form.cleaned_data["note"],
         )
-        messages.success(request, "Verdict resolved.")
-        return redirect("labelling:list-adjudication", slug=slug, set_id=set_id)
+        return _after_resolving(request, slug, question_set, following, from_gold=from_gold)
     return render(
         request,
         "labelling/resolve_verdict.html",
@@ -189,6 +236,7 @@ def resolve_verdict(
             "question": votes.question,
             "votes": votes,
             "form": form,
+            "from_gold": from_gold,
         },
         status=400 if form.errors else 200,
     )

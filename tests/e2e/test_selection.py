@@ -133,7 +133,12 @@ def test_offsets_are_code_points_across_segments_and_marks(blank):
     # From inside "Employees" ("ployees") to inside " over" ("ov").
     select_text(blank, 1, 2, 2, 3)
     snapped = span_of(blank)
-    assert snapped == {"start": 106, "end": 130, "quote": "Employees may carry over", "version": "7"}
+    assert snapped == {
+        "start": 106,
+        "end": 130,
+        "quote": "Employees may carry over",
+        "version": "7",
+    }
     exact = span_of(blank, exact=True)
     assert exact == {"start": 108, "end": 128, "quote": "ployees may carry ov", "version": "7"}
     # And back: offsets select the same characters again (through the <mark>, past the astral).
