@@ -100,8 +100,8 @@ def time_chart(
     """Lines of (time, value in 0..1) between ``start`` and ``end``, with time ticks a reader
     can use (hours within a day or two, dates beyond)."""
     left, right, top, bottom = 44, width - 16, 16, height - 28
-    if end <= start:
-        end = start + HOUR
+    # At least an hour across, so seconds apart draw as one moment, not as a slope.
+    end = max(end, start + HOUR)
     span = end - start
 
     def x(moment: datetime) -> float:

@@ -49,7 +49,8 @@ class ProgressPlots:
 
 
 def progress_plots(*, project: Project, viewer) -> ProgressPlots:
-    now = timezone.localtime()
+    """The plots end at the last finished question, not at the moment of the request: the
+    same work draws the same picture whenever it is looked at."""
     assignments = (
         Assignment.objects.in_project(project)
         .filter(question__excluded_at__isnull=True)
@@ -58,18 +59,20 @@ def progress_plots(*, project: Project, viewer) -> ProgressPlots:
     by_set: dict[str, list] = defaultdict(list)
     for name, assigned_at, created_at, completed_at in assignments:
         by_set[name].append((assigned_at or created_at, completed_at))
-    series, sets, starts = [], [], []
+    series, sets, starts, ends = [], [], [], []
     for name in sorted(by_set):
         rows = by_set[name]
         done = sorted(timezone.localtime(c) for _, c in rows if c is not None)
+        sets.append((name, len(done), len(rows)))
+        if not done:
+            continue
         # Work imported with its times may be done before it was assigned here.
         start = min([timezone.localtime(begun) for begun, _ in rows] + done[:1])
         points = [(start, 0.0)] + [(moment, (i + 1) / len(rows)) for i, moment in enumerate(done)]
-        points.append((now, len(done) / len(rows)))
         series.append((name, points))
-        sets.append((name, len(done), len(rows)))
         starts.append(start)
-    progress = time_chart(series, start=min(starts), end=now) if series else None
+        ends.append(done[-1])
+    progress = time_chart(series, start=min(starts), end=max(ends)) if series else None
 
     seen = Candidate.objects.not_hidden_from(viewer).values("pk")
     per_labeller: dict[int, list[float]] = defaultdict(list)
