@@ -75,9 +75,10 @@ def _tick_step(span: timedelta) -> timedelta:
 
 def _first_tick(start: datetime, step: timedelta) -> datetime:
     """The first round moment (a whole day, hour or minute step) at or after ``start``."""
-    if step >= DAY:
+    if step >= DAY:  # the first midnight, then every step from it
         first = start.replace(hour=0, minute=0, second=0, microsecond=0)
-    elif step >= HOUR:
+        return first if first >= start else first + DAY
+    if step >= HOUR:
         first = start.replace(minute=0, second=0, microsecond=0)
         first = first.replace(hour=first.hour - first.hour % int(step / HOUR))
     else:
