@@ -29,7 +29,6 @@ from labelling.models import (
     Judgement,
     Pool,
     PoolState,
-    Question,
     QuestionSet,
 )
 from labelling.services.votes import Sight
@@ -524,61 +523,6 @@ def _record_assignment_change(assignment: Assignment, *, action: str, before, us
         before=before,
         after=_holder(assignment),
         made_by=user,
-    )
-
-
-# Excluding a question from its set ---------------------------------------------------------
-
-MAX_EXCLUSION_REASON = 500
-
-
-def exclude_question(*, question: Question, user, reason: str = "") -> Question:
-    """Take a question out of its set (a duplicate, one this corpus cannot answer): it leaves
-    every labeller's work and the gold set at once; its labels stay, and every assignment's
-    history records who excluded it and why. Excluding it again changes nothing."""
-    reason = reason.strip()
-    if len(reason) > MAX_EXCLUSION_REASON:
-        raise AssignmentError(f"Keep the reason under {MAX_EXCLUSION_REASON} characters.")
-    if "\x00" in reason:
-        raise AssignmentError("The reason contains a NUL character; type it again.")
-    with transaction.atomic():
-        locked = Question.objects.select_for_update().get(pk=question.pk)
-        if locked.excluded_at is not None:
-            return locked
-        locked.excluded_at = timezone.now()
-        locked.excluded_by = user
-        locked.exclusion_reason = reason
-        locked.save(update_fields=["excluded_at", "excluded_by", "exclusion_reason"])
-        _record_question_change(locked, action="exclude question", reason=reason, user=user)
-    return locked
-
-
-def include_question(*, question: Question, user) -> Question:
-    """Put an excluded question back into its set, with its assignments and labels."""
-    with transaction.atomic():
-        locked = Question.objects.select_for_update().get(pk=question.pk)
-        if locked.excluded_at is None:
-            return locked
-        locked.excluded_at = None
-        locked.excluded_by = None
-        locked.exclusion_reason = ""
-        locked.save(update_fields=["excluded_at", "excluded_by", "exclusion_reason"])
-        _record_question_change(locked, action="include question", reason="", user=user)
-    return locked
-
-
-def _record_question_change(question: Question, *, action: str, reason: str, user) -> None:
-    Change.objects.bulk_create(
-        [
-            Change(
-                assignment=assignment,
-                subject=ChangeSubject.ASSIGNMENT,
-                action=action,
-                after={"reason": reason} if reason else None,
-                made_by=user,
-            )
-            for assignment in Assignment.objects.filter(question=question)
-        ]
     )
 
 

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from corpus.access import project_access
 from corpus.models import Role
+from goldset.errors import ServiceError
 from labelling.forms import (
     AssignmentFilterForm,
     BulkReassignForm,
@@ -26,6 +27,7 @@ from labelling.forms import (
 )
 from labelling.models import Assignment, Candidate, Change, Judgement, Pool, Question, Verdict
 from labelling.services import assignments as services
+from labelling.services import exclusion
 from labelling.services.progress import progress_plots
 from labelling.views.grading import grade_url
 
@@ -361,10 +363,10 @@ def exclude_question(request: HttpRequest, slug: str, set_id: int, question_id: 
         messages.error(request, form.first_problem())
         return _after_exclusion(request, slug, question)
     try:
-        services.exclude_question(
+        exclusion.exclude_question(
             question=question, user=request.user, reason=form.cleaned_data["reason"]
         )
-    except services.AssignmentError as exc:
+    except ServiceError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(
@@ -379,7 +381,7 @@ def exclude_question(request: HttpRequest, slug: str, set_id: int, question_id: 
 @require_POST
 def include_question(request: HttpRequest, slug: str, set_id: int, question_id: int):
     _, question = _lead_question(request, slug, set_id, question_id)
-    services.include_question(question=question, user=request.user)
+    exclusion.include_question(question=question, user=request.user)
     messages.success(
         request, f"{question.external_id} is part of {question.question_set.name} again."
     )
