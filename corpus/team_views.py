@@ -78,6 +78,18 @@ def add_project(request: HttpRequest) -> HttpResponse:
 # Members -------------------------------------------------------------------------------------
 
 
+def _role_counts(project) -> list[tuple[int, str]]:
+    """(how many, role label) for each role held, labellers first: "2 labellers · 1 admin"."""
+    counts = dict(
+        Membership.objects.filter(project=project)
+        .order_by()
+        .values_list("role")
+        .annotate(n=Count("pk"))
+        .values_list("role", "n")
+    )
+    return [(counts[r], r.label.lower()) for r in Role if counts.get(r)]
+
+
 def _members_page(request, access, *, status=200, **forms) -> HttpResponse:
     memberships = (
         Membership.objects.filter(project=access.project)
@@ -103,9 +115,7 @@ def _members_page(request, access, *, status=200, **forms) -> HttpResponse:
         "rows": rows,
         "add_form": forms.get("add_form") or AddMemberForm(),
         "create_form": forms.get("create_form") or CreateAccountForm(),
-        "role_counts": dict(
-            memberships.values_list("role").annotate(n=Count("pk")).values_list("role", "n")
-        ),
+        "role_counts": _role_counts(access.project),
     }
     return render(request, "corpus/list_members.html", context, status=status)
 

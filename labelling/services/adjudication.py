@@ -184,12 +184,15 @@ def adjudication_queue(
     question_set: QuestionSet,
     min_span_f1: float = DEFAULT_MIN_SPAN_F1,
     include_resolved: bool = False,
+    include_single_by_access: bool = False,
     viewer=None,
 ) -> list[QueueEntry]:
     """Every item a lead must decide: votes that disagree (grades, spans, verdicts), a "can't
     tell", and items that can never get their vote (`labelling.services.votes`). Items still
-    waiting for a labeller are not here (the Gold page lists them). With ``viewer``, only items
-    on documents they may see."""
+    waiting for a labeller are not here (the Gold page lists them). With
+    ``include_single_by_access``, also the passages of double-labelled questions whose single
+    vote stands because the other labeller cannot see them (kind "single_by_access", for a lead
+    to review, not to decide). With ``viewer``, only items on documents they may see."""
     entries = []
     for q in gather_votes(question_set=question_set, viewer=viewer):
         verdict = q.decide_verdict()
@@ -209,7 +212,25 @@ def adjudication_queue(
             )
         for item in q.items:
             decision = item.decide(min_span_f1=min_span_f1)
-            if (isinstance(decision, Pending) and decision.needs_lead) or (
+            if (
+                include_single_by_access
+                and item.single_by_access
+                and item.resolution is None
+                and not isinstance(decision, Pending)
+            ):
+                entries.append(
+                    QueueEntry(
+                        pool=q.pool,
+                        question=q.question,
+                        candidate=item.candidate,
+                        item=item,
+                        question_votes=q,
+                        reason=f"one vote stands: {', '.join(item.unseen_by)} cannot see this "
+                        "document",
+                        kind="single_by_access",
+                    )
+                )
+            elif (isinstance(decision, Pending) and decision.needs_lead) or (
                 include_resolved and item.resolution is not None
             ):
                 entries.append(
@@ -228,7 +249,11 @@ def adjudication_queue(
 
 def resolve_item_reason(item: ItemVotes, *, min_span_f1: float) -> str:
     decision = item.decide(min_span_f1=min_span_f1)
-    return decision.reason if isinstance(decision, Pending) else f"settled ({decision.source})"
+    if isinstance(decision, Pending):
+        return decision.reason
+    if decision.source == "single" and item.single_by_access:
+        return f"one vote stands: {', '.join(item.unseen_by)} cannot see this document"
+    return f"settled ({decision.source})"
 
 
 def is_frozen(*, pool_id: int, question_id: int, candidate_id: int | None) -> bool:

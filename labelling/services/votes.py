@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 
-from corpus.models import AccessGroup, Document, Membership
+from corpus.models import AccessGroup, Document, DocumentVersion, Membership
 from labelling.models import (
     Assignment,
     Candidate,
@@ -253,12 +253,20 @@ def gather_votes(
             candidates = candidates.filter(pk=candidate_id)
             judged = judged.filter(candidate_id=candidate_id)
     candidates = list(
-        candidates.select_related("pool", "question", "version__document").order_by(
-            "pool_id", "question_id", "shuffle_rank", "pk"
-        )
+        candidates.select_related("pool", "question", "version__document")
+        .defer("version__text", "version__minhash", "version__extraction")
+        .order_by("pool_id", "question_id", "shuffle_rank", "pk")
     )
     if not candidates:
         return []
+    # Each document's text once, shared by its candidates (not one copy per candidate row).
+    texts = dict(
+        DocumentVersion.objects.filter(pk__in={c.version_id for c in candidates}).values_list(
+            "pk", "text"
+        )
+    )
+    for candidate in candidates:
+        candidate.version.text = texts[candidate.version_id]
     judged = judged.filter(candidate__in=[c.pk for c in candidates])
     assignments = defaultdict(list)
     for assignment in assigned.select_related("labeller", "verdict").order_by("slot"):

@@ -77,14 +77,18 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
     access, question_set = _lead_set(request, slug, set_id)
     min_f1 = _min_span_f1(request)
     entries = adjudication.adjudication_queue(
-        question_set=question_set, min_span_f1=min_f1, include_resolved=True, viewer=request.user
+        question_set=question_set,
+        min_span_f1=min_f1,
+        include_resolved=True,
+        include_single_by_access=True,
+        viewer=request.user,
     )
     question = None
     if request.GET.get("question", "").isdigit():
         question = question_set.questions.filter(pk=request.GET["question"]).first()
         if question is not None:
             entries = [e for e in entries if e.question.pk == question.pk]
-    open_entries = [e for e in entries if e.reason != "resolved"]
+    open_entries = [e for e in entries if e.kind not in ("resolved", "single_by_access")]
     return render(
         request,
         "labelling/list_adjudication.html",
@@ -93,7 +97,8 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
             "project": access.project,
             "question_set": question_set,
             "open_entries": open_entries,
-            "resolved_entries": [e for e in entries if e.reason == "resolved"],
+            "resolved_entries": [e for e in entries if e.kind == "resolved"],
+            "single_entries": [e for e in entries if e.kind == "single_by_access"],
             "min_span_f1": min_f1,
             "question": question,
             "restricted_elsewhere": restricted_elsewhere(

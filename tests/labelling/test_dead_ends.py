@@ -103,6 +103,13 @@ def test_a_passage_the_second_labeller_cannot_see_is_single_labelled(project, te
         reverse("labelling:show-gold", args=[project.slug, pool.question_set.pk])
     )
     assert "single-labelled: bob cannot see its document" in page.content.decode()
+    # The adjudication queue lists them for review, without blocking anything.
+    queue = login(team["lea"]).get(
+        reverse("labelling:list-adjudication", args=[project.slug, pool.question_set.pk])
+    )
+    body = queue.content.decode()
+    assert "Waiting for a decision (0)" in body and "Single votes to review (2)" in body
+    assert body.count("one vote stands: bob cannot see this document") == 2
 
 
 def test_a_passage_no_labeller_can_see_goes_to_the_queue_and_a_lead_of_its_group_resolves_it(
@@ -209,3 +216,18 @@ def test_an_open_slot_nobody_can_claim_is_not_waited_for(project, team):
     ]
     questions, unresolved = collect_gold(question_set=pool.question_set)
     assert any("open slot" in item.reason for item in unresolved)
+
+
+def test_finalising_blocked_by_items_an_admin_cannot_see_names_none_of_them(project, team):
+    pool = restricted_pool(project, team, questions=1)
+    services.plan_assignments(pool=pool, labellers=[team["bob"]], double_share=0)
+    for assignment in Assignment.objects.filter(pool=pool):
+        grade_all(assignment, grade=1)
+    hidden_doc = Document.objects.get(project=project, title="Salary bands SECRET").doc_id
+    response = login(team["adm"]).post(
+        reverse("evaluation:finalise-gold-set", args=[project.slug, pool.question_set.pk]), {}
+    )
+    body = response.content.decode()
+    assert response.status_code == 409
+    assert "cannot be finalised" in body and "members of those groups handle them" in body
+    assert hidden_doc not in body and "never get its vote" not in body
