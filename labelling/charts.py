@@ -179,7 +179,7 @@ def bar_chart(
     its row and its text (e.g. "no timed judgements")."""
     left, gap = 120, 8
     longest = max((value for _, value, _ in rows if value), default=0.0) or 1.0
-    room = width - left - 250  # the value is written after the bar
+    room = width - left - 290  # the value is written after the bar
     bars = [
         Bar(
             label=label if len(label) <= 16 else label[:15] + "…",
