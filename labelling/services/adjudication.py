@@ -120,7 +120,7 @@ def agreement_report(
         [
             tuple(
                 agreement.GradedSpans(
-                    grade=j.grade, spans=tuple((s.start, s.end) for s in j.spans.all())
+                    grade=j.grade, spans=tuple((s.start, s.end) for s in j.span_list)
                 )
                 for j in i.judgements
             )

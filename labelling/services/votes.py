@@ -19,18 +19,21 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 
 from corpus.models import AccessGroup, Document, DocumentVersion, Membership
 from labelling.models import (
     Assignment,
     Candidate,
+    Guideline,
     Judgement,
     Pool,
     Question,
     QuestionSet,
     Resolution,
+    Span,
     VerdictOutcome,
 )
 from labelling.resolution import (
@@ -57,13 +60,13 @@ class ItemVotes:
     unseen_by: list[str] = field(default_factory=list)  # labellers the document is hidden from
     waiting_for: list[str] = field(default_factory=list)  # who may still vote
 
-    @property
+    @cached_property
     def votes(self) -> list[Vote]:
         return [
             Vote(
                 labeller=j.assignment.labeller.get_username() if j.assignment.labeller else "?",
                 grade=j.grade,
-                spans=tuple((s.start, s.end) for s in j.spans.all()),
+                spans=tuple((s.start, s.end) for s in j.span_list),
             )
             for j in self.judgements
         ]
@@ -237,7 +240,6 @@ def gather_votes(
     pools = list(question_set.pools.all())
     questions = Question.objects.filter(question_set=question_set).included()
     assigned = Assignment.objects.filter(pool__in=pools, question__in=questions)
-    judged = Judgement.objects.filter(assignment__pool__in=pools)
     resolved = Resolution.objects.filter(pool__in=pools)
     candidates: QuerySet = Candidate.objects.filter(pool__in=pools, question__in=questions)
     if viewer is not None:
@@ -248,45 +250,59 @@ def gather_votes(
         assigned = assigned.filter(**one)
         resolved = resolved.filter(**one)
         candidates = candidates.filter(**one)
-        judged = judged.filter(candidate__pool_id=pool_id, candidate__question_id=question_id)
         if candidate_id is not None:
             candidates = candidates.filter(pk=candidate_id)
-            judged = judged.filter(candidate_id=candidate_id)
-    candidates = list(
-        candidates.select_related("pool", "question", "version__document")
-        .defer("version__text", "version__minhash", "version__extraction")
-        .order_by("pool_id", "question_id", "shuffle_rank", "pk")
+    # A set has thousands of candidates: read each row's own columns only, and share one
+    # object per pool, question, document version, assignment and guideline among them.
+    rows = list(
+        candidates.only(
+            "id", "pool_id", "question_id", "version_id", "start", "end", "shuffle_rank"
+        ).order_by("pool_id", "question_id", "shuffle_rank", "pk")
     )
-    if not candidates:
+    if not rows:
         return []
-    # Each document's text once, shared by its candidates (not one copy per candidate row).
-    texts = dict(
-        DocumentVersion.objects.filter(pk__in={c.version_id for c in candidates}).values_list(
-            "pk", "text"
-        )
-    )
-    for candidate in candidates:
-        candidate.version.text = texts[candidate.version_id]
-    judged = judged.filter(candidate__in=[c.pk for c in candidates])
+    by_pool = {pool.pk: pool for pool in pools}
+    by_question_id = {q.pk: q for q in questions.filter(pk__in=candidates.values("question_id"))}
+    versions = {
+        v.pk: v
+        for v in DocumentVersion.objects.filter(pk__in=candidates.values("version_id"))
+        .select_related("document")
+        .defer("minhash", "extraction")
+    }
+    for candidate in rows:
+        candidate.pool = by_pool[candidate.pool_id]
+        candidate.question = by_question_id[candidate.question_id]
+        candidate.version = versions[candidate.version_id]
+
     assignments = defaultdict(list)
+    by_assignment_id = {}
     for assignment in assigned.select_related("labeller", "verdict").order_by("slot"):
         assignments[(assignment.pool_id, assignment.question_id)].append(assignment)
+        by_assignment_id[assignment.pk] = assignment
+    judged = Judgement.objects.filter(candidate__in=candidates.values("pk")).defer(
+        "created_at", "updated_at"
+    )
+    guidelines = {g.pk: g for g in Guideline.objects.filter(pk__in=judged.values("guideline_id"))}
+    # Spans as a plain list per judgement (`span_list`): a prefetch into the related manager
+    # builds a queryset per judgement, which costs more than reading them.
+    spans = Prefetch("spans", queryset=Span.objects.defer("created_at"), to_attr="span_list")
     judgements = defaultdict(list)
-    for judgement in (
-        judged.select_related("assignment__labeller", "guideline")
-        .prefetch_related("spans")
-        .order_by("assignment__slot")
-    ):
+    for judgement in judged.prefetch_related(spans).order_by("assignment__slot", "pk"):
+        assignment = by_assignment_id.get(judgement.assignment_id)
+        if assignment is None:  # an assignment of an excluded question
+            continue
+        judgement.assignment = assignment
+        judgement.guideline = guidelines.get(judgement.guideline_id)
         judgements[judgement.candidate_id].append(judgement)
     resolutions = {
         (r.pool_id, r.question_id, r.candidate_id): r for r in resolved.prefetch_related("spans")
     }
     sight = Sight(
         project_id=question_set.project_id,
-        document_ids={c.version.document_id for c in candidates},
+        document_ids={c.version.document_id for c in rows},
     )
     by_question: dict[tuple[int, int], QuestionVotes] = {}
-    for candidate in candidates:
+    for candidate in rows:
         key = (candidate.pool_id, candidate.question_id)
         held = assignments.get(key, [])
         if not held:
