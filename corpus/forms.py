@@ -17,6 +17,7 @@ from corpus.models import (
     ChunkUnit,
     Project,
     RetrieverKind,
+    Role,
 )
 from corpus.services.test_users import parse_headers, parse_user_value
 from corpus.sources import RECORD_SUFFIXES
@@ -48,6 +49,24 @@ class UploadForm(forms.Form):
         help_text=f"{', '.join(ACCEPTED_SUFFIXES)}; up to "
         f"{filesizeformat(settings.GOLDSET_MAX_UPLOAD_BYTES)} each."
     )
+    access_groups = forms.ModelMultipleChoiceField(
+        queryset=AccessGroup.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Restrict to access groups",
+        help_text="Only members of a ticked group will see these documents. Leave all "
+        "unticked for documents everyone in the project may see (a JSONL or CSV line may "
+        "name its own groups).",
+    )
+
+    def __init__(self, *args, groups=None, **kwargs):
+        """``groups``: the access groups the uploader may restrict documents to (none: no
+        such field)."""
+        super().__init__(*args, **kwargs)
+        if groups is None or not groups.exists():
+            del self.fields["access_groups"]
+        else:
+            self.fields["access_groups"].queryset = groups
 
     def clean_files(self):
         files = self.cleaned_data["files"]
@@ -356,3 +375,63 @@ class TestUserForm(forms.Form):
             json.dumps(value),
             "description": profile.description,
         }  # fmt: skip
+
+
+# Team pages: projects, members, access groups ------------------------------------------------
+
+ROLE_CHOICES = [(role.value, role.label) for role in Role]
+
+
+class FirstProblemMixin:
+    def first_problem(self) -> str:
+        return next(iter(self.errors.values()))[0]
+
+
+class ProjectForm(FirstProblemMixin, forms.Form):
+    slug = forms.SlugField(
+        max_length=60, help_text="Used in addresses: letters, digits, hyphens and underscores."
+    )
+    name = forms.CharField(max_length=200, required=False)
+
+
+class AddMemberForm(FirstProblemMixin, forms.Form):
+    username = forms.CharField(max_length=150, label="Username of an existing account")
+    role = forms.ChoiceField(choices=ROLE_CHOICES, initial=Role.LABELLER)
+
+
+class CreateAccountForm(FirstProblemMixin, forms.Form):
+    username = forms.CharField(max_length=150)
+    email = forms.EmailField(required=False, help_text="Optional; never used to send anything.")
+    role = forms.ChoiceField(choices=ROLE_CHOICES, initial=Role.LABELLER)
+    access = forms.ChoiceField(
+        label="How they sign in",
+        choices=[
+            ("invite", "An invitation link: they choose their own password"),
+            ("password", "A one-time password shown to you once"),
+        ],
+        initial="invite",
+        widget=forms.RadioSelect,
+    )
+
+
+class RoleForm(FirstProblemMixin, forms.Form):
+    role = forms.ChoiceField(choices=ROLE_CHOICES)
+
+
+class RenewAccessForm(FirstProblemMixin, forms.Form):
+    access = forms.ChoiceField(choices=[("invite", "invite"), ("password", "password")])
+
+
+class AccessGroupForm(FirstProblemMixin, forms.Form):
+    name = forms.CharField(max_length=100, help_text="e.g. hr-confidential")
+
+
+class AccessGroupMembersForm(FirstProblemMixin, forms.Form):
+    members = forms.ModelMultipleChoiceField(
+        queryset=None, required=False, widget=forms.CheckboxSelectMultiple
+    )
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["members"].queryset = project.members()
+        self.fields["members"].label_from_instance = lambda u: u.get_username()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from corpus import views
+from corpus import team_views, views
 
 app_name = "corpus"
 
@@ -54,4 +54,27 @@ urlpatterns = [
     ),
     path("p/<slug:slug>/jobs/", views.list_jobs, name="list-jobs"),
     path("p/<slug:slug>/jobs/<int:job_id>/", views.show_job, name="show-job"),
+]
+
+# Team pages (corpus/team_views.py) ---------------------------------------------------------
+_member = "p/<slug:slug>/members/<int:membership_id>/"
+urlpatterns += [
+    path("projects/new/", team_views.add_project, name="add-project"),
+    path("p/<slug:slug>/members/", team_views.list_members, name="list-members"),
+    path("p/<slug:slug>/members/add/", team_views.add_member, name="add-member"),
+    path("p/<slug:slug>/members/new/", team_views.create_account, name="create-account"),
+    path(_member, team_views.change_member, name="change-member"),
+    path(_member + "remove/", team_views.remove_member, name="remove-member"),
+    path(_member + "access/", team_views.renew_access, name="renew-access"),
+    path("p/<slug:slug>/access-groups/", team_views.list_access_groups, name="list-access-groups"),
+    path(
+        "p/<slug:slug>/access-groups/<int:access_group_id>/",
+        team_views.edit_access_group,
+        name="edit-access-group",
+    ),
+    path(
+        "accounts/invitation/<uidb64>/<token>/",
+        team_views.accept_invitation,
+        name="accept-invitation",
+    ),
 ]

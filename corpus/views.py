@@ -130,10 +130,18 @@ def show_document(request: HttpRequest, slug: str, document_id: int) -> HttpResp
 @require_http_methods(["GET", "POST"])
 def upload_documents(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
-    form = UploadForm(request.POST or None, request.FILES or None)
+    # Admins may restrict to any group; a lead only to groups they are in (else they would
+    # lose sight of what they just uploaded).
+    groups = access.project.access_groups.all()
+    if not access.is_admin:
+        groups = groups.filter(members=request.user)
+    form = UploadForm(request.POST or None, request.FILES or None, groups=groups)
     if request.method == "POST" and form.is_valid():
         job = documents.start_upload_import(
-            project=access.project, files=form.cleaned_data["files"], user=request.user
+            project=access.project,
+            files=form.cleaned_data["files"],
+            user=request.user,
+            access_groups=[g.name for g in form.cleaned_data.get("access_groups", [])],
         )
         return redirect("corpus:show-job", slug=slug, job_id=job.pk)
     status = 200

@@ -11,6 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from evaluation.baseline import BASELINE_NAME
+from evaluation.baseline import K1 as BM25_K1
+from evaluation.baseline import B as BM25_B
+from evaluation.compare import PERMUTATIONS, compare_runs
 from evaluation.gold import Gold, GoldQuestion, GoldSpan
 from evaluation.metrics import MetricOptions, RunEvaluation, evaluate_run, first_reaching_ranks
 from evaluation.models import EvaluationRun, GoldSet
@@ -310,3 +313,122 @@ def recall_curve_svg(board: Scoreboard) -> Curve:
         y_ticks=y_ticks,
         k_sent_x=x(board.k_sent_to_model),
     )
+
+
+# --- plain language: run-versus-run deltas and why two BM25s differ ----------------------------
+
+# A difference is called significant below this p-value (two-sided paired randomization test).
+SIGNIFICANCE = 0.05
+
+
+@dataclass(frozen=True)
+class DeltaCell:
+    metric: str
+    delta: float | None  # the run's mean minus the reference's
+    p_value: float
+
+    @property
+    def significant(self) -> bool:
+        return self.delta is not None and self.p_value < SIGNIFICANCE
+
+
+@dataclass(frozen=True)
+class RunDelta:
+    name: str
+    cells: list[DeltaCell]
+
+
+@dataclass(frozen=True)
+class Deltas:
+    reference: str
+    metrics: list[str]
+    rows: list[RunDelta]
+    permutations: int
+
+
+def delta_metrics(board: Scoreboard) -> list[str]:
+    """The figures a lead compares runs on: at the k sent to the model, and MRR."""
+    k = board.k_sent_to_model
+    return [f"recall@{k}", f"ndcg@{k}", f"precision@{k}", f"mrr@{board.options.mrr_cutoff}"]
+
+
+def run_deltas(
+    board: Scoreboard, *, reference: str | None = None, permutations: int = PERMUTATIONS
+) -> Deltas | None:
+    """Every run against one reference run (the first, unless named), per question, with the
+    CLI's seeded paired randomization test, so a difference can be told from noise."""
+    if len(board.runs) < 2:
+        return None
+    names = [r.name for r in board.runs]
+    reference = reference if reference in names else names[0]
+    base = next(r for r in board.runs if r.name == reference)
+    metrics = delta_metrics(board)
+    rows = []
+    for scored in board.runs:
+        if scored.name == reference:
+            continue
+        comparisons = compare_runs(
+            {scored.name: scored.evaluation, reference: base.evaluation},
+            metric_names=metrics,
+            permutations=permutations,
+        )
+        rows.append(
+            RunDelta(
+                name=scored.name,
+                cells=[DeltaCell(c.metric, c.delta, c.p_value) for c in comparisons],
+            )
+        )
+    return Deltas(reference=reference, metrics=metrics, rows=rows, permutations=permutations)
+
+
+@dataclass(frozen=True)
+class Bm25Difference:
+    retriever: str
+    differences: list[str]  # how the retriever's BM25 differs from the baseline's
+
+
+def _describe_bm25(params: dict) -> dict[str, str]:
+    return {
+        "stemming": "on" if params.get("stem") else "off",
+        "English stopwords": "removed" if params.get("stopwords") else "kept",
+        "k1": f"{params.get('k1', BM25_K1)}",
+        "b": f"{params.get('b', BM25_B)}",
+        "IDF": str(params.get("idf", "okapi")),
+    }
+
+
+def bm25_differences(board: Scoreboard) -> list[Bm25Difference]:
+    """Why a built-in BM25 retriever's figures differ from ``bm25-baseline``'s when both are
+    shown: the baseline ranks whole documents (title and text) of the bundle's corpus with
+    its own fixed analyzer, the retriever ranks passages of its chunking scheme with its
+    settings."""
+    if not any(r.kind == "baseline" for r in board.runs):
+        return []
+    baseline = _describe_bm25(
+        {"stem": True, "stopwords": True, "k1": BM25_K1, "b": BM25_B, "idf": "okapi"}
+    )
+    found = []
+    for scored in board.runs:
+        retriever = scored.record.retriever if scored.record is not None else None
+        if retriever is None or retriever.kind != "bm25":
+            continue
+        scheme = retriever.scheme.describe() if retriever.scheme else "its passages"
+        differences = [
+            f"it ranks passages ({scheme}) where the baseline ranks whole documents, title included"
+        ]
+        mine = _describe_bm25(retriever.params or {})
+        differences += [
+            f"{aspect} {mine[aspect]} (baseline: {baseline[aspect]})"
+            for aspect in baseline
+            if mine[aspect] != baseline[aspect]
+        ]
+        if (
+            scored.record.index_built_at
+            and board.gold_set.created_at > scored.record.index_built_at
+        ):
+            differences.append(
+                "its index was built before this gold set was finalised, so it may miss "
+                "documents the baseline's corpus has"
+            )
+        found.append(Bm25Difference(retriever=scored.name, differences=differences))
+    return found

@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 urlpatterns = [
     path(
@@ -10,7 +12,16 @@ urlpatterns = [
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    # Browsers ask for /favicon.ico on responses without a page (plain text, downloads).
+    path(
+        "favicon.ico",
+        RedirectView.as_view(url=static("goldset/favicon.svg"), permanent=True),
+        name="favicon",
+    ),
     path("", include("labelling.urls")),
     path("", include("corpus.urls")),
     path("", include("evaluation.urls")),
 ]
+
+# A refused action gets the project's menu and an explanation (corpus/team_views.py).
+handler403 = "corpus.team_views.permission_denied"

@@ -14,6 +14,7 @@ from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.validators import ProhibitNullCharactersValidator
+from django.db.models import Q
 from django.template.defaultfilters import filesizeformat
 
 from corpus.models import Retriever
@@ -146,6 +147,140 @@ class ReassignForm(forms.Form):
         self.fields["labeller"].queryset = project.members()
 
 
+ASSIGNMENT_STATUSES = [
+    ("", "any status"),
+    ("not_started", "not started"),
+    ("started", "started"),
+    ("done", "done"),
+    ("unclaimed", "unclaimed"),
+]
+ASSIGNMENT_SORTS = {
+    "question": ("question_id", "slot"),
+    "labeller": ("labeller__username", "question_id", "slot"),
+    "status": ("completed_at", "-graded", "question_id", "slot"),
+    "graded": ("-graded", "question_id", "slot"),
+    "assigned": ("-assigned_at", "question_id", "slot"),
+}
+
+
+class AssignmentFilterForm(forms.Form):
+    """The Assignments list's filters, sort and search (a GET form: bad values are ignored)."""
+
+    labeller = forms.ChoiceField(required=False)
+    status = forms.ChoiceField(required=False, choices=ASSIGNMENT_STATUSES)
+    slot = forms.ChoiceField(
+        required=False, choices=[("", "any slot"), ("1", "first"), ("2", "second")]
+    )
+    q = forms.CharField(required=False, max_length=200, label="Search")
+    sort = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("question", "question"),
+            ("labeller", "labeller"),
+            ("status", "status"),
+            ("graded", "most graded"),
+            ("assigned", "newest assigned"),
+        ],
+    )
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["labeller"].choices = [("", "anyone")] + [
+            (str(u.pk), u.get_username()) for u in project.members()
+        ]
+
+    def apply(self, assignments):
+        """``assignments`` (annotated by `with_progress`) filtered, searched and sorted."""
+        if not self.is_valid():
+            return assignments.order_by(*ASSIGNMENT_SORTS["question"])
+        data = self.cleaned_data
+        if data["labeller"]:
+            assignments = assignments.filter(labeller_id=data["labeller"])
+        status = data["status"]
+        if status == "unclaimed":
+            assignments = assignments.filter(labeller__isnull=True)
+        elif status == "done":
+            assignments = assignments.filter(completed_at__isnull=False)
+        elif status == "started":
+            assignments = assignments.filter(completed_at__isnull=True).filter(
+                Q(graded__gt=0) | Q(has_verdict=True)
+            )
+        elif status == "not_started":
+            assignments = assignments.filter(completed_at__isnull=True, graded=0, has_verdict=False)
+        if data["slot"]:
+            assignments = assignments.filter(slot=int(data["slot"]))
+        if data["q"].strip():
+            text = data["q"].strip()
+            assignments = assignments.filter(
+                Q(question__external_id__icontains=text) | Q(question__text__icontains=text)
+            )
+        return assignments.order_by(*ASSIGNMENT_SORTS[data["sort"] or "question"])
+
+
+class BulkReassignForm(forms.Form):
+    """Selected assignments of one pool, moved to a member (or back to the open slots)."""
+
+    assignment = forms.TypedMultipleChoiceField(coerce=int, choices=[])
+    to = forms.ChoiceField(choices=[])
+
+    def __init__(self, *args, project, assignment_ids, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["assignment"].choices = [(pk, pk) for pk in assignment_ids]
+        self.fields["assignment"].error_messages["required"] = "Tick the assignments to move."
+        self.fields["assignment"].error_messages["invalid_choice"] = (
+            "An assignment you ticked is not in this pool any more; reload the page."
+        )
+        self.fields["to"].choices = [("unassign", "nobody (back to the open slots)")] + [
+            (str(u.pk), u.get_username()) for u in project.members()
+        ]
+        self.fields["to"].error_messages["invalid_choice"] = (
+            "Choose a member of this project to move the assignments to."
+        )
+
+    def first_problem(self) -> str:
+        return next(iter(self.errors.values()))[0]
+
+
+class SecondLabellersForm(forms.Form):
+    """Raise a planned pool's double-labelled share."""
+
+    pool = forms.ModelChoiceField(queryset=Pool.objects.none(), empty_label=None)
+    labellers = forms.ModelMultipleChoiceField(
+        queryset=User.objects.none(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Leave all unticked to leave the new second slots for “Next question”.",
+    )
+    double_percent = forms.IntegerField(
+        label="Double-labelled share (%)", min_value=0, max_value=100, required=False
+    )
+    double_count = forms.IntegerField(
+        label="…or this many questions in all", min_value=0, required=False
+    )
+    seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31)
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["pool"].queryset = Pool.objects.filter(
+            question_set__project=project, state=PoolState.READY, assignments__isnull=False
+        ).distinct()
+        self.fields["labellers"].queryset = project.members()
+        self.fields["labellers"].label_from_instance = lambda u: u.get_username()
+
+    def clean(self):
+        data = super().clean()
+        if data.get("double_percent") is None and data.get("double_count") is None:
+            raise forms.ValidationError("Give the double-labelled share or a number of questions.")
+        return data
+
+
+class ExcludeQuestionForm(forms.Form):
+    reason = forms.CharField(required=False, max_length=500, strip=True)
+
+    def first_problem(self) -> str:
+        return next(iter(self.errors.values()))[0]
+
+
 class GuidelineForm(forms.Form):
     text = forms.CharField(
         label="Guideline (Markdown)",
@@ -257,7 +392,7 @@ class ResolveItemForm(forms.Form):
             ("a", "First labeller's"),
             ("b", "Second labeller's"),
             ("candidate", "The candidate passage"),
-            ("custom", "These offsets:"),
+            ("custom", "The spans chosen here (a selection or offsets)"),
         ],
         initial="both",
     )

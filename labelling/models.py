@@ -44,6 +44,13 @@ class QuestionQuerySet(models.QuerySet):
         """Questions flagged as repeating an earlier question of their set."""
         return self.filter(duplicate_of__isnull=False)
 
+    def included(self) -> QuestionQuerySet:
+        """Questions still part of their set: not excluded by a lead."""
+        return self.filter(excluded_at__isnull=True)
+
+    def excluded(self) -> QuestionQuerySet:
+        return self.filter(excluded_at__isnull=False)
+
 
 class Question(models.Model):
     """A real user question; `text` is stored byte-for-byte as given (typos and all)."""
@@ -63,6 +70,13 @@ class Question(models.Model):
         related_name="duplicates",
         help_text="An earlier question of the set with the same text; flagged, never dropped.",
     )
+    # A lead may take a question out of its set (a duplicate, a question nobody can answer
+    # from this corpus): it leaves everyone's work and the gold set, and the record stays.
+    excluded_at = models.DateTimeField(null=True, blank=True)
+    excluded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    exclusion_reason = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = QuestionQuerySet.as_manager()
@@ -381,9 +395,11 @@ class AssignmentQuerySet(models.QuerySet):
         return self.filter(pool__question_set__project=project)
 
     def held_by(self, user) -> AssignmentQuerySet:
+        """The user's assignments on questions still in their set: an excluded question is
+        nobody's work any more (its judgements stay, for the record)."""
         if not user.is_authenticated:
             return self.none()
-        return self.filter(labeller=user)
+        return self.filter(labeller=user, question__excluded_at__isnull=True)
 
     def open(self) -> AssignmentQuerySet:
         return self.filter(completed_at__isnull=True)
@@ -395,11 +411,16 @@ class AssignmentQuerySet(models.QuerySet):
         return self.filter(labeller__isnull=True)
 
     def claimable_by(self, user) -> AssignmentQuerySet:
-        """Unclaimed slots of ready pools for questions the user does not already label."""
+        """Unclaimed slots of ready pools for questions the user does not already label (and
+        that are still in their set)."""
         already = Assignment.objects.filter(
             pool=models.OuterRef("pool"), question=models.OuterRef("question"), labeller=user
         )
-        return self.unclaimed().filter(pool__state=PoolState.READY).exclude(models.Exists(already))
+        return (
+            self.unclaimed()
+            .filter(pool__state=PoolState.READY, question__excluded_at__isnull=True)
+            .exclude(models.Exists(already))
+        )
 
     def in_queue_order(self) -> AssignmentQuerySet:
         # By question, never by slot: a labeller's order must not hint at double-labelling.

@@ -14,14 +14,22 @@ An item is one candidate of a question (its grade and evidence spans), or the qu
   count as agreeing when their span F1 reaches the configured minimum, so the union stays close
   to each labeller's own spans;
 - anything else (grades differ, spans overlap too little, verdicts differ, a "can't tell"
-  verdict, a vote still missing) is pending: it goes to the adjudication queue and blocks
-  finalising until a lead resolves it.
+  verdict, a vote still missing) is pending: it blocks finalising until a lead resolves it.
+  A pending item that needs a lead's decision (every kind but "waiting") goes to the
+  adjudication queue; one still waiting for a labeller stays out of it, but a lead may settle
+  it early. A vote that can never come (its labeller cannot see the passage's document any
+  more, their account is deactivated, nobody left can claim the slot) is not waited for: the
+  item is "unreachable" and goes to the queue with the reason.
+
+Who counts as a planned voter is the caller's business: a labeller whose access groups hide a
+passage never votes on it, so the caller leaves them out, and a double-labelled question's
+passage that only one of its labellers can see counts as single-labelled.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from labelling.agreement import merge_spans, span_f1
 
@@ -49,9 +57,25 @@ class VerdictDecision:
     source: str
 
 
+# Why an item is pending, for the queue and the Gold page's grouping (see `Pending.kind`).
+PENDING_KINDS = {
+    "disagreement": "The votes disagree",
+    "cant_tell": "A labeller could not tell",
+    "unreachable": "A vote can never come",
+    "waiting": "Waiting for labellers",
+}
+
+
 @dataclass(frozen=True)
 class Pending:
     reason: str
+    # "disagreement", "cant_tell", "unreachable" (a lead must decide) or "waiting" (a labeller
+    # still has to vote). Not part of equality: the reason says it all for a reader.
+    kind: str = field(default="disagreement", compare=False)
+
+    @property
+    def needs_lead(self) -> bool:
+        return self.kind != "waiting"
 
 
 def union(*span_sets: Sequence[tuple[int, int]]) -> Spans:
@@ -78,12 +102,24 @@ def resolve_item(
     planned_votes: int,
     resolution: Decision | None = None,
     min_span_f1: float = DEFAULT_MIN_SPAN_F1,
+    unreachable: str = "",
 ) -> Decision | Pending:
+    """``planned_votes`` counts the labellers who may still vote on the item; ``unreachable``
+    says why a planned vote can never come (and makes the item wait for a lead instead)."""
     if resolution is not None:
         return resolution
-    if len(votes) < planned_votes or not votes:
+    if unreachable:
+        return Pending(f"can never get its vote: {unreachable}", kind="unreachable")
+    if not votes and not planned_votes:
+        return Pending(
+            "can never get its vote: none of its labellers can see this document",
+            kind="unreachable",
+        )
+    if len(votes) < planned_votes:
         missing = planned_votes - len(votes)
-        return Pending(f"waiting for {missing} more vote{'s' if missing != 1 else ''}")
+        return Pending(
+            f"waiting for {missing} more vote{'s' if missing != 1 else ''}", kind="waiting"
+        )
     if len(votes) == 1:
         vote = votes[0]
         return Decision(
@@ -100,16 +136,22 @@ def resolve_item(
 
 
 def resolve_verdict(
-    outcomes: Sequence[str], *, planned_votes: int, resolution: str | None = None
+    outcomes: Sequence[str],
+    *,
+    planned_votes: int,
+    resolution: str | None = None,
+    unreachable: str = "",
 ) -> VerdictDecision | Pending:
     """Outcomes are "answerable", "unanswerable" or "cant_tell" ("answerable" when a labeller
-    finished without marking the question)."""
+    finished without marking the question); ``unreachable`` as for `resolve_item`."""
     if resolution:
         return VerdictDecision(outcome=resolution, source="resolved")
+    if unreachable:
+        return Pending(f"can never get its verdict: {unreachable}", kind="unreachable")
     if len(outcomes) < planned_votes or not outcomes:
-        return Pending("waiting for a labeller to finish the question")
+        return Pending("waiting for a labeller to finish the question", kind="waiting")
     if "cant_tell" in outcomes:
-        return Pending("a labeller could not tell")
+        return Pending("a labeller could not tell", kind="cant_tell")
     if len(set(outcomes)) > 1:
         return Pending(f"verdicts differ ({' vs '.join(outcomes)})")
     return VerdictDecision(outcome=outcomes[0], source="single" if len(outcomes) == 1 else "agreed")

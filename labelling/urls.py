@@ -33,6 +33,16 @@ urlpatterns += [
     path("p/<slug:slug>/assignments/", assignments.list_assignments, name="list-assignments"),
     path("p/<slug:slug>/assignments/plan/", assignments.plan_assignments, name="plan-assignments"),
     path(
+        "p/<slug:slug>/assignments/second-labellers/",
+        assignments.add_second_labellers,
+        name="add-second-labellers",
+    ),
+    path(
+        "p/<slug:slug>/pools/<int:pool_id>/assignments/reassign/",
+        assignments.reassign_assignments,
+        name="reassign-assignments",
+    ),
+    path(
         "p/<slug:slug>/assignments/<int:assignment_id>/",
         assignments.show_assignment,
         name="show-assignment",
@@ -49,6 +59,9 @@ urlpatterns += [
     ),
     path("p/<slug:slug>/guideline/", guidelines.show_guideline, name="show-guideline"),
     path("p/<slug:slug>/guideline/edit/", guidelines.edit_guideline, name="edit-guideline"),
+    path(
+        "p/<slug:slug>/guideline/preview/", guidelines.preview_guideline, name="preview-guideline"
+    ),
     path(_grade, grading.grade_question, name="grade-question"),
     path(_grade + "verdict/", grading.set_verdict, name="set-verdict"),
     path(_grade + "undo/", grading.undo_change, name="undo-change"),
@@ -78,4 +91,14 @@ urlpatterns += [
         name="resolve-verdict",
     ),
     path(_set + "gold/", agreement.show_gold, name="show-gold"),
+    path(
+        _set + "questions/<int:question_id>/exclude/",
+        assignments.exclude_question,
+        name="exclude-question",
+    ),
+    path(
+        _set + "questions/<int:question_id>/include/",
+        assignments.include_question,
+        name="include-question",
+    ),
 ]

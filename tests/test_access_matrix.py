@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from corpus import jobs
-from corpus.models import Document, DuplicateGroup, Job, PermissionProfile
+from corpus.models import AccessGroup, Document, DuplicateGroup, Job, Membership, PermissionProfile
 from corpus.services import documents, retrieval
 from evaluation.models import EvaluationRun, PermissionReplay
 from evaluation.services.gold_sets import finalise_gold_set
@@ -28,7 +28,17 @@ from tests.factories import (
     login,
 )
 
-OPEN_URLS = {"login", "logout", "corpus:list-projects"}  # no project in them
+# No project in them: tested on their own (tests/corpus/test_team.py).
+OPEN_URLS = {
+    "login",
+    "logout",
+    "corpus:list-projects",
+    "corpus:add-project",
+    "corpus:accept-invitation",
+    "favicon",
+}
+# What the open URLs that take arguments are requested with (a link that does not work).
+OPEN_URL_KWARGS = {"corpus:accept-invitation": {"uidb64": "MQ", "token": "not-a-token"}}
 
 
 def url_patterns(patterns=None, namespace=None):
@@ -100,6 +110,8 @@ def world(prefix: str) -> dict:
             "run_id": run.pk,
             "profile_id": profile.pk,
             "replay_id": replay.pk,
+            "membership_id": Membership.objects.get(project=project, user=people["ann"]).pk,
+            "access_group_id": AccessGroup.objects.get(project=project, name="hr-confidential").pk,
         },
     }
 

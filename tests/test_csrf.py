@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from labelling.models import Judgement
 from tests import test_access_matrix
-from tests.test_access_matrix import OPEN_URLS, routes, snapshot
+from tests.test_access_matrix import OPEN_URL_KWARGS, OPEN_URLS, routes, snapshot
 
 worlds = test_access_matrix.worlds  # the fixture: two projects with one of everything
 
@@ -23,7 +23,7 @@ def urls(ids: dict):
     for name, kwargs in routes():
         yield name, reverse(name, kwargs={k: ids[k] for k in kwargs})
     for name in sorted(OPEN_URLS):
-        yield name, reverse(name)
+        yield name, reverse(name, kwargs=OPEN_URL_KWARGS.get(name))
 
 
 def browser_of(user) -> Client:

@@ -108,9 +108,11 @@ def test_nothing_but_the_sanitised_guideline_is_marked_safe():
         if path.suffix in (".html", ".py") and "migrations" not in path.parts
         for match in bypass.findall(path.read_text())
     )
-    # Both show labelling.services.guidelines.render_guideline: CommonMark with raw HTML off,
-    # then nh3's allow-list (tests/labelling/test_grading_views.py checks it renders safely).
+    # All show labelling.services.guidelines.render_guideline: CommonMark with raw HTML off,
+    # then nh3's allow-list (tests/labelling/test_grading_views.py checks it renders safely;
+    # the editor's preview: tests/labelling/test_plain_language.py).
     assert found == [
+        ("templates/labelling/edit_guideline.html", "{{ preview|safe }}"),
         ("templates/labelling/grade.html", "{{ guideline_html|safe }}"),
         ("templates/labelling/guideline.html", "{{ html|safe }}"),
     ]

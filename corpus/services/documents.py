@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from django.db import transaction
@@ -366,8 +366,11 @@ def chunk_corpus(*, scheme: ChunkingScheme, progress: Progress | None = None) ->
     return total
 
 
-def start_upload_import(*, project: Project, files: Sequence, user) -> Job:
-    """Store the uploaded originals and queue their import (one atomic import per file)."""
+def start_upload_import(
+    *, project: Project, files: Sequence, user, access_groups: Sequence[str] = ()
+) -> Job:
+    """Store the uploaded originals and queue their import (one atomic import per file).
+    ``access_groups`` restricts the documents that name no groups of their own."""
     with transaction.atomic():
         job = jobs.start(
             project=project,
@@ -375,6 +378,7 @@ def start_upload_import(*, project: Project, files: Sequence, user) -> Job:
             kind="import_uploads",
             user=user,
             total=len(files),
+            params={"access_groups": sorted(access_groups)} if access_groups else {},
             description=f"Import {len(files)} uploaded file{'s' if len(files) != 1 else ''}",
         )
         for upload in files:
@@ -408,6 +412,7 @@ def run_upload_import(job: Job) -> None:
     """The job of `start_upload_import`: each stored original imported on its own."""
     result = IngestResult()
     advance = jobs.progress(job)
+    groups = tuple(job.params.get("access_groups", ()))
     for upload in job.uploads.order_by("pk"):
         try:
             batch = read_source(name=upload.name, data=bytes(upload.content))
@@ -415,6 +420,11 @@ def run_upload_import(job: Job) -> None:
             batch = SourceBatch(
                 source=upload.name, errors=[RecordError(source=upload.name, error=str(exc))]
             )
+        if groups:
+            batch.records = [
+                record if record.access_groups else replace(record, access_groups=groups)
+                for record in batch.records
+            ]
         result.add(ingest_batch(project=job.project, batch=batch))
         advance(1)
     _record_result(job, result)

@@ -1,6 +1,8 @@
 """Agreement, the adjudication queue and lead resolutions.
 
-Reads here gather the votes of a question set (every pool of it); the statistics come from
+Reads here take the votes of a question set (every pool of it) from `labelling.services.votes`,
+as the viewer may see them: a lead outside a document's access groups gets statistics, rows
+and queue entries computed as if the document did not exist. The statistics come from
 `labelling.agreement` and the rule from `labelling.resolution`, both free of Django. What the
 votes make the gold of a question set is `labelling.services.gold`.
 """
@@ -9,16 +11,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.db import transaction
 
 from goldset.errors import ServiceError
 from labelling import agreement
 from labelling.models import (
-    Assignment,
     Candidate,
-    Judgement,
     Pool,
     Question,
     QuestionSet,
@@ -26,153 +26,8 @@ from labelling.models import (
     Span,
     VerdictOutcome,
 )
-from labelling.resolution import (
-    DEFAULT_MIN_SPAN_F1,
-    Decision,
-    Pending,
-    VerdictDecision,
-    Vote,
-    resolve_item,
-    resolve_verdict,
-    union,
-)
-
-
-@dataclass
-class ItemVotes:
-    """Everything known about one candidate of one question in one pool."""
-
-    pool: Pool
-    question: Question
-    candidate: Candidate
-    planned_votes: int
-    judgements: list[Judgement] = field(default_factory=list)
-    resolution: Resolution | None = None
-
-    @property
-    def votes(self) -> list[Vote]:
-        return [
-            Vote(
-                labeller=j.assignment.labeller.get_username() if j.assignment.labeller else "?",
-                grade=j.grade,
-                spans=tuple((s.start, s.end) for s in j.spans.all()),
-            )
-            for j in self.judgements
-        ]
-
-    def decide(self, *, min_span_f1: float) -> Decision | Pending:
-        resolved = None
-        if self.resolution is not None and self.resolution.grade is not None:
-            resolved = Decision(
-                grade=self.resolution.grade,
-                spans=tuple((s.start, s.end) for s in self.resolution.spans.all()),
-                source="resolved",
-            )
-        return resolve_item(
-            self.votes,
-            planned_votes=self.planned_votes,
-            resolution=resolved,
-            min_span_f1=min_span_f1,
-        )
-
-
-@dataclass
-class QuestionVotes:
-    pool: Pool
-    question: Question
-    assignments: list[Assignment]
-    items: list[ItemVotes]
-    resolution: Resolution | None = None
-
-    @property
-    def outcomes(self) -> list[str]:
-        return finished_outcomes(self.assignments)
-
-    def decide_verdict(self) -> VerdictDecision | Pending:
-        resolved = self.resolution.outcome if self.resolution and self.resolution.outcome else None
-        return resolve_verdict(
-            self.outcomes, planned_votes=len(self.assignments), resolution=resolved
-        )
-
-
-def finished_outcomes(assignments: Sequence[Assignment]) -> list[str]:
-    """Verdicts of finished assignments; finishing without a mark means answerable."""
-    outcomes = []
-    for assignment in assignments:
-        verdict = getattr(assignment, "verdict", None)
-        if verdict is not None:
-            outcomes.append(verdict.outcome)
-        elif assignment.completed_at is not None:
-            outcomes.append(VerdictOutcome.ANSWERABLE)
-    return outcomes
-
-
-def gather_votes(
-    *,
-    question_set: QuestionSet,
-    pool_id: int | None = None,
-    question_id: int | None = None,
-    candidate_id: int | None = None,
-) -> list[QuestionVotes]:
-    """Every pooled question of the set with its assignments, judgements and resolutions.
-
-    With ``pool_id`` and ``question_id``, only that question is read (and of its candidates
-    only ``candidate_id``, if given): see `question_votes` and `item_votes`.
-    """
-    pools = list(question_set.pools.all())
-    assigned = Assignment.objects.filter(pool__in=pools)
-    judged = Judgement.objects.filter(assignment__pool__in=pools)
-    resolved = Resolution.objects.filter(pool__in=pools)
-    candidates = Candidate.objects.filter(pool__in=pools)
-    if pool_id is not None or question_id is not None:
-        # The adjudication pages need one question, not the set: read only its rows.
-        one = {"pool_id": pool_id, "question_id": question_id}
-        assigned = assigned.filter(**one)
-        resolved = resolved.filter(**one)
-        candidates = candidates.filter(**one)
-        judged = judged.filter(candidate__pool_id=pool_id, candidate__question_id=question_id)
-        if candidate_id is not None:
-            candidates = candidates.filter(pk=candidate_id)
-            judged = judged.filter(candidate_id=candidate_id)
-    assignments = defaultdict(list)
-    for assignment in assigned.select_related("labeller", "verdict").order_by("slot"):
-        assignments[(assignment.pool_id, assignment.question_id)].append(assignment)
-    judgements = defaultdict(list)
-    for judgement in (
-        judged.select_related("assignment__labeller", "guideline")
-        .prefetch_related("spans")
-        .order_by("assignment__slot")
-    ):
-        judgements[judgement.candidate_id].append(judgement)
-    resolutions = {
-        (r.pool_id, r.question_id, r.candidate_id): r for r in resolved.prefetch_related("spans")
-    }
-    by_question: dict[tuple[int, int], QuestionVotes] = {}
-    candidates = candidates.select_related("pool", "question", "version__document").order_by(
-        "pool_id", "question_id", "shuffle_rank"
-    )
-    for candidate in candidates:
-        key = (candidate.pool_id, candidate.question_id)
-        if key not in by_question:
-            by_question[key] = QuestionVotes(
-                pool=candidate.pool,
-                question=candidate.question,
-                assignments=assignments.get(key, []),
-                items=[],
-                resolution=resolutions.get((*key, None)),
-            )
-        by_question[key].items.append(
-            ItemVotes(
-                pool=candidate.pool,
-                question=candidate.question,
-                candidate=candidate,
-                planned_votes=len(assignments.get(key, [])),
-                judgements=judgements.get(candidate.pk, []),
-                resolution=resolutions.get((*key, candidate.pk)),
-            )
-        )
-    return [q for q in by_question.values() if q.assignments]
-
+from labelling.resolution import DEFAULT_MIN_SPAN_F1, Pending, union
+from labelling.services.votes import ItemVotes, QuestionVotes, gather_votes
 
 # Agreement ---------------------------------------------------------------------------------
 
@@ -192,10 +47,15 @@ def _guideline_key(item: ItemVotes) -> str:
 
 
 def agreement_report(
-    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1, n_boot: int = 1000
+    *,
+    question_set: QuestionSet,
+    min_span_f1: float = DEFAULT_MIN_SPAN_F1,
+    n_boot: int = 1000,
+    viewer=None,
 ) -> dict:
-    """Every agreement statistic for the double-labelled items of a question set, JSON-able."""
-    questions = gather_votes(question_set=question_set)
+    """Every agreement statistic for the double-labelled items of a question set, JSON-able;
+    with ``viewer``, over the items on documents they may see."""
+    questions = gather_votes(question_set=question_set, viewer=viewer)
     double = [i for q in questions for i in q.items if len(i.judgements) == 2]
     pairs = [(i.judgements[0].grade, i.judgements[1].grade) for i in double]
     report = agreement.pairwise_report(pairs, n_boot=n_boot)
@@ -218,6 +78,9 @@ def agreement_report(
             and report["alpha_ordinal"] < agreement.GUIDELINE_ALPHA_THRESHOLD
         )
     report["labellers"] = len(labellers)
+    # Passages of double-labelled questions that one of the two labellers cannot see: their
+    # one vote is the gold, and they are missing from every statistic here.
+    report["single_by_access"] = sum(1 for q in questions for i in q.items if i.single_by_access)
     report["pairs"] = [
         {
             "labellers": key,
@@ -239,6 +102,7 @@ def agreement_report(
     report["per_question"] = [
         {
             "question_id": q.question.external_id,
+            "question_pk": q.question.pk,
             "question": q.question.text,
             "items": len(items),
             "disagreements": sum(
@@ -256,7 +120,7 @@ def agreement_report(
         [
             tuple(
                 agreement.GradedSpans(
-                    grade=j.grade, spans=tuple((s.start, s.end) for s in j.spans.all())
+                    grade=j.grade, spans=tuple((s.start, s.end) for s in j.span_list)
                 )
                 for j in i.judgements
             )
@@ -275,6 +139,8 @@ def agreement_report(
     report["disagreements"] = [
         {
             "question_id": i.question.external_id,
+            "question_pk": i.question.pk,
+            "pool": i.pool.pk,
             "candidate": i.candidate.pk,
             "doc_id": i.candidate.version.document.doc_id,
             "grades": [j.grade for j in i.judgements],
@@ -303,6 +169,14 @@ class QueueEntry:
     reason: str
     item: ItemVotes | None = None
     question_votes: QuestionVotes | None = None
+    kind: str = "disagreement"  # `labelling.resolution.Pending.kind`, or "resolved"
+
+    @property
+    def waiting_for(self) -> list[str]:
+        """The labellers (or open slots) whose vote the entry still waits for."""
+        if self.item is not None:
+            return self.item.waiting_for
+        return self.question_votes.waiting_for if self.question_votes else []
 
 
 def adjudication_queue(
@@ -310,17 +184,21 @@ def adjudication_queue(
     question_set: QuestionSet,
     min_span_f1: float = DEFAULT_MIN_SPAN_F1,
     include_resolved: bool = False,
+    include_single_by_access: bool = False,
+    viewer=None,
 ) -> list[QueueEntry]:
-    """Double-labelled items whose grades, spans or verdicts disagree (or a "can't tell")."""
+    """Every item a lead must decide: votes that disagree (grades, spans, verdicts), a "can't
+    tell", and items that can never get their vote (`labelling.services.votes`). Items still
+    waiting for a labeller are not here (the Gold page lists them). With
+    ``include_single_by_access``, also the passages of double-labelled questions whose single
+    vote stands because the other labeller cannot see them (kind "single_by_access", for a lead
+    to review, not to decide). With ``viewer``, only items on documents they may see."""
     entries = []
-    for q in gather_votes(question_set=question_set):
+    for q in gather_votes(question_set=question_set, viewer=viewer):
         verdict = q.decide_verdict()
         has_resolution = q.resolution is not None and bool(q.resolution.outcome)
-        outcomes = q.outcomes
-        if (
-            isinstance(verdict, Pending)
-            and len(outcomes) == len(q.assignments)
-            or (include_resolved and has_resolution)
+        if (isinstance(verdict, Pending) and verdict.needs_lead) or (
+            include_resolved and has_resolution
         ):
             entries.append(
                 QueueEntry(
@@ -329,13 +207,32 @@ def adjudication_queue(
                     candidate=None,
                     question_votes=q,
                     reason=verdict.reason if isinstance(verdict, Pending) else "resolved",
+                    kind=verdict.kind if isinstance(verdict, Pending) else "resolved",
                 )
             )
         for item in q.items:
-            if len(item.judgements) < 2:
-                continue
             decision = item.decide(min_span_f1=min_span_f1)
-            if isinstance(decision, Pending) or (include_resolved and item.resolution is not None):
+            if (
+                include_single_by_access
+                and item.single_by_access
+                and item.resolution is None
+                and not isinstance(decision, Pending)
+            ):
+                entries.append(
+                    QueueEntry(
+                        pool=q.pool,
+                        question=q.question,
+                        candidate=item.candidate,
+                        item=item,
+                        question_votes=q,
+                        reason=f"one vote stands: {', '.join(item.unseen_by)} cannot see this "
+                        "document",
+                        kind="single_by_access",
+                    )
+                )
+            elif (isinstance(decision, Pending) and decision.needs_lead) or (
+                include_resolved and item.resolution is not None
+            ):
                 entries.append(
                     QueueEntry(
                         pool=q.pool,
@@ -344,6 +241,7 @@ def adjudication_queue(
                         item=item,
                         question_votes=q,
                         reason=decision.reason if isinstance(decision, Pending) else "resolved",
+                        kind=decision.kind if isinstance(decision, Pending) else "resolved",
                     )
                 )
     return entries
@@ -351,7 +249,11 @@ def adjudication_queue(
 
 def resolve_item_reason(item: ItemVotes, *, min_span_f1: float) -> str:
     decision = item.decide(min_span_f1=min_span_f1)
-    return decision.reason if isinstance(decision, Pending) else f"settled ({decision.source})"
+    if isinstance(decision, Pending):
+        return decision.reason
+    if decision.source == "single" and item.single_by_access:
+        return f"one vote stands: {', '.join(item.unseen_by)} cannot see this document"
+    return f"settled ({decision.source})"
 
 
 def is_frozen(*, pool_id: int, question_id: int, candidate_id: int | None) -> bool:
@@ -418,23 +320,27 @@ def resolve(
 
 
 def question_votes(
-    *, question_set: QuestionSet, pool_id: int, question_id: int
+    *, question_set: QuestionSet, pool_id: int, question_id: int, viewer=None
 ) -> QuestionVotes | None:
     """One pooled question's votes (as `gather_votes` gives them), read for it alone; None if
-    the set has no such pooled, assigned question."""
-    found = gather_votes(question_set=question_set, pool_id=pool_id, question_id=question_id)
+    the set has no such pooled, assigned question (or, with ``viewer``, none they may see)."""
+    found = gather_votes(
+        question_set=question_set, pool_id=pool_id, question_id=question_id, viewer=viewer
+    )
     return found[0] if found else None
 
 
 def item_votes(
-    *, question_set: QuestionSet, pool_id: int, question_id: int, candidate_id: int
+    *, question_set: QuestionSet, pool_id: int, question_id: int, candidate_id: int, viewer=None
 ) -> ItemVotes | None:
-    """One candidate's votes, read for it alone; None if it is not an item of the set."""
+    """One candidate's votes, read for it alone; None if it is not an item of the set (or is on
+    a document hidden from ``viewer``)."""
     found = gather_votes(
         question_set=question_set,
         pool_id=pool_id,
         question_id=question_id,
         candidate_id=candidate_id,
+        viewer=viewer,
     )
     return found[0].items[0] if found else None
 

@@ -8,6 +8,7 @@ nothing a labeller is told (not even "no more questions") depends on other label
 from __future__ import annotations
 
 import statistics
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -30,6 +31,7 @@ from labelling.models import (
     PoolState,
     QuestionSet,
 )
+from labelling.services.votes import Sight
 
 User = get_user_model()
 
@@ -38,24 +40,120 @@ class AssignmentError(ServiceError):
     """An assignment request that cannot be carried out."""
 
 
+class AlreadyStarted(AssignmentError):
+    """Started work never moves to someone else."""
+
+
+class HoldsOtherSlot(AssignmentError):
+    """A double-labelled question needs two different labellers."""
+
+
+def _count(n: int, noun: str, plural: str = "") -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 @dataclass
 class PlanResult:
     assignments: int = 0
     double_labelled: int = 0
     unclaimed: int = 0
     per_labeller: dict[str, int] = field(default_factory=dict)
+    # Passages of planned questions that only one of their labellers can see (single-labelled
+    # although the question is double-labelled), and those none of them can see (each goes to
+    # the adjudication queue, for a lead in its access group).
+    single_by_access: int = 0
+    unseen: int = 0
+    added_seconds: bool = False  # a top-up of second labellers, not a plan
 
     def describe(self) -> str:
         if not self.assignments:
+            if self.added_seconds:
+                return "No question got a second labeller: the pool already has that many."
             return "Every question of this pool already has its assignments; nothing was added."
         spread = ", ".join(f"{name} {count}" for name, count in sorted(self.per_labeller.items()))
-        parts = [f"{self.assignments} assignments planned"]
-        parts.append(f"{self.double_labelled} questions double-labelled")
+        if self.added_seconds:
+            parts = [f"{_count(self.assignments, 'question')} got a second labeller"]
+        else:
+            parts = [f"{_count(self.assignments, 'assignment')} planned"]
+            parts.append(f"{_count(self.double_labelled, 'question')} double-labelled")
         if spread:
             parts.append(f"per labeller: {spread}")
         if self.unclaimed:
             parts.append(f"{self.unclaimed} left for labellers to claim with “Next question”")
+        if self.single_by_access:
+            parts.append(
+                f"{_count(self.single_by_access, 'passage')} no second labeller can see "
+                f"{'stays' if self.single_by_access == 1 else 'stay'} single-labelled"
+            )
+        if self.unseen:
+            parts.append(
+                f"{_count(self.unseen, 'passage')} none of the chosen labellers can see will "
+                "wait in the adjudication queue for a lead of its access group"
+            )
         return "; ".join(parts) + "."
+
+
+def _check_members(pool: Pool, labellers: Sequence) -> None:
+    members = set(
+        Membership.objects.filter(
+            project_id=pool.question_set.project_id, user__in=[u.pk for u in labellers]
+        ).values_list("user_id", flat=True)
+    )
+    strangers = [u.get_username() for u in labellers if u.pk not in members]
+    if strangers:
+        raise AssignmentError(f"Not members of this project: {', '.join(strangers)}.")
+    inactive = [u.get_username() for u in labellers if not u.is_active]
+    if inactive:
+        raise AssignmentError(f"These accounts are deactivated: {', '.join(inactive)}.")
+
+
+def hidden_passages(*, pool: Pool, question_ids, labeller_ids) -> dict[int, dict[int, int]]:
+    """For each question, how many of its passages in ``pool`` each labeller's access groups
+    hide (only non-zero counts are kept)."""
+    rows = list(
+        Candidate.objects.filter(pool=pool, question_id__in=list(question_ids)).values_list(
+            "question_id", "version__document_id"
+        )
+    )
+    sight = Sight(project_id=pool.question_set.project_id, document_ids={d for _, d in rows})
+    hidden: dict[int, dict[int, int]] = defaultdict(dict)
+    for question_id, document_id in rows:
+        for labeller_id in labeller_ids:
+            if not sight.sees(labeller_id, document_id):
+                counts = hidden[question_id]
+                counts[labeller_id] = counts.get(labeller_id, 0) + 1
+    return dict(hidden)
+
+
+def _access_outcome(plan, hidden, pool: Pool) -> tuple[int, int]:
+    """(passages single-labelled because only one labeller of their double-labelled question
+    sees them, passages none of their labellers sees) among the questions of a plan, counted
+    after it is written. Unclaimed slots are anyone's, so such questions are not counted."""
+    if not hidden:
+        return 0, 0
+    questions = {planned.question for planned in plan} & set(hidden)
+    holders: dict = defaultdict(list)
+    for question_id, labeller_id in Assignment.objects.filter(
+        pool=pool, question_id__in=questions
+    ).values_list("question_id", "labeller_id"):
+        holders[question_id].append(labeller_id)
+    rows = list(
+        Candidate.objects.filter(pool=pool, question_id__in=questions).values_list(
+            "question_id", "version__document_id"
+        )
+    )
+    sight = Sight(project_id=pool.question_set.project_id, document_ids={d for _, d in rows})
+    single = unseen = 0
+    for question_id, document_id in rows:
+        labs = holders[question_id]
+        if None in labs:
+            continue
+        seeing = sum(1 for lab in labs if sight.sees(lab, document_id))
+        if seeing == 0:
+            unseen += 1
+        elif seeing == 1 and len(labs) >= 2:
+            single += 1
+    return single, unseen
 
 
 def plan_assignments(
@@ -68,7 +166,8 @@ def plan_assignments(
     user=None,
 ) -> PlanResult:
     """Assignments for every question of ``pool`` that has none yet, spread evenly over
-    ``labellers`` with a share (or ``double_count``) double-labelled.
+    ``labellers`` with a share (or ``double_count``) double-labelled, each question to the
+    labellers who can see the most of its passages (access groups).
 
     Without labellers the slots are left unclaimed for "next question". Running it again only
     tops up questions added since, so it is safe to repeat (the demo does): a share applies to
@@ -79,22 +178,15 @@ def plan_assignments(
         raise AssignmentError(
             f"The pool {pool.name} is not ready yet ({pool.get_state_display()})."
         )
-    project_id = pool.question_set.project_id
     labellers = list(labellers)
-    members = set(
-        Membership.objects.filter(
-            project_id=project_id, user__in=[u.pk for u in labellers]
-        ).values_list("user_id", flat=True)
-    )
-    strangers = [u.get_username() for u in labellers if u.pk not in members]
-    if strangers:
-        raise AssignmentError(f"Not members of this project: {', '.join(strangers)}.")
+    _check_members(pool, labellers)
     with transaction.atomic():
         # One plan at a time per pool: a second lead pressing "plan" waits, then tops up nothing.
         Pool.objects.select_for_update().filter(pk=pool.pk).first()
         planned_questions = Assignment.objects.filter(pool=pool).values("question_id")
         questions = list(
-            pool.question_set.questions.exclude(pk__in=planned_questions)
+            pool.question_set.questions.included()
+            .exclude(pk__in=planned_questions)
             .order_by("pk")
             .values_list("pk", flat=True)
         )
@@ -103,11 +195,9 @@ def plan_assignments(
         already_double = Assignment.objects.filter(pool=pool, slot=2).count()
         if double_count is not None and Assignment.objects.filter(pool=pool).exists():
             double_count = min(len(questions), max(0, double_count - already_double))
-        current_load = dict(
-            Assignment.objects.filter(pool=pool, labeller__in=labellers)
-            .values("labeller")
-            .annotate(n=Count("pk"))
-            .values_list("labeller", "n")
+        current_load = _current_load(pool, labellers)
+        hidden = hidden_passages(
+            pool=pool, question_ids=questions, labeller_ids=[u.pk for u in labellers]
         )
         try:
             plan = strategy.plan_assignments(
@@ -117,29 +207,133 @@ def plan_assignments(
                 double_count=double_count,
                 seed=seed,
                 current_load=current_load,
+                hidden=hidden,
             )
         except strategy.PlanError as exc:
             raise AssignmentError(str(exc)) from exc
-        now = timezone.now()
-        Assignment.objects.bulk_create(
-            [
-                Assignment(
-                    pool=pool,
-                    question_id=p.question,
-                    slot=p.slot,
-                    labeller_id=p.labeller,
-                    assigned_at=now if p.labeller is not None else None,
-                )
-                for p in plan
-            ],
-            batch_size=2000,
-        )
+        _create(pool, plan)
+        single, unseen = _access_outcome(plan, hidden, pool)
     names = {u.pk: u.get_username() for u in labellers}
     return PlanResult(
         assignments=len(plan),
         double_labelled=sum(1 for p in plan if p.slot == 2),
         unclaimed=sum(1 for p in plan if p.labeller is None),
         per_labeller={names[k]: v for k, v in strategy.workload(plan).items()},
+        single_by_access=single,
+        unseen=unseen,
+    )
+
+
+def add_second_labellers(
+    *,
+    pool: Pool,
+    labellers: Sequence = (),
+    double_share: float | None = None,
+    double_count: int | None = None,
+    seed: int = 0,
+    user=None,
+) -> PlanResult:
+    """Raise a planned pool's double-labelled share: give second labellers to more of its
+    single-labelled questions until ``double_count`` questions (or ``double_share`` of its
+    planned questions) are double-labelled. Each second labeller differs from the first and
+    can see the question's passages where possible; without labellers the new slots wait to
+    be claimed. Questions already double-labelled count towards the target."""
+    if pool.state != PoolState.READY:
+        raise AssignmentError(
+            f"The pool {pool.name} is not ready yet ({pool.get_state_display()})."
+        )
+    labellers = list(labellers)
+    _check_members(pool, labellers)
+    with transaction.atomic():
+        Pool.objects.select_for_update().filter(pk=pool.pk).first()
+        planned = Assignment.objects.filter(pool=pool, question__excluded_at__isnull=True)
+        doubled = set(planned.filter(slot=2).values_list("question_id", flat=True))
+        firsts = dict(
+            planned.filter(slot=1)
+            .exclude(question_id__in=doubled)
+            .order_by("question_id")
+            .values_list("question_id", "labeller_id")
+        )
+        total = len(doubled) + len(firsts)
+        if not total:
+            raise AssignmentError(
+                f"The pool {pool.name} has no planned questions yet: plan it first."
+            )
+        if double_count is not None:
+            target = double_count
+        elif double_share is not None and 0 <= double_share <= 1:
+            target = int(double_share * total + 0.5)
+        else:
+            raise AssignmentError(
+                "Give the double-labelled share (0–100%) or a number of questions."
+            )
+        if target > total:
+            raise AssignmentError(
+                f"The pool has {_count(total, 'planned question')}; it cannot have {target} "
+                "double-labelled."
+            )
+        wanted = max(0, target - len(doubled))
+        if not wanted:
+            return PlanResult(added_seconds=True)
+        hidden = hidden_passages(
+            pool=pool, question_ids=list(firsts), labeller_ids=[u.pk for u in labellers]
+        )
+        try:
+            plan = strategy.plan_second_labels(
+                first_labellers=firsts,
+                labellers=[u.pk for u in labellers],
+                count=wanted,
+                seed=seed,
+                current_load=_current_load(pool, labellers),
+                hidden=hidden,
+            )
+        except strategy.PlanError as exc:
+            raise AssignmentError(str(exc)) from exc
+        _create(pool, plan)
+        single, unseen = _access_outcome(plan, hidden, pool)
+        for planned_slot in plan:
+            if planned_slot.labeller is not None:
+                _record_assignment_change(
+                    Assignment.objects.get(pool=pool, question_id=planned_slot.question, slot=2),
+                    action="second labeller added",
+                    before=None,
+                    user=user,
+                )
+    names = {u.pk: u.get_username() for u in labellers}
+    return PlanResult(
+        assignments=len(plan),
+        double_labelled=len(plan),
+        unclaimed=sum(1 for p in plan if p.labeller is None),
+        per_labeller={names[k]: v for k, v in strategy.workload(plan).items()},
+        single_by_access=single,
+        unseen=unseen,
+        added_seconds=True,
+    )
+
+
+def _current_load(pool: Pool, labellers: Sequence) -> dict:
+    return dict(
+        Assignment.objects.filter(pool=pool, labeller__in=labellers)
+        .values("labeller")
+        .annotate(n=Count("pk"))
+        .values_list("labeller", "n")
+    )
+
+
+def _create(pool: Pool, plan) -> None:
+    now = timezone.now()
+    Assignment.objects.bulk_create(
+        [
+            Assignment(
+                pool=pool,
+                question_id=p.question,
+                slot=p.slot,
+                labeller_id=p.labeller,
+                assigned_at=now if p.labeller is not None else None,
+            )
+            for p in plan
+        ],
+        batch_size=2000,
     )
 
 
@@ -207,6 +401,8 @@ def reassign(*, assignment: Assignment, labeller, user) -> Assignment:
     project_id = assignment.pool.question_set.project_id
     if not Membership.objects.filter(project_id=project_id, user=labeller).exists():
         raise AssignmentError(f"{labeller.get_username()} is not a member of this project.")
+    if not labeller.is_active:
+        raise AssignmentError(f"{labeller.get_username()}'s account is deactivated.")
     with transaction.atomic():
         locked = _unstarted(assignment)
         if locked.labeller_id == labeller.pk:
@@ -219,7 +415,7 @@ def reassign(*, assignment: Assignment, labeller, user) -> Assignment:
             .exists()
         )
         if other:
-            raise AssignmentError(
+            raise HoldsOtherSlot(
                 f"{labeller.get_username()} already labels this question; a double-labelled "
                 "question needs two different labellers."
             )
@@ -245,6 +441,60 @@ def unassign(*, assignment: Assignment, user) -> Assignment:
         return locked
 
 
+@dataclass
+class BulkResult:
+    moved: int = 0
+    unchanged: int = 0
+    started: int = 0  # refused: their labellers have begun them
+    conflicts: list[str] = field(default_factory=list)  # refused: the labeller holds the other slot
+
+    def describe(self, *, labeller=None) -> str:
+        target = (
+            f"to {labeller.get_username()}" if labeller is not None else "back to the open slots"
+        )
+        parts = [f"{_count(self.moved, 'assignment')} moved {target}"]
+        if self.unchanged:
+            parts.append(f"{self.unchanged} already there")
+        if self.started:
+            parts.append(
+                f"{_count(self.started, 'assignment')} not moved: "
+                f"{'its labeller has' if self.started == 1 else 'their labellers have'} started"
+            )
+        if self.conflicts:
+            parts.append(
+                f"{_count(len(self.conflicts), 'assignment')} not moved: "
+                f"{labeller.get_username() if labeller else 'the labeller'} already labels "
+                f"{', '.join(sorted(set(self.conflicts)))}"
+            )
+        return "; ".join(parts) + "."
+
+
+def reassign_many(*, assignments: Sequence[Assignment], labeller, user) -> BulkResult:
+    """Move unstarted assignments to ``labeller`` (None: back to the open slots, for "next
+    question"). Each moves on its own, so one refusal does not hold back the others; started
+    work never moves (it would show someone else a labeller's grades)."""
+    result = BulkResult()
+    for assignment in assignments:
+        before = assignment.labeller_id
+        target = labeller.pk if labeller is not None else None
+        if before == target:
+            result.unchanged += 1
+            continue
+        try:
+            if labeller is None:
+                unassign(assignment=assignment, user=user)
+            else:
+                reassign(assignment=assignment, labeller=labeller, user=user)
+        except (AlreadyStarted, HoldsOtherSlot) as exc:
+            if isinstance(exc, HoldsOtherSlot):
+                result.conflicts.append(assignment.question.external_id)
+            elif isinstance(exc, AlreadyStarted):
+                result.started += 1
+        else:
+            result.moved += 1
+    return result
+
+
 def _unstarted(assignment: Assignment) -> Assignment:
     locked = (
         Assignment.objects.select_for_update(of=("self",))
@@ -254,7 +504,7 @@ def _unstarted(assignment: Assignment) -> Assignment:
     # Handing started work to someone else would show them another labeller's grades.
     if locked.judgements.exists() or hasattr(locked, "verdict"):
         who = locked.labeller.get_username() if locked.labeller else "A labeller"
-        raise AssignmentError(
+        raise AlreadyStarted(
             f"{who} has already started this question, so it cannot be moved: their grades "
             "would become visible to someone else."
         )

@@ -2,26 +2,28 @@
 
 One rule, applied here and nowhere else: `labelling.resolution` decides each item (a candidate's
 grade and spans, a question's verdict), and gold spans of one question that overlap become one
-unit by `corpus.spans`' merge rule. `resolve_gold` gives it per pool (the Gold page);
-`collect_gold` gives it per question, as a gold set freezes it (evaluation only stores what it
-gets).
+unit by `corpus.spans`' merge rule. `resolve_gold` gives it per pool (the Gold page, as its
+viewer may see it); `collect_gold` gives it per question, as a gold set freezes it (evaluation
+only stores what it gets). Questions a lead excluded from the set are no part of either.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from corpus.models import DocumentVersion
 from corpus.spans import merge_overlapping
 from labelling.models import Assignment, Question, QuestionSet, Resolution, VerdictOutcome
 from labelling.resolution import (
     DEFAULT_MIN_SPAN_F1,
+    PENDING_KINDS,
     Pending,
     VerdictDecision,
     resolve_verdict,
 )
-from labelling.services.adjudication import QueueEntry, finished_outcomes, gather_votes
+from labelling.services.adjudication import QueueEntry, adjudication_queue
+from labelling.services.votes import finished_outcomes, gather_votes
 
 
 @dataclass
@@ -42,6 +44,9 @@ class GoldQuestionRow:
     spans: list[GoldSpanRow]
     judged: list[tuple[str, int, int, int]]  # doc_id, version, start, end
     verdict_source: str
+    # Passages of a double-labelled question that only one of its labellers can see, so
+    # their single vote is the gold: (doc_id, start, end, labellers it is hidden from).
+    single_by_access: list[tuple[str, int, int, list[str]]] = field(default_factory=list)
 
 
 @dataclass
@@ -55,11 +60,12 @@ class GoldResolution:
 
 
 def resolve_gold(
-    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1
+    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1, viewer=None
 ) -> GoldResolution:
-    """Apply the gold resolution rule (labelling/resolution.py) to every question of the set."""
+    """Apply the gold resolution rule (labelling/resolution.py) to every question of the set;
+    with ``viewer``, to the items on documents they may see (the others do not exist here)."""
     rows, unresolved = [], []
-    for q in gather_votes(question_set=question_set):
+    for q in gather_votes(question_set=question_set, viewer=viewer):
         verdict = q.decide_verdict()
         if isinstance(verdict, Pending):
             unresolved.append(
@@ -69,12 +75,22 @@ def resolve_gold(
                     candidate=None,
                     reason=verdict.reason,
                     question_votes=q,
+                    kind=verdict.kind,
                 )
             )
-        spans, judged, texts = [], [], {}
+        spans, judged, texts, single = [], [], {}, []
         for item in q.items:
             decision = item.decide(min_span_f1=min_span_f1)
             candidate = item.candidate
+            if item.single_by_access and not isinstance(decision, Pending):
+                single.append(
+                    (
+                        candidate.version.document.doc_id,
+                        candidate.start,
+                        candidate.end,
+                        item.unseen_by,
+                    )
+                )
             if isinstance(decision, Pending):
                 unresolved.append(
                     QueueEntry(
@@ -84,6 +100,7 @@ def resolve_gold(
                         reason=decision.reason,
                         item=item,
                         question_votes=q,
+                        kind=decision.kind,
                     )
                 )
                 continue
@@ -114,9 +131,74 @@ def resolve_gold(
                 spans=coalesce_spans(spans, texts) if answerable is not False else [],
                 judged=judged,
                 verdict_source=verdict.source if isinstance(verdict, VerdictDecision) else "",
+                single_by_access=single,
             )
         )
     return GoldResolution(questions=rows, unresolved=unresolved)
+
+
+@dataclass
+class UnresolvedGroup:
+    """Unresolved items of one question (``question``) or of one kind of reason (``kind``)."""
+
+    title: str
+    entries: list[QueueEntry]
+    question: Question | None = None
+    kind: str = ""
+
+    @property
+    def needs_lead(self) -> list[QueueEntry]:
+        return [e for e in self.entries if e.kind != "waiting"]
+
+    @property
+    def waiting(self) -> list[QueueEntry]:
+        return [e for e in self.entries if e.kind == "waiting"]
+
+    @property
+    def waiting_for(self) -> list[str]:
+        """Everyone the group's waiting items wait for, once each."""
+        return list(dict.fromkeys(name for e in self.waiting for name in e.waiting_for))
+
+
+def _entry_order(entry: QueueEntry) -> tuple:
+    kinds = list(PENDING_KINDS)
+    return (
+        kinds.index(entry.kind) if entry.kind in kinds else len(kinds),
+        entry.candidate is not None,  # a question's verdict first, then its passages
+        entry.candidate.shuffle_rank if entry.candidate else 0,
+        entry.candidate.pk if entry.candidate else 0,
+    )
+
+
+def group_unresolved(entries: list[QueueEntry], *, by: str = "question") -> list[UnresolvedGroup]:
+    """The Gold page's unresolved items, grouped by question (in the set's order, most urgent
+    kind first within each) or by kind of reason (in `PENDING_KINDS` order)."""
+    groups: dict[object, UnresolvedGroup] = {}
+    if by == "reason":
+        for kind, title in PENDING_KINDS.items():
+            groups[kind] = UnresolvedGroup(title=title, entries=[], kind=kind)
+        for entry in sorted(entries, key=lambda e: (e.question.pk, e.pool.pk, _entry_order(e))):
+            groups[entry.kind].entries.append(entry)
+        return [group for group in groups.values() if group.entries]
+    for entry in sorted(entries, key=lambda e: (e.question.pk, e.pool.pk)):
+        key = entry.question.pk
+        if key not in groups:
+            groups[key] = UnresolvedGroup(
+                title=entry.question.external_id, entries=[], question=entry.question
+            )
+        groups[key].entries.append(entry)
+    for group in groups.values():
+        group.entries.sort(key=lambda e: (e.pool.pk, _entry_order(e)))
+    return list(groups.values())
+
+
+def count_by_kind(entries: list[QueueEntry]) -> list[tuple[str, str, int]]:
+    """(kind, its label, how many entries) for every kind present, in `PENDING_KINDS` order."""
+    return [
+        (kind, label, n)
+        for kind, label in PENDING_KINDS.items()
+        if (n := sum(1 for e in entries if e.kind == kind))
+    ]
 
 
 def coalesce_spans(spans: list[GoldSpanRow], texts: dict[int, str]) -> list[GoldSpanRow]:
@@ -151,6 +233,9 @@ class UnresolvedItem:
     pool: str
     item: str  # "verdict", "question" or "doc_id [start–end)"
     reason: str
+    # The candidate's document (its primary key), so a page can leave out what an access
+    # group hides from its viewer; None for a verdict or a question.
+    document: int | None = field(default=None, compare=False)
 
     def describe(self) -> str:
         pool = f" (pool {self.pool})" if self.pool else ""
@@ -182,7 +267,7 @@ def collect_gold(
         rows_of[row.question.pk].append(row)
     without_candidates = _verdicts_without_candidates(question_set, covered=set(rows_of))
     questions: list[FrozenQuestion] = []
-    for question in question_set.questions.order_by("pk"):
+    for question in question_set.questions.included().order_by("pk"):
         rows = rows_of.get(question.pk)
         if rows is None:
             verdict = without_candidates.get(question.pk)
@@ -247,7 +332,13 @@ def _unresolved_item(entry: QueueEntry) -> UnresolvedItem:
             f"{entry.candidate.version.document.doc_id} "
             f"[{entry.candidate.start}–{entry.candidate.end})"
         )
-    return UnresolvedItem(entry.question.external_id, entry.pool.name, item, entry.reason)
+    return UnresolvedItem(
+        entry.question.external_id,
+        entry.pool.name,
+        item,
+        entry.reason,
+        document=entry.candidate.version.document_id if entry.candidate else None,
+    )
 
 
 def _verdicts_without_candidates(question_set: QuestionSet, *, covered: set[int]) -> dict:
@@ -255,7 +346,9 @@ def _verdicts_without_candidates(question_set: QuestionSet, *, covered: set[int]
     nothing): their outcome is all there is to resolve."""
     assignments = defaultdict(list)
     for assignment in (
-        Assignment.objects.filter(pool__question_set=question_set)
+        Assignment.objects.filter(
+            pool__question_set=question_set, question__excluded_at__isnull=True
+        )
         .exclude(question_id__in=covered)
         .select_related("verdict")
     ):
@@ -286,3 +379,34 @@ def _coalesce_across_pools(spans: list[GoldSpanRow]) -> list[GoldSpanRow]:
         )
     )
     return coalesce_spans(spans, texts)
+
+
+def next_to_decide(
+    *,
+    question_set: QuestionSet,
+    viewer,
+    pool_id: int,
+    question_id: int,
+    candidate_id: int | None,
+    from_gold: bool = False,
+    min_span_f1: float = DEFAULT_MIN_SPAN_F1,
+) -> QueueEntry | None:
+    """The item a lead meets after this one (a candidate, or the verdict with None): the next
+    in the adjudication queue, or among the Gold page's unresolved items ``from_gold``,
+    wrapping round; None when this was the last. Read before this item is resolved, so it
+    can be found in the order."""
+    if from_gold:
+        resolution = resolve_gold(question_set=question_set, min_span_f1=min_span_f1, viewer=viewer)
+        order = [e for g in group_unresolved(resolution.unresolved) for e in g.entries]
+    else:
+        order = adjudication_queue(
+            question_set=question_set, min_span_f1=min_span_f1, viewer=viewer
+        )
+
+    def key(entry: QueueEntry) -> tuple:
+        return (entry.pool.pk, entry.question.pk, entry.candidate.pk if entry.candidate else None)
+
+    current = (pool_id, question_id, candidate_id)
+    position = next((i for i, e in enumerate(order) if key(e) == current), -1)
+    rest = order[position + 1 :] + order[: max(position, 0)]
+    return next((e for e in rest if key(e) != current), None)

@@ -7,20 +7,28 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from corpus.access import project_access
-from corpus.models import Document, Role
+from corpus.models import Role
 from goldset.errors import ServiceError
 from labelling.agreement import GUIDELINE_ALPHA_THRESHOLD
 from labelling.forms import ResolveItemForm, ResolveVerdictForm
 from labelling.highlight import highlight
 from labelling.models import Candidate, QuestionSet
-from labelling.resolution import DEFAULT_MIN_SPAN_F1
+from labelling.resolution import DEFAULT_MIN_SPAN_F1, PENDING_KINDS
 from labelling.services import adjudication
-from labelling.services.gold import resolve_gold
+from labelling.services.gold import (
+    count_by_kind,
+    group_unresolved,
+    next_to_decide,
+    resolve_gold,
+)
+from labelling.services.votes import restricted_elsewhere
 
 CONTEXT_CHARS = 400
 
@@ -44,7 +52,7 @@ def _min_span_f1(request: HttpRequest) -> float:
 def show_agreement(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access, question_set = _lead_set(request, slug, set_id)
     report = adjudication.agreement_report(
-        question_set=question_set, min_span_f1=_min_span_f1(request)
+        question_set=question_set, min_span_f1=_min_span_f1(request), viewer=request.user
     )
     confusion = report["confusion"]
     peak = max((c for row in confusion for c in row), default=0) or 1
@@ -69,9 +77,18 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
     access, question_set = _lead_set(request, slug, set_id)
     min_f1 = _min_span_f1(request)
     entries = adjudication.adjudication_queue(
-        question_set=question_set, min_span_f1=min_f1, include_resolved=True
+        question_set=question_set,
+        min_span_f1=min_f1,
+        include_resolved=True,
+        include_single_by_access=True,
+        viewer=request.user,
     )
-    open_entries = [e for e in entries if e.reason != "resolved"]
+    question = None
+    if request.GET.get("question", "").isdigit():
+        question = question_set.questions.filter(pk=request.GET["question"]).first()
+        if question is not None:
+            entries = [e for e in entries if e.question.pk == question.pk]
+    open_entries = [e for e in entries if e.kind not in ("resolved", "single_by_access")]
     return render(
         request,
         "labelling/list_adjudication.html",
@@ -80,10 +97,30 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
             "project": access.project,
             "question_set": question_set,
             "open_entries": open_entries,
-            "resolved_entries": [e for e in entries if e.reason == "resolved"],
+            "resolved_entries": [e for e in entries if e.kind == "resolved"],
+            "single_entries": [e for e in entries if e.kind == "single_by_access"],
             "min_span_f1": min_f1,
+            "question": question,
+            "restricted_elsewhere": restricted_elsewhere(
+                project=access.project, viewer=request.user
+            ),
         },
     )
+
+
+def _after_resolving(request, slug: str, question_set, following, *, from_gold: bool):
+    """Straight on to the next item to decide, or back to the list when none is left."""
+    if following is None:
+        messages.success(request, "Resolved. Nothing else is waiting for a decision here.")
+        target = "labelling:show-gold" if from_gold else "labelling:list-adjudication"
+        return redirect(target, slug=slug, set_id=question_set.pk)
+    messages.success(request, "Resolved; the votes are kept and now frozen. Here is the next one.")
+    args = [slug, question_set.pk, following.pool.pk, following.question.pk]
+    if following.candidate is not None:
+        url = reverse("labelling:resolve-item", args=[*args, following.candidate.pk])
+    else:
+        url = reverse("labelling:resolve-verdict", args=args)
+    return redirect(url + ("?from=gold" if from_gold else ""))
 
 
 @login_required
@@ -97,24 +134,30 @@ def resolve_item(
         pool_id=pool_id,
         question_id=question_id,
         candidate_id=candidate_id,
+        viewer=request.user,
     )
-    if item is None or not (
-        Document.objects.visible_to(request.user)
-        .filter(pk=item.candidate.version.document_id)
-        .exists()
-    ):
+    if item is None:
         raise Http404("No such item.")
+    from_gold = request.GET.get("from") == "gold"
     candidate: Candidate = item.candidate
     initial = {"grade": item.resolution.grade} if item.resolution else {}
     form = ResolveItemForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
+        following = next_to_decide(
+            question_set=question_set,
+            viewer=request.user,
+            pool_id=pool_id,
+            question_id=question_id,
+            candidate_id=candidate_id,
+            from_gold=from_gold,
+            min_span_f1=_min_span_f1(request),
+        )
         try:
             adjudication.resolve_item_from(item=item, user=request.user, **form.cleaned_data)
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, "Resolved. The labellers' votes are kept and now frozen.")
-            return redirect("labelling:list-adjudication", slug=slug, set_id=set_id)
+            return _after_resolving(request, slug, question_set, following, from_gold=from_gold)
     text = candidate.version.text
     layers = {name: vote.spans for name, vote in zip("ab", item.votes, strict=False)}
     if item.resolution is not None:
@@ -123,9 +166,14 @@ def resolve_item(
         candidate.start,
         candidate.end,
     ]
+    whole = request.GET.get("whole") == "1"
     window = (
-        max(0, min(everything) - CONTEXT_CHARS),
-        min(len(text), max(everything) + CONTEXT_CHARS),
+        (0, len(text))
+        if whole
+        else (
+            max(0, min(everything) - CONTEXT_CHARS),
+            min(len(text), max(everything) + CONTEXT_CHARS),
+        )
     )
     return render(
         request,
@@ -138,10 +186,14 @@ def resolve_item(
             "candidate": candidate,
             "item": item,
             "form": form,
-            "segments": highlight(text, window=window, layers=layers),
+            "segments": highlight(
+                text, window=window, passage=(candidate.start, candidate.end), layers=layers
+            ),
             "window": window,
+            "whole": whole,
             "text_length": len(text),
             "reason": adjudication.resolve_item_reason(item, min_span_f1=_min_span_f1(request)),
+            "from_gold": from_gold,
         },
         status=400 if form.errors else 200,
     )
@@ -154,13 +206,22 @@ def resolve_verdict(
 ) -> HttpResponse:
     access, question_set = _lead_set(request, slug, set_id)
     votes = adjudication.question_votes(
-        question_set=question_set, pool_id=pool_id, question_id=question_id
+        question_set=question_set, pool_id=pool_id, question_id=question_id, viewer=request.user
     )
     if votes is None:
         raise Http404("No such item.")
+    from_gold = request.GET.get("from") == "gold"
     initial = {"outcome": votes.resolution.outcome} if votes.resolution else {}
     form = ResolveVerdictForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
+        following = next_to_decide(
+            question_set=question_set,
+            viewer=request.user,
+            pool_id=pool_id,
+            question_id=question_id,
+            candidate_id=None,
+            from_gold=from_gold,
+        )
         adjudication.resolve(
             pool=votes.pool,
             question=votes.question,
@@ -169,8 +230,7 @@ def resolve_verdict(
             outcome=form.cleaned_data["outcome"],
             note=form.cleaned_data["note"],
         )
-        messages.success(request, "Verdict resolved.")
-        return redirect("labelling:list-adjudication", slug=slug, set_id=set_id)
+        return _after_resolving(request, slug, question_set, following, from_gold=from_gold)
     return render(
         request,
         "labelling/resolve_verdict.html",
@@ -181,21 +241,27 @@ def resolve_verdict(
             "question": votes.question,
             "votes": votes,
             "form": form,
+            "from_gold": from_gold,
         },
         status=400 if form.errors else 200,
     )
+
+
+GROUPS_PER_PAGE = 25
 
 
 @login_required
 @require_GET
 def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access, question_set = _lead_set(request, slug, set_id)
-    gold = resolve_gold(question_set=question_set, min_span_f1=_min_span_f1(request))
-    visible = set(
-        Document.objects.filter(project=access.project)
-        .visible_to(request.user)
-        .values_list("doc_id", flat=True)
+    gold = resolve_gold(
+        question_set=question_set, min_span_f1=_min_span_f1(request), viewer=request.user
     )
+    by = "reason" if request.GET.get("group") == "reason" else "question"
+    kind = request.GET.get("kind", "")
+    shown = [e for e in gold.unresolved if e.kind == kind] if kind in PENDING_KINDS else None
+    groups = group_unresolved(gold.unresolved if shown is None else shown, by=by)
+    page = Paginator(groups, GROUPS_PER_PAGE).get_page(request.GET.get("page"))
     return render(
         request,
         "labelling/show_gold.html",
@@ -204,6 +270,18 @@ def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
             "project": access.project,
             "question_set": question_set,
             "gold": gold,
-            "visible_doc_ids": visible,
+            "counts": count_by_kind(gold.unresolved),
+            "kind": kind if shown is not None else "",
+            "by": by,
+            "page": page,
+            "answerable": sum(1 for row in gold.questions if row.answerable),
+            "unanswerable": sum(1 for row in gold.questions if row.answerable is False),
+            "excluded": question_set.questions.excluded()
+            .select_related("excluded_by")
+            .order_by("excluded_at"),
+            "several_pools": question_set.pools.count() > 1,
+            "restricted_elsewhere": restricted_elsewhere(
+                project=access.project, viewer=request.user
+            ),
         },
     )

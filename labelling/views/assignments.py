@@ -8,15 +8,27 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corpus.access import project_access
 from corpus.models import Role
-from labelling.forms import PlanForm, ReassignForm
-from labelling.models import Assignment, Candidate, Change, Judgement, Pool, Verdict
+from goldset.errors import ServiceError
+from labelling.forms import (
+    AssignmentFilterForm,
+    BulkReassignForm,
+    ExcludeQuestionForm,
+    PlanForm,
+    ReassignForm,
+    SecondLabellersForm,
+)
+from labelling.models import Assignment, Candidate, Change, Judgement, Pool, Question, Verdict
 from labelling.services import assignments as services
+from labelling.services import exclusion
+from labelling.services.progress import progress_plots
 from labelling.views.grading import grade_url
 
 # Labellers ---------------------------------------------------------------------------------
@@ -81,7 +93,12 @@ def list_assignments(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "labelling/assignments.html", _lead_context(request, access))
 
 
-def _lead_context(request, access, form: PlanForm | None = None) -> dict:
+ASSIGNMENTS_PER_PAGE = 100
+
+
+def _lead_context(
+    request, access, form: PlanForm | None = None, seconds: SecondLabellersForm | None = None
+) -> dict:
     project = access.project
     pools = (
         Pool.objects.in_project(project)
@@ -95,28 +112,34 @@ def _lead_context(request, access, form: PlanForm | None = None) -> dict:
         shown_pool = pools.filter(pk=pool_param).first()
     if shown_pool is None:
         shown_pool = next((p for p in pools if p.slots), None)
-    rows = []
+    filters = AssignmentFilterForm(request.GET, project=project)
+    page = None
     if shown_pool is not None:
         assignments = (
-            Assignment.objects.filter(pool=shown_pool)
+            Assignment.objects.filter(pool=shown_pool, question__excluded_at__isnull=True)
             .select_related("question", "labeller")
             .with_progress(request.user)
-            .order_by("question_id", "slot")
         )
-        labeller_param = request.GET.get("labeller", "")
-        if labeller_param.isdigit():
-            assignments = assignments.filter(labeller_id=labeller_param)
-        rows = list(assignments)
+        page = Paginator(filters.apply(assignments), ASSIGNMENTS_PER_PAGE).get_page(
+            request.GET.get("page")
+        )
     return {
         "access": access,
         "project": project,
         "pools": pools,
         "shown_pool": shown_pool,
-        "rows": rows,
+        "filters": filters,
+        "page": page,
+        "rows": page.object_list if page is not None else [],
         "members": project.members(),
         "form": form or PlanForm(project=project),
+        "seconds_form": seconds
+        or SecondLabellersForm(
+            project=project, initial={"pool": shown_pool.pk if shown_pool else None}
+        ),
         "by_labeller": services.progress_by_labeller(project=project, viewer=request.user),
         "by_question_set": services.progress_by_question_set(project=project, viewer=request.user),
+        "plots": progress_plots(project=project, viewer=request.user),
     }
 
 
@@ -162,9 +185,72 @@ def _lead_assignment(request, slug: str, assignment_id: int):
 
 
 def _back_to_pool(slug: str, assignment: Assignment) -> HttpResponse:
+    return _to_pool(slug, assignment.pool_id)
+
+
+def _to_pool(slug: str, pool_id: int, query: str = "") -> HttpResponse:
     response = redirect("labelling:list-assignments", slug=slug)
-    response["Location"] += f"?pool={assignment.pool_id}"
+    response["Location"] += f"?pool={pool_id}" + (f"&{query}" if query else "")
     return response
+
+
+@login_required
+@require_POST
+def reassign_assignments(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
+    """Move the ticked unstarted assignments of a pool to one member, or back to the open
+    slots."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    pool = get_object_or_404(Pool.objects.in_project(access.project), pk=pool_id)
+    in_pool = Assignment.objects.filter(pool=pool).select_related("question", "labeller")
+    form = BulkReassignForm(
+        request.POST, project=access.project, assignment_ids=in_pool.values_list("pk", flat=True)
+    )
+    back = request.POST.get("back", "")
+    query = back if back and "__" not in back and len(back) < 500 else ""
+    if not form.is_valid():
+        messages.error(request, form.first_problem())
+        return _to_pool(slug, pool.pk, query)
+    to = form.cleaned_data["to"]
+    labeller = None if to == "unassign" else access.project.members().get(pk=int(to))
+    chosen = list(in_pool.filter(pk__in=form.cleaned_data["assignment"]).order_by("pk"))
+    result = services.reassign_many(assignments=chosen, labeller=labeller, user=request.user)
+    (messages.success if result.moved else messages.warning)(
+        request, result.describe(labeller=labeller)
+    )
+    return _to_pool(slug, pool.pk, query)
+
+
+@login_required
+@require_POST
+def add_second_labellers(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    form = SecondLabellersForm(request.POST, project=access.project)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            result = services.add_second_labellers(
+                pool=data["pool"],
+                labellers=list(data["labellers"]),
+                double_share=None
+                if data["double_percent"] is None
+                else data["double_percent"] / 100,
+                double_count=data["double_count"],
+                seed=data["seed"],
+                user=request.user,
+            )
+        except services.AssignmentError as exc:
+            form.add_error(None, str(exc))
+        else:
+            (messages.success if result.assignments else messages.warning)(
+                request, result.describe()
+            )
+            return _to_pool(slug, data["pool"].pk)
+    return render(
+        request,
+        "labelling/assignments.html",
+        _lead_context(request, access, seconds=form),
+        status=400,
+    )
 
 
 @login_required
@@ -217,12 +303,25 @@ def show_assignment(request: HttpRequest, slug: str, assignment_id: int) -> Http
         .defer("version__text", "version__minhash", "version__extraction")
         .order_by("shuffle_rank", "pk")
     )
+    candidates = list(candidates)
     judgements = {
         j.candidate_id: j
-        for j in Judgement.objects.filter(assignment=assignment)
+        for j in Judgement.objects.filter(
+            assignment=assignment, candidate__in=[c.pk for c in candidates]
+        )
         .select_related("guideline")
         .prefetch_related("spans")
     }
+    # History rows of passages an access group hides from the viewer are left out, like the
+    # passages themselves; the others are numbered as in the judgements table.
+    number = {c.pk: i for i, c in enumerate(candidates, start=1)}
+    changes = [
+        (change, number.get(change.candidate_id))
+        for change in Change.objects.filter(assignment=assignment)
+        .filter(Q(candidate__isnull=True) | Q(candidate__in=list(number)))
+        .select_related("made_by", "undoes")
+        .order_by("-pk")[:200]
+    ]
     others = Assignment.objects.other_slots_of(assignment).select_related("labeller")
     context = {
         "access": access,
@@ -232,9 +331,58 @@ def show_assignment(request: HttpRequest, slug: str, assignment_id: int) -> Http
         "verdict": Verdict.objects.filter(assignment=assignment)
         .select_related("guideline")
         .first(),
-        "changes": Change.objects.filter(assignment=assignment)
-        .select_related("made_by", "undoes")
-        .order_by("-pk")[:200],
+        "changes": changes,
         "others": others,
     }
     return render(request, "labelling/show_assignment.html", context)
+
+
+# Excluding a question from its set -----------------------------------------------------------
+
+
+def _lead_question(request, slug: str, set_id: int, question_id: int):
+    access = project_access(request.user, slug, role=Role.LEAD)
+    question = get_object_or_404(
+        Question, question_set__project=access.project, question_set_id=set_id, pk=question_id
+    )
+    return access, question
+
+
+def _after_exclusion(request, slug: str, question: Question) -> HttpResponse:
+    if request.POST.get("next") == "gold":
+        return redirect("labelling:show-gold", slug=slug, set_id=question.question_set_id)
+    return redirect("labelling:list-assignments", slug=slug)
+
+
+@login_required
+@require_POST
+def exclude_question(request: HttpRequest, slug: str, set_id: int, question_id: int):
+    _, question = _lead_question(request, slug, set_id, question_id)
+    form = ExcludeQuestionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, form.first_problem())
+        return _after_exclusion(request, slug, question)
+    try:
+        exclusion.exclude_question(
+            question=question, user=request.user, reason=form.cleaned_data["reason"]
+        )
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"{question.external_id} is excluded from {question.question_set.name}: it is "
+            "nobody's work any more and no part of the gold set. Its labels are kept.",
+        )
+    return _after_exclusion(request, slug, question)
+
+
+@login_required
+@require_POST
+def include_question(request: HttpRequest, slug: str, set_id: int, question_id: int):
+    _, question = _lead_question(request, slug, set_id, question_id)
+    exclusion.include_question(question=question, user=request.user)
+    messages.success(
+        request, f"{question.external_id} is part of {question.question_set.name} again."
+    )
+    return _after_exclusion(request, slug, question)

@@ -34,6 +34,7 @@ def test_lead_imports_questions_builds_bm25_and_pools(worker, live_server, page,
 
     log_in(page, live_server, "lena", PASSWORD)
     page.goto(f"{live_server.url}/p/acme/")
+    page.get_by_role("button", name="Labelling").click()  # the menu's pages open under it
     page.get_by_role("link", name="Questions").click()
     page.get_by_role("link", name="Import questions").click()
     page.get_by_label("Question set").fill("staff")
@@ -49,6 +50,7 @@ def test_lead_imports_questions_builds_bm25_and_pools(worker, live_server, page,
         "How many days carry over??",
     ]
 
+    page.get_by_role("button", name="Corpus").click()
     page.get_by_role("link", name="Retrievers").click()
     page.get_by_role("link", name="Add a retriever").click()
     page.get_by_label("Name").fill("keywords")
@@ -61,6 +63,7 @@ def test_lead_imports_questions_builds_bm25_and_pools(worker, live_server, page,
     expect(page.locator(".job-state")).to_have_text("Succeeded", timeout=60_000)
     assert Retriever.objects.get(name="keywords").active_index is not None
 
+    page.get_by_role("button", name="Labelling").click()
     page.get_by_role("link", name="Pools").click()
     page.get_by_role("link", name="Create a pool").click()
     page.get_by_label("Name").fill("first")

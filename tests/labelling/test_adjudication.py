@@ -103,6 +103,8 @@ def test_agreement_report_counts_double_labelled_items(labelled):
     assert report["disagreements"] == [
         {
             "question_id": "q1",
+            "question_pk": labelled["q1"].pk,
+            "pool": labelled["pool"].pk,
             "candidate": labelled["cands"]["q1-vpn"].pk,
             "doc_id": "vpn",
             "grades": [0, 1],

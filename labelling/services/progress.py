@@ -1,0 +1,99 @@
+"""The lead's progress plots: questions done over time per question set, and each labeller's
+speed. Read as the viewer may see them: judgements on documents an access group hides from
+the viewer count nowhere (`Candidate.objects.not_hidden_from`)."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from corpus.models import Project
+from labelling.charts import BarChart, TimeChart, bar_chart, time_chart
+from labelling.models import Assignment, Candidate, Judgement
+
+User = get_user_model()
+
+
+@dataclass(frozen=True)
+class LabellerSpeed:
+    labeller: str
+    judgements: int
+    timed: int  # judgements with the seconds the page measured (imported ones have none)
+    hours: float
+    median_seconds: float | None
+
+    @property
+    def per_hour(self) -> float | None:
+        """Judgements per hour spent on passages (the grading page's own clock)."""
+        return self.timed / self.hours if self.hours else None
+
+    def describe(self) -> str:
+        if self.per_hour is None:
+            return f"{self.judgements} judgement{'s' if self.judgements != 1 else ''}, not timed"
+        return (
+            f"{self.per_hour:.0f} per hour · median {self.median_seconds:.0f} s · "
+            f"{self.judgements} judgement{'s' if self.judgements != 1 else ''}"
+        )
+
+
+@dataclass(frozen=True)
+class ProgressPlots:
+    progress: TimeChart | None
+    speed: BarChart | None
+    speeds: list[LabellerSpeed]
+    sets: list[tuple[str, int, int]]  # question set, assignments done, assignments
+
+
+def progress_plots(*, project: Project, viewer) -> ProgressPlots:
+    """The plots end at the last finished question, not at the moment of the request: the
+    same work draws the same picture whenever it is looked at."""
+    assignments = (
+        Assignment.objects.in_project(project)
+        .filter(question__excluded_at__isnull=True)
+        .values_list("pool__question_set__name", "assigned_at", "created_at", "completed_at")
+    )
+    by_set: dict[str, list] = defaultdict(list)
+    for name, assigned_at, created_at, completed_at in assignments:
+        by_set[name].append((assigned_at or created_at, completed_at))
+    series, sets, starts, ends = [], [], [], []
+    for name in sorted(by_set):
+        rows = by_set[name]
+        done = sorted(timezone.localtime(c) for _, c in rows if c is not None)
+        sets.append((name, len(done), len(rows)))
+        if not done:
+            continue
+        # Work imported with its times may be done before it was assigned here.
+        start = min([timezone.localtime(begun) for begun, _ in rows] + done[:1])
+        points = [(start, 0.0)] + [(moment, (i + 1) / len(rows)) for i, moment in enumerate(done)]
+        series.append((name, points))
+        starts.append(start)
+        ends.append(done[-1])
+    progress = time_chart(series, start=min(starts), end=max(ends)) if series else None
+
+    seen = Candidate.objects.not_hidden_from(viewer).values("pk")
+    per_labeller: dict[int, list[float]] = defaultdict(list)
+    for labeller_id, seconds in Judgement.objects.filter(
+        assignment__pool__question_set__project=project,
+        assignment__labeller__isnull=False,
+        candidate__in=seen,
+    ).values_list("assignment__labeller_id", "seconds_spent"):
+        per_labeller[labeller_id].append(seconds)
+    names = dict(User.objects.filter(pk__in=per_labeller).values_list("pk", "username"))
+    speeds = []
+    for labeller_id, all_seconds in sorted(per_labeller.items(), key=lambda i: names[i[0]]):
+        timed = [s for s in all_seconds if s > 0]
+        speeds.append(
+            LabellerSpeed(
+                labeller=names[labeller_id],
+                judgements=len(all_seconds),
+                timed=len(timed),
+                hours=sum(timed) / 3600,
+                median_seconds=statistics.median(timed) if timed else None,
+            )
+        )
+    speed = bar_chart([(s.labeller, s.per_hour, s.describe()) for s in speeds]) if speeds else None
+    return ProgressPlots(progress=progress, speed=speed, speeds=speeds, sets=sets)

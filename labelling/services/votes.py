@@ -1,0 +1,334 @@
+"""The votes of a question set, read once for the agreement, adjudication and gold pages.
+
+Two things decide what a page may say about an item besides its votes:
+
+- **the viewer**: a lead or admin outside a document's access groups learns nothing of it, so
+  with ``viewer`` every candidate on a document hidden from them is left out, as if it did not
+  exist (and every count, statistic and row built on these reads with it);
+- **who can vote**: a labeller whose access groups hide a passage's document never sees it, so
+  they are no planned voter for it (their assignment is done without it). A double-labelled
+  question's passage that only one labeller can see is single-labelled; a vote that can never
+  come (a deactivated account, an open slot nobody left can claim, no labeller able to see the
+  passage) makes the item "unreachable", for a lead to decide (`labelling.resolution`).
+
+Questions a lead excluded from their set are nobody's work and no part of the gold.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from django.db.models import Prefetch, QuerySet
+
+from corpus.models import AccessGroup, Document, DocumentVersion, Membership
+from labelling.models import (
+    Assignment,
+    Candidate,
+    Guideline,
+    Judgement,
+    Pool,
+    Question,
+    QuestionSet,
+    Resolution,
+    Span,
+    VerdictOutcome,
+)
+from labelling.resolution import (
+    Decision,
+    Pending,
+    VerdictDecision,
+    Vote,
+    resolve_item,
+    resolve_verdict,
+)
+
+
+@dataclass
+class ItemVotes:
+    """Everything known about one candidate of one question in one pool."""
+
+    pool: Pool
+    question: Question
+    candidate: Candidate
+    planned_votes: int  # labellers who voted or still may (those who can see the passage)
+    judgements: list[Judgement] = field(default_factory=list)
+    resolution: Resolution | None = None
+    unreachable: str = ""  # why a planned vote can never come
+    unseen_by: list[str] = field(default_factory=list)  # labellers the document is hidden from
+    waiting_for: list[str] = field(default_factory=list)  # who may still vote
+
+    @cached_property
+    def votes(self) -> list[Vote]:
+        return [
+            Vote(
+                labeller=j.assignment.labeller.get_username() if j.assignment.labeller else "?",
+                grade=j.grade,
+                spans=tuple((s.start, s.end) for s in j.span_list),
+            )
+            for j in self.judgements
+        ]
+
+    @property
+    def single_by_access(self) -> bool:
+        """Double-labelled by plan, but only one of its labellers can see the passage."""
+        return bool(self.unseen_by) and self.planned_votes == 1
+
+    def decide(self, *, min_span_f1: float) -> Decision | Pending:
+        resolved = None
+        if self.resolution is not None and self.resolution.grade is not None:
+            resolved = Decision(
+                grade=self.resolution.grade,
+                spans=tuple((s.start, s.end) for s in self.resolution.spans.all()),
+                source="resolved",
+            )
+        return resolve_item(
+            self.votes,
+            planned_votes=self.planned_votes,
+            resolution=resolved,
+            min_span_f1=min_span_f1,
+            unreachable=self.unreachable,
+        )
+
+
+@dataclass
+class QuestionVotes:
+    pool: Pool
+    question: Question
+    assignments: list[Assignment]
+    items: list[ItemVotes]
+    resolution: Resolution | None = None
+    unreachable: str = ""  # why a labeller's verdict can never come
+
+    @property
+    def outcomes(self) -> list[str]:
+        return finished_outcomes(self.assignments)
+
+    @property
+    def waiting_for(self) -> list[str]:
+        """Who has not finished the question yet."""
+        return [
+            _name(a)
+            for a in self.assignments
+            if a.completed_at is None and not hasattr(a, "verdict")
+        ]
+
+    def decide_verdict(self) -> VerdictDecision | Pending:
+        resolved = self.resolution.outcome if self.resolution and self.resolution.outcome else None
+        return resolve_verdict(
+            self.outcomes,
+            planned_votes=len(self.assignments),
+            resolution=resolved,
+            unreachable=self.unreachable,
+        )
+
+
+def finished_outcomes(assignments: Sequence[Assignment]) -> list[str]:
+    """Verdicts of finished assignments; finishing without a mark means answerable."""
+    outcomes = []
+    for assignment in assignments:
+        verdict = getattr(assignment, "verdict", None)
+        if verdict is not None:
+            outcomes.append(verdict.outcome)
+        elif assignment.completed_at is not None:
+            outcomes.append(VerdictOutcome.ANSWERABLE)
+    return outcomes
+
+
+class Sight:
+    """Which users of a project can see which documents, read once for a whole set."""
+
+    def __init__(self, *, project_id: int, document_ids: Iterable[int]) -> None:
+        self._groups_of_document: dict[int, set[int]] = defaultdict(set)
+        links = Document.access_groups.through.objects.filter(document_id__in=set(document_ids))
+        for document_id, group_id in links.values_list("document_id", "accessgroup_id"):
+            self._groups_of_document[document_id].add(group_id)
+        self._groups_of_user: dict[int, set[int]] = defaultdict(set)
+        members = AccessGroup.members.through.objects.filter(accessgroup__project_id=project_id)
+        for user_id, group_id in members.values_list("user_id", "accessgroup_id"):
+            self._groups_of_user[user_id].add(group_id)
+        # Anyone who may press "Next question" and claim an open slot.
+        self.claimants = set(
+            Membership.objects.filter(project_id=project_id, user__is_active=True).values_list(
+                "user_id", flat=True
+            )
+        )
+
+    def sees(self, user_id: int, document_id: int) -> bool:
+        groups = self._groups_of_document.get(document_id)
+        return not groups or bool(groups & self._groups_of_user.get(user_id, set()))
+
+
+def _name(assignment: Assignment) -> str:
+    return assignment.labeller.get_username() if assignment.labeller else "an open slot"
+
+
+@dataclass
+class _Voters:
+    planned: int = 0
+    unreachable: list[str] = field(default_factory=list)
+    unseen: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+
+
+def _item_voters(
+    candidate: Candidate,
+    assignments: Sequence[Assignment],
+    judged_by: set[int],
+    sight: Sight,
+) -> _Voters:
+    """Who voted on a passage, who still may, who never will (and why), who cannot see it."""
+    document_id = candidate.version.document_id
+    voters = _Voters()
+    holders = {a.labeller_id for a in assignments if a.labeller_id is not None}
+    for assignment in assignments:
+        if assignment.pk in judged_by:
+            voters.planned += 1
+        elif assignment.labeller_id is None:
+            if any(sight.sees(user_id, document_id) for user_id in sight.claimants - holders):
+                voters.planned += 1
+                voters.waiting.append(_name(assignment))
+            else:
+                voters.unreachable.append("nobody left who could claim its open slot can see it")
+        elif not sight.sees(assignment.labeller_id, document_id):
+            voters.unseen.append(_name(assignment))
+        elif not assignment.labeller.is_active:
+            voters.planned += 1
+            voters.unreachable.append(f"{_name(assignment)}'s account is deactivated")
+        else:
+            voters.planned += 1
+            voters.waiting.append(_name(assignment))
+    return voters
+
+
+def _verdict_unreachable(assignments: Sequence[Assignment], sight: Sight) -> str:
+    reasons = []
+    holders = {a.labeller_id for a in assignments if a.labeller_id is not None}
+    for assignment in assignments:
+        if assignment.completed_at is not None or hasattr(assignment, "verdict"):
+            continue
+        if assignment.labeller_id is None:
+            if not sight.claimants - holders:
+                reasons.append("nobody is left to claim its open slot")
+        elif not assignment.labeller.is_active:
+            reasons.append(f"{_name(assignment)}'s account is deactivated")
+    return "; ".join(reasons)
+
+
+def restricted_elsewhere(*, project, viewer) -> bool:
+    """Whether the project has access groups ``viewer`` is not in. It never depends on the
+    documents of those groups, so a page may say so without revealing any of them."""
+    return AccessGroup.objects.filter(project=project).exclude(members=viewer).exists()
+
+
+def gather_votes(
+    *,
+    question_set: QuestionSet,
+    viewer=None,
+    pool_id: int | None = None,
+    question_id: int | None = None,
+    candidate_id: int | None = None,
+) -> list[QuestionVotes]:
+    """Every pooled, assigned question of the set with its assignments, judgements and
+    resolutions; with ``viewer``, only the candidates on documents they may see.
+
+    With ``pool_id`` and ``question_id``, only that question is read (and of its candidates
+    only ``candidate_id``, if given).
+    """
+    pools = list(question_set.pools.all())
+    questions = Question.objects.filter(question_set=question_set).included()
+    assigned = Assignment.objects.filter(pool__in=pools, question__in=questions)
+    resolved = Resolution.objects.filter(pool__in=pools)
+    candidates: QuerySet = Candidate.objects.filter(pool__in=pools, question__in=questions)
+    if viewer is not None:
+        candidates = candidates.not_hidden_from(viewer)
+    if pool_id is not None or question_id is not None:
+        # The adjudication pages need one question, not the set: read only its rows.
+        one = {"pool_id": pool_id, "question_id": question_id}
+        assigned = assigned.filter(**one)
+        resolved = resolved.filter(**one)
+        candidates = candidates.filter(**one)
+        if candidate_id is not None:
+            candidates = candidates.filter(pk=candidate_id)
+    # A set has thousands of candidates: read each row's own columns only, and share one
+    # object per pool, question, document version, assignment and guideline among them.
+    rows = list(
+        candidates.only(
+            "id", "pool_id", "question_id", "version_id", "start", "end", "shuffle_rank"
+        ).order_by("pool_id", "question_id", "shuffle_rank", "pk")
+    )
+    if not rows:
+        return []
+    by_pool = {pool.pk: pool for pool in pools}
+    by_question_id = {q.pk: q for q in questions.filter(pk__in=candidates.values("question_id"))}
+    versions = {
+        v.pk: v
+        for v in DocumentVersion.objects.filter(pk__in=candidates.values("version_id"))
+        .select_related("document")
+        .defer("minhash", "extraction")
+    }
+    for candidate in rows:
+        candidate.pool = by_pool[candidate.pool_id]
+        candidate.question = by_question_id[candidate.question_id]
+        candidate.version = versions[candidate.version_id]
+
+    assignments = defaultdict(list)
+    by_assignment_id = {}
+    for assignment in assigned.select_related("labeller", "verdict").order_by("slot"):
+        assignments[(assignment.pool_id, assignment.question_id)].append(assignment)
+        by_assignment_id[assignment.pk] = assignment
+    judged = Judgement.objects.filter(candidate__in=candidates.values("pk")).defer(
+        "created_at", "updated_at"
+    )
+    guidelines = {g.pk: g for g in Guideline.objects.filter(pk__in=judged.values("guideline_id"))}
+    # Spans as a plain list per judgement (`span_list`): a prefetch into the related manager
+    # builds a queryset per judgement, which costs more than reading them.
+    spans = Prefetch("spans", queryset=Span.objects.defer("created_at"), to_attr="span_list")
+    judgements = defaultdict(list)
+    for judgement in judged.prefetch_related(spans).order_by("assignment__slot", "pk"):
+        assignment = by_assignment_id.get(judgement.assignment_id)
+        if assignment is None:  # an assignment of an excluded question
+            continue
+        judgement.assignment = assignment
+        judgement.guideline = guidelines.get(judgement.guideline_id)
+        judgements[judgement.candidate_id].append(judgement)
+    resolutions = {
+        (r.pool_id, r.question_id, r.candidate_id): r for r in resolved.prefetch_related("spans")
+    }
+    sight = Sight(
+        project_id=question_set.project_id,
+        document_ids={c.version.document_id for c in rows},
+    )
+    by_question: dict[tuple[int, int], QuestionVotes] = {}
+    for candidate in rows:
+        key = (candidate.pool_id, candidate.question_id)
+        held = assignments.get(key, [])
+        if not held:
+            continue
+        if key not in by_question:
+            by_question[key] = QuestionVotes(
+                pool=candidate.pool,
+                question=candidate.question,
+                assignments=held,
+                items=[],
+                resolution=resolutions.get((*key, None)),
+                unreachable=_verdict_unreachable(held, sight),
+            )
+        votes = judgements.get(candidate.pk, [])
+        voters = _item_voters(candidate, held, {j.assignment_id for j in votes}, sight)
+        by_question[key].items.append(
+            ItemVotes(
+                pool=candidate.pool,
+                question=candidate.question,
+                candidate=candidate,
+                planned_votes=voters.planned,
+                judgements=votes,
+                resolution=resolutions.get((*key, candidate.pk)),
+                unreachable="; ".join(voters.unreachable),
+                unseen_by=voters.unseen,
+                waiting_for=voters.waiting,
+            )
+        )
+    return list(by_question.values())
