@@ -1,5 +1,5 @@
-// The grading page, keyboard first (j/k move, 0/1/2 grade, s span, u unanswerable, a answerable,
-// e context, n next question, z undo, ? keys). Every action is sent at once, in order; the
+// The grading page, keyboard first (j/k move, 0/1/2 grade, s span (S: exact selection),
+// u unanswerable, a answerable, e context, n next question, z undo, ? keys). Every action is sent at once, in order; the
 // server answers with the re-rendered pieces, each replacing the element with the same id.
 // If the session has expired, the action is kept in localStorage and sent again after login.
 (function () {
@@ -38,11 +38,6 @@
     if (!flash) return;
     flash.textContent = text;
     flash.className = "flash" + (kind ? " " + kind : "");
-  }
-
-  // Offsets are Python str indices (code points); JavaScript strings count UTF-16 units.
-  function codePoints(text) {
-    return Array.from(text);
   }
 
   function secondsOn(card) {
@@ -233,95 +228,25 @@
     else dialog.showModal();
   }
 
-  // --- turning a selection into a span -----------------------------------------------------
+  // --- turning a selection into a span (static/goldset/selection.js) ----------------------
 
-  function segmentsOf(view) {
-    return Array.from(view.querySelectorAll("[data-start]"));
-  }
-
-  function shown(element) {
-    return element.getClientRects().length > 0;
-  }
-
-  function segmentLength(segment) {
-    return codePoints(segment.textContent).length;
-  }
-
-  // The text offset of a DOM boundary point inside a document view.
-  function offsetAt(view, node, offset) {
-    const element = node.nodeType === Node.TEXT_NODE ? node.parentElement : node;
-    const segment = element && element.closest("[data-start]");
-    if (segment && view.contains(segment)) {
-      const range = document.createRange();
-      range.selectNodeContents(segment);
-      range.setEnd(node, offset);
-      return Number(segment.dataset.start) + codePoints(range.toString()).length;
-    }
-    // A point between segments: the start of the first segment at or after it.
-    const probe = document.createRange();
-    probe.setStart(node, offset);
-    probe.collapse(true);
-    const segments = segmentsOf(view);
-    for (const candidate of segments) {
-      if (probe.comparePoint(candidate, 0) >= 0) return Number(candidate.dataset.start);
-    }
-    const last = segments[segments.length - 1];
-    return Number(last.dataset.start) + segmentLength(last);
-  }
-
-  function selectedSpan() {
-    const selection = window.getSelection();
-    if (!selection || selection.isCollapsed || !selection.rangeCount) {
-      return { error: "Select some text in a passage first, then press s." };
-    }
-    const range = selection.getRangeAt(0);
-    const views = Array.from(root.querySelectorAll(".doc-view")).filter(function (view) {
-      return range.intersectsNode(view);
-    });
-    if (views.length !== 1) return { error: "Select text within one passage at a time." };
-    const view = views[0];
-    const visible = segmentsOf(view).filter(shown);
-    if (!visible.length) return { error: "Select text within one passage at a time." };
-    const first = visible[0];
-    const last = visible[visible.length - 1];
-    // Clamp a selection that starts or ends outside the view to the text that is shown.
-    let start = range.comparePoint(first, 0) === 0 ? Number(first.dataset.start)
-      : offsetAt(view, range.startContainer, range.startOffset);
-    let end = range.comparePoint(last, last.childNodes.length) === 0
-      ? Number(last.dataset.start) + segmentLength(last)
-      : offsetAt(view, range.endContainer, range.endOffset);
-    const all = segmentsOf(view);
-    const base = Number(all[0].dataset.start);
-    const text = codePoints(all.map(function (s) { return s.textContent; }).join(""));
-    // Leading and trailing white space is never evidence.
-    while (start < end && /\s/.test(text[start - base])) start += 1;
-    while (end > start && /\s/.test(text[end - 1 - base])) end -= 1;
-    if (end <= start) return { error: "Select some text in a passage first, then press s." };
-    return {
-      card: view.closest(".candidate"),
-      version: view.dataset.version,
-      start: start,
-      end: end,
-      quote: text.slice(start - base, end - base).join(""),
-    };
-  }
-
-  function markSpan() {
-    const span = selectedSpan();
+  function markSpan(exact) {
+    const span = window.GoldsetSelection.fromSelection(root, { exact: exact });
     if (span.error) {
-      say(span.error, "error");
+      say(span.message, "error");
       return;
     }
-    const index = cards().indexOf(span.card);
+    const card = span.view.closest(".candidate");
+    const index = cards().indexOf(card);
     if (index >= 0 && index !== current) setCurrent(index, false);
     window.getSelection().removeAllRanges();
-    send(span.card.dataset.spanUrl, {
+    send(card.dataset.spanUrl, {
       version: span.version,
       start: String(span.start),
       end: String(span.end),
       quote: span.quote,
-      revision: span.card.dataset.revision,
-      seconds: secondsOn(span.card),
+      revision: card.dataset.revision,
+      seconds: secondsOn(card),
     });
   }
 
@@ -333,7 +258,8 @@
     0: function () { grade(0); },
     1: function () { grade(1); },
     2: function () { grade(2); },
-    s: markSpan,
+    s: function () { markSpan(false); },
+    S: function () { markSpan(true); },
     u: function () { verdict("unanswerable"); },
     a: function () { verdict("answerable"); },
     e: function () { toggleContext(currentCard()); },
