@@ -39,10 +39,10 @@
   const REPEATABLE = { grade: true, span: true, note: true, "remove-span": true, verdict: true };
 
   const SUMMARY = {
-    offline: function (n) { return "Back online: saved " + plural(n, "action") + " made while offline."; },
-    session: function (n) { return "Saved " + plural(n, "action") + " kept from before you logged in again."; },
-    unavailable: function (n) { return "The server is back: saved " + plural(n, "action") + "."; },
-    stored: function (n) { return "Saved " + plural(n, "action") + " kept in this browser from an earlier visit."; },
+    offline: function (n) { return "Back online: saved " + plural(n, "change") + " made while offline."; },
+    session: function (n) { return "Saved " + plural(n, "change") + " kept from before you logged in again."; },
+    unavailable: function (n) { return "The server is back: saved " + plural(n, "change") + "."; },
+    stored: function (n) { return "Saved " + plural(n, "change") + " kept in this browser from an earlier visit."; },
   };
 
   function plural(n, word) {
@@ -125,12 +125,13 @@
 
     function dispatch(action) {
       action.inFlight = true;
+      // The outcome is read from htmx's events (below); the promise only reports it again.
       window.htmx.ajax("POST", action.url, {
         source: source,
         values: values(action),
         swap: "none",
         headers: { "X-Goldset-Action": action.id },
-      });
+      }).catch(function () {});
     }
 
     function send(spec) {
@@ -152,8 +153,8 @@
         if (held) action.reason = held;
       } else if (!navigator.onLine) {
         hold("offline");
-        onMessage("You are offline. " + keptCount() + " kept; they will be saved when the " +
-          "connection returns.", "error", null);
+        onMessage("You are offline. " + keptCount() + " kept in this browser and will be " +
+          "saved when the connection returns.", "error", null);
         scheduleRetry(0);
       } else {
         dispatch(action);
@@ -208,7 +209,7 @@
       const summary = (reasons.length === 1 && SUMMARY[reasons[0]]) || SUMMARY.stored;
       let text = resent.count ? summary(resent.count) : "";
       if (resent.refused) {
-        text += (text ? " " : "") + plural(resent.refused, "kept action") +
+        text += (text ? " " : "") + plural(resent.refused, "kept change") +
           (resent.refused === 1 ? " was" : " were") + " not saved: see the message on the passage.";
       }
       onMessage(text, resent.refused ? "error" : "ok", null);
@@ -251,7 +252,7 @@
     }
 
     function keptCount() {
-      return plural(actions.length, "action");
+      return plural(actions.length, "change") + (actions.length === 1 ? " is" : " are");
     }
 
     // --- htmx events on the source element -------------------------------------------------
@@ -297,8 +298,8 @@
       const xhr = event.detail.xhr;
       const status = xhr.status;
       if (status === 0) {
-        keepFrom(action, "offline",
-          "You are offline. " + keptCount() + " kept; they will be saved when the connection returns.");
+        keepFrom(action, "offline", "The server cannot be reached. " + keptCount() +
+          " kept in this browser and will be saved when the connection returns.");
         scheduleRetry(0);
         return;
       }
@@ -311,8 +312,8 @@
         // 401: the session expired. 403: the page's CSRF token is no longer valid (the cookies
         // were cleared, or the account logged in again elsewhere). Either way a reload goes
         // through the login page if needed and comes back here, where the kept actions are sent.
-        keepFrom(action, "session", "Your session has expired or changed. " + keptCount() +
-          " kept; log in again and they will be saved.");
+        keepFrom(action, "session", "Your session has expired. " + keptCount() +
+          " kept in this browser; log in again and they will be saved.");
         reloadOnce();
         return;
       }

@@ -276,7 +276,7 @@
       anchor: passage ? passage.getBoundingClientRect().top - view.getBoundingClientRect().top : 0,
     });
     const url = card.dataset.documentUrl + (whole ? "?view=passage" : "");
-    window.htmx.ajax("GET", url, { source: root, swap: "none" });
+    window.htmx.ajax("GET", url, { source: root, swap: "none" }).catch(function () {});
   }
 
   function showKeys() {
@@ -500,9 +500,13 @@
     "?": showKeys,
   };
 
+  // Fields that take typing keep their keys; a checkbox or a button does not.
+  const TYPING = "textarea, select, [contenteditable], input:not([type=checkbox]):not([type=radio])" +
+    ":not([type=button]):not([type=submit])";
+
   document.addEventListener("keydown", function (event) {
     const target = event.target;
-    if (target.closest && target.closest("textarea, input, select, [contenteditable]")) {
+    if (target.closest && target.closest(TYPING)) {
       if (event.key === "Escape") target.blur();
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.name === "reason") {
         event.preventDefault();

@@ -171,7 +171,7 @@ def test_an_action_made_after_the_session_expired_is_replayed_after_login(live_s
     page.wait_for_url(f"{live_server.url}{url}")
     expect(cards(page).nth(0)).to_have_class(lambda_has("grade-2"))
     expect(page.locator("#flash")).to_have_text(
-        "Saved 1 action kept from before you logged in again."
+        "Saved 1 change kept from before you logged in again."
     )
     assert Judgement.objects.get().grade == 2
     assert page.evaluate(f"localStorage.getItem('goldset.kept-actions.{lina.pk}')") is None
@@ -207,7 +207,7 @@ def test_a_grade_refused_with_503_is_sent_again_and_saved_once(live_server, brow
     page.route(re.compile(r".*/candidates/\d+/grade/$"), database_gone_twice)
     page.keyboard.press("2")
     expect(cards(page).nth(0)).to_have_class(lambda_has("grade-2"))
-    expect(page.locator("#flash")).to_have_text("The server is back: saved 1 action.")
+    expect(page.locator("#flash")).to_have_text("The server is back: saved 1 change.")
     expect(page.locator("#save-state")).to_have_text("All changes saved")
     assert len(sent) == 3 and len(set(sent)) == 1  # the same action, the same revision
     assert Judgement.objects.get().grade == 2
