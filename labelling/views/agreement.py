@@ -113,7 +113,7 @@ def resolve_item(
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, "Resolved. The labellers' votes are kept and now frozen.")
+            messages.success(request, "Resolved. The labellers' votes are kept.")
             return redirect("labelling:list-adjudication", slug=slug, set_id=set_id)
     text = candidate.version.text
     layers = {name: vote.spans for name, vote in zip("ab", item.votes, strict=False)}
