@@ -27,9 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Length, Substr
-from django.utils import timezone
 
 from corpus.models import DocumentVersion
 from corpus.spans import overlaps
@@ -45,6 +44,7 @@ from labelling.models import (
     Verdict,
     VerdictOutcome,
 )
+from labelling.services.completion import Progress, update_completion
 
 GRADES = {0: "Not relevant", 1: "Partly answers", 2: "Fully answers"}
 MAX_NOTE_CHARS = 5_000
@@ -94,36 +94,6 @@ STALE_MESSAGE = (
     "This was changed in another tab or window after this page loaded, so your change was not "
     "saved. The page now shows what is saved; make your change again if you still want it."
 )
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Where one labeller stands on one question (only their own work, only what they see)."""
-
-    candidate_ids: list[int]  # the passages the labeller sees, in page order
-    graded: int
-    verdict: str | None  # the outcome, if any
-    done: bool
-    relevant: int = 0  # passages graded 1 or 2
-
-    @property
-    def total(self) -> int:
-        return len(self.candidate_ids)
-
-    @property
-    def contradiction(self) -> str:
-        """What contradicts itself in this labeller's answers, said plainly ("" if nothing)."""
-        if self.verdict == VerdictOutcome.UNANSWERABLE and self.relevant:
-            passages = "a passage is" if self.relevant == 1 else f"{self.relevant} passages are"
-            return (
-                f"You marked the question unanswerable, but {passages} graded 1 or 2 (answers "
-                "it at least in part). Change the verdict or the grades."
-            )
-        return ""
-
-    @property
-    def verdict_label(self) -> str:
-        return VerdictOutcome(self.verdict).label if self.verdict else ""
 
 
 @dataclass(frozen=True)
@@ -311,7 +281,7 @@ def record_verdict(
             raise StaleEdit(STALE_MESSAGE)
         _write_verdict(locked, verdict, wanted, revision=current + 1)
         _append(locked, ChangeSubject.VERDICT, None, f"verdict {outcome}", before, wanted, labeller)
-        progress = _update_completion(locked, labeller)
+        progress = update_completion(locked, labeller)
     return Outcome(
         subject=ChangeSubject.VERDICT, candidate=None, changed=True, revision=current + 1,
         progress=progress, newer_guideline=locked.newer_guideline,
@@ -366,7 +336,7 @@ def undo_last_change(
             locked, last.subject, last.candidate, "undo", current, last.before, labeller,
             undoes=last,
         )  # fmt: skip
-        progress = _update_completion(locked, labeller)
+        progress = update_completion(locked, labeller)
     return Outcome(
         subject=last.subject,
         candidate=last.candidate,
@@ -464,7 +434,7 @@ def _edit_judgement(
                 _append(locked, ChangeSubject.JUDGEMENT, candidate, action, before, after, labeller)
                 candidate.grade = after["grade"] if after is not None else None
                 candidate.graded = after is not None
-                progress = _update_completion(locked, labeller, passages=passages)
+                progress = update_completion(locked, labeller, passages=passages)
                 return Outcome(
                     ChangeSubject.JUDGEMENT, candidate, changed=True, revision=current + 1,
                     progress=progress, judgement=judgement, judgement_saved=True,
@@ -670,64 +640,3 @@ def _write_verdict(
     verdict.guideline_id = assignment.write_guideline_id
     verdict.revision = revision
     verdict.save()
-
-
-def assignment_progress(assignment: Assignment, labeller, *, passages=None) -> Progress:
-    """Done means a verdict and a grade on every passage the labeller can see.
-
-    ``passages`` (from `_passages`, with `grade` kept up to date) saves reading them again.
-    """
-    if passages is not None:
-        visible = [(c.pk, c.grade) for c in passages]
-    else:
-        grade = Judgement.objects.filter(assignment=assignment, candidate=OuterRef("pk"))
-        visible = list(
-            Candidate.objects.of_assignment(assignment)
-            .not_hidden_from(labeller)
-            .annotate(grade=Subquery(grade.values("grade")[:1]))
-            .order_by("shuffle_rank", "pk")
-            .values_list("pk", "grade")
-        )
-    verdict = Verdict.objects.filter(assignment=assignment).values_list("outcome", flat=True)
-    outcome = verdict.first()
-    graded_visible = sum(1 for _, grade in visible if grade is not None)
-    return Progress(
-        candidate_ids=[pk for pk, _ in visible],
-        graded=graded_visible,
-        verdict=outcome,
-        done=outcome is not None and graded_visible == len(visible),
-        relevant=sum(1 for _, grade in visible if grade is not None and grade >= 1),
-    )
-
-
-def _update_completion(assignment: Assignment, labeller, *, passages=None) -> Progress:
-    progress = assignment_progress(assignment, labeller, passages=passages)
-    if progress.done and assignment.completed_at is None:
-        assignment.completed_at = timezone.now()
-        assignment.save(update_fields=["completed_at"])
-    elif not progress.done and assignment.completed_at is not None:
-        assignment.completed_at = None
-        assignment.save(update_fields=["completed_at"])
-    return progress
-
-
-def refresh_completion(project, user_ids: set[int] | None, document_ids: set[int] | None) -> None:
-    """Recompute "done" where access changed: a revoked passage no longer waits for a grade, a
-    granted one does. Only assignments with a verdict can be done, so only they are read."""
-    assignments = (
-        Assignment.objects.in_project(project)
-        .filter(labeller__isnull=False)
-        .filter(Exists(Verdict.objects.filter(assignment=OuterRef("pk"))))
-        .select_related("labeller")
-    )
-    if user_ids is not None:
-        assignments = assignments.filter(labeller_id__in=user_ids)
-    if document_ids is not None:
-        touched = Candidate.objects.filter(
-            pool_id=OuterRef("pool_id"),
-            question_id=OuterRef("question_id"),
-            version__document_id__in=document_ids,
-        )
-        assignments = assignments.filter(Exists(touched))
-    for assignment in assignments:
-        _update_completion(assignment, assignment.labeller)

@@ -46,6 +46,7 @@ from labelling.models import (
     VerdictOutcome,
 )
 from labelling.services import judgements as services
+from labelling.services.completion import Progress, assignment_progress
 from labelling.services.guidelines import current_guideline, render_guideline
 
 # Characters of document text shown on each side of a passage when its context is expanded.
@@ -198,7 +199,7 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
     cards = _cards(assignment, user, slug=access.project.slug)
     verdict = Verdict.objects.filter(assignment=assignment).first()
     guideline = current_guideline(access.project)
-    progress = services.Progress(
+    progress = Progress(
         candidate_ids=[card.candidate.pk for card in cards],
         graded=sum(1 for card in cards if card.judgement is not None),
         verdict=verdict.outcome if verdict else None,
@@ -356,7 +357,7 @@ def _answer(
     context: dict = {"message": message, "message_kind": kind, "oob": True}
     subject = revision = None
     if assignment is not None and outcome is not None:
-        progress = outcome.progress or services.assignment_progress(assignment, request.user)
+        progress = outcome.progress or assignment_progress(assignment, request.user)
         shown = _shown_guideline(request)
         context.update(_fixed_context(assignment, shown))
         context.update({"project": access.project, "progress": progress, "notice": notice})

@@ -4,6 +4,7 @@ import pytest
 
 from labelling.models import Assignment, Candidate, Change, ChangeSubject, Judgement, Span, Verdict
 from labelling.services import judgements as services
+from labelling.services.completion import assignment_progress
 from labelling.services.guidelines import (
     GuidelineError,
     current_guideline,
@@ -409,7 +410,7 @@ def test_members_of_the_documents_access_group_may_grade_it(project, member):
         assignment=assignment, candidate_id=hidden.pk, labeller=hana, grade=2, revision=0
     )
     assert Judgement.objects.get().candidate == hidden
-    assert services.assignment_progress(assignment, hana).total == 3
+    assert assignment_progress(assignment, hana).total == 3
 
 
 def test_the_hand_written_grading_query_matches_the_orm_rules(project, member):
