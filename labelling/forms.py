@@ -209,12 +209,23 @@ class OptionalWholeNumberField(WholeNumberField):
         return number
 
 
+class PassageIdsField(forms.CharField):
+    """Passage (candidate) ids, comma-separated; anything else in the list is ignored."""
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, max_length=2000, **kwargs)
+
+    def to_python(self, value) -> frozenset[int]:
+        text = super().to_python(value)
+        return frozenset(int(part) for part in text.split(",") if part.strip().isdigit())
+
+
 class GradingPageForm(forms.Form):
     """What every grading write says about the page that sent it (not passed to services):
-    the account the page was opened for, and whether it shows a passage's whole document."""
+    the account the page was opened for, and the passages whose whole document it shows."""
 
     labeller = OptionalWholeNumberField(meaning="account of this page")
-    whole = forms.BooleanField(required=False)
+    whole = PassageIdsField()
 
 
 class GradingWriteForm(forms.Form):

@@ -288,7 +288,7 @@ def _write(action: Callable[..., services.Outcome | HttpResponse]) -> Callable:
             if not request.htmx:
                 raise  # a plain 404, never a redirect into a project the user is not in
             return _answer(request, None, None, str(exc), status=404)
-        whole = page.cleaned_data["whole"]
+        whole = page.cleaned_data["whole"]  # the passages shown in their whole document
         try:
             outcome = action(request, access, assignment, **ids)
             if isinstance(outcome, HttpResponse):
@@ -339,7 +339,7 @@ def _guideline_notice(outcome) -> str:
 
 
 def _answer(
-    request, access, assignment, message: str, *, status: int, outcome=None, whole=False
+    request, access, assignment, message: str, *, status: int, outcome=None, whole=frozenset()
 ) -> HttpResponse:
     notice = _guideline_notice(outcome) if status == 200 else ""
     if not request.htmx:
@@ -369,7 +369,7 @@ def _answer(
                 slug=access.project.slug,
                 only=candidate,
                 saved=outcome,
-                whole=whole,
+                whole=candidate.pk in whole,
             )
             if cards and candidate.pk in progress.candidate_ids:
                 card = cards[0]

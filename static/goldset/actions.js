@@ -18,6 +18,9 @@
 //   ("goldset.kept-actions.<user id>"), carry that account's id (the server refuses an action
 //   whose account is not the session's), are sent only from a page of that account, and are
 //   dropped when it logs out (goldset.js). They expire after a day.
+// - Tabs. Each page owns its stored entries and, while it has some, says every few seconds
+//   that it is alive ("goldset.kept-actions.<user id>.pages"); the next page in the same tab,
+//   or any page once the owner has gone quiet (a closed tab), takes them over and sends them.
 //
 // Interface: GoldsetActions.create(options) -> queue
 //   options: {source, user, page, loginUrl, onState(state), onMessage(text, kind, action),
@@ -31,7 +34,12 @@
 
   const PREFIX = "goldset.kept-actions.";
   const LEGACY_KEY = "goldset.pending-actions"; // before kept actions had an owner
+  const PAGE_KEY = "goldset.kept-actions-page"; // sessionStorage: this tab's previous page
   const MAX_AGE_MS = 24 * 3600 * 1000;
+  // Several tabs of one account share the stored list; each page owns its entries and says it
+  // is alive. Entries of a page that stopped saying so (closed, navigated away) are adopted.
+  const HEARTBEAT_MS = 3000;
+  const STALE_MS = 10000;
   const RETRY_MS = [1000, 2000, 5000, 10000, 30000, 60000];
   const ANSWERED = [400, 404, 409]; // refused with a message; nothing to resend
   // Actions that may be sent twice without harm (the server answers a repeat of what is saved
@@ -53,13 +61,28 @@
     return PREFIX + user;
   }
 
-  function readStored(user) {
+  function readJSON(key, empty) {
     try {
-      const list = JSON.parse(window.localStorage.getItem(storageKey(user)) || "[]");
-      return Array.isArray(list) ? list : [];
+      const value = JSON.parse(window.localStorage.getItem(key) || "null");
+      return value && typeof value === "object" ? value : empty;
     } catch (error) {
-      return [];
+      return empty;
     }
+  }
+
+  function writeJSON(key, value, keep) {
+    try {
+      if (keep) window.localStorage.setItem(key, JSON.stringify(value));
+      else window.localStorage.removeItem(key);
+    } catch (error) { /* a full or disabled storage: the actions are still in memory */ }
+  }
+
+  function fresh(entry) {
+    return entry && entry.url && Date.now() - entry.at < MAX_AGE_MS;
+  }
+
+  function newId() {
+    return Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 10);
   }
 
   function create(options) {
@@ -82,21 +105,73 @@
     } catch (error) { /* storage may be unavailable; nothing was kept there then */ }
 
     let loggedOut = false;
+    const owner = newId(); // this page
+    let previous = null; // the page this tab showed before, whose entries are ours to take
+    try {
+      // Per account: another account's page in this tab (after a new login) is not ours.
+      previous = window.sessionStorage.getItem(PAGE_KEY + "." + user);
+      window.sessionStorage.setItem(PAGE_KEY + "." + user, owner);
+    } catch (error) { /* without session storage, a reload waits for the staleness instead */ }
+    const listKey = storageKey(user);
+    const adopted = new Set(); // ids of entries taken over from another page
+    const beatKey = storageKey(user) + ".pages";
 
     function persist() {
       if (loggedOut) return;
-      const kept = actions
+      const others = readJSON(listKey, []).filter(function (a) {
+        return fresh(a) && a.owner !== owner && !adopted.has(a.id);
+      });
+      const mine = actions
         .filter(function (a) { return REPEATABLE[a.kind] || !a.sent; })
         .map(function (a) {
           return {
             id: a.id, url: a.url, fields: a.fields, subject: a.subject, base: a.base,
-            kind: a.kind, page: a.page, at: a.at, reason: a.reason || "stored",
+            kind: a.kind, page: a.page, at: a.at, reason: a.reason || "stored", owner: owner,
           };
         });
-      try {
-        if (kept.length) window.localStorage.setItem(storageKey(user), JSON.stringify(kept));
-        else window.localStorage.removeItem(storageKey(user));
-      } catch (error) { /* a full or disabled storage: the actions are still in memory */ }
+      const all = others.concat(mine);
+      writeJSON(listKey, all, all.length > 0);
+      beat();
+    }
+
+    function beat() {
+      if (loggedOut) return;
+      const beats = readJSON(beatKey, {});
+      const now = Date.now();
+      Object.keys(beats).forEach(function (page) {
+        if (now - beats[page] > STALE_MS) delete beats[page];
+      });
+      const stored = readJSON(listKey, []);
+      if (stored.some(function (a) { return a.owner === owner; })) beats[owner] = now;
+      else delete beats[owner];
+      writeJSON(beatKey, beats, Object.keys(beats).length > 0);
+    }
+
+    // Entries no living page owns: this page's predecessor in the tab, or a page that has not
+    // said it is alive for a while (a closed tab). They are sent from here, after ours.
+    function adopt() {
+      if (loggedOut) return;
+      const beats = readJSON(beatKey, {});
+      const now = Date.now();
+      const orphans = readJSON(listKey, []).filter(function (a) {
+        if (!fresh(a) || a.owner === owner) return false;
+        if (a.owner === previous) return true;
+        // An undo is taken only from this tab's own previous page: two pages picking up the
+        // same orphan at once would undo twice.
+        return REPEATABLE[a.kind] && (!beats[a.owner] || now - beats[a.owner] > STALE_MS);
+      });
+      if (!orphans.length) return;
+      const known = new Set(actions.map(function (a) { return a.id; }));
+      orphans.forEach(function (a) {
+        adopted.add(a.id);
+        if (known.has(a.id)) return;
+        actions.push(Object.assign({}, a, { inFlight: false, sent: false, reason: a.reason || "stored" }));
+      });
+      changed();
+      if (!held && !pumping) {
+        held = "stored";
+        window.setTimeout(resume, 0);
+      }
     }
 
     function state() {
@@ -363,18 +438,13 @@
     // except an undo in flight, which is not resent (see REPEATABLE).
     window.addEventListener("pagehide", persist);
 
-    // Actions kept from an earlier visit of this account: send them first, in order.
-    const stored = readStored(user).filter(function (a) {
-      return a && a.url && Date.now() - a.at < MAX_AGE_MS;
-    });
-    if (stored.length) {
-      actions = stored.map(function (a) {
-        return Object.assign({}, a, { inFlight: false, reason: a.reason || "stored" });
-      });
-      held = "stored";
-      changed();
-      window.setTimeout(resume, 0);
-    }
+    // Actions kept from an earlier visit of this account: send them first, in order; and
+    // keep looking for those a tab closed meanwhile left behind.
+    adopt();
+    window.setInterval(function () {
+      beat();
+      adopt();
+    }, HEARTBEAT_MS);
 
     return {
       send: send,

@@ -26,6 +26,7 @@
     document.dispatchEvent(new CustomEvent("goldset:logout", { detail: { user: form.dataset.user } }));
     try {
       window.localStorage.removeItem(key);
+      window.localStorage.removeItem(key + ".pages");
     } catch (error) { /* nothing can have been kept without storage */ }
   });
 })();

@@ -136,11 +136,12 @@
     onMessage: function (text, kind, action) {
       say(text, kind, action ? cardBySubject(action.subject) : null);
     },
-    // Read at the moment the request goes out: the passage may have been opened since.
+    // Read at the moment the request goes out: a passage may have been opened since. The
+    // reply then shows the passage it changed as it is on the page (an undo may change any).
     beforeSend: function (action, parameters) {
-      const card = cardBySubject(action.subject) || (action.kind === "undo" ? currentCard() : null);
-      const view = card && card.querySelector(".doc-view");
-      if (view && view.classList.contains("whole")) parameters.whole = "1";
+      parameters.whole = Array.from(root.querySelectorAll(".candidate .doc-view.whole"))
+        .map(function (view) { return view.closest(".candidate").dataset.candidate; })
+        .join(",");
     },
   });
 

@@ -296,3 +296,37 @@ def test_the_queue_page_saves_what_a_grading_page_kept(live_server, browser):
     assert Judgement.objects.get(assignment__labeller=lina).grade == 2
     assert page.evaluate(f"localStorage.getItem('goldset.kept-actions.{lina.pk}')") is None
     context.close()
+
+
+def test_two_tabs_keep_their_own_actions_and_a_closed_tabs_are_sent_by_the_other(
+    live_server, browser
+):
+    """Tabs of one account share the browser's storage: neither overwrites the other's kept
+    actions, and what a tab closed while offline had kept is sent by a tab still open."""
+    project, pool, q1, lina, omar, url = make_world()
+    q2 = pool.question_set.questions.exclude(pk=q1.pk).get()
+    context, first = open_page(browser, live_server, "lina", url)
+    second = context.new_page()
+    second.set_default_timeout(20_000)
+    second.goto(f"{live_server.url}/p/acme/grade/{pool.pk}/{q2.pk}/")
+    wait_for_keys(second)
+
+    context.set_offline(True)
+    first.keyboard.press("2")
+    second.keyboard.press("1")
+    expect(first.locator("#save-state")).to_contain_text("1 change kept")
+    expect(second.locator("#save-state")).to_contain_text("1 change kept")
+    stored = second.evaluate(f"JSON.parse(localStorage.getItem('goldset.kept-actions.{lina.pk}'))")
+    assert len(stored) == 2 and len({entry["owner"] for entry in stored}) == 2
+    first.close()  # closed with its change still kept
+
+    context.set_offline(False)
+    expect(second.locator("#save-state")).to_have_text("All changes saved", timeout=30_000)
+    # The closed tab's change is taken over once that tab has been quiet for a while (~10 s).
+    for _ in range(60):
+        if second.evaluate(f"localStorage.getItem('goldset.kept-actions.{lina.pk}')") is None:
+            break
+        second.wait_for_timeout(500)
+    grades = {j.assignment.question_id: j.grade for j in Judgement.objects.all()}
+    assert grades == {q1.pk: 2, q2.pk: 1}
+    context.close()

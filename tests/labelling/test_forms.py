@@ -132,8 +132,8 @@ def test_a_bad_guideline_version_is_refused_after_the_labellers_own_values(sent)
 
 
 def test_the_page_form_reads_the_account_and_the_whole_document_flag():
-    form = GradingPageForm({"labeller": "12", "whole": "1"})
-    assert form.is_valid() and form.cleaned_data == {"labeller": 12, "whole": True}
+    form = GradingPageForm({"labeller": "12", "whole": "7, 9,x,"})
+    assert form.is_valid() and form.cleaned_data == {"labeller": 12, "whole": {7, 9}}
     form = GradingPageForm({})
-    assert form.is_valid() and form.cleaned_data == {"labeller": None, "whole": False}
+    assert form.is_valid() and form.cleaned_data == {"labeller": None, "whole": set()}
     assert not GradingPageForm({"labeller": "ana"}).is_valid()

@@ -758,12 +758,19 @@ def test_a_write_from_a_page_showing_the_whole_document_answers_with_the_whole_d
     response = post(
         client,
         world.url("grade-candidate", candidate=world.c2),
-        {"grade": "2", "revision": "0", "whole": "1"},
+        {"grade": "2", "revision": "0", "whole": f"{world.c1.pk},{world.c2.pk}"},
     )
     pattern = rf'<div class="doc-view whole[^"]*" id="doc-view-{world.c2.pk}"[^>]*>(.*?)</div>'
     view = re.search(pattern, response.content.decode(), re.S)
     assert view and 'data-start="0"' in view.group(1)
     assert "Show the passage only" in response.content.decode()
+    # Only the passages the page shows whole come back whole.
+    other = post(
+        client,
+        world.url("grade-candidate", candidate=world.c1),
+        {"grade": "1", "revision": "0", "whole": str(world.c2.pk)},
+    ).content.decode()
+    assert "doc-view whole" not in other and "Show the whole document" in other
     passage = client.get(
         world.url("show-passage-document", candidate=world.c2) + "?view=passage", **HTMX
     ).content.decode()
