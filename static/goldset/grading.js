@@ -527,6 +527,11 @@
   // Buttons and forms take the same path as the keys (and work without JavaScript too).
   root.addEventListener("submit", function (event) {
     const form = event.target;
+    if (form.id === "next-question-form") {
+      event.preventDefault();
+      nextQuestion(); // after what was already sent
+      return;
+    }
     const kind = form.dataset.action;
     if (!kind) return;
     event.preventDefault();
