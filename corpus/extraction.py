@@ -301,7 +301,20 @@ _BOMS = (
 
 def _read_text(name: str, data: bytes) -> _Raw:
     text, encoding = _decode(name, data)
-    return _Raw(text=text, encoding=encoding)
+    return _Raw(text=text, title=_first_line_title(text), encoding=encoding)
+
+
+# A plain-text file's first line is its title when it reads like one: short, and followed by
+# the body. A file that is one long paragraph keeps its file name.
+MAX_FIRST_LINE_TITLE = 120
+
+
+def _first_line_title(text: str) -> str:
+    head, _, rest = text.lstrip().partition("\n")
+    head = " ".join(head.split())
+    if not head or len(head) > MAX_FIRST_LINE_TITLE or not rest.strip():
+        return ""
+    return head
 
 
 def _read_markdown(name: str, data: bytes) -> _Raw:

@@ -52,6 +52,9 @@ def list_projects(request: HttpRequest) -> HttpResponse:
 @require_GET
 def show_project(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug)
+    if not access.is_lead:
+        # Labellers land on their queue; the corpus statistics are for the people who run it.
+        return redirect("labelling:show-queue", slug=slug)
     documents = Document.objects.filter(project=access.project).visible_to(request.user)
     context = {
         "access": access,

@@ -9,6 +9,6 @@ class LabellingConfig(AppConfig):
         # corpus tells labelling when access changes. Handed over here, explicitly: the corpus
         # cannot import labelling.
         from corpus.services.projects import listen_for_access_changes
-        from labelling.services.judgements import refresh_completion
+        from labelling.services.completion import refresh_completion
 
         listen_for_access_changes(refresh_completion)

@@ -1,9 +1,9 @@
 """The forms of labelling's pages: what a request may carry, checked before a service runs.
 
-The grading writes (`GradeForm` ... `RevisionForm`) answer a fetch from the grading page, which
-shows one message: `first_problem` is it. They check the shape of the values only; the rules
-(note length, outcomes, the quote against the stored text) are the services', so every caller
-gets the same messages.
+The grading writes (`GradeForm` ... `UndoForm`, plus `GradingPageForm` about the page itself)
+answer a request from the grading page, which shows one message: `first_problem` is it. They
+check the shape of the values only; the rules (note length, outcomes, the quote against the
+stored text) are the services', so every caller gets the same messages.
 """
 
 from __future__ import annotations
@@ -329,7 +329,49 @@ class TextAsSentField(forms.CharField):
         ]
 
 
+class OptionalWholeNumberField(WholeNumberField):
+    """A whole number of 0 or more, or None when missing or blank."""
+
+    def __init__(self, *, meaning: str, **kwargs):
+        super().__init__(meaning=meaning, required=False, **kwargs)
+
+    def to_python(self, value) -> int | None:
+        if value in (None, ""):
+            return None
+        number = super().to_python(value)
+        if number < 0:
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return number
+
+
+class PassageIdsField(forms.CharField):
+    """Passage (candidate) ids, comma-separated; anything else in the list is ignored."""
+
+    def __init__(self, **kwargs):
+        super().__init__(required=False, max_length=2000, **kwargs)
+
+    def to_python(self, value) -> frozenset[int]:
+        text = super().to_python(value)
+        return frozenset(int(part) for part in text.split(",") if part.strip().isdigit())
+
+
+class GradingPageForm(forms.Form):
+    """What every grading write says about the page that sent it (not passed to services):
+    the account the page was opened for, and the passages whose whole document it shows."""
+
+    labeller = OptionalWholeNumberField(meaning="account of this page")
+    whole = PassageIdsField()
+
+
 class GradingWriteForm(forms.Form):
+    # The guideline version the page showed (0: it showed none); missing means the current one.
+    guideline = OptionalWholeNumberField(meaning="guideline version")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Checked after the fields the labeller acted on, whose problems say more.
+        self.order_fields([name for name in self.fields if name != "guideline"] + ["guideline"])
+
     def first_problem(self) -> str:
         """The first problem in field order (the page shows one message at a time)."""
         return next(iter(self.errors.values()))[0]
@@ -375,6 +417,10 @@ class VerdictForm(GradingWriteForm):
     outcome = TextAsSentField()
     reason = TextAsSentField()
     revision = WholeNumberField(meaning="revision")
+
+
+class UndoForm(GradingWriteForm):
+    """Undo carries only the guideline version the page showed."""
 
 
 # Adjudication --------------------------------------------------------------------------------

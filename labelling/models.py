@@ -226,7 +226,8 @@ class CandidateQuerySet(models.QuerySet):
         self, *, assignment, user, context_chars: int = 0, candidate_id: int | None = None
     ) -> list[Candidate]:
         """The passages of an assignment that the user sees (`not_hidden_from`), in page order,
-        each with `graded`, `revision` (changes made to its judgement), `passage` (its text),
+        each with `grade` (the assignment's judgement of it, or None), `graded`, `revision`
+        (changes made to its judgement), `passage` (its text),
         `doc_id`, `doc_title` and, with `context_chars`, `window`/`window_start`: its text with
         that much around it. Only one candidate with `candidate_id`.
 
@@ -253,8 +254,8 @@ class CandidateQuerySet(models.QuerySet):
         columns = [
             f"c.id, c.pool_id, c.question_id, c.version_id, {start}, {end}, c.shuffle_rank",
             "d.doc_id AS doc_id, d.title AS doc_title",
-            f"EXISTS (SELECT 1 FROM {t['j']} jj WHERE jj.assignment_id = %s"  # noqa: S608
-            " AND jj.candidate_id = c.id) AS graded",
+            f"(SELECT jj.grade FROM {t['j']} jj WHERE jj.assignment_id = %s"  # noqa: S608
+            " AND jj.candidate_id = c.id) AS grade",
             f"(SELECT COUNT(*) FROM {t['ch']} cc WHERE cc.assignment_id = %s"  # noqa: S608
             " AND cc.subject = %s AND cc.candidate_id = c.id) AS revision",
             f"SUBSTR(v.text, {start} + 1, {end} - {start}) AS passage",
@@ -287,7 +288,7 @@ class CandidateQuerySet(models.QuerySet):
         params.append(user.pk)
         rows = list(self.model.objects.raw(sql, params))
         for row in rows:
-            row.graded = bool(row.graded)
+            row.graded = row.grade is not None
         return rows
 
 

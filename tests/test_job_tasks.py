@@ -13,7 +13,7 @@ from django.utils import timezone
 from corpus import jobs
 from corpus.models import Job, JobState
 from corpus.services import projects
-from labelling.services.judgements import refresh_completion
+from labelling.services.completion import refresh_completion
 
 REPO = Path(__file__).resolve().parents[1]
 APPS = ("corpus", "labelling", "evaluation")

@@ -10,18 +10,25 @@ to it, so it only grows, even when an undo removes the row. A page sends the rev
 if the thing changed since, the edit is refused (`StaleEdit`, HTTP 409) and nothing is written.
 A request that asks for the state that is already saved (a double submit, a retry) succeeds
 without writing anything, so a double click never creates two rows or a false conflict.
+
+Guideline: every write records the guideline version the labeller was reading — the one the
+page showed (`guideline_version`; 0 when it showed none) — not whatever a lead saved since.
+
+Blindness: an item a lead has resolved answers a labeller's edit exactly as any other item of a
+finished question does (the edit is saved and appended to the history); the resolution, not the
+vote, is what the gold set takes (`labelling.services.gold`), so refusing the edit would only
+tell the labeller that the question was double-labelled and disputed.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Length, Substr
-from django.utils import timezone
 
 from corpus.models import DocumentVersion
 from corpus.spans import overlaps
@@ -37,6 +44,7 @@ from labelling.models import (
     Verdict,
     VerdictOutcome,
 )
+from labelling.services.completion import Progress, update_completion
 
 GRADES = {0: "Not relevant", 1: "Partly answers", 2: "Fully answers"}
 MAX_NOTE_CHARS = 5_000
@@ -68,39 +76,24 @@ class StaleEdit(GradingError):
     status = 409
 
 
-class Frozen(GradingError):
-    """A lead has resolved the item (`adjudication.is_frozen`): the votes on it are kept as
-    they were. The message does not say why it was reviewed, so it reveals nothing about other
-    labellers."""
-
-    status = 409
+class NothingToUndo(GradingError):
+    """No change of the labeller's on this question is left to undo."""
 
 
-FROZEN_MESSAGE = "A lead has reviewed this and it can no longer be changed."
-
+NOTHING_TO_UNDO = "Nothing to undo on this question."
+GRADED_BY_SPAN = (
+    "Marked as evidence, and the passage is now graded 1 (partly answers). Press 2 if it fully "
+    "answers the question."
+)
+UNKNOWN_GUIDELINE = (
+    "This page shows a guideline version that does not exist in this project, so nothing was "
+    "saved. Reload the page."
+)
 
 STALE_MESSAGE = (
     "This was changed in another tab or window after this page loaded, so your change was not "
     "saved. The page now shows what is saved; make your change again if you still want it."
 )
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Where one labeller stands on one question (only their own work, only what they see)."""
-
-    candidate_ids: list[int]  # the passages the labeller sees, in page order
-    graded: int
-    verdict: str | None  # the outcome, if any
-    done: bool
-
-    @property
-    def total(self) -> int:
-        return len(self.candidate_ids)
-
-    @property
-    def verdict_label(self) -> str:
-        return VerdictOutcome(self.verdict).label if self.verdict else ""
 
 
 @dataclass(frozen=True)
@@ -118,6 +111,8 @@ class Outcome:
     # only set when `judgement_saved`, so the page can be re-rendered without reading it again.
     judgement: Judgement | None = None
     judgement_saved: bool = False
+    # The current guideline version when it is newer than the one the page showed.
+    newer_guideline: int | None = None
 
 
 # Public services --------------------------------------------------------------------------
@@ -125,10 +120,13 @@ class Outcome:
 
 def record_grade(
     *, assignment: Assignment, candidate_id: int, labeller, grade: int, revision: int,
-    seconds: float = 0.0,
+    seconds: float = 0.0, guideline_version: int | None = None,
 ) -> Outcome:  # fmt: skip
     """Grade a candidate 0/1/2. Grading 1 or 2 without evidence yet records the candidate's
-    passage as the default span; grading 0 drops the spans (undo brings them back)."""
+    passage as the default span; grading 0 drops the spans (undo brings them back).
+
+    ``guideline_version`` is the version the labeller's page showed (0: none; None: the
+    current one, for callers without a page)."""
     if grade not in GRADES:
         raise GradingError("A grade is 0 (not relevant), 1 (partly answers) or 2 (fully answers).")
 
@@ -144,12 +142,13 @@ def record_grade(
     return _edit_judgement(
         assignment=assignment, candidate_id=candidate_id, labeller=labeller, revision=revision,
         seconds=seconds, action=f"grade {grade}", apply=apply,
+        guideline_version=guideline_version,
     )  # fmt: skip
 
 
 def record_note(
     *, assignment: Assignment, candidate_id: int, labeller, note: str, revision: int,
-    seconds: float = 0.0,
+    seconds: float = 0.0, guideline_version: int | None = None,
 ) -> Outcome:  # fmt: skip
     note = note.replace("\r\n", "\n").strip()
     if len(note) > MAX_NOTE_CHARS:
@@ -162,31 +161,37 @@ def record_note(
 
     return _edit_judgement(
         assignment=assignment, candidate_id=candidate_id, labeller=labeller, revision=revision,
-        seconds=seconds, action="note", apply=apply,
+        seconds=seconds, action="note", apply=apply, guideline_version=guideline_version,
     )  # fmt: skip
 
 
 def add_span(
     *, assignment: Assignment, candidate_id: int, labeller, version_id: int, start: int,
     end: int, quote: str, revision: int, seconds: float = 0.0,
+    guideline_version: int | None = None,
 ) -> Outcome:  # fmt: skip
     """Add evidence from a text selection, validated against the stored text.
 
     A selection inside an existing span narrows it (the usual case: the default span is the
     whole passage and the labeller picks the sentence that answers); one overlapping spans is
-    merged with them; anything else is added beside them.
+    merged with them; anything else is added beside them. Evidence marked in a passage that is
+    not graded yet (or graded 0) grades it 1, in the same change: marking evidence says the
+    passage answers at least in part, and the labeller is told so and can press 2.
     """
+    graded_by_span = []
 
     def apply(state: JudgementState, candidate: Candidate) -> JudgementState:
-        if state is None or state["grade"] == 0:
-            raise GradingError("Grade this passage 1 or 2 before marking evidence in it.")
         if version_id != candidate.version_id:
             raise GradingError(
                 "Evidence must come from this passage's own document version; reload the page "
                 "and select the text again."
             )
         _check_quote(version_id=version_id, start=start, end=end, quote=quote)
-        new = _copy(state)
+        if state is None or state["grade"] == 0:
+            graded_by_span.append(True)
+            new = {"grade": 1, "note": state["note"] if state else "", "spans": []}
+        else:
+            new = _copy(state)
         spans = [tuple(s) for s in new["spans"]]
         span = (version_id, start, end)
         if span in spans:
@@ -209,16 +214,20 @@ def add_span(
         new["spans"] = [list(s) for s in sorted(spans)]
         return new
 
-    return _edit_judgement(
+    outcome = _edit_judgement(
         assignment=assignment, candidate_id=candidate_id, labeller=labeller, revision=revision,
         seconds=seconds, action="add span", apply=apply,
-        quotes={(version_id, start, end): quote},
+        quotes={(version_id, start, end): quote}, guideline_version=guideline_version,
     )  # fmt: skip
+    if graded_by_span and outcome.changed:
+        return replace(outcome, message=GRADED_BY_SPAN)
+    return outcome
 
 
 def remove_span(
-    *, assignment: Assignment, candidate_id: int, labeller, span_id: int, revision: int
-) -> Outcome:
+    *, assignment: Assignment, candidate_id: int, labeller, span_id: int, revision: int,
+    guideline_version: int | None = None,
+) -> Outcome:  # fmt: skip
     def apply(state: JudgementState, candidate: Candidate) -> JudgementState:
         span = (
             Span.objects.filter(
@@ -240,13 +249,14 @@ def remove_span(
 
     return _edit_judgement(
         assignment=assignment, candidate_id=candidate_id, labeller=labeller, revision=revision,
-        seconds=0.0, action="remove span", apply=apply,
+        seconds=0.0, action="remove span", apply=apply, guideline_version=guideline_version,
     )  # fmt: skip
 
 
 def record_verdict(
-    *, assignment: Assignment, labeller, outcome: str, reason: str, revision: int
-) -> Outcome:
+    *, assignment: Assignment, labeller, outcome: str, reason: str, revision: int,
+    guideline_version: int | None = None,
+) -> Outcome:  # fmt: skip
     """The question-level outcome: answerable, unanswerable (no passage answers it), or can't
     tell, which needs a reason (it is what tells the lead the guideline needs work)."""
     if outcome not in VerdictOutcome.values:
@@ -258,32 +268,36 @@ def record_verdict(
         raise GradingError("Say why you can't tell; the lead uses it to improve the guideline.")
     wanted = {"outcome": outcome, "reason": reason}
     with transaction.atomic():
-        locked = _locked(assignment, labeller)
+        locked = _locked(assignment, labeller, guideline_version)
         verdict = Verdict.objects.filter(assignment=locked).first()
         before = _verdict_state(verdict)
         if before == wanted:
-            return Outcome(subject=ChangeSubject.VERDICT, candidate=None, changed=False)
-        _refuse_if_frozen(locked, None)
+            return Outcome(
+                subject=ChangeSubject.VERDICT, candidate=None, changed=False,
+                newer_guideline=locked.newer_guideline,
+            )  # fmt: skip
         current = _revision(locked, ChangeSubject.VERDICT, None)
         if revision != current:
             raise StaleEdit(STALE_MESSAGE)
         _write_verdict(locked, verdict, wanted, revision=current + 1)
         _append(locked, ChangeSubject.VERDICT, None, f"verdict {outcome}", before, wanted, labeller)
-        progress = _update_completion(locked, labeller)
+        progress = update_completion(locked, labeller)
     return Outcome(
         subject=ChangeSubject.VERDICT, candidate=None, changed=True, revision=current + 1,
-        progress=progress,
+        progress=progress, newer_guideline=locked.newer_guideline,
     )  # fmt: skip
 
 
-def undo_last_change(*, assignment: Assignment, labeller) -> Outcome:
+def undo_last_change(
+    *, assignment: Assignment, labeller, guideline_version: int | None = None
+) -> Outcome:
     """Revert the labeller's most recent change to this assignment that is not yet undone.
 
     The undo is itself a change (history stays append-only); pressing undo again reverts the
     change before, like an editor's undo stack.
     """
     with transaction.atomic():
-        locked = _locked(assignment, labeller)
+        locked = _locked(assignment, labeller, guideline_version)
         last = (
             Change.objects.filter(
                 assignment=locked,
@@ -297,8 +311,7 @@ def undo_last_change(*, assignment: Assignment, labeller) -> Outcome:
             .first()
         )
         if last is None:
-            raise GradingError("Nothing to undo on this question.")
-        _refuse_if_frozen(locked, last.candidate_id)
+            raise NothingToUndo(NOTHING_TO_UNDO)
         revision = _revision(locked, last.subject, last.candidate) + 1
         judgement = None
         if last.subject == ChangeSubject.VERDICT:
@@ -323,7 +336,7 @@ def undo_last_change(*, assignment: Assignment, labeller) -> Outcome:
             locked, last.subject, last.candidate, "undo", current, last.before, labeller,
             undoes=last,
         )  # fmt: skip
-        progress = _update_completion(locked, labeller)
+        progress = update_completion(locked, labeller)
     return Outcome(
         subject=last.subject,
         candidate=last.candidate,
@@ -333,7 +346,35 @@ def undo_last_change(*, assignment: Assignment, labeller) -> Outcome:
         progress=progress,
         judgement=judgement if last.subject == ChangeSubject.JUDGEMENT else None,
         judgement_saved=last.subject == ChangeSubject.JUDGEMENT,
+        newer_guideline=locked.newer_guideline,
     )
+
+
+def undo_latest_change_elsewhere(
+    *, project, labeller, exclude: Assignment, guideline_version: int | None = None
+) -> tuple[Assignment, Outcome]:
+    """Undo the labeller's most recent change on another of their questions in ``project``
+    (what undo does once nothing is left on the current one), and say which question."""
+    own = Assignment.objects.in_project(project).held_by(labeller).exclude(pk=exclude.pk)
+    last = (
+        Change.objects.filter(
+            assignment__in=own,
+            made_by=labeller,
+            subject__in=[ChangeSubject.JUDGEMENT, ChangeSubject.VERDICT],
+            undoes__isnull=True,
+            undone_by__isnull=True,
+        )
+        .select_related("assignment__question")
+        .order_by("-pk")
+        .first()
+    )
+    if last is None:
+        raise NothingToUndo("Nothing left to undo.")
+    assignment = last.assignment
+    outcome = undo_last_change(
+        assignment=assignment, labeller=labeller, guideline_version=guideline_version
+    )
+    return assignment, outcome
 
 
 # Reads used by the grading page ------------------------------------------------------------
@@ -361,13 +402,13 @@ def clamp_seconds(raw) -> float:
 def _edit_judgement(
     *, assignment: Assignment, candidate_id: int, labeller, revision: int, seconds: float,
     action: str, apply: Callable[[JudgementState, Candidate], JudgementState],
-    quotes: dict | None = None,
+    quotes: dict | None = None, guideline_version: int | None = None,
 ) -> Outcome:  # fmt: skip
     seconds = clamp_seconds(seconds)
     for attempt in range(2):
         try:
             with transaction.atomic():
-                locked = _locked(assignment, labeller)
+                locked = _locked(assignment, labeller, guideline_version)
                 passages = _passages(locked, labeller)
                 candidate = _candidate(locked, candidate_id, labeller, passages)
                 judgement = (
@@ -378,8 +419,10 @@ def _edit_judgement(
                 before = _judgement_state(judgement)
                 after = apply(before, candidate)
                 if after == before:
-                    return Outcome(ChangeSubject.JUDGEMENT, candidate, changed=False)
-                _refuse_if_frozen(locked, candidate.pk)
+                    return Outcome(
+                        ChangeSubject.JUDGEMENT, candidate, changed=False,
+                        newer_guideline=locked.newer_guideline,
+                    )  # fmt: skip
                 current = candidate.revision
                 if revision != current:
                     raise StaleEdit(STALE_MESSAGE)
@@ -389,11 +432,13 @@ def _edit_judgement(
                     quotes={**known, **(quotes or {})},
                 )  # fmt: skip
                 _append(locked, ChangeSubject.JUDGEMENT, candidate, action, before, after, labeller)
+                candidate.grade = after["grade"] if after is not None else None
                 candidate.graded = after is not None
-                progress = _update_completion(locked, labeller, passages=passages)
+                progress = update_completion(locked, labeller, passages=passages)
                 return Outcome(
                     ChangeSubject.JUDGEMENT, candidate, changed=True, revision=current + 1,
                     progress=progress, judgement=judgement, judgement_saved=True,
+                    newer_guideline=locked.newer_guideline,
                 )  # fmt: skip
         except IntegrityError:
             # Only reachable where the database has no row locks (SQLite): the unique
@@ -403,28 +448,41 @@ def _edit_judgement(
     raise AssertionError("unreachable")
 
 
-def _refuse_if_frozen(assignment: Assignment, candidate_id: int | None) -> None:
-    from labelling.services.adjudication import is_frozen
-
-    if is_frozen(
-        pool_id=assignment.pool_id, question_id=assignment.question_id, candidate_id=candidate_id
-    ):
-        raise Frozen(FROZEN_MESSAGE)
-
-
-def _locked(assignment: Assignment, labeller) -> Assignment:
-    guideline = Guideline.objects.filter(
-        project_id=OuterRef("pool__question_set__project_id")
-    ).order_by("-version")
+def _locked(assignment: Assignment, labeller, guideline_version: int | None = None) -> Assignment:
+    """The assignment, locked for this write, with `write_guideline_id` (the guideline the write
+    records: the version the page showed, or the current one) and `newer_guideline` (the
+    current version when it is newer than the page's), read in the same query."""
+    guidelines = Guideline.objects.filter(project_id=OuterRef("pool__question_set__project_id"))
+    newest = guidelines.order_by("-version")
+    annotations = {
+        "current_guideline_id": Subquery(newest.values("pk")[:1]),
+        "current_guideline_version": Subquery(newest.values("version")[:1]),
+    }
+    if guideline_version:
+        annotations["shown_guideline_id"] = Subquery(
+            guidelines.filter(version=guideline_version).values("pk")[:1]
+        )
     locked = (
         Assignment.objects.select_for_update(of=("self",))
         .filter(pk=assignment.pk, labeller_id=getattr(labeller, "pk", None))
-        .annotate(current_guideline_id=Subquery(guideline.values("pk")[:1]))
+        .annotate(**annotations)
         .order_by()
         .first()
     )
     if locked is None:
         raise NotInQueue("This question is not in your queue.")
+    current = locked.current_guideline_version
+    if guideline_version is None:
+        locked.write_guideline_id = locked.current_guideline_id
+        locked.newer_guideline = None
+    elif guideline_version == 0:
+        locked.write_guideline_id = None
+        locked.newer_guideline = current
+    else:
+        if locked.shown_guideline_id is None:
+            raise GradingError(UNKNOWN_GUIDELINE)
+        locked.write_guideline_id = locked.shown_guideline_id
+        locked.newer_guideline = current if current and current > guideline_version else None
     return locked
 
 
@@ -529,7 +587,7 @@ def _write_judgement(
         judgement = Judgement(assignment=assignment, candidate=candidate, seconds_spent=0.0)
     judgement.grade = state["grade"]
     judgement.note = state["note"]
-    judgement.guideline_id = assignment.current_guideline_id
+    judgement.guideline_id = assignment.write_guideline_id
     judgement.seconds_spent = (judgement.seconds_spent or 0.0) + seconds
     judgement.revision = revision
     is_new = judgement.pk is None
@@ -579,66 +637,6 @@ def _write_verdict(
         verdict = Verdict(assignment=assignment)
     verdict.outcome = state["outcome"]
     verdict.reason = state["reason"]
-    verdict.guideline_id = assignment.current_guideline_id
+    verdict.guideline_id = assignment.write_guideline_id
     verdict.revision = revision
     verdict.save()
-
-
-def assignment_progress(assignment: Assignment, labeller, *, passages=None) -> Progress:
-    """Done means a verdict and a grade on every passage the labeller can see.
-
-    ``passages`` (from `_passages`, with `graded` kept up to date) saves reading them again.
-    """
-    if passages is not None:
-        visible = [(c.pk, c.graded) for c in passages]
-    else:
-        judged = Judgement.objects.filter(assignment=assignment, candidate=OuterRef("pk"))
-        visible = list(
-            Candidate.objects.of_assignment(assignment)
-            .not_hidden_from(labeller)
-            .annotate(graded=Exists(judged))
-            .order_by("shuffle_rank", "pk")
-            .values_list("pk", "graded")
-        )
-    verdict = Verdict.objects.filter(assignment=assignment).values_list("outcome", flat=True)
-    outcome = verdict.first()
-    graded_visible = sum(1 for _, graded in visible if graded)
-    return Progress(
-        candidate_ids=[pk for pk, _ in visible],
-        graded=graded_visible,
-        verdict=outcome,
-        done=outcome is not None and graded_visible == len(visible),
-    )
-
-
-def _update_completion(assignment: Assignment, labeller, *, passages=None) -> Progress:
-    progress = assignment_progress(assignment, labeller, passages=passages)
-    if progress.done and assignment.completed_at is None:
-        assignment.completed_at = timezone.now()
-        assignment.save(update_fields=["completed_at"])
-    elif not progress.done and assignment.completed_at is not None:
-        assignment.completed_at = None
-        assignment.save(update_fields=["completed_at"])
-    return progress
-
-
-def refresh_completion(project, user_ids: set[int] | None, document_ids: set[int] | None) -> None:
-    """Recompute "done" where access changed: a revoked passage no longer waits for a grade, a
-    granted one does. Only assignments with a verdict can be done, so only they are read."""
-    assignments = (
-        Assignment.objects.in_project(project)
-        .filter(labeller__isnull=False)
-        .filter(Exists(Verdict.objects.filter(assignment=OuterRef("pk"))))
-        .select_related("labeller")
-    )
-    if user_ids is not None:
-        assignments = assignments.filter(labeller_id__in=user_ids)
-    if document_ids is not None:
-        touched = Candidate.objects.filter(
-            pool_id=OuterRef("pool_id"),
-            question_id=OuterRef("question_id"),
-            version__document_id__in=document_ids,
-        )
-        assignments = assignments.filter(Exists(touched))
-    for assignment in assignments:
-        _update_completion(assignment, assignment.labeller)

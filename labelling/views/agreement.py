@@ -114,7 +114,7 @@ def _after_resolving(request, slug: str, question_set, following, *, from_gold: 
         messages.success(request, "Resolved. Nothing else is waiting for a decision here.")
         target = "labelling:show-gold" if from_gold else "labelling:list-adjudication"
         return redirect(target, slug=slug, set_id=question_set.pk)
-    messages.success(request, "Resolved; the votes are kept and now frozen. Here is the next one.")
+    messages.success(request, "Resolved; the labellers' votes are kept. Here is the next one.")
     args = [slug, question_set.pk, following.pool.pk, following.question.pk]
     if following.candidate is not None:
         url = reverse("labelling:resolve-item", args=[*args, following.candidate.pk])

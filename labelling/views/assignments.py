@@ -44,13 +44,23 @@ def show_queue(request: HttpRequest, slug: str) -> HttpResponse:
         .with_progress(request.user)
         .in_queue_order()
     )
+    rows = [(a, grade_url(a, slug)) for a in rows]
     context = {
         "access": access,
         "project": access.project,
-        "rows": [(a, grade_url(a, slug)) for a in rows],
+        "rows": rows,
+        "continue_with": _continue_with(rows),
         "progress": services.queue_progress(own, viewer=request.user),
     }
     return render(request, "labelling/queue.html", context)
+
+
+def _continue_with(rows):
+    """Where "Continue" goes: the question the labeller started and has not finished, else their
+    first open one (None: "Next question" claims new work)."""
+    open_rows = [(a, url) for a, url in rows if a.completed_at is None]
+    started = [(a, url) for a, url in open_rows if a.graded or a.has_verdict]
+    return (started or open_rows or [None])[0]
 
 
 @login_required

@@ -1,9 +1,14 @@
 """The grading page for one question, and the small writes it makes while a labeller works.
 
 The page is addressed by (pool, question), never by assignment id: a labeller only ever reaches
-their own assignment, and ids cannot hint at anyone else's. Every write answers an htmx/fetch
-request with the re-rendered piece of the page (plus a message); a plain form post (no
+their own assignment, and ids cannot hint at anyone else's. Every write answers an htmx request
+with out-of-band fragments (the passage it concerns with its message, the verdict, the status
+bar), and says in headers which subject it concerns and that subject's saved revision, so the
+page can send the labeller's next queued action on top of it; a plain form post (no
 JavaScript) is redirected back to the page.
+
+Every write says which account the page was opened for (`GradingPageForm.labeller`): an
+action kept in a browser is never saved into another account that has logged in since.
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ from corpus.access import ProjectAccess, project_access
 from corpus.models import DocumentVersion
 from labelling.forms import (
     GradeForm,
+    GradingPageForm,
     GradingWriteForm,
     NoteForm,
     RevisionForm,
     SpanForm,
+    UndoForm,
     VerdictForm,
 )
 from labelling.highlight import Segment, highlight, whole_words
@@ -39,12 +46,17 @@ from labelling.models import (
     VerdictOutcome,
 )
 from labelling.services import judgements as services
+from labelling.services.completion import Progress, assignment_progress
 from labelling.services.guidelines import current_guideline, render_guideline
 
 # Characters of document text shown on each side of a passage when its context is expanded.
 CONTEXT_CHARS = 600
 PAGE = "labelling/grade.html"
 SESSION_EXPIRED = "Your session has expired. Log in again; your last action is kept."
+OTHER_ACCOUNT = (
+    "This browser is now logged in as {user}, not as the account this page was opened for, so "
+    "nothing was saved. Reload the page to work as {user}."
+)
 
 
 def login_required_or_401(view: Callable) -> Callable:
@@ -76,6 +88,8 @@ class Card:
     cut_before: bool = False
     cut_after: bool = False
     url: str = ""  # this passage's URLs start here (see `candidate_url`)
+    message: str = ""  # what the last write said about this passage
+    message_kind: str = ""
 
     @property
     def grade(self) -> int | None:
@@ -93,11 +107,13 @@ def _cards(
     slug: str,
     only: Candidate | None = None,
     saved: services.Outcome | None = None,
+    whole: bool = False,
 ) -> list[Card]:
     """The passages of an assignment as the labeller sees them (`Candidate.for_grading`). With
     `only`, just that one; its position then comes from the caller's progress, see `_answer`.
     With `saved` (an outcome that carries the judgement it wrote), that judgement is used
-    instead of being read again."""
+    instead of being read again. With `whole` (and `only`), the passage is shown in its whole
+    document, as the labeller had opened it."""
     judgements = Judgement.objects.filter(assignment=assignment).prefetch_related("spans")
     candidates = Candidate.objects.for_grading(
         assignment=assignment,
@@ -121,13 +137,19 @@ def _cards(
                 judgement.spans.all(), key=lambda s: (s.start, s.end)
             )
         passage = (candidate.start, candidate.end)
-        text, offset = whole_words(
-            candidate.window,
-            offset=candidate.window_start,
-            passage=passage,
-            context_chars=CONTEXT_CHARS,
-        )
         evidence = [(s.start, s.end) for s in spans if s.version_id == candidate.version_id]
+        if whole and only is not None:
+            text = DocumentVersion.objects.values_list("text", flat=True).get(
+                pk=candidate.version_id
+            )
+            offset = 0
+        else:
+            text, offset = whole_words(
+                candidate.window,
+                offset=candidate.window_start,
+                passage=passage,
+                context_chars=CONTEXT_CHARS,
+            )
         cards.append(
             Card(
                 candidate=candidate,
@@ -136,8 +158,9 @@ def _cards(
                 judgement=judgement,
                 revision=candidate.revision,
                 spans=spans,
+                whole_document=whole and only is not None,
                 cut_before=offset > 0,
-                cut_after=_reaches_window_end(candidate),
+                cut_after=not whole and _reaches_window_end(candidate),
                 url=f"{base}{candidate.pk}/",
             )
         )
@@ -176,11 +199,12 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
     cards = _cards(assignment, user, slug=access.project.slug)
     verdict = Verdict.objects.filter(assignment=assignment).first()
     guideline = current_guideline(access.project)
-    progress = services.Progress(
+    progress = Progress(
         candidate_ids=[card.candidate.pk for card in cards],
         graded=sum(1 for card in cards if card.judgement is not None),
         verdict=verdict.outcome if verdict else None,
         done=assignment.completed_at is not None,
+        relevant=sum(1 for card in cards if card.judgement is not None and card.grade >= 1),
     )
     own = Assignment.objects.in_project(access.project).held_by(user)
     return {
@@ -194,18 +218,22 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
         "verdict": verdict,
         "verdict_revision": verdict_revision,
         "guideline": guideline,
+        "guideline_version": guideline.version if guideline else 0,
         "guideline_html": render_guideline(guideline.text) if guideline else "",
         "queue": own.queue_counts(),
     }
 
 
-def _fixed_context(assignment: Assignment) -> dict:
+def _fixed_context(assignment: Assignment, guideline_version: int | None = None) -> dict:
     """What every piece of the page needs (the partials use ids only, never `question`)."""
-    return {
+    context = {
         "assignment": assignment,
         "outcomes": VerdictOutcome.choices,
         "grades": list(services.GRADES.items()),
     }
+    if guideline_version is not None:  # a write: keep what the page showed
+        context["guideline_version"] = guideline_version
+    return context
 
 
 # Views -------------------------------------------------------------------------------------
@@ -223,38 +251,21 @@ def grade_question(request: HttpRequest, slug: str, pool_id: int, question_id: i
 def show_passage_document(
     request: HttpRequest, slug: str, pool_id: int, question_id: int, candidate_id: int
 ) -> HttpResponse:
-    """The whole document around a passage (htmx swaps it in place of the context window)."""
+    """The whole document around a passage (htmx swaps it in place of the context window);
+    with `?view=passage`, the context window again."""
     _, assignment = _assignment_for(request, slug, pool_id, question_id)
     candidate = get_object_or_404(
         Candidate.objects.of_assignment(assignment).not_hidden_from(request.user), pk=candidate_id
     )
-    version = DocumentVersion.objects.only("id", "text").get(pk=candidate.version_id)
-    judgement = (
-        Judgement.objects.filter(assignment=assignment, candidate=candidate)
-        .prefetch_related("spans")
-        .first()
-    )
-    spans = [
-        (s.start, s.end)
-        for s in (judgement.spans.all() if judgement else [])
-        if s.version_id == candidate.version_id
-    ]
-    card = Card(
-        candidate=candidate,
-        position=0,
-        segments=highlight(
-            version.text, passage=(candidate.start, candidate.end), layers={"e": spans}
-        ),
-        judgement=judgement,
-        revision=0,
-        whole_document=True,
-    )
-    return render(request, f"{PAGE}#document", {"card": card})
+    whole = request.GET.get("view") != "passage"
+    (card,) = _cards(assignment, request.user, slug=slug, only=candidate, whole=whole)
+    return render(request, f"{PAGE}#document", {"card": card, "doc_oob": True})
 
 
-def _write(action: Callable[..., services.Outcome]) -> Callable:
-    """The common shape of every grading write: resolve the assignment, call one service, and
-    answer with the re-rendered pieces (htmx) or a redirect (plain form)."""
+def _write(action: Callable[..., services.Outcome | HttpResponse]) -> Callable:
+    """The common shape of every grading write: check the page's account, resolve the
+    assignment, call one service, and answer with the re-rendered pieces (htmx) or a redirect
+    (plain form)."""
 
     @login_required_or_401
     @require_POST
@@ -262,23 +273,41 @@ def _write(action: Callable[..., services.Outcome]) -> Callable:
     def view(
         request: HttpRequest, slug: str, pool_id: int, question_id: int, **ids
     ) -> HttpResponse:
+        page = GradingPageForm(request.POST)
+        if not page.is_valid():
+            return _answer(request, None, None, _first_problem(page), status=400)
+        opened_for = page.cleaned_data["labeller"]
+        if opened_for is not None and opened_for != request.user.pk:
+            message = OTHER_ACCOUNT.format(user=request.user.get_username())
+            response = _answer(request, None, None, message, status=403)
+            response["X-Goldset-Refused"] = "other-account"
+            return response
         try:
             access, assignment = _assignment_for(request, slug, pool_id, question_id, page=False)
         except Http404 as exc:
             if not request.htmx:
                 raise  # a plain 404, never a redirect into a project the user is not in
             return _answer(request, None, None, str(exc), status=404)
+        whole = page.cleaned_data["whole"]  # the passages shown in their whole document
         try:
-            outcome = action(request, assignment, **ids)
+            outcome = action(request, access, assignment, **ids)
+            if isinstance(outcome, HttpResponse):
+                return outcome
             status, message = 200, outcome.message
         except services.GradingError as exc:
             status, message = exc.status, str(exc)
             outcome = None
             if isinstance(exc, services.StaleEdit) or "candidate_id" in ids:
                 outcome = _outcome_to_refresh(request, assignment, ids)
-        return _answer(request, access, assignment, message, status=status, outcome=outcome)
+        return _answer(
+            request, access, assignment, message, status=status, outcome=outcome, whole=whole
+        )
 
     return view
+
+
+def _first_problem(form) -> str:
+    return next(iter(form.errors.values()))[0]
 
 
 def _outcome_to_refresh(request, assignment, ids) -> services.Outcome | None:
@@ -299,12 +328,23 @@ def _outcome_to_refresh(request, assignment, ids) -> services.Outcome | None:
     return services.Outcome(subject=ChangeSubject.JUDGEMENT, candidate=candidate, changed=False)
 
 
+def _guideline_notice(outcome) -> str:
+    newer = outcome.newer_guideline if outcome is not None else None
+    if not newer:
+        return ""
+    return (
+        f"The lead has published guideline v{newer} since this page loaded; this was saved "
+        "under the version shown here. Reload the page to read the new one."
+    )
+
+
 def _answer(
-    request, access, assignment, message: str, *, status: int, outcome=None
+    request, access, assignment, message: str, *, status: int, outcome=None, whole=frozenset()
 ) -> HttpResponse:
+    notice = _guideline_notice(outcome) if status == 200 else ""
     if not request.htmx:
-        if message:
-            (messages.success if status == 200 else messages.error)(request, message)
+        for text in filter(None, (message, notice)):
+            (messages.success if status == 200 else messages.error)(request, text)
         if assignment is None:
             return redirect("labelling:show-queue", slug=request.resolver_match.kwargs["slug"])
         return redirect(
@@ -313,11 +353,14 @@ def _answer(
             pool_id=assignment.pool_id,
             question_id=assignment.question_id,
         )
-    context: dict = {"message": message, "message_kind": "ok" if status == 200 else "error"}
+    kind = "ok" if status == 200 else "error"
+    context: dict = {"message": message, "message_kind": kind, "oob": True}
+    subject = revision = None
     if assignment is not None and outcome is not None:
-        progress = outcome.progress or services.assignment_progress(assignment, request.user)
-        context.update(_fixed_context(assignment))
-        context.update({"project": access.project, "progress": progress})
+        progress = outcome.progress or assignment_progress(assignment, request.user)
+        shown = _shown_guideline(request)
+        context.update(_fixed_context(assignment, shown))
+        context.update({"project": access.project, "progress": progress, "notice": notice})
         candidate = outcome.candidate
         if outcome.subject == ChangeSubject.JUDGEMENT and candidate is not None:
             cards = _cards(
@@ -326,10 +369,17 @@ def _answer(
                 slug=access.project.slug,
                 only=candidate,
                 saved=outcome,
+                whole=candidate.pk in whole,
             )
             if cards and candidate.pk in progress.candidate_ids:
-                cards[0].position = progress.candidate_ids.index(candidate.pk) + 1
-                context["card"] = cards[0]
+                card = cards[0]
+                card.position = progress.candidate_ids.index(candidate.pk) + 1
+                card.message = message
+                card.message_kind = kind
+                if status == 200 and card.grade and progress.contradiction:
+                    card.message, card.message_kind = progress.contradiction, "warn"
+                context["card"] = card
+                subject, revision = f"candidate-{candidate.pk}", card.revision
         if outcome.subject == ChangeSubject.VERDICT:
             context["show_verdict"] = True
             context["verdict"] = Verdict.objects.filter(assignment=assignment).first()
@@ -338,18 +388,31 @@ def _answer(
                 if outcome.revision is not None
                 else services.verdict_revision(assignment)
             )
-    return render(request, "labelling/grade_update.html", context, status=status)
+            context["verdict_message"], context["verdict_message_kind"] = message, kind
+            subject, revision = "verdict", context["verdict_revision"]
+    response = render(request, "labelling/grade_update.html", context, status=status)
+    if subject is not None:
+        response["X-Goldset-Subject"] = subject
+        response["X-Goldset-Revision"] = str(revision)
+    return response
+
+
+def _shown_guideline(request) -> int | None:
+    raw = request.POST.get("guideline", "")
+    return int(raw) if raw.isdigit() else None
 
 
 def _cleaned(form: GradingWriteForm) -> dict:
     """The form's values, or its first problem as the refusal the page shows."""
     if not form.is_valid():
         raise services.GradingError(form.first_problem())
-    return form.cleaned_data
+    data = dict(form.cleaned_data)
+    data["guideline_version"] = data.pop("guideline")
+    return data
 
 
 @_write
-def grade_candidate(request, assignment, *, candidate_id: int) -> services.Outcome:
+def grade_candidate(request, access, assignment, *, candidate_id: int) -> services.Outcome:
     return services.record_grade(
         assignment=assignment,
         candidate_id=candidate_id,
@@ -359,7 +422,7 @@ def grade_candidate(request, assignment, *, candidate_id: int) -> services.Outco
 
 
 @_write
-def note_candidate(request, assignment, *, candidate_id: int) -> services.Outcome:
+def note_candidate(request, access, assignment, *, candidate_id: int) -> services.Outcome:
     return services.record_note(
         assignment=assignment,
         candidate_id=candidate_id,
@@ -369,7 +432,7 @@ def note_candidate(request, assignment, *, candidate_id: int) -> services.Outcom
 
 
 @_write
-def add_span(request, assignment, *, candidate_id: int) -> services.Outcome:
+def add_span(request, access, assignment, *, candidate_id: int) -> services.Outcome:
     data = _cleaned(SpanForm(request.POST))
     return services.add_span(
         assignment=assignment,
@@ -381,7 +444,9 @@ def add_span(request, assignment, *, candidate_id: int) -> services.Outcome:
 
 
 @_write
-def remove_span(request, assignment, *, candidate_id: int, span_id: int) -> services.Outcome:
+def remove_span(
+    request, access, assignment, *, candidate_id: int, span_id: int
+) -> services.Outcome:
     return services.remove_span(
         assignment=assignment,
         candidate_id=candidate_id,
@@ -392,15 +457,31 @@ def remove_span(request, assignment, *, candidate_id: int, span_id: int) -> serv
 
 
 @_write
-def set_verdict(request, assignment) -> services.Outcome:
+def set_verdict(request, access, assignment) -> services.Outcome:
     return services.record_verdict(
         assignment=assignment, labeller=request.user, **_cleaned(VerdictForm(request.POST))
     )
 
 
 @_write
-def undo_change(request, assignment) -> services.Outcome:
-    return services.undo_last_change(assignment=assignment, labeller=request.user)
+def undo_change(request, access, assignment) -> services.Outcome | HttpResponse:
+    """Undo the labeller's last change on this question; with nothing left here, their last
+    change on another question of the project, and go there (the undo stack spans questions)."""
+    data = _cleaned(UndoForm(request.POST))
+    try:
+        return services.undo_last_change(assignment=assignment, labeller=request.user, **data)
+    except services.NothingToUndo:
+        other, outcome = services.undo_latest_change_elsewhere(
+            project=access.project, labeller=request.user, exclude=assignment, **data
+        )
+    what = outcome.message.removeprefix("Undone: ")
+    messages.success(request, f"Undone on question {other.question.external_id}: {what}")
+    url = grade_url(other, access.project.slug)
+    if not request.htmx:
+        return redirect(url)
+    response = HttpResponse(status=200)
+    response["HX-Redirect"] = url
+    return response
 
 
 def candidate_url(assignment: Assignment, slug: str) -> str:

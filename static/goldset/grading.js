@@ -1,43 +1,80 @@
-// The grading page, keyboard first (j/k move, 0/1/2 grade, s span (S: exact selection),
-// u unanswerable, a answerable, e context, n next question, z undo, ? keys). Every action is sent at once, in order; the
-// server answers with the re-rendered pieces, each replacing the element with the same id.
-// If the session has expired, the action is kept in localStorage and sent again after login.
+// The grading page, keyboard first: keys, the state of the page around htmx's swaps, and what
+// the labeller sees while their actions are saved. `?` on the page lists every key.
+//
+// Transport is htmx's (static/goldset/actions.js: one ordered queue of actions, kept when they
+// cannot be sent); selection -> offsets is static/goldset/selection.js. A reply re-renders a
+// passage out of band; this file carries over what the server cannot know: which passage is
+// current, an opened context or whole document and where it was scrolled, a selection, a note
+// being typed, the question's terms highlighted.
 (function () {
   "use strict";
 
   const root = document.getElementById("grading");
-  if (!root) return;
+  if (!root || !window.htmx || !window.GoldsetActions || !window.GoldsetSelection) return;
+  // Classes on this page are the page's own state (the current passage): htmx must not put a
+  // swapped element's old classes back a moment after the swap.
+  window.htmx.config.attributesToSettle = ["style", "width", "height"];
 
-  const PENDING_KEY = "goldset.pending-actions";
-  const RETRIES_ON_503 = 3;
-  const PENDING_MAX_AGE_MS = 24 * 3600 * 1000;
-  const LOGIN_URL = root.dataset.loginUrl || "/accounts/login/";
+  const PREFS_KEY = "goldset.grading-prefs";
   const page = window.location.pathname;
+  const guideline = root.dataset.guideline || "0";
+  const saveState = document.getElementById("save-state");
 
   let current = 0;
   let currentSince = performance.now();
   const lastActionAt = new Map();
-  let queue = Promise.resolve();
+  const carried = new Map(); // element id -> what to restore after its swap
 
-  // --- small helpers -----------------------------------------------------------------------
+  // --- preferences ---------------------------------------------------------------------------
 
-  function csrfToken() {
+  function readPrefs() {
     try {
-      return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"] || "";
+      return Object.assign({ autoAdvance: false, terms: true },
+        JSON.parse(window.localStorage.getItem(PREFS_KEY) || "{}"));
     } catch (error) {
-      return "";
+      return { autoAdvance: false, terms: true };
     }
   }
+
+  const prefs = readPrefs();
+
+  function savePrefs() {
+    try {
+      window.localStorage.setItem(PREFS_KEY, JSON.stringify(prefs));
+    } catch (error) { /* preferences are a convenience */ }
+  }
+
+  // --- small helpers -------------------------------------------------------------------------
 
   function cards() {
     return Array.from(root.querySelectorAll(".candidate"));
   }
 
-  function say(text, kind) {
-    const flash = document.getElementById("flash");
-    if (!flash) return;
-    flash.textContent = text;
-    flash.className = "flash" + (kind ? " " + kind : "");
+  function currentCard() {
+    return cards()[current] || null;
+  }
+
+  function subjectOf(card) {
+    return "candidate-" + card.dataset.candidate;
+  }
+
+  function cardBySubject(subject) {
+    if (!subject || subject.indexOf("candidate-") !== 0) return null;
+    return document.getElementById(subject);
+  }
+
+  // A message on the passage it concerns (when there is one) and in the status bar.
+  function say(text, kind, card) {
+    const flash = document.getElementById("flash"); // replaced by every reply
+    if (flash) {
+      flash.textContent = text;
+      flash.className = "flash" + (kind ? " " + kind : "");
+    }
+    const slot = card ? card.querySelector(".card-message") : null;
+    if (slot) {
+      slot.textContent = text;
+      slot.className = "card-message" + (kind ? " " + kind : "");
+    }
   }
 
   function secondsOn(card) {
@@ -60,157 +97,163 @@
     if (scroll !== false) all[current].scrollIntoView({ block: "nearest", behavior: "smooth" });
   }
 
-  // --- talking to the server ---------------------------------------------------------------
+  function isGraded(card) {
+    return card.classList.contains("graded") || card.hasAttribute("data-pending-grade");
+  }
 
-  function pending() {
-    try {
-      const list = JSON.parse(window.localStorage.getItem(PENDING_KEY) || "[]");
-      return Array.isArray(list) ? list : [];
-    } catch (error) {
-      return [];
+  // --- the status bar ------------------------------------------------------------------------
+
+  const STATES = {
+    offline: function (n) { return ["offline", "Offline: " + kept(n) + "; saved when the connection returns"]; },
+    session: function (n) { return ["held", "Session expired: " + kept(n) + " until you log in again"]; },
+    unavailable: function (n) { return ["held", "Server unavailable: " + kept(n) + "; trying again"]; },
+    "other-account": function (n) { return ["held", "Another account is logged in: " + kept(n) + " for this page's account"]; },
+    "stale-page": function (n) { return ["held", "Reload the page: " + kept(n)]; },
+    stored: function (n) { return ["saving", "Saving " + kept(n) + " from an earlier visit…"]; },
+  };
+
+  function kept(n) {
+    return n + (n === 1 ? " change kept" : " changes kept");
+  }
+
+  function showState(state) {
+    if (!saveState) return;
+    let view;
+    if (state.held && STATES[state.held]) view = STATES[state.held](state.waiting);
+    else if (!navigator.onLine) view = ["offline", "Offline: changes you make are kept and saved when the connection returns"];
+    else if (state.waiting) view = ["saving", "Saving…"];
+    else view = ["saved", "All changes saved"];
+    saveState.dataset.state = view[0];
+    saveState.textContent = view[1];
+  }
+
+  const queue = window.GoldsetActions.create({
+    source: root,
+    user: root.dataset.user,
+    page: page,
+    loginUrl: root.dataset.loginUrl || "/accounts/login/",
+    onState: showState,
+    onMessage: function (text, kind, action) {
+      say(text, kind, action ? cardBySubject(action.subject) : null);
+    },
+    // Read at the moment the request goes out: a passage may have been opened since. The
+    // reply then shows the passage it changed as it is on the page (an undo may change any).
+    beforeSend: function (action, parameters) {
+      parameters.whole = Array.from(root.querySelectorAll(".candidate .doc-view.whole"))
+        .map(function (view) { return view.closest(".candidate").dataset.candidate; })
+        .join(",");
+    },
+  });
+
+  function send(card, kind, url, fields) {
+    const base = { guideline: guideline };
+    if (card) {
+      base.revision = card.dataset.revision;
+      base.seconds = secondsOn(card);
     }
-  }
-
-  function keep(url, fields) {
-    const list = pending();
-    list.push({ url: url, fields: fields, page: page, at: Date.now() });
-    window.localStorage.setItem(PENDING_KEY, JSON.stringify(list));
-  }
-
-  function swap(html) {
-    const template = document.createElement("template");
-    template.innerHTML = html;
-    Array.from(template.content.children).forEach(function (fresh) {
-      if (!fresh.id) return;
-      const old = document.getElementById(fresh.id);
-      if (!old) return;
-      ["current", "expanded"].forEach(function (name) {
-        if (old.classList.contains(name)) fresh.classList.add(name);
-      });
-      if (old.hasAttribute("aria-current")) fresh.setAttribute("aria-current", "true");
-      const wholeDocument = old.querySelector(".doc-view.whole");
-      old.replaceWith(fresh);
-      if (window.htmx) window.htmx.process(fresh);
-      // Keep the whole document open if the labeller had opened it: ask for it again.
-      if (wholeDocument) {
-        const button = fresh.querySelector("[hx-get]");
-        if (button) button.click();
-      }
+    return queue.send({
+      url: url,
+      fields: Object.assign(base, fields),
+      subject: card ? subjectOf(card) : kind === "verdict" ? "verdict" : null,
+      kind: kind,
     });
   }
 
-  async function post(url, fields, options) {
-    options = options || {};
-    let response;
-    try {
-      response = await fetch(url, {
-        method: "POST",
-        body: new URLSearchParams(fields),
-        credentials: "same-origin",
-        headers: { "X-CSRFToken": csrfToken(), "HX-Request": "true" },
-      });
-    } catch (error) {
-      keep(url, fields);
-      say("The server cannot be reached. Your action is kept and will be saved when you reload the page.", "error");
-      return false;
-    }
-    const sentToLogin = response.redirected && new URL(response.url).pathname === LOGIN_URL;
-    if (response.status === 401 || response.status === 403 || sentToLogin) {
-      if (options.replay) {
-        say("An action kept from before you logged in could not be saved: you may no longer have access.", "error");
-        return false;
-      }
-      keep(url, fields);
-      say("Your session has expired. Log in again; your action is kept and will be saved.", "error");
-      window.location.assign(LOGIN_URL + "?next=" + encodeURIComponent(page));
-      return false;
-    }
-    // 503: the database went away mid-request and the server rolled the whole action back, so
-    // sending the same action again (same revision) is safe. Try a few times, then keep it.
-    if (response.status === 503) {
-      const attempt = (options.attempt || 0) + 1;
-      if (attempt <= RETRIES_ON_503) {
-        const wait = (parseInt(response.headers.get("Retry-After"), 10) || 1) * 1000 * attempt;
-        say("The server is briefly unavailable; trying again…", "error");
-        await new Promise(function (resolve) { window.setTimeout(resolve, wait); });
-        return post(url, fields, Object.assign({}, options, { attempt: attempt }));
-      }
-      if (!options.replay) keep(url, fields);
-      say("The server is unavailable. Your action is kept and will be saved when you reload the page.", "error");
-      return false;
-    }
-    const contentType = response.headers.get("Content-Type") || "";
-    const body = await response.text();
-    if (contentType.indexOf("text/html") === 0) swap(body);
-    else if (!response.ok) say(body || "Something went wrong (" + response.status + ").", "error");
-    if (response.ok && options.attempt) say("Saved.", "ok");
-    return response.ok;
-  }
+  // --- actions -------------------------------------------------------------------------------
 
-  // Actions go out one after the other, so a grade and the span that follows it arrive in order.
-  function send(url, fields, options) {
-    queue = queue.then(function () {
-      return post(url, fields, options);
-    });
-    return queue;
-  }
-
-  async function replayPending() {
-    const all = pending().filter(function (action) {
-      return Date.now() - action.at < PENDING_MAX_AGE_MS;
-    });
-    const mine = all.filter(function (action) {
-      return action.page === page;
-    });
-    const others = all.filter(function (action) {
-      return action.page !== page;
-    });
-    window.localStorage.setItem(PENDING_KEY, JSON.stringify(others));
-    if (!mine.length) return;
-    let saved = 0;
-    for (const action of mine) {
-      if (await send(action.url, action.fields, { replay: true })) saved += 1;
-    }
-    if (saved) say("Saved " + saved + " action" + (saved === 1 ? "" : "s") + " kept from before you logged in.", "ok");
-  }
-
-  // --- actions -----------------------------------------------------------------------------
-
-  function currentCard() {
-    return cards()[current] || null;
-  }
-
-  function grade(value) {
-    const card = currentCard();
+  function grade(value, card) {
+    card = card || currentCard();
     if (!card) return;
-    send(card.dataset.gradeUrl, {
-      grade: String(value),
-      revision: card.dataset.revision,
-      seconds: secondsOn(card),
-    });
+    card.setAttribute("data-pending-grade", String(value));
+    send(card, "grade", card.dataset.gradeUrl, { grade: String(value) });
+    if (prefs.autoAdvance && card === currentCard()) {
+      const index = cards().indexOf(card);
+      if (index < cards().length - 1) setCurrent(index + 1);
+    }
   }
 
   function verdict(outcome) {
     const section = document.getElementById("verdict");
     if (!section) return;
     const reason = section.querySelector("textarea[name=reason]");
-    send(section.dataset.url, {
-      outcome: outcome,
-      reason: reason ? reason.value : "",
-      revision: section.dataset.revision,
+    queue.send({
+      url: section.dataset.url,
+      fields: {
+        guideline: guideline,
+        outcome: outcome,
+        reason: reason ? reason.value : "",
+        revision: section.dataset.revision,
+      },
+      subject: "verdict",
+      kind: "verdict",
     });
   }
 
+  function cantTell() {
+    const section = document.getElementById("verdict");
+    if (!section) return;
+    const reason = section.querySelector("textarea[name=reason]");
+    if (reason && reason.value.trim()) {
+      verdict("cant_tell");
+      return;
+    }
+    const slot = section.querySelector("#verdict-message");
+    if (slot) {
+      slot.textContent = "Type why you can't tell, then press Ctrl+Enter.";
+      slot.className = "card-message";
+    }
+    if (reason) {
+      reason.scrollIntoView({ block: "center" });
+      reason.focus();
+    }
+  }
+
   function undo() {
-    send(root.dataset.undoUrl, {});
+    queue.send({ url: root.dataset.undoUrl, fields: { guideline: guideline }, subject: null, kind: "undo" });
   }
 
   function nextQuestion() {
     const form = document.getElementById("next-question-form");
     if (!form) return;
-    // Let every action already sent finish first; then leave the page.
-    queue.then(function () {
-      form.submit();
+    const state = queue.state();
+    if (state.held) {
+      say("Your changes are not saved yet (" + kept(state.waiting) + "); the next question " +
+        "opens once they are.", "error");
+    }
+    queue.whenIdle().then(function () { form.submit(); });
+  }
+
+  function nextUngraded() {
+    const all = cards();
+    for (let step = 1; step <= all.length; step += 1) {
+      const index = (current + step) % all.length;
+      if (!isGraded(all[index])) {
+        setCurrent(index);
+        return;
+      }
+    }
+    say("Every passage is graded. Give the question a verdict (u, a or c), then n.", "ok");
+  }
+
+  function gradeRestZero() {
+    const rest = cards().filter(function (card) { return !isGraded(card); });
+    if (!rest.length) {
+      say("Every passage is graded already.", "ok");
+      return;
+    }
+    const dialog = document.getElementById("confirm-rest");
+    const text = document.getElementById("confirm-rest-text");
+    if (!dialog || !text) return;
+    text.textContent = (rest.length === 1 ? "The passage" : "The " + rest.length + " passages") +
+      " not graded yet will be graded 0 (not relevant). You can still change each one, or undo.";
+    dialog.returnValue = "";
+    dialog.showModal();
+    dialog.addEventListener("close", function onClose() {
+      dialog.removeEventListener("close", onClose);
+      if (dialog.returnValue !== "yes") return;
+      rest.forEach(function (card) {
+        if (document.body.contains(card) && !isGraded(card)) grade(0, card);
+      });
     });
   }
 
@@ -221,6 +264,22 @@
     if (button) button.textContent = expanded ? "Hide surrounding text" : "Show surrounding text";
   }
 
+  // The whole document opens where the passage is and stays there; asked through the same
+  // ordered queue (a read), so it never crosses a write's reply.
+  function toggleDocument(card) {
+    if (!card) return;
+    const view = card.querySelector(".doc-view");
+    if (!view) return;
+    const whole = view.classList.contains("whole");
+    const passage = view.querySelector(".seg.passage");
+    carried.set(view.id, {
+      opening: !whole,
+      anchor: passage ? passage.getBoundingClientRect().top - view.getBoundingClientRect().top : 0,
+    });
+    const url = card.dataset.documentUrl + (whole ? "?view=passage" : "");
+    window.htmx.ajax("GET", url, { source: root, swap: "none" }).catch(function () {});
+  }
+
   function showKeys() {
     const dialog = document.getElementById("keys-help");
     if (!dialog) return;
@@ -228,76 +287,269 @@
     else dialog.showModal();
   }
 
-  // --- turning a selection into a span (static/goldset/selection.js) ----------------------
+  // --- evidence from a selection (static/goldset/selection.js) -------------------------------
 
   function markSpan(exact) {
     const span = window.GoldsetSelection.fromSelection(root, { exact: exact });
     if (span.error) {
-      say(span.message, "error");
+      say(span.message, "error", span.error === "empty" ? currentCard() : null);
       return;
     }
     const card = span.view.closest(".candidate");
     const index = cards().indexOf(card);
     if (index >= 0 && index !== current) setCurrent(index, false);
     window.getSelection().removeAllRanges();
-    send(card.dataset.spanUrl, {
+    send(card, "span", card.dataset.spanUrl, {
       version: span.version,
       start: String(span.start),
       end: String(span.end),
       quote: span.quote,
-      revision: card.dataset.revision,
-      seconds: secondsOn(card),
     });
   }
 
-  // --- wiring ------------------------------------------------------------------------------
+  // --- the question's terms, highlighted in the passages -------------------------------------
+
+  const STOPWORDS = new Set(("a about after all also an and any are as at be been before but by " +
+    "can could did do does doing during each for from get got had has have how i if in into is it " +
+    "its just me more most my no nor not of off on once only or other our out over own same she " +
+    "should so some such than that the their them then there these they this those through to " +
+    "too under until up very was we were what when where which while who whom why will with " +
+    "would you your").split(" "));
+  const SUFFIXES = ["ing", "ied", "ies", "ed", "es", "s", "ly", "y", "e"];
+
+  function stem(word) {
+    for (const suffix of SUFFIXES) {
+      if (word.length - suffix.length >= 3 && word.endsWith(suffix)) {
+        return word.slice(0, -suffix.length);
+      }
+    }
+    return word;
+  }
+
+  function termPattern() {
+    const question = document.getElementById("question-text");
+    const words = (question ? question.textContent : "").match(/[\p{L}\p{N}]+/gu) || [];
+    const stems = new Set();
+    words.forEach(function (word) {
+      const lower = word.toLowerCase();
+      const code = /\d/u.test(word) || (word.length >= 2 && word === word.toUpperCase() && /\p{L}/u.test(word));
+      if (STOPWORDS.has(lower) || (lower.length < 3 && !code)) return;
+      stems.add(stem(lower).replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    });
+    if (!stems.size) return null;
+    const sorted = Array.from(stems).sort(function (a, b) { return b.length - a.length; });
+    return new RegExp("(?<![\\p{L}\\p{N}])(?:" + sorted.join("|") + ")[\\p{L}\\p{N}]*", "giu");
+  }
+
+  const TERMS = termPattern();
+
+  function markTerms(scope) {
+    if (!TERMS || !scope) return;
+    scope.querySelectorAll(".doc-view [data-start]").forEach(function (segment) {
+      if (segment.querySelector("mark.term")) return;
+      const walker = document.createTreeWalker(segment, NodeFilter.SHOW_TEXT);
+      const nodes = [];
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) nodes.push(node);
+      nodes.forEach(function (node) {
+        const text = node.data;
+        TERMS.lastIndex = 0;
+        if (!TERMS.test(text)) return;
+        TERMS.lastIndex = 0;
+        const fragment = document.createDocumentFragment();
+        let last = 0;
+        for (let match = TERMS.exec(text); match; match = TERMS.exec(text)) {
+          if (match.index > last) fragment.appendChild(document.createTextNode(text.slice(last, match.index)));
+          const mark = document.createElement("mark");
+          mark.className = "term";
+          mark.textContent = match[0];
+          fragment.appendChild(mark);
+          last = match.index + match[0].length;
+        }
+        if (last < text.length) fragment.appendChild(document.createTextNode(text.slice(last)));
+        node.parentNode.replaceChild(fragment, node);
+      });
+    });
+  }
+
+  function showTerms(on) {
+    prefs.terms = on;
+    savePrefs();
+    root.classList.toggle("terms-on", on);
+    const box = document.getElementById("highlight-terms");
+    if (box) box.checked = on;
+  }
+
+  // --- carrying page state across swaps ------------------------------------------------------
+
+  document.addEventListener("htmx:oobBeforeSwap", function (event) {
+    const old = event.detail.target;
+    const fresh = event.detail.fragment && event.detail.fragment.firstElementChild;
+    if (!old || !fresh) return;
+    if (old.classList.contains("candidate")) {
+      ["current", "expanded"].forEach(function (name) {
+        if (old.classList.contains(name)) fresh.classList.add(name);
+      });
+      if (old.hasAttribute("aria-current")) fresh.setAttribute("aria-current", "true");
+      if (old.classList.contains("expanded")) {
+        const button = fresh.querySelector(".toggle-context");
+        if (button) button.textContent = "Hide surrounding text";
+      }
+      const note = old.querySelector("textarea[name=note]");
+      const freshNote = fresh.querySelector("textarea[name=note]");
+      const state = {};
+      if (note && freshNote && (note.value !== note.defaultValue || document.activeElement === note)) {
+        // Typing in progress: the reply must not wipe it (it is saved when the field is left).
+        if (note.value !== note.defaultValue) freshNote.value = note.value;
+        state.focusNote = document.activeElement === note;
+        state.noteSelection = [note.selectionStart, note.selectionEnd];
+      }
+      const view = old.querySelector(".doc-view");
+      if (view) {
+        state.scrollTop = view.scrollTop;
+        const selection = window.GoldsetSelection.fromSelection(old, { exact: true });
+        if (!selection.error) state.selection = [selection.start, selection.end];
+      }
+      carried.set(old.id, Object.assign(carried.get(old.id) || {}, state));
+    } else if (old.id === "verdict") {
+      const reason = old.querySelector("textarea[name=reason]");
+      const freshReason = fresh.querySelector("textarea[name=reason]");
+      if (reason && freshReason && reason.value !== reason.defaultValue) {
+        freshReason.value = reason.value;
+      }
+      if (reason && document.activeElement === reason) carried.set("verdict", { focusReason: true });
+    } else if (old.classList.contains("doc-view")) {
+      const state = carried.get(old.id) || {};
+      state.scrollTop = old.scrollTop;
+      carried.set(old.id, state);
+    }
+  });
+
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    const element = event.target;
+    if (!element || !element.id || !carried.has(element.id)) {
+      if (element && (element.classList.contains("candidate") || element.classList.contains("doc-view"))) {
+        markTerms(element.classList.contains("doc-view") ? element.parentNode : element);
+      }
+      return;
+    }
+    const state = carried.get(element.id);
+    carried.delete(element.id);
+    if (element.id === "verdict") {
+      const reason = element.querySelector("textarea[name=reason]");
+      if (state.focusReason && reason) reason.focus();
+      return;
+    }
+    const card = element.classList.contains("candidate") ? element : element.closest(".candidate");
+    markTerms(card);
+    const view = element.classList.contains("doc-view") ? element : element.querySelector(".doc-view");
+    if (view) {
+      if (state.opening !== undefined) placeDocument(card, view, state);
+      else if (state.scrollTop) view.scrollTop = state.scrollTop;
+      if (state.selection) window.GoldsetSelection.select(view, state.selection[0], state.selection[1]);
+    }
+    const note = element.querySelector && element.querySelector("textarea[name=note]");
+    if (note && state.focusNote) {
+      note.focus();
+      if (state.noteSelection) note.setSelectionRange(state.noteSelection[0], state.noteSelection[1]);
+    }
+  });
+
+  function placeDocument(card, view, state) {
+    const button = card && card.querySelector(".toggle-document");
+    if (button) button.textContent = state.opening ? "Show the passage only" : "Show the whole document";
+    const passage = view.querySelector(".seg.passage");
+    if (!passage) return;
+    if (state.opening) {
+      // Where the passage was in the short view, so the eye does not have to look for it.
+      const offset = passage.getBoundingClientRect().top - view.getBoundingClientRect().top;
+      view.scrollTop = Math.max(0, offset - Math.min(state.anchor, view.clientHeight / 3));
+    } else if (card) {
+      card.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  // Reads (a whole document) that fail say so; writes are actions.js's.
+  root.addEventListener("htmx:afterRequest", function (event) {
+    const config = event.detail.requestConfig || {};
+    if (config.verb !== "get" || event.detail.successful) return;
+    const status = event.detail.xhr.status;
+    say(status === 0 ? "The document cannot be loaded while offline." : status === 401
+      ? "Your session has expired: log in again to open the document."
+      : "The document could not be opened (" + status + ").", "error");
+  });
+
+  // --- wiring --------------------------------------------------------------------------------
 
   const KEYS = {
     j: function () { setCurrent(current + 1); },
     k: function () { setCurrent(current - 1); },
+    g: nextUngraded,
     0: function () { grade(0); },
     1: function () { grade(1); },
     2: function () { grade(2); },
+    r: gradeRestZero,
     s: function () { markSpan(false); },
     S: function () { markSpan(true); },
+    e: function () { toggleContext(currentCard()); },
+    d: function () { toggleDocument(currentCard()); },
+    h: function () { showTerms(!prefs.terms); },
     u: function () { verdict("unanswerable"); },
     a: function () { verdict("answerable"); },
-    e: function () { toggleContext(currentCard()); },
+    c: cantTell,
     n: nextQuestion,
     z: undo,
     "?": showKeys,
   };
 
+  // Fields that take typing keep their keys; a checkbox or a button does not.
+  const TYPING = "textarea, select, [contenteditable], input:not([type=checkbox]):not([type=radio])" +
+    ":not([type=button]):not([type=submit])";
+
   document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
     const target = event.target;
-    if (target.closest && target.closest("textarea, input, select, [contenteditable]")) {
+    if (target.closest && target.closest(TYPING)) {
       if (event.key === "Escape") target.blur();
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.name === "reason") {
+        event.preventDefault();
+        verdict("cant_tell");
+      }
       return;
     }
-    const dialog = document.getElementById("keys-help");
-    if (dialog && dialog.open && event.key !== "?") return;
+    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    const open = document.querySelector("dialog[open]");
+    if (open && !(open.id === "keys-help" && event.key === "?")) return;
     const action = KEYS[event.key];
     if (!action) return;
     event.preventDefault();
     action();
   });
 
-  // Buttons and forms use the same path as the keys (and work without JavaScript too).
+  // Buttons and forms take the same path as the keys (and work without JavaScript too).
   root.addEventListener("submit", function (event) {
     const form = event.target;
-    if (!form.hasAttribute("data-fetch")) return;
+    if (form.id === "next-question-form") {
+      event.preventDefault();
+      nextQuestion(); // after what was already sent
+      return;
+    }
+    const kind = form.dataset.action;
+    if (!kind) return;
     event.preventDefault();
     const fields = Object.fromEntries(new FormData(form, event.submitter));
-    const card = form.closest(".candidate");
-    if (card) {
-      setCurrent(cards().indexOf(card), false);
-      fields.revision = card.dataset.revision;
-      fields.seconds = secondsOn(card);
-    } else if (form.closest("#verdict")) {
-      fields.revision = document.getElementById("verdict").dataset.revision;
+    if (kind === "verdict") {
+      verdict(fields.outcome || "");
+      return;
     }
-    send(form.action, fields);
+    const card = form.closest(".candidate");
+    if (!card) return;
+    setCurrent(cards().indexOf(card), false);
+    if (kind === "grade") {
+      grade(Number(fields.grade), card);
+    } else if (kind === "note") {
+      send(card, "note", form.action, { note: fields.note || "" });
+    } else if (kind === "remove-span") {
+      send(card, "remove-span", form.action, {});
+    }
   });
 
   // A note is saved when the labeller leaves the field.
@@ -306,23 +558,51 @@
     if (field.name === "note" && field.form) field.form.requestSubmit();
   });
 
+  // The mark button must not take the selection away before it is read.
+  root.addEventListener("mousedown", function (event) {
+    if (event.target.closest(".mark-span")) event.preventDefault();
+  });
+
   root.addEventListener("click", function (event) {
-    const toggle = event.target.closest(".toggle-context");
-    if (toggle) {
-      toggleContext(toggle.closest(".candidate"));
+    const target = event.target;
+    if (target.closest(".toggle-context")) {
+      toggleContext(target.closest(".candidate"));
       return;
     }
-    if (event.target.closest(".show-keys")) {
-      showKeys();
+    if (target.closest(".toggle-document")) {
+      toggleDocument(target.closest(".candidate"));
       return;
     }
-    const card = event.target.closest(".candidate");
+    if (target.closest(".mark-span")) {
+      markSpan(event.shiftKey);
+      return;
+    }
+    const card = target.closest(".candidate");
     if (card && window.getSelection().isCollapsed) {
       const index = cards().indexOf(card);
       if (index !== current) setCurrent(index, false);
     }
   });
 
+  document.addEventListener("click", function (event) {
+    if (event.target.closest(".show-keys")) showKeys();
+  });
+
+  const autoAdvance = document.getElementById("auto-advance");
+  if (autoAdvance) {
+    autoAdvance.checked = prefs.autoAdvance;
+    autoAdvance.addEventListener("change", function () {
+      prefs.autoAdvance = autoAdvance.checked;
+      savePrefs();
+    });
+  }
+  const highlightBox = document.getElementById("highlight-terms");
+  if (highlightBox) {
+    highlightBox.addEventListener("change", function () { showTerms(highlightBox.checked); });
+  }
+
+  markTerms(root);
+  showTerms(prefs.terms);
+  showState(queue.state());
   setCurrent(0, false);
-  replayPending();
 })();

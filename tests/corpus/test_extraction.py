@@ -280,6 +280,17 @@ def test_title_falls_back_to_the_file_stem_without_client_path():
     assert extract("docs/2024/handbook.txt", PROSE.encode()).title == "handbook"
 
 
+def test_a_text_files_short_first_line_is_its_title():
+    """Issue 14 item 10: labellers see "Annual leave policy", not "hr-014.txt"."""
+    data = f"\n  Annual leave   policy (HR-POL-014)\r\n\n{PROSE}\n".encode()
+    extracted = extract("hr-014.txt", data)
+    assert extracted.title == "Annual leave policy (HR-POL-014)"
+    assert "  Annual leave   policy (HR-POL-014)\n" in extracted.text  # the text is untouched
+    # One long paragraph, or a first line with nothing after it, is not a title.
+    assert extract("long.txt", (PROSE + "\n" + PROSE).encode()).title == "long"
+    assert extract("one.txt", b"Annual leave policy\n\n  \n").title == "one"
+
+
 # --- plain text -----------------------------------------------------------------
 
 

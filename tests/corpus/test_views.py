@@ -70,7 +70,12 @@ def test_restricted_document_is_invisible_outside_its_group(corpus, member):
     body = listing.content.decode()
     assert "leave" in body and "salaries" not in body and "SECRET-TITLE" not in body
     assert "1 document" in body
-    dashboard = client.get(reverse("corpus:show-project", args=[corpus.slug])).content.decode()
+    # Labellers land on their queue; the project page's counts are a lead's, outside the group too.
+    landing = client.get(reverse("corpus:show-project", args=[corpus.slug]))
+    assert landing.status_code == 302
+    assert landing["Location"] == reverse("labelling:show-queue", args=[corpus.slug])
+    lead = login(member("lead"))
+    dashboard = lead.get(reverse("corpus:show-project", args=[corpus.slug])).content.decode()
     assert "<dd>1</dd>" in dashboard  # the count does not include the hidden document
     hidden = Document.objects.get(doc_id="salaries")
     assert (

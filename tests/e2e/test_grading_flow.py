@@ -170,9 +170,11 @@ def test_an_action_made_after_the_session_expired_is_replayed_after_login(live_s
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(f"{live_server.url}{url}")
     expect(cards(page).nth(0)).to_have_class(lambda_has("grade-2"))
-    expect(page.locator("#flash")).to_contain_text("Saved 1 action")
+    expect(page.locator("#flash")).to_have_text(
+        "Saved 1 change kept from before you logged in again."
+    )
     assert Judgement.objects.get().grade == 2
-    assert page.evaluate("localStorage.getItem('goldset.pending-actions')") == "[]"
+    assert page.evaluate(f"localStorage.getItem('goldset.kept-actions.{lina.pk}')") is None
     context.close()
 
 
@@ -205,7 +207,8 @@ def test_a_grade_refused_with_503_is_sent_again_and_saved_once(live_server, brow
     page.route(re.compile(r".*/candidates/\d+/grade/$"), database_gone_twice)
     page.keyboard.press("2")
     expect(cards(page).nth(0)).to_have_class(lambda_has("grade-2"))
-    expect(page.locator("#flash")).to_have_text("Saved.")
+    expect(page.locator("#flash")).to_have_text("The server is back: saved 1 change.")
+    expect(page.locator("#save-state")).to_have_text("All changes saved")
     assert len(sent) == 3 and len(set(sent)) == 1  # the same action, the same revision
     assert Judgement.objects.get().grade == 2
     context.close()

@@ -5,7 +5,15 @@ import math
 
 import pytest
 
-from labelling.forms import GradeForm, NoteForm, RevisionForm, SpanForm, VerdictForm
+from labelling.forms import (
+    GradeForm,
+    GradingPageForm,
+    NoteForm,
+    RevisionForm,
+    SpanForm,
+    UndoForm,
+    VerdictForm,
+)
 from labelling.services.judgements import MAX_SECONDS_PER_ACTION
 
 GRADE_MESSAGE = "A grade is 0 (not relevant), 1 (partly answers) or 2 (fully answers)."
@@ -14,7 +22,7 @@ GRADE_MESSAGE = "A grade is 0 (not relevant), 1 (partly answers) or 2 (fully ans
 def test_a_grade_form_gives_the_service_its_values():
     form = GradeForm({"grade": "2", "revision": "3", "seconds": "4.5"})
     assert form.is_valid()
-    assert form.cleaned_data == {"grade": 2, "revision": 3, "seconds": 4.5}
+    assert form.cleaned_data == {"grade": 2, "revision": 3, "seconds": 4.5, "guideline": None}
 
 
 @pytest.mark.parametrize("grade", ["3", "-1", "", " 1", "01", "1.0", "two"])
@@ -43,7 +51,7 @@ def test_a_revision_is_a_whole_number(revision):
 
 def test_a_revision_is_read_as_int_reads_it():
     form = RevisionForm({"revision": " 7 "})
-    assert form.is_valid() and form.cleaned_data == {"revision": 7}
+    assert form.is_valid() and form.cleaned_data == {"revision": 7, "guideline": None}
 
 
 @pytest.mark.parametrize(
@@ -74,7 +82,8 @@ def test_text_is_passed_on_as_sent():
     form = NoteForm({"note": "  two\r\nlines \x00 ", "revision": "1"})
     assert form.is_valid() and form.cleaned_data["note"] == "  two\r\nlines \x00 "
     form = VerdictForm({"revision": "0"})
-    assert form.is_valid() and form.cleaned_data == {"outcome": "", "reason": "", "revision": 0}
+    assert form.is_valid()
+    assert form.cleaned_data == {"outcome": "", "reason": "", "revision": 0, "guideline": None}
 
 
 def test_a_span_form_names_the_first_bad_value_in_the_order_the_page_sends_them():
@@ -101,4 +110,30 @@ def test_a_span_form_keeps_the_offsets_and_quote():
         "quote": " Annual ",
         "revision": 2,
         "seconds": 0.0,
+        "guideline": None,
     }
+
+
+@pytest.mark.parametrize(("sent", "kept"), [(None, None), ("", None), ("0", 0), ("3", 3)])
+def test_the_guideline_the_page_showed_is_passed_on(sent, kept):
+    data = {"grade": "1", "revision": "0"} | ({} if sent is None else {"guideline": sent})
+    form = GradeForm(data)
+    assert form.is_valid() and form.cleaned_data["guideline"] == kept
+    assert UndoForm({} if sent is None else {"guideline": sent}).is_valid()
+
+
+@pytest.mark.parametrize("sent", ["v2", "-1", "1.5"])
+def test_a_bad_guideline_version_is_refused_after_the_labellers_own_values(sent):
+    form = GradeForm({"grade": "1", "revision": "0", "guideline": sent})
+    assert not form.is_valid()
+    assert form.first_problem() == "The guideline version must be a whole number."
+    form = GradeForm({"grade": "9", "revision": "0", "guideline": sent})
+    assert form.first_problem() == GRADE_MESSAGE
+
+
+def test_the_page_form_reads_the_account_and_the_whole_document_flag():
+    form = GradingPageForm({"labeller": "12", "whole": "7, 9,x,"})
+    assert form.is_valid() and form.cleaned_data == {"labeller": 12, "whole": {7, 9}}
+    form = GradingPageForm({})
+    assert form.is_valid() and form.cleaned_data == {"labeller": None, "whole": set()}
+    assert not GradingPageForm({"labeller": "ana"}).is_valid()

@@ -91,7 +91,7 @@ def post(client, url, data=None, htmx=True):
 
 
 def flash(response) -> str:
-    match = re.search(r'<div id="flash"[^>]*>(.*?)</div>', response.content.decode(), re.S)
+    match = re.search(r'<p id="flash"[^>]*>(.*?)</p>', response.content.decode(), re.S)
     return unescape(match.group(1)).strip() if match else response.content.decode()
 
 
@@ -356,7 +356,7 @@ def test_undo_only_ever_touches_ones_own_work(world):
         {"grade": "2", "revision": "0"},
     )
     response = post(client_for(world.ben), world.url("undo-change"))
-    assert response.status_code == 400 and flash(response) == "Nothing to undo on this question."
+    assert response.status_code == 400 and flash(response) == "Nothing left to undo."
     assert Judgement.objects.get().grade == 2
 
 
@@ -561,3 +561,269 @@ def test_role_by_url_access_matrix(project, role):
         assert not Judgement.objects.exists() and not Verdict.objects.exists()
         assert Assignment.objects.get(pk=world.b1.pk).labeller == world.ben
     assert set(seen) == {row[0] for row in matrix_urls(world)}
+
+
+# Issue 14 and issue 12 items 5, 7, 8: what the page's htmx transport relies on -------------
+
+
+def test_every_write_answers_with_out_of_band_fragments_and_its_subjects_revision(world):
+    client = client_for(world.ana)
+    response = post(
+        client, world.url("grade-candidate", candidate=world.c1), {"grade": "2", "revision": "0"}
+    )
+    body = response.content.decode()
+    for fragment in ('id="flash"', f'id="candidate-{world.c1.pk}"', 'id="question-progress"'):
+        tag = re.search(rf"<[^>]*{fragment}[^>]*>", body).group(0)
+        assert 'hx-swap-oob="true"' in tag, fragment
+    assert response["X-Goldset-Subject"] == f"candidate-{world.c1.pk}"
+    assert response["X-Goldset-Revision"] == "1"
+    # A refusal says the saved revision too (the page's next action is not moved onto it).
+    stale = post(
+        client, world.url("grade-candidate", candidate=world.c1), {"grade": "0", "revision": "0"}
+    )
+    assert stale.status_code == 409 and stale["X-Goldset-Revision"] == "1"
+    verdict = post(client, world.url("set-verdict"), {"outcome": "answerable", "revision": "0"})
+    assert verdict["X-Goldset-Subject"] == "verdict" and verdict["X-Goldset-Revision"] == "1"
+    assert 'id="verdict"' in verdict.content.decode()
+
+
+def test_a_grade_request_reads_the_database_no_more_than_before(
+    world, django_assert_max_num_queries
+):
+    client = client_for(world.ana)
+    url = world.url("grade-candidate", candidate=world.c1)
+    post(client, url, {"grade": "2", "revision": "0"})
+    fields = {"grade": "1", "revision": "1", "guideline": "0", "labeller": str(world.ana.pk)}
+    with django_assert_max_num_queries(14):  # 15 before issue 14 (the frozen-item check)
+        assert post(client, url, fields).status_code == 200
+
+
+def test_an_action_made_on_another_accounts_page_is_refused_and_writes_nothing(world):
+    """Issue 12 item 5: a page opened (and its actions kept) as ana, sent while ben is the
+    session in that browser, never becomes ben's judgement."""
+    ben = client_for(world.ben)
+    for name, data in [
+        ("grade-candidate", {"grade": "2", "revision": "0"}),
+        ("add-span", {"version": world.c1.version_id, "start": world.c1.start,
+                      "end": world.c1.start + 5, "quote": POLICY_TEXT[world.c1.start:][:5],
+                      "revision": "0"}),
+        ("note-candidate", {"note": "ana's", "revision": "0"}),
+    ]:  # fmt: skip
+        response = post(
+            ben, world.url(name, candidate=world.c1), {**data, "labeller": str(world.ana.pk)}
+        )
+        assert response.status_code == 403 and response["X-Goldset-Refused"] == "other-account"
+        assert "now logged in as ben" in flash(response)
+    response = post(
+        ben, world.url("set-verdict"), {"outcome": "unanswerable", "labeller": world.ana.pk}
+    )
+    assert response.status_code == 403
+    response = post(ben, world.url("undo-change"), {"labeller": world.ana.pk})
+    assert response.status_code == 403
+    plain = post(
+        ben,
+        world.url("grade-candidate", candidate=world.c1),
+        {"grade": "2", "revision": "0", "labeller": world.ana.pk},
+        htmx=False,
+    )
+    assert plain.status_code == 302 and "/queue/" in plain["Location"]
+    assert not Judgement.objects.exists() and not Verdict.objects.exists()
+    assert not Change.objects.exists()
+    # ben's own page works as ever.
+    mine = post(
+        ben,
+        world.url("grade-candidate", candidate=world.c1),
+        {"grade": "2", "revision": "0", "labeller": world.ben.pk},
+    )
+    assert mine.status_code == 200 and Judgement.objects.get().assignment == world.b1
+
+
+def test_a_write_records_the_guideline_version_the_page_showed(world):
+    """Issue 12 item 7: a grade made on a page showing v1, after the lead saved v2, is v1's."""
+    from labelling.services.guidelines import save_guideline
+
+    v1 = save_guideline(project=world.project, text="Version one.", user=world.lead)
+    client = client_for(world.ana)
+    page = client.get(world.url("grade-question")).content.decode()
+    assert 'data-guideline="1"' in page and 'name="guideline" value="1"' in page
+    v2 = save_guideline(project=world.project, text="Version two.", user=world.lead)
+    response = post(
+        client,
+        world.url("grade-candidate", candidate=world.c1),
+        {"grade": "2", "revision": "0", "guideline": "1"},
+    )
+    assert response.status_code == 200
+    assert Judgement.objects.get(candidate=world.c1).guideline == v1
+    assert "published guideline v2" in flash(response)
+    post(client, world.url("set-verdict"), {"outcome": "answerable", "revision": "0",
+                                            "guideline": "1"})  # fmt: skip
+    assert Verdict.objects.get().guideline == v1
+    # A page read before any guideline existed records none; no version means the current.
+    post(
+        client,
+        world.url("grade-candidate", candidate=world.c2),
+        {"grade": "1", "revision": "0", "guideline": "0"},
+    )
+    assert Judgement.objects.get(candidate=world.c2).guideline is None
+    post(client, world.url("grade-candidate", candidate=world.c2), {"grade": "0", "revision": "1"})
+    assert Judgement.objects.get(candidate=world.c2).guideline == v2
+    # Undo records the version on the page too; a version the project never had is refused.
+    post(client, world.url("undo-change"), {"guideline": "1"})
+    assert Judgement.objects.get(candidate=world.c2).guideline == v1
+    before = Change.objects.count()
+    bad = post(
+        client,
+        world.url("grade-candidate", candidate=world.c1),
+        {"grade": "1", "revision": "1", "guideline": "9"},
+    )
+    assert bad.status_code == 400 and "guideline version that does not exist" in flash(bad)
+    assert Change.objects.count() == before and Judgement.objects.get(candidate=world.c1).grade == 2
+    # The current page shows v2 and says nothing about a newer one.
+    fresh = post(
+        client,
+        world.url("grade-candidate", candidate=world.c1),
+        {"grade": "1", "revision": "1", "guideline": "2"},
+    )
+    assert "published" not in flash(fresh)
+    assert Judgement.objects.get(candidate=world.c1).guideline == v2
+
+
+def test_editing_an_item_a_lead_resolved_gets_the_answer_any_item_gets(world):
+    """Issue 12 item 8: no "a lead has reviewed this" (it would reveal a double-labelled,
+    disputed item); the edit is saved exactly as on an item nobody reviewed."""
+    from labelling.models import Resolution
+
+    ana = client_for(world.ana)
+    for candidate in (world.c1, world.c2):
+        post(
+            ana, world.url("grade-candidate", candidate=candidate), {"grade": "2", "revision": "0"}
+        )
+    Resolution.objects.create(pool=world.pool, question=world.q1, candidate=world.c1, grade=1)
+    Resolution.objects.create(
+        pool=world.pool, question=world.q1, candidate=None, outcome="answerable"
+    )
+    answers = []
+    for candidate in (world.c1, world.c2):
+        response = post(
+            ana, world.url("grade-candidate", candidate=candidate), {"grade": "0", "revision": "1"}
+        )
+        body = response.content.decode().replace(str(candidate.pk), "ID")
+        answers.append((response.status_code, flash(response), re.sub(r"Passage \d", "", body)))
+    assert answers[0][:2] == answers[1][:2] == (200, "")
+    for _status, _message, body in answers:
+        assert "lead" not in body.lower() and "review" not in body.lower()
+    verdict = post(ana, world.url("set-verdict"), {"outcome": "unanswerable", "revision": "0"})
+    assert verdict.status_code == 200 and "review" not in verdict.content.decode().lower()
+    undo = post(ana, world.url("undo-change"))
+    assert undo.status_code == 200 and "review" not in undo.content.decode().lower()
+    assert Judgement.objects.get(assignment=world.a1, candidate=world.c1).grade == 0
+
+
+def test_marking_evidence_in_an_ungraded_passage_grades_it_1_and_says_so(world):
+    client = client_for(world.ana)
+    start = world.c1.start
+    response = post(
+        client,
+        world.url("add-span", candidate=world.c1),
+        {"version": world.c1.version_id, "start": start, "end": start + 9,
+         "quote": POLICY_TEXT[start : start + 9], "revision": "0"},
+    )  # fmt: skip
+    assert response.status_code == 200
+    body = unescape(response.content.decode())
+    assert judgement_services.GRADED_BY_SPAN in body
+    assert re.search(rf'id="card-message-{world.c1.pk}"[^>]*>[^<]*graded 1', body)
+    assert 'class="candidate graded grade-1"' in body
+    assert Judgement.objects.get().grade == 1
+
+
+def test_unanswerable_with_a_passage_graded_2_is_warned_about_everywhere(world):
+    client = client_for(world.ana)
+    post(client, world.url("set-verdict"), {"outcome": "unanswerable", "revision": "0"})
+    response = post(
+        client, world.url("grade-candidate", candidate=world.c1), {"grade": "2", "revision": "0"}
+    )
+    body = unescape(response.content.decode())
+    warning = "You marked the question unanswerable, but a passage is graded 1 or 2"
+    assert re.search(rf'id="card-message-{world.c1.pk}"[^>]*>{warning}', body)
+    assert "verdict and grades disagree" in body  # the status bar's progress
+    page = unescape(client.get(world.url("grade-question")).content.decode())
+    assert warning in page and "verdict and grades disagree" in page
+    verdict = post(client, world.url("set-verdict"), {"outcome": "answerable", "revision": "1"})
+    assert "disagree" not in verdict.content.decode()
+    assert Verdict.objects.get().outcome == "answerable"  # warned, never refused
+
+
+def test_a_write_from_a_page_showing_the_whole_document_answers_with_the_whole_document(world):
+    client = client_for(world.ana)
+    response = post(
+        client,
+        world.url("grade-candidate", candidate=world.c2),
+        {"grade": "2", "revision": "0", "whole": f"{world.c1.pk},{world.c2.pk}"},
+    )
+    pattern = rf'<div class="doc-view whole[^"]*" id="doc-view-{world.c2.pk}"[^>]*>(.*?)</div>'
+    view = re.search(pattern, response.content.decode(), re.S)
+    assert view and 'data-start="0"' in view.group(1)
+    assert "Show the passage only" in response.content.decode()
+    # Only the passages the page shows whole come back whole.
+    other = post(
+        client,
+        world.url("grade-candidate", candidate=world.c1),
+        {"grade": "1", "revision": "0", "whole": str(world.c2.pk)},
+    ).content.decode()
+    assert "doc-view whole" not in other and "Show the whole document" in other
+    passage = client.get(
+        world.url("show-passage-document", candidate=world.c2) + "?view=passage", **HTMX
+    ).content.decode()
+    assert 'class="doc-view' in passage and "doc-view whole" not in passage
+    assert 'hx-swap-oob="true"' in passage.split(">", 1)[0]
+
+
+def test_undo_goes_on_to_the_labellers_previous_question(world):
+    """Issue 14 item 9: undo beyond the current question."""
+    client = client_for(world.ana)
+    other = world.other_question_candidate
+    post(
+        client,
+        world.url("grade-candidate", question=world.q2, candidate=other),
+        {"grade": "2", "revision": "0"},
+    )
+    response = post(client, world.url("undo-change"))  # q1: nothing of ana's here yet
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == world.url("grade-question", question=world.q2)
+    assert not Judgement.objects.filter(candidate=other).exists()
+    page = client.get(response["HX-Redirect"]).content.decode()
+    assert f"Undone on question {world.q2.external_id}: grade 2." in page
+    # The current question's own changes come first.
+    post(client, world.url("grade-candidate", candidate=world.c1), {"grade": "1", "revision": "0"})
+    response = post(client, world.url("undo-change"))
+    assert "HX-Redirect" not in response and "Undone: grade 1." in flash(response)
+    # Nothing older is left: an undo is not undone again (there is no redo).
+    again = post(client, world.url("undo-change"), htmx=False)
+    assert again.status_code == 302 and again["Location"] == world.url("grade-question")
+    assert "Nothing left to undo." in client.get(again["Location"]).content.decode()
+    assert not Judgement.objects.filter(candidate=other).exists()
+
+
+def test_a_labeller_lands_on_their_queue_with_continue_and_a_short_menu(world):
+    slug = world.project.slug
+    client = client_for(world.ana)
+    landing = client.get(reverse("corpus:show-project", args=[slug]))
+    assert landing.status_code == 302
+    queue = client.get(landing["Location"]).content.decode()
+    nav = queue.split('<nav class="project-nav"', 1)[1].split("</nav>", 1)[0]
+    assert "My queue" in nav and "Guideline" in nav
+    for engineering in ("Documents", "Chunking", "Retrievers", "Pools", "Duplicates", "Jobs"):
+        assert engineering not in nav
+    assert 'id="continue-button"' in queue and "Start grading" not in queue
+    assert f'href="{world.url("grade-question")}" id="continue-button"' in queue
+    post(
+        client,
+        world.url("grade-candidate", question=world.q2, candidate=world.other_question_candidate),
+        {"grade": "2", "revision": "0"},
+    )
+    queue = client.get(landing["Location"]).content.decode()
+    assert f'href="{world.url("grade-question", question=world.q2)}" id="continue-button"' in queue
+    assert "where you left off" in queue
+    lead = client_for(world.lead).get(reverse("corpus:show-project", args=[slug]))
+    assert lead.status_code == 200
+    assert "Chunking" in lead.content.decode().split("</nav>", 1)[0]

@@ -4,6 +4,7 @@ import pytest
 
 from labelling.models import Assignment, Candidate, Change, ChangeSubject, Judgement, Span, Verdict
 from labelling.services import judgements as services
+from labelling.services.completion import assignment_progress
 from labelling.services.guidelines import (
     GuidelineError,
     current_guideline,
@@ -167,12 +168,34 @@ def test_a_span_must_come_from_the_candidates_own_version(work):
         add(work, 0, 0, 10, version=newer.pk)
 
 
-def test_evidence_needs_a_grade_of_1_or_2_first(work):
-    with pytest.raises(services.GradingError, match="Grade this passage 1 or 2"):
-        add(work, 0, 0, 10, revision=0)
-    grade(work, 0, 0)
-    with pytest.raises(services.GradingError, match="Grade this passage 1 or 2"):
-        add(work, 0, 0, 10, revision=1)
+def test_evidence_in_an_ungraded_passage_grades_it_1_in_the_same_change(work):
+    """Select, then s, before any grade (issue 14 item 3): the span is recorded, and the grade
+    defaults to 1 with a message saying so."""
+    assignment, candidates, ana = work
+    outcome = add(work, 0, 10, 20, revision=0)
+    assert outcome.changed and outcome.message == services.GRADED_BY_SPAN
+    judgement = Judgement.objects.get(candidate=candidates[0])
+    assert judgement.grade == 1 and spans_of(candidates[0]) == [(10, 20)]  # not the passage
+    (change,) = Change.objects.filter(assignment=assignment)
+    assert change.action == "add span" and change.before is None
+    services.undo_last_change(assignment=assignment, labeller=ana)
+    assert not Judgement.objects.filter(candidate=candidates[0]).exists()
+
+
+def test_evidence_in_a_passage_graded_0_regrades_it_1_and_keeps_the_note(work):
+    assignment, candidates, ana = work
+    grade(work, 1, 0)
+    services.record_note(
+        assignment=assignment, candidate_id=candidates[1].pk, labeller=ana, note="hm", revision=1
+    )
+    c = candidates[1]
+    outcome = add(work, 1, c.start, c.start + 5, revision=2)
+    assert outcome.message == services.GRADED_BY_SPAN
+    judgement = Judgement.objects.get(candidate=c)
+    assert (judgement.grade, judgement.note) == (1, "hm")
+    assert spans_of(c) == [(c.start, c.start + 5)]
+    # On a passage graded 1 or 2 a span is ordinary evidence: no message.
+    assert add(work, 1, c.start + 7, c.start + 9, revision=3).message == ""
 
 
 def test_removing_spans_keeps_at_least_one(work):
@@ -387,7 +410,7 @@ def test_members_of_the_documents_access_group_may_grade_it(project, member):
         assignment=assignment, candidate_id=hidden.pk, labeller=hana, grade=2, revision=0
     )
     assert Judgement.objects.get().candidate == hidden
-    assert services.assignment_progress(assignment, hana).total == 3
+    assert assignment_progress(assignment, hana).total == 3
 
 
 def test_the_hand_written_grading_query_matches_the_orm_rules(project, member):
@@ -426,26 +449,38 @@ def test_the_hand_written_grading_query_matches_the_orm_rules(project, member):
         assert rows[1].graded is False and rows[1].revision == 0
 
 
-def test_items_a_lead_has_resolved_are_frozen(work):
+def test_an_item_a_lead_resolved_answers_a_labellers_edit_as_any_other_item(work):
+    """Issue 12 item 8: refusing the edit ("a lead has reviewed this") would tell the labeller
+    the question was double-labelled and disputed. The edit is saved like any other; the
+    resolution stays what the gold set takes."""
     from labelling.models import Resolution
 
     assignment, candidates, ana = work
     grade(work, 0, 2)
-    Resolution.objects.create(
+    grade(work, 1, 2)
+    resolution = Resolution.objects.create(
         pool=assignment.pool, question=assignment.question, candidate=candidates[0], grade=1
     )
-    with pytest.raises(services.Frozen, match="reviewed") as info:
-        grade(work, 0, 0, revision=1)
-    assert info.value.status == 409
-    with pytest.raises(services.Frozen):
-        services.undo_last_change(assignment=assignment, labeller=ana)
-    assert grade(work, 0, 2, revision=1).changed is False  # asking for what is saved is fine
-    grade(work, 1, 1)  # other passages stay open
+    resolved = grade(work, 0, 0, revision=1)
+    unresolved = grade(work, 1, 0, revision=1)
+    assert (resolved.changed, resolved.message, resolved.revision) == (
+        unresolved.changed, unresolved.message, unresolved.revision
+    )  # fmt: skip
+    assert Judgement.objects.get(candidate=candidates[0]).grade == 0
+    undone = services.undo_last_change(assignment=assignment, labeller=ana)
+    assert undone.candidate == candidates[1]
+    services.undo_last_change(assignment=assignment, labeller=ana)
+    assert Judgement.objects.get(candidate=candidates[0]).grade == 2
     Resolution.objects.create(
         pool=assignment.pool, question=assignment.question, candidate=None, outcome="answerable"
     )
-    with pytest.raises(services.Frozen):
-        services.record_verdict(
-            assignment=assignment, labeller=ana, outcome="unanswerable", reason="", revision=0
-        )
-    assert Judgement.objects.get(candidate=candidates[0]).grade == 2
+    verdict = services.record_verdict(
+        assignment=assignment, labeller=ana, outcome="unanswerable", reason="", revision=0
+    )
+    assert verdict.changed and verdict.message == ""
+    # The history keeps the vote the lead saw; the lead's decision is untouched.
+    assert [c.action for c in Change.objects.filter(candidate=candidates[0]).order_by("pk")] == [
+        "grade 2", "grade 0", "undo",
+    ]  # fmt: skip
+    resolution.refresh_from_db()
+    assert resolution.grade == 1

@@ -1,0 +1,178 @@
+"""The grading page's requests, timed in one process (no network, no other clients):
+
+    .venv/bin/python benchmarks/grading_requests.py [--passages 10] [--rounds 30]
+        [--database sqlite|postgres] [--pg-name goldset_bench_grading]
+
+What a labeller's browser asks for, through Django's test client with a logged-in session: the
+grading page (GET), a grade (htmx POST, a changing grade every time), a span that narrows the
+evidence, a note, a verdict, an undo, and the whole document of a passage. Printed per kind:
+p50 and p95 in ms and the number of SQL queries; the grade request is the one the labelling
+load benchmark (`labelling_load.py`) puts under concurrency. Use it to compare two trees on the
+same machine in the same minute (a ratio), since absolute times on a shared box vary.
+
+The database is a temporary SQLite file, or a scratch PostgreSQL database on 127.0.0.1 that is
+dropped and created again (`--pg-name`, so parallel runs do not collide).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def configure(database: str, pg_name: str) -> None:
+    sys.path.insert(0, str(REPO))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "goldset.settings")
+    os.environ["DEBUG"] = "1"
+    os.environ.pop("REDIS_URL", None)
+    if database == "postgres":
+        import psycopg
+
+        with psycopg.connect(
+            "host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True
+        ) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {pg_name} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {pg_name}")
+        os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{pg_name}"
+    else:
+        path = Path(tempfile.mkdtemp()) / "grading.sqlite3"
+        os.environ["DATABASE_URL"] = f"sqlite:///{path}"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def world(passages: int):
+    from django.contrib.auth import get_user_model
+
+    from corpus.extraction import assess_quality
+    from corpus.models import Document, Membership, Project
+    from corpus.services import documents
+    from corpus.sources import DocumentRecord, SourceBatch
+    from labelling.models import Assignment, Candidate, Pool, Question, QuestionSet
+
+    project = Project.objects.create(slug="bench", name="Bench")
+    user = get_user_model().objects.create(username="labeller")
+    Membership.objects.create(project=project, user=user, role="labeller")
+    sentence = (
+        "Employees may carry over at most five days of unused annual leave into the next "
+        "calendar year if the request reaches the HR service desk by 31 January. "
+    )
+    text = "".join(f"Section {n}. {sentence}\n\n" for n in range(200))
+    report = assess_quality(text)
+    records = [
+        DocumentRecord(doc_id=f"doc-{i}", title=f"Policy {i}", text=text, report=report)
+        for i in range(passages)
+    ]
+    documents.ingest_batch(project=project, batch=SourceBatch(source="bench", records=records))
+    question_set = QuestionSet.objects.create(project=project, name="bench")
+    question = Question.objects.create(
+        question_set=question_set, external_id="q1", text="how many leave days can i carry over?"
+    )
+    pool = Pool.objects.create(question_set=question_set, name="p", state="ready")
+    candidates = []
+    for rank, document in enumerate(Document.objects.filter(project=project).order_by("pk")):
+        start = text.index("Section 100.")
+        candidates.append(
+            Candidate.objects.create(
+                pool=pool,
+                question=question,
+                version=document.latest_version,
+                start=start,
+                end=start + 160,
+                shuffle_rank=rank,
+            )  # fmt: skip
+        )
+    assignment = Assignment.objects.create(pool=pool, question=question, labeller=user)
+    return user, assignment, candidates, text
+
+
+def timed(kind, results, send, url, data=None, **headers):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        start = time.perf_counter()
+        response = send(url, data or {}, **headers)
+        elapsed = (time.perf_counter() - start) * 1000
+    if response.status_code not in (200, 302):
+        raise SystemExit(f"{kind}: HTTP {response.status_code}: {response.content[:200]!r}")
+    results.setdefault(kind, []).append((elapsed, len(queries)))
+    return response
+
+
+def run(passages: int, rounds: int) -> dict:
+    from django.test import Client
+    from django.test.utils import setup_test_environment
+    from django.urls import reverse
+
+    setup_test_environment()
+    user, assignment, candidates, text = world(passages)
+    client = Client()
+    client.force_login(user)
+    ids = {"pool_id": assignment.pool_id, "question_id": assignment.question_id}
+    page = reverse("labelling:grade-question", kwargs={"slug": "bench", **ids})
+    htmx = {"HTTP_HX_REQUEST": "true"}
+    results: dict = {}
+    revisions = {c.pk: 0 for c in candidates}
+    verdict_revision = 0
+    for round_ in range(rounds):
+        timed("page", results, client.get, page)
+        for candidate in candidates:
+            base = f"{page}candidates/{candidate.pk}/"
+            grade = "2" if (round_ + candidate.pk) % 2 else "1"
+            fields = {"grade": grade, "revision": revisions[candidate.pk], "guideline": "0",
+                      "labeller": user.pk, "seconds": "3"}  # fmt: skip
+            timed("grade", results, client.post, base + "grade/", fields, **htmx)
+            revisions[candidate.pk] += 1
+        candidate = candidates[round_ % len(candidates)]
+        base = f"{page}candidates/{candidate.pk}/"
+        start = candidate.start + (round_ % 20)
+        span = {"version": candidate.version_id, "start": start, "end": start + 30,
+                "quote": text[start : start + 30], "revision": revisions[candidate.pk],
+                "guideline": "0", "labeller": user.pk}  # fmt: skip
+        timed("span", results, client.post, base + "spans/", span, **htmx)
+        revisions[candidate.pk] += 1
+        note = {"note": f"note {round_}", "revision": revisions[candidate.pk], "guideline": "0"}
+        timed("note", results, client.post, base + "note/", note, **htmx)
+        revisions[candidate.pk] += 1
+        outcome = "answerable" if round_ % 2 else "cant_tell"
+        verdict = {"outcome": outcome, "reason": "unclear", "revision": verdict_revision}
+        timed("verdict", results, client.post, page + "verdict/", verdict, **htmx)
+        verdict_revision += 1
+        timed("undo", results, client.post, page + "undo/", {}, **htmx)
+        verdict_revision += 1
+        timed("document", results, client.get, base + "document/", **htmx)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--passages", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--pg-name", default="goldset_bench_grading")
+    args = parser.parse_args()
+    configure(args.database, args.pg_name)
+    results = run(args.passages, args.rounds)
+    print(f"{args.passages} passages, {args.rounds} rounds, {args.database}, one process")
+    print(f"{'request':<10}{'count':>7}{'p50 ms':>9}{'p95 ms':>9}{'queries':>9}")
+    for kind, rows in results.items():
+        times = sorted(t for t, _ in rows)
+        p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
+        queries = statistics.median(q for _, q in rows)
+        print(f"{kind:<10}{len(rows):>7}{statistics.median(times):>9.1f}{p95:>9.1f}{queries:>9.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""Where a labeller stands on one assignment, and whether it is done.
+
+Done means a verdict and a grade on every passage the labeller may see now, so it is
+recomputed after every write (`labelling.services.judgements`) and whenever access to a
+document changes (`refresh_completion`, which the corpus calls through the listener
+`LabellingConfig.ready()` hands it). Only the labeller's own work is counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Exists, OuterRef, Subquery
+from django.utils import timezone
+
+from labelling.models import Assignment, Candidate, Judgement, Verdict, VerdictOutcome
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where one labeller stands on one question (only their own work, only what they see)."""
+
+    candidate_ids: list[int]  # the passages the labeller sees, in page order
+    graded: int
+    verdict: str | None  # the outcome, if any
+    done: bool
+    relevant: int = 0  # passages graded 1 or 2
+
+    @property
+    def total(self) -> int:
+        return len(self.candidate_ids)
+
+    @property
+    def contradiction(self) -> str:
+        """What contradicts itself in this labeller's answers, said plainly ("" if nothing)."""
+        if self.verdict == VerdictOutcome.UNANSWERABLE and self.relevant:
+            passages = "a passage is" if self.relevant == 1 else f"{self.relevant} passages are"
+            return (
+                f"You marked the question unanswerable, but {passages} graded 1 or 2 (answers "
+                "it at least in part). Change the verdict or the grades."
+            )
+        return ""
+
+    @property
+    def verdict_label(self) -> str:
+        return VerdictOutcome(self.verdict).label if self.verdict else ""
+
+
+def assignment_progress(assignment: Assignment, labeller, *, passages=None) -> Progress:
+    """Done means a verdict and a grade on every passage the labeller can see.
+
+    ``passages`` (`Candidate.objects.for_grading`, with `grade` kept up to date by the write
+    that read them) saves reading them again.
+    """
+    if passages is not None:
+        visible = [(c.pk, c.grade) for c in passages]
+    else:
+        grade = Judgement.objects.filter(assignment=assignment, candidate=OuterRef("pk"))
+        visible = list(
+            Candidate.objects.of_assignment(assignment)
+            .not_hidden_from(labeller)
+            .annotate(grade=Subquery(grade.values("grade")[:1]))
+            .order_by("shuffle_rank", "pk")
+            .values_list("pk", "grade")
+        )
+    verdict = Verdict.objects.filter(assignment=assignment).values_list("outcome", flat=True)
+    outcome = verdict.first()
+    graded_visible = sum(1 for _, grade in visible if grade is not None)
+    return Progress(
+        candidate_ids=[pk for pk, _ in visible],
+        graded=graded_visible,
+        verdict=outcome,
+        done=outcome is not None and graded_visible == len(visible),
+        relevant=sum(1 for _, grade in visible if grade is not None and grade >= 1),
+    )
+
+
+def update_completion(assignment: Assignment, labeller, *, passages=None) -> Progress:
+    progress = assignment_progress(assignment, labeller, passages=passages)
+    if progress.done and assignment.completed_at is None:
+        assignment.completed_at = timezone.now()
+        assignment.save(update_fields=["completed_at"])
+    elif not progress.done and assignment.completed_at is not None:
+        assignment.completed_at = None
+        assignment.save(update_fields=["completed_at"])
+    return progress
+
+
+def refresh_completion(project, user_ids: set[int] | None, document_ids: set[int] | None) -> None:
+    """Recompute "done" where access changed: a revoked passage no longer waits for a grade, a
+    granted one does. Only assignments with a verdict can be done, so only they are read."""
+    assignments = (
+        Assignment.objects.in_project(project)
+        .filter(labeller__isnull=False)
+        .filter(Exists(Verdict.objects.filter(assignment=OuterRef("pk"))))
+        .select_related("labeller")
+    )
+    if user_ids is not None:
+        assignments = assignments.filter(labeller_id__in=user_ids)
+    if document_ids is not None:
+        touched = Candidate.objects.filter(
+            pool_id=OuterRef("pool_id"),
+            question_id=OuterRef("question_id"),
+            version__document_id__in=document_ids,
+        )
+        assignments = assignments.filter(Exists(touched))
+    for assignment in assignments:
+        update_completion(assignment, assignment.labeller)
