@@ -19,11 +19,12 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+# The demo, a Celery worker on an embedded file-system broker, and the development server;
+# the demo logins are printed last (labelling/management/commands/quickstart.py).
 run: export DEBUG ?= 1
 run: $(STAMP)
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py load_demo
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	@$(BIN)/python manage.py migrate --noinput -v0
+	@$(BIN)/python manage.py quickstart
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -20,7 +20,8 @@ from corpus.models import (
     Role,
 )
 from corpus.services.test_users import parse_headers, parse_user_value
-from corpus.sources import RECORD_SUFFIXES
+from corpus.sources import MAX_DOC_ID_LENGTH, RECORD_SUFFIXES
+from corpus.textfiles import text_problem
 from goldset.errors import ServiceError
 
 ACCEPTED_SUFFIXES = SUPPORTED_SUFFIXES + RECORD_SUFFIXES
@@ -79,7 +80,17 @@ class UploadForm(forms.Form):
         problems = []
         for upload in files:
             suffix = "." + upload.name.rsplit(".", 1)[-1].lower() if "." in upload.name else ""
-            if suffix not in ACCEPTED_SUFFIXES:
+            # A file's name becomes its doc id: refused here rather than cut or cleaned.
+            name_problem = text_problem(upload.name, max_length=MAX_DOC_ID_LENGTH, identifier=True)
+            if name_problem:
+                shown = repr(upload.name[:60])
+                problems.append(
+                    forms.ValidationError(
+                        f"The file name {shown} {name_problem}; rename the file.",
+                        code="bad_name",
+                    )
+                )
+            elif suffix not in ACCEPTED_SUFFIXES:
                 problems.append(
                     forms.ValidationError(
                         f"{upload.name}: {suffix or 'no extension'} is not supported "

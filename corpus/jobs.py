@@ -13,7 +13,8 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from celery import Task
-from django.db import DatabaseError, transaction
+from django.apps import apps
+from django.db import DatabaseError, InterfaceError, OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
@@ -29,6 +30,9 @@ Progress = Callable[[int], None]
 # A running job whose worker has shown no sign of life for this long is presumed dead.
 STALE_AFTER = timedelta(minutes=10)
 MAX_ATTEMPTS = 3
+# Errors that mean the database went away (a restart, a failover, a killed connection): the
+# work may succeed when tried again. Every other DatabaseError is the job's own failure.
+DATABASE_GONE = (OperationalError, InterfaceError)
 
 
 def start(
@@ -57,13 +61,20 @@ def start(
 
 
 def task_named(name: str) -> Task:
-    """The Celery task a job row names; a ServiceError when there is none by that name."""
-    try:
-        task = import_string(name)
-    except ImportError:
-        task = None
+    """The Celery task a job row names; a ServiceError when there is none by that name.
+
+    Only a ``tasks`` module of one of the project's apps is looked in: the name comes from a
+    database row, and importing whatever module a row names is not something to do on trust.
+    """
+    module, _, attribute = (name or "").rpartition(".")
+    task = None
+    if attribute and module.endswith(".tasks") and apps.get_containing_app_config(module):
+        try:
+            task = import_string(name)
+        except ImportError:
+            task = None
     if not isinstance(task, Task):
-        raise ServiceError(f"There is no task named {name!r} to do this job.")
+        raise ServiceError(f"There is no task named {name[:200]!r} to do this job.")
     return task
 
 
@@ -94,50 +105,115 @@ def run(job_id: int, work: Callable[[Job], None]) -> Job | None:
         work(job)
     except (ServiceError, SourceError) as exc:
         finish(job, JobState.FAILED, str(exc))
-    except DatabaseError:
+    except DATABASE_GONE:
         # The database went away mid-job: leave it unfinished for the retry or the reconciler.
         raise
+    except DatabaseError as exc:
+        # The database refused what the job wrote (a value no check foresaw, a constraint):
+        # doing it again would fail again, so it is this job's failure, never a retry.
+        logger.exception("job %s: the database refused a write", job.pk)
+        _finish_after_error(job, f"The database refused part of this job's work ({exc}).")
     except Exception:
         logger.exception("job %s failed", job.pk)
-        finish(job, JobState.FAILED, "An unexpected error stopped this job; it has been logged.")
+        _finish_after_error(job, "An unexpected error stopped this job; it has been logged.")
     return job
+
+
+def _finish_after_error(job: Job, message: str) -> None:
+    """Record the failure even when what the work left on the row (its errors or result) is
+    what the database refused."""
+    try:
+        finish(job, JobState.FAILED, message[:2000])
+    except DATABASE_GONE:
+        raise
+    except DatabaseError:
+        logger.exception("job %s: its errors or result cannot be stored", job.pk)
+        job.errors, job.result = [], {}
+        finish(job, JobState.FAILED, message[:2000])
 
 
 def reconcile(*, stale_after: timedelta = STALE_AFTER) -> list[int]:
     """Re-queue unfinished jobs whose message was lost (e.g. Redis restarted empty) or whose
     worker died, each by the task named on its row; give up, with the reason, after
-    MAX_ATTEMPTS."""
+    MAX_ATTEMPTS. Whatever one row holds, the others are still looked at."""
     now = timezone.now()
     cutoff = now - stale_after
     requeued = []
     stale = Job.objects.unfinished().filter(
         Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, created_at__lt=cutoff)
     )
-    for job in stale:
-        if job.attempts >= MAX_ATTEMPTS:
-            finish(
-                job,
-                JobState.FAILED,
-                f"Gave up after {job.attempts} attempts: the worker stopped each time.",
-            )
-            continue
-        if not job.task:
-            finish(job, JobState.FAILED, "The command doing this job stopped; run it again.")
-            continue
+    for pk in list(stale.order_by("pk").values_list("pk", flat=True)):
         try:
-            task = task_named(job.task)
-        except ServiceError as exc:
-            finish(job, JobState.FAILED, str(exc))
-            continue
-        Job.objects.filter(pk=job.pk).update(state=JobState.QUEUED, heartbeat_at=now)
-        transaction.on_commit(lambda task=task, pk=job.pk: task.delay(pk))
-        requeued.append(job.pk)
+            if _reconcile_one(pk, now):
+                requeued.append(pk)
+        except DATABASE_GONE:
+            raise
+        except Exception:
+            logger.exception("reconcile: job %s could not be looked at", pk)
+            _give_up(pk, "The reconciler could not re-queue this job; it has been logged.")
     return requeued
+
+
+def _reconcile_one(pk: int, now) -> bool:
+    job = Job.objects.filter(pk=pk).first()
+    if job is None or job.finished:
+        return False
+    if job.attempts >= MAX_ATTEMPTS:
+        finish(
+            job,
+            JobState.FAILED,
+            f"Gave up after {job.attempts} attempts: the worker stopped each time.",
+        )
+        return False
+    if not job.task:
+        finish(job, JobState.FAILED, "The command doing this job stopped; run it again.")
+        return False
+    try:
+        task = task_named(job.task)
+    except ServiceError as exc:
+        finish(job, JobState.FAILED, str(exc))
+        return False
+    Job.objects.filter(pk=job.pk).update(state=JobState.QUEUED, heartbeat_at=now)
+    transaction.on_commit(lambda: _send(task, job.pk))
+    return True
+
+
+def _send(task: Task, pk: int) -> None:
+    """Queue a re-queued job's task. Without a broker the task runs right here: a failure of
+    the job itself is on its row, and nothing it raises stops the reconciler."""
+    try:
+        task.delay(pk)
+    except Exception:
+        logger.exception("reconcile: job %s could not be sent to its task", pk)
+
+
+def _give_up(pk: int, message: str) -> None:
+    try:
+        Job.objects.filter(pk=pk).update(
+            state=JobState.FAILED, message=message, finished_at=timezone.now()
+        )
+    except DATABASE_GONE:
+        raise
+    except DatabaseError:
+        logger.exception("reconcile: job %s cannot even be marked failed", pk)
 
 
 def finish(job: Job, state: str, message: str) -> None:
     job.state, job.message, job.finished_at = state, message, timezone.now()
     job.save(update_fields=["state", "message", "finished_at", "errors", "result", "done", "total"])
+
+
+def next_url(job: Job) -> str | None:
+    """Where a page following ``job`` goes once it succeeded, if it made something to open
+    (its result's ``link``, with ``redirect``). A job done by the time the request that
+    started it answers (no broker: it ran in-process) sends the browser straight there."""
+    job.refresh_from_db(fields=["state", "result", "message"])
+    result = job.result if isinstance(job.result, dict) else {}
+    link = result.get("link")
+    if job.state != JobState.SUCCEEDED or not result.get("redirect") or not isinstance(link, dict):
+        return None
+    url = str(link.get("url", ""))
+    return url if url.startswith("/") and not url.startswith("//") else None
 
 
 def progress(job: Job) -> Progress:

@@ -123,6 +123,60 @@ class DocumentQuerySet(models.QuerySet):
             ~Exists(restricted) | Exists(allowed)
         )
 
+    def hidden_from(self, user) -> DocumentQuerySet:
+        """Restricted documents none of whose groups the user is a member of (the complement of
+        `visible_to` among restricted documents; may repeat rows: use it as a subquery)."""
+        restricted = self.filter(access_groups__isnull=False)
+        if not user.is_authenticated:
+            return restricted
+        return restricted.exclude(access_groups__members=user)
+
+    def searchable_for(self, user) -> DocumentQuerySet:
+        """`searchable()` as the user sees the corpus: quality accepted, and the copy of its
+        near-duplicate group the user's searches return (`copies_for`)."""
+        return (
+            self.filter(latest_version__isnull=False)
+            .filter(
+                Q(latest_version__quality_flagged=False)
+                | Q(latest_version__quality_accepted_at__isnull=False)
+            )
+            .copies_for(user)
+        )
+
+    def copies_for(self, user) -> DocumentQuerySet:
+        """Documents outside any near-duplicate group, and each group's searchable copy as the
+        user sees it: the representative, or, when it is hidden from them, the group's first
+        member they may see (lowest pk). So the visible twin of a restricted document stays
+        findable, and nothing tells them the hidden one exists (`corpus.services.retrieval`
+        applies the same rule to searches)."""
+        hidden = Document.objects.hidden_from(user)
+        stand_in = (
+            Document.objects.filter(duplicate_group=OuterRef("duplicate_group"))
+            .exclude(pk__in=hidden.values("pk"))
+            .order_by("pk")
+            .values("pk")[:1]
+        )
+        return self.alias(
+            representative_hidden=Exists(
+                hidden.filter(pk=OuterRef("duplicate_group__representative"))
+            ),
+            stand_in=models.Subquery(stand_in),
+        ).filter(
+            Q(duplicate_group__isnull=True)
+            | Q(duplicate_group__representative=models.F("pk"), representative_hidden=False)
+            | Q(representative_hidden=True, pk=models.F("stand_in"))
+        )
+
+    def with_visible_twin(self, user) -> DocumentQuerySet:
+        """Documents with another member of their near-duplicate group that the user may see:
+        the only ones that are near-duplicates as far as the user can tell."""
+        twins = (
+            Document.objects.visible_to(user)
+            .filter(duplicate_group=OuterRef("duplicate_group"))
+            .exclude(pk=OuterRef("pk"))
+        )
+        return self.filter(duplicate_group__isnull=False).filter(Exists(twins))
+
     def held_back(self) -> DocumentQuerySet:
         """Documents whose newest version is flagged by the quality check and not accepted."""
         return self.filter(
@@ -271,8 +325,15 @@ class ChunkUnit(models.TextChoices):
 
 
 class ChunkingSchemeQuerySet(models.QuerySet):
-    def with_chunk_count(self) -> ChunkingSchemeQuerySet:
-        return self.annotate(chunk_count=models.Count("chunks"))
+    def with_chunk_count(self, viewer=None) -> ChunkingSchemeQuerySet:
+        """Each scheme with `chunk_count`; with a ``viewer``, only chunks of documents they may
+        see (a count must not reveal a restricted document)."""
+        if viewer is None:
+            return self.annotate(chunk_count=models.Count("chunks"))
+        hidden = Document.objects.hidden_from(viewer).values("pk")
+        return self.annotate(
+            chunk_count=models.Count("chunks", filter=~Q(chunks__version__document__in=hidden))
+        )
 
 
 class ChunkingScheme(models.Model):

@@ -23,15 +23,23 @@ from corpus.extraction import (
     normalise_text,
 )
 from corpus.sandbox import extract_isolated
-from corpus.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines
+from corpus.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines, text_problem
 
 RECORD_SUFFIXES = (".jsonl", ".csv")
+# The columns the app stores these in (corpus.models): checked here, so a long value is a line's
+# problem, never a database error that fails the whole file.
 MAX_DOC_ID_LENGTH = 255
 MAX_TITLE_LENGTH = 500
+MAX_GROUP_NAME_LENGTH = 100
 
 
 class SourceError(Exception):
     """A whole source cannot be read; the message is meant for the user."""
+
+    def without(self, name: str) -> str:
+        """The message without the source's name in front (for a report that shows it)."""
+        message = str(self)
+        return message.removeprefix(f"{name}: ")
 
 
 @dataclass(frozen=True)
@@ -40,9 +48,12 @@ class DocumentRecord:
     title: str
     text: str
     report: ExtractionReport
+    # The groups the source names; empty when it names none. An import never uses an empty
+    # list to lift a restriction: it keeps the document's groups (corpus.services.documents).
     access_groups: tuple[str, ...] = ()
     modified_at: datetime | None = None
     source_name: str = ""
+    line: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,14 +113,30 @@ def read_source(*, name: str, data: bytes, doc_id: str | None = None) -> SourceB
     if suffix == ".csv":
         return read_csv(name=name, data=data)
     batch = SourceBatch(source=name)
+    doc_id = doc_id or Path(name).name
+    problem = text_problem(doc_id, max_length=MAX_DOC_ID_LENGTH, identifier=True)
+    if problem:
+        # The file's name is its doc id: never cut or cleaned silently, or two files could
+        # become one document.
+        batch.errors.append(
+            RecordError(source=name, error=f"the file name (its doc id) {problem}; rename it")
+        )
+        return batch
     try:
         extracted = extract_isolated(filename=name, data=data)
     except ExtractionError as exc:
         batch.errors.append(RecordError(source=name, error=str(exc)))
         return batch
+    for field_name, value in (("text", extracted.text), ("title", extracted.title)):
+        problem = text_problem(value)
+        if problem:
+            batch.errors.append(
+                RecordError(source=name, error=f"the extracted {field_name} {problem}")
+            )
+            return batch
     batch.records.append(
         DocumentRecord(
-            doc_id=(doc_id or Path(name).name)[:MAX_DOC_ID_LENGTH],
+            doc_id=doc_id,
             title=extracted.title[:MAX_TITLE_LENGTH],
             text=extracted.text,
             report=extracted.report,
@@ -119,16 +146,38 @@ def read_source(*, name: str, data: bytes, doc_id: str | None = None) -> SourceB
     return batch
 
 
-def read_folder(path: Path) -> Iterator[tuple[Path, SourceBatch]]:
-    """Every supported file below `path`; its doc_id is its path relative to the folder."""
+def list_import_files(path: Path) -> list[tuple[Path, str]]:
+    """The files an import of ``path`` reads, each with its name: for a folder, every supported
+    file below it by its path relative to the folder (its doc id); else the file itself."""
+    if not path.is_dir():
+        return [(path, path.name)]
     files = sorted(
         p
         for p in path.rglob("*")
         if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES + RECORD_SUFFIXES
     )
-    for file in files:
-        relative = file.relative_to(path).as_posix()
-        yield file, read_source(name=relative, data=file.read_bytes(), doc_id=relative)
+    return [(file, file.relative_to(path).as_posix()) for file in files]
+
+
+def read_file_source(*, file: Path, name: str, doc_id: str | None = None) -> SourceBatch:
+    """One file from disk, as `read_source` reads it; a file that cannot be read (gone, no
+    permission) or a whole-file problem is the batch's error, so the other files still import."""
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        return SourceBatch(
+            source=name, errors=[RecordError(source=name, error=f"cannot be read ({exc.strerror})")]
+        )
+    try:
+        return read_source(name=name, data=data, doc_id=doc_id)
+    except SourceError as exc:
+        return SourceBatch(source=name, errors=[RecordError(source=name, error=exc.without(name))])
+
+
+def read_folder(path: Path) -> Iterator[tuple[Path, SourceBatch]]:
+    """Every supported file below `path`; its doc_id is its path relative to the folder."""
+    for file, relative in list_import_files(path):
+        yield file, read_file_source(file=file, name=relative, doc_id=relative)
 
 
 def read_jsonl(*, name: str, data: bytes) -> SourceBatch:
@@ -194,10 +243,30 @@ def read_beir(path: Path) -> BeirCollection:
     queries: list[QueryRecord] = []
     for number, obj in _json_lines(queries_file, errors):
         qid, text = obj.get("_id", obj.get("id")), obj.get("text")
-        if qid in (None, "") or not isinstance(text, str) or not text:
+        if (
+            qid in (None, "")
+            or isinstance(qid, bool)
+            or not isinstance(qid, str | int)
+            or not isinstance(text, str)
+            or not text.strip()
+        ):
             errors.append(
                 RecordError(source="queries.jsonl", line=number, error="needs an id and a text")
             )
+            continue
+        problem = next(
+            (
+                f"{name} {found}"
+                for name, found in (
+                    ("the id", text_problem(str(qid), max_length=255, identifier=True)),
+                    ("the text", text_problem(text)),
+                )
+                if found
+            ),
+            "",
+        )
+        if problem:
+            errors.append(RecordError(source="queries.jsonl", line=number, error=problem))
             continue
         queries.append(QueryRecord(question_id=str(qid), text=text))
     qrel_files = sorted((path / "qrels").glob("*.tsv")) if (path / "qrels").is_dir() else []
@@ -215,7 +284,12 @@ def read_beir(path: Path) -> BeirCollection:
                 continue  # header
             if len(cells) == 4:
                 cells = [cells[0], cells[2], cells[3]]  # TREC qrels: qid iter docid grade
-            if len(cells) != 3 or not cells[2].lstrip("-").isdigit():
+            # A grade is a small integer (BEIR's are 0–2, some sets use -1 or 0–4).
+            if (
+                len(cells) != 3
+                or not cells[2].strip().lstrip("-").isdigit()
+                or len(cells[2].strip()) > 6
+            ):
                 errors.append(
                     RecordError(
                         source=source,
@@ -223,6 +297,10 @@ def read_beir(path: Path) -> BeirCollection:
                         error="expected query-id, corpus-id and an integer score",
                     )
                 )
+                continue
+            problem = text_problem(cells[0] + cells[1], identifier=True)
+            if problem:
+                errors.append(RecordError(source=source, line=number, error=f"an id {problem}"))
                 continue
             qrels.append(
                 QrelRecord(
@@ -242,25 +320,43 @@ def _json_lines(file: Path, errors: list[RecordError]) -> Iterator[tuple[int, di
 
 
 def _add_record(batch: SourceBatch, obj: dict, *, line: int, seen: dict[str, int]) -> None:
+    """Check every field of one JSONL/CSV record before anything is written: a record with a
+    problem is reported with its line and field, and the other records still import."""
+
     def fail(message: str, doc_id: str | None = None) -> None:
         batch.errors.append(
             RecordError(source=batch.source, line=line, doc_id=doc_id, error=message)
         )
 
     raw_id = obj.get("doc_id")
+    if raw_id is not None and (isinstance(raw_id, bool) or not isinstance(raw_id, str | int)):
+        return fail("doc_id must be a string")
     doc_id = str(raw_id).strip() if raw_id is not None else ""
     if not doc_id:
         return fail("doc_id is missing or empty")
-    if len(doc_id) > MAX_DOC_ID_LENGTH:
-        return fail(f"doc_id is longer than {MAX_DOC_ID_LENGTH} characters", doc_id[:40] + "…")
+    problem = text_problem(doc_id, max_length=MAX_DOC_ID_LENGTH, identifier=True)
+    if problem:
+        # Quoting a broken id could break the message itself: show its harmless start only.
+        shown = doc_id[:40].encode("utf-8", "backslashreplace").decode("utf-8")
+        return fail(f"doc_id {problem}", repr(shown)[1:-1] + ("…" if len(doc_id) > 40 else ""))
     if doc_id in seen:
         return fail(f"doc_id {doc_id!r} repeats line {seen[doc_id]}; the first one is kept", doc_id)
     raw_text = obj.get("text")
     if not isinstance(raw_text, str):
         return fail("text is missing or not a string", doc_id)
-    text = normalise_text(raw_text)
+    problem = text_problem(raw_text.replace("\x00", ""))
+    if problem:
+        return fail(f"text {problem}", doc_id)
+    text = normalise_text(raw_text)  # drops NUL and other control characters
     if not text.strip():
         return fail("text is empty", doc_id)
+    raw_title = obj.get("title")
+    if raw_title is not None and not isinstance(raw_title, str | int | float):
+        return fail("title must be a string", doc_id)
+    title = str(raw_title or "").strip()
+    problem = text_problem(title)
+    if problem:
+        return fail(f"title {problem}", doc_id)
     groups = obj.get("access_groups") or ()
     if isinstance(groups, str):
         groups = [g for g in (p.strip() for p in groups.replace(";", ",").split(",")) if g]
@@ -268,14 +364,16 @@ def _add_record(batch: SourceBatch, obj: dict, *, line: int, seen: dict[str, int
         isinstance(g, str) and g.strip() for g in groups
     ):
         return fail("access_groups must be a list of names or a ';'-separated string", doc_id)
+    for group in groups:
+        problem = text_problem(group.strip(), max_length=MAX_GROUP_NAME_LENGTH, identifier=True)
+        if problem:
+            return fail(f"the access group name {group.strip()[:40]!r} {problem}", doc_id)
     try:
         modified_at = _parse_time(obj.get("modified_at"))
     except ValueError:
-        return fail(
-            f"modified_at {obj.get('modified_at')!r} is not an ISO 8601 date or time", doc_id
-        )
+        shown = str(obj.get("modified_at"))[:40]
+        return fail(f"modified_at {shown!r} is not an ISO 8601 date or time", doc_id)
     seen[doc_id] = line
-    title = str(obj.get("title") or "").strip()
     batch.records.append(
         DocumentRecord(
             doc_id=doc_id,
@@ -285,6 +383,7 @@ def _add_record(batch: SourceBatch, obj: dict, *, line: int, seen: dict[str, int
             access_groups=tuple(sorted({g.strip() for g in groups})),
             modified_at=modified_at,
             source_name=batch.source,
+            line=line,
         )
     )
 

@@ -1,13 +1,17 @@
 """One task per corpus job kind: the job's id in, one service run on its row (`corpus.jobs`)."""
 
 from celery import shared_task
-from django.db import DatabaseError
 
 from corpus import jobs
 from corpus.services import documents, retrieval
 
 # A database that went away mid-job is retried; the job's own errors finish it (jobs.run).
-RETRY = {"acks_late": True, "autoretry_for": (DatabaseError,), "max_retries": 3, "retry_backoff": 5}
+RETRY = {
+    "acks_late": True,
+    "autoretry_for": jobs.DATABASE_GONE,
+    "max_retries": 3,
+    "retry_backoff": 5,
+}
 
 
 @shared_task(**RETRY)

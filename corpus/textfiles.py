@@ -15,8 +15,15 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
+
+# Unicode's explicit embedding, override and isolate controls: in an id they make two different
+# ids look alike, or one id read backwards ("Trojan Source"), wherever it is shown.
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_BIDI = re.compile(f"[{BIDI_CONTROLS}]")
 
 
 class NotUTF8Error(ValueError):
@@ -44,6 +51,35 @@ def decode_utf8(data: bytes | str) -> str:
     except UnicodeDecodeError as error:
         # Counted in the file as given: "utf-8-sig" would count from after the mark.
         raise NotUTF8Error(skipped + error.start) from None
+
+
+def text_problem(value: str, *, max_length: int | None = None, identifier: bool = False) -> str:
+    """Why ``value`` cannot be stored as given ("" when it can), phrased to follow a field name:
+    "doc_id contains a NUL character".
+
+    JSON may spell a NUL (``\\u0000``) or half of a surrogate pair (``\\ud800``); neither is text
+    a database column holds (PostgreSQL refuses both), so both are refused here, with the line,
+    instead of failing the whole write later. An ``identifier`` (a doc id, a group name, a
+    question id) may not hold bidirectional controls either.
+    """
+    if "\x00" in value:
+        return "contains a NUL character (U+0000)"
+    if not value.isascii():
+        surrogate = _SURROGATE.search(value)
+        if surrogate:
+            return (
+                f"contains U+{ord(surrogate.group()):04X}, half of a UTF-16 surrogate pair, "
+                "which is not a character"
+            )
+        bidi = _BIDI.search(value) if identifier else None
+        if bidi:
+            return (
+                f"contains the bidirectional control character U+{ord(bidi.group()):04X}, "
+                "which makes an id display differently from what it is"
+            )
+    if max_length is not None and len(value) > max_length:
+        return f"is longer than {max_length:,} characters ({len(value):,})"
+    return ""
 
 
 def text_lines(text: str, *, comments: bool = False) -> Iterator[tuple[int, str]]:
@@ -87,6 +123,12 @@ def json_lines(
             value = json.loads(line)
         except json.JSONDecodeError as error:
             yield number, LineProblem(number, f"not valid JSON ({error.msg})")
+            continue
+        except RecursionError:
+            yield number, LineProblem(number, "not usable JSON (nested too deeply)")
+            continue
+        except ValueError as error:  # e.g. an integer of more than 4,300 digits
+            yield number, LineProblem(number, f"not usable JSON ({error})")
             continue
         if isinstance(value, dict):
             yield number, value

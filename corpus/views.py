@@ -8,6 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from corpus import jobs
 from corpus.access import project_access
 from corpus.forms import (
     ChunkingSchemeForm,
@@ -19,7 +20,6 @@ from corpus.forms import (
 from corpus.models import (
     ChunkingScheme,
     Document,
-    DocumentQuerySet,
     DocumentVersion,
     DuplicateGroup,
     Job,
@@ -34,10 +34,11 @@ from goldset.errors import ServiceError
 
 DOCUMENTS_PER_PAGE = 50
 DOCUMENT_FILTERS = {
-    "all": DocumentQuerySet.all,
-    "flagged": DocumentQuerySet.held_back,
-    "duplicates": DocumentQuerySet.in_duplicate_group,
-    "restricted": DocumentQuerySet.restricted,
+    "all": lambda documents, user: documents.all(),
+    "flagged": lambda documents, user: documents.held_back(),
+    # A near-duplicate only when the viewer can see another member of its group.
+    "duplicates": lambda documents, user: documents.with_visible_twin(user),
+    "restricted": lambda documents, user: documents.restricted(),
 }
 
 
@@ -60,9 +61,9 @@ def show_project(request: HttpRequest, slug: str) -> HttpResponse:
         "access": access,
         "project": access.project,
         "document_count": documents.count(),
-        "searchable_count": documents.searchable().count(),
+        "searchable_count": documents.searchable_for(request.user).count(),
         "flagged_count": documents.held_back().count(),
-        "schemes": access.project.chunking_schemes.with_chunk_count(),
+        "schemes": access.project.chunking_schemes.with_chunk_count(viewer=request.user),
         "jobs": access.project.jobs.all()[:5] if access.is_lead else [],
     }
     return render(request, "corpus/show_project.html", context)
@@ -77,7 +78,7 @@ def list_documents(request: HttpRequest, slug: str) -> HttpResponse:
         shown = "all"
     visible = Document.objects.filter(project=access.project).visible_to(request.user)
     documents = (
-        DOCUMENT_FILTERS[shown](visible)
+        DOCUMENT_FILTERS[shown](visible, request.user)
         .with_latest_version()
         .select_related("duplicate_group")
         .distinct()
@@ -87,6 +88,15 @@ def list_documents(request: HttpRequest, slug: str) -> HttpResponse:
     if query:
         documents = documents.matching(query)
     page = Paginator(documents, DOCUMENTS_PER_PAGE).get_page(request.GET.get("page"))
+    # Which of them the viewer would see marked "duplicate": another visible member, and not
+    # the copy their searches return.
+    grouped = [d.pk for d in page if d.duplicate_group_id]
+    if grouped:
+        listed = Document.objects.filter(pk__in=grouped)
+        copies = set(listed.copies_for(request.user).values_list("pk", flat=True))
+        twinned = set(listed.with_visible_twin(request.user).values_list("pk", flat=True))
+        for document in page:
+            document.shown_as_duplicate = document.pk in twinned - copies
     context = {
         "access": access,
         "project": access.project,
@@ -113,9 +123,15 @@ def show_document(request: HttpRequest, slug: str, document_id: int) -> HttpResp
         if number and number.isdigit()
         else document.latest_version
     )
-    duplicates = []
+    duplicates, searchable_copy = [], None
     if document.duplicate_group_id:
         duplicates = Document.objects.duplicates_of(document).visible_to(request.user).distinct()
+        searchable_copy = (
+            Document.objects.filter(duplicate_group_id=document.duplicate_group_id)
+            .searchable_for(request.user)
+            .values_list("pk", flat=True)
+            .first()
+        )
     context = {
         "access": access,
         "project": access.project,
@@ -123,7 +139,9 @@ def show_document(request: HttpRequest, slug: str, document_id: int) -> HttpResp
         "version": version,
         "versions": versions,
         "duplicates": duplicates,
-        "searchable": Document.objects.filter(pk=document.pk).searchable().exists(),
+        "searchable_copy": searchable_copy,
+        # As the viewer sees the corpus: a copy standing in for a hidden twin is searchable.
+        "searchable": Document.objects.filter(pk=document.pk).searchable_for(request.user).exists(),
         "groups": document.access_groups.all(),
     }
     return render(request, "corpus/show_document.html", context)
@@ -182,9 +200,13 @@ def list_duplicates(request: HttpRequest, slug: str) -> HttpResponse:
     visible = Document.objects.filter(project=access.project).visible_to(request.user).distinct()
     groups = []
     for group in DuplicateGroup.objects.filter(project=access.project).order_by("pk"):
-        members = list(visible.filter(duplicate_group=group).with_latest_version())
+        members = list(visible.filter(duplicate_group=group).with_latest_version().order_by("pk"))
         if len(members) >= 2:  # a group half-hidden by access groups would leak its hidden member
-            groups.append({"group": group, "members": members})
+            # The copy this viewer's searches return: the representative, or when it is hidden
+            # from them, the first member they see (`DocumentQuerySet.searchable_for`).
+            shown = {m.pk for m in members}
+            copy = group.representative_id if group.representative_id in shown else members[0].pk
+            groups.append({"group": group, "members": members, "searchable_copy": copy})
     return render(
         request,
         "corpus/list_duplicates.html",
@@ -225,7 +247,7 @@ def list_chunking(request: HttpRequest, slug: str) -> HttpResponse:
             return redirect("corpus:show-job", slug=slug, job_id=job.pk)
     elif request.method == "POST":
         project_access(request.user, slug, role=Role.LEAD)
-    schemes = access.project.chunking_schemes.with_chunk_count()
+    schemes = access.project.chunking_schemes.with_chunk_count(viewer=request.user)
     return render(
         request,
         "corpus/list_chunking.html",
@@ -268,13 +290,53 @@ def list_jobs(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
+def job_errors_for(job: Job, user) -> tuple[list[dict], bool]:
+    """The job's per-item problems the user may read, and whether some were left out: an
+    entry naming a document (``document_id``) that an access group hides from them is not
+    shown, not even counted."""
+    errors = [
+        e for e in (job.errors if isinstance(job.errors, list) else []) if isinstance(e, dict)
+    ]
+    named = {e["document_id"] for e in errors if e.get("document_id")}
+    if not named:
+        return errors, False
+    visible = set(
+        Document.objects.filter(project=job.project, pk__in=named)
+        .visible_to(user)
+        .values_list("pk", flat=True)
+    )
+    shown = [e for e in errors if not e.get("document_id") or e["document_id"] in visible]
+    return shown, len(shown) < len(errors)
+
+
 @login_required
 @require_GET
 def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
     job = get_object_or_404(Job, project=access.project, pk=job_id)
     template = "corpus/show_job.html#progress" if request.htmx else "corpus/show_job.html"
-    return render(request, template, {"access": access, "project": access.project, "job": job})
+    errors, withheld = job_errors_for(job, request.user)
+    columns = {key: any(e.get(key) for e in errors) for key in ("source", "line", "doc_id")}
+    response = render(
+        request,
+        template,
+        {
+            "access": access,
+            "project": access.project,
+            "job": job,
+            "errors": errors,
+            "withheld": withheld,
+            "columns": columns,
+        },
+    )
+    if request.htmx and job.finished:
+        url = jobs.next_url(job)
+        if url:
+            # The page that was polling goes on to what the job made (a gold set, the figures),
+            # which says what the job did.
+            messages.success(request, job.message)
+            response["HX-Redirect"] = url
+    return response
 
 
 # Retrievers and indexes ------------------------------------------------------------------
@@ -286,9 +348,16 @@ STALE_SHOWN = 20
 @require_GET
 def list_retrievers(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug)
-    retrievers = access.project.retrievers.select_related("scheme", "active_index").defer(
-        "active_index__artifact"
+    retrievers = list(
+        access.project.retrievers.select_related("scheme", "active_index").defer(
+            "active_index__artifact"
+        )
     )
+    for retriever in retrievers:
+        if retriever.active_index is not None:
+            retriever.visible_passages = retrieval.visible_passage_count(
+                index=retriever.active_index, user=request.user
+            )
     return render(
         request,
         "corpus/list_retrievers.html",
@@ -329,15 +398,22 @@ def show_retriever(request: HttpRequest, slug: str, retriever_id: int) -> HttpRe
         pk=retriever_id,
     )
     stale = retrieval.stale_documents(retriever).visible_to(request.user).distinct()
+    hidden = Document.objects.filter(project=access.project).hidden_from(request.user)
     context = {
         "access": access,
         "project": access.project,
         "retriever": retriever,
         "index": retriever.active_index,
+        "visible_passages": retrieval.visible_passage_count(
+            index=retriever.active_index, user=request.user
+        )
+        if retriever.active_index is not None
+        else 0,
         "stale_count": stale.count(),
         "stale": stale.with_latest_version()[:STALE_SHOWN],
         "builds": Job.objects.index_builds_of(retriever)[:3] if access.is_lead else [],
-        "runs": retriever.run_results.values("question__question_set__name")
+        "runs": retriever.run_results.exclude(version__document__in=hidden.values("pk"))
+        .values("question__question_set__name")
         .annotate(results=Count("pk"), questions=Count("question", distinct=True))
         .order_by("question__question_set__name"),
     }

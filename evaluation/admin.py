@@ -4,6 +4,7 @@ admin bypasses every access-group check, so it shows metadata, never file conten
 from django.contrib import admin
 
 from evaluation.models import (
+    EvaluationReport,
     EvaluationRun,
     GoldSet,
     GoldSetFile,
@@ -66,4 +67,10 @@ class PermissionReplayAdmin(ReadOnlyAdmin):
 class PermissionReplayRunAdmin(ReadOnlyAdmin):
     list_display = ["replay", "user_name", "file_name", "questions"]
     fields = ["replay", "user_name", "test_user", "file_name", "questions"]
+
+
+@admin.register(EvaluationReport)
+class EvaluationReportAdmin(ReadOnlyAdmin):
+    list_display = ["gold_set", "key", "created_at"]
+    fields = ["gold_set", "key", "choice", "created_at"]
     readonly_fields = fields

@@ -197,3 +197,26 @@ class PermissionReplayRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.replay} as {self.user_name}"
+
+
+class EvaluationReport(models.Model):
+    """The evaluation page's figures for one choice of runs of a gold set, computed by a job
+    and stored: opening the page renders them and scores nothing itself (scoring re-anchors
+    spans and reads every run, which can take minutes). A gold set and its runs never change,
+    so a report stays true; choosing other runs, or another k sent to the model, is another
+    report."""
+
+    gold_set = models.ForeignKey(GoldSet, on_delete=models.CASCADE, related_name="reports")
+    key = models.CharField(max_length=64, help_text="SHA-256 of the choice.")
+    choice = models.JSONField(help_text="The runs, the baseline and k sent to the model.")
+    content = models.JSONField(help_text="What the page shows (evaluation.scoreboard.report_of).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["gold_set", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["gold_set", "key"], name="one_report_per_choice")
+        ]
+
+    def __str__(self) -> str:
+        return f"report of {self.gold_set} ({self.key[:8]})"

@@ -7,8 +7,9 @@ page shows exactly what ``python -m evaluation`` prints.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from evaluation.baseline import BASELINE_NAME
 from evaluation.baseline import K1 as BM25_K1
@@ -147,10 +148,17 @@ def evaluate_gold_set(
     records: Sequence[EvaluationRun],
     baseline: bool = True,
     k_sent_to_model: int = 5,
+    progress: Callable[[int], None] | None = None,
 ) -> Scoreboard:
     """Score stored runs (and the CLI's keyword baseline) against the gold set's own files,
-    with the CLI's default options, so every figure equals ``python -m evaluation``'s."""
+    with the CLI's default options, so every figure equals ``python -m evaluation``'s.
+
+    ``progress(1)`` follows each step: reading the gold set, each run, the baseline. Long work
+    (spans re-anchored onto edited versions, a large run): a job calls this, never a request
+    (`evaluation.services.reports`)."""
+    advance = progress or (lambda count: None)
     gold = load_gold_set(gold_set)
+    advance(1)
     table_ks = tuple(sorted({*TABLE_KS, k_sent_to_model}))
     curve_max = max(CURVE_MIN_K, k_sent_to_model, *table_ks)
     options = MetricOptions(ks=tuple(range(1, curve_max + 1)), mrr_cutoff=MRR_CUTOFF)
@@ -168,6 +176,7 @@ def evaluate_gold_set(
                 record=record,
             )
         )
+        advance(1)
     if baseline and gold.corpus:
         run = baseline_run(gold_set, depth=options.depth)
         scored.append(
@@ -178,6 +187,8 @@ def evaluate_gold_set(
                 evaluation=evaluate_run(gold=gold, run=run, options=options),
             )
         )
+    if baseline:
+        advance(1)
     board = Scoreboard(
         gold_set=gold_set,
         gold=gold,
@@ -432,3 +443,104 @@ def bm25_differences(board: Scoreboard) -> list[Bm25Difference]:
             )
         found.append(Bm25Difference(retriever=scored.name, differences=differences))
     return found
+
+
+# --- what the page shows, stored --------------------------------------------------------------
+
+
+def report_of(board: Scoreboard) -> dict[str, Any]:
+    """Everything the evaluation page shows of a scoreboard, as plain JSON values, so a job can
+    store it and the page render it without scoring anything (`EvaluationReport.content`)."""
+    curve = recall_curve_svg(board)
+    return {
+        "questions": len(board.gold.questions),
+        "unanchored": len(board.gold.unanchored),
+        "depth": board.options.depth,
+        "mrr_cutoff": board.options.mrr_cutoff,
+        "k_sent_to_model": board.k_sent_to_model,
+        "runs": [{"name": r.name, "kind": r.kind} for r in board.runs],
+        "shallow_runs": [{"name": r.name, "depth": r.record.depth} for r in board.shallow_runs],
+        "metric_rows": [
+            {"name": row.name, "highlighted": row.highlighted, "values": row.values}
+            for row in board.metric_rows()
+        ],
+        "curve": {
+            **{
+                name: getattr(curve, name)
+                for name in ("width", "height", "left", "right", "top", "bottom", "k_sent_x")
+            },
+            "label_y": curve.label_y,
+            "x_label_y": curve.x_label_y,
+            "x_ticks": [list(tick) for tick in curve.x_ticks],
+            "y_ticks": [list(tick) for tick in curve.y_ticks],
+            "lines": [
+                {
+                    "name": line.name,
+                    "colour": line.colour,
+                    "points": line.points,
+                    "dots": [list(dot) for dot in line.dots],
+                }
+                for line in curve.lines
+            ],
+        },
+        # Run against run, with each run in turn as the reference (a lead picks one on the page),
+        # and why a built-in BM25 differs from the baseline: both need the scored runs, so they
+        # are stored with the figures.
+        "deltas": {
+            scored.name: _deltas_content(run_deltas(board, reference=scored.name))
+            for scored in board.runs
+        }
+        if len(board.runs) > 1
+        else {},
+        "bm25_notes": [
+            {"retriever": note.retriever, "differences": note.differences}
+            for note in bm25_differences(board)
+        ],
+        "per_question": [
+            {
+                "question_id": outcome.question.question_id,
+                "question": outcome.question.question,
+                "relevant": outcome.relevant,
+                "cells": [list(cell) for cell in outcome.cells],
+                "spans": [
+                    {
+                        "grade": span.span.grade,
+                        "doc_id": span.span.doc_id,
+                        "version": span.span.version,
+                        "start": span.span.start,
+                        "end": span.span.end,
+                        "quote": span.span.quote,
+                        "unanchored": span.unanchored,
+                        "cells": [list(cell) for cell in span.cells],
+                    }
+                    for span in outcome.spans
+                ],
+            }
+            for outcome in board.questions
+        ],
+    }
+
+
+def _deltas_content(deltas: Deltas | None) -> dict[str, Any] | None:
+    if deltas is None:
+        return None
+    return {
+        "reference": deltas.reference,
+        "metrics": deltas.metrics,
+        "permutations": deltas.permutations,
+        "rows": [
+            {
+                "name": row.name,
+                "cells": [
+                    {
+                        "metric": c.metric,
+                        "delta": c.delta,
+                        "p_value": c.p_value,
+                        "significant": c.significant,
+                    }
+                    for c in row.cells
+                ],
+            }
+            for row in deltas.rows
+        ],
+    }

@@ -17,6 +17,7 @@ urlpatterns = [
     path(_gold_set + "runs/upload/", views.upload_run, name="upload-run"),
     path(_gold_set + "runs/retrieve/", views.start_retriever_run, name="start-retriever-run"),
     path(_gold_set + "runs/<int:run_id>/download/", views.download_run, name="download-run"),
+    path(_gold_set + "score/", views.score_runs, name="score-runs"),
     path("p/<slug:slug>/evaluation/", views.show_evaluation, name="show-evaluation"),
     path("p/<slug:slug>/evaluation/k/", views.edit_k_sent_to_model, name="edit-k-sent-to-model"),
     path(

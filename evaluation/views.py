@@ -15,9 +15,9 @@ from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 
+from corpus import jobs
 from corpus.access import ProjectAccess, project_access
-from corpus.models import Document, Role
-from evaluation import scoreboard
+from corpus.models import Role
 from evaluation.forms import (
     FinaliseForm,
     KSentForm,
@@ -26,13 +26,10 @@ from evaluation.forms import (
     UploadRunForm,
 )
 from evaluation.models import EvaluationRun, GoldSet, PermissionReplay
-from evaluation.services import evaluation_runs, gold_sets, permission_replays
+from evaluation.services import evaluation_runs, gold_sets, permission_replays, reports
 from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
 from labelling.models import QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
-
-# Runs scored when the page is opened without a choice: the newest few.
-DEFAULT_RUNS = 6
 
 
 def _gold_set(access: ProjectAccess, gold_set_id: int) -> GoldSet:
@@ -45,10 +42,11 @@ def _gold_set(access: ProjectAccess, gold_set_id: int) -> GoldSet:
 
 
 def _refusal(hidden: int) -> str:
+    # Count-free: how many documents are hidden is itself something an access group hides.
     return (
-        f"This gold set carries the text of {hidden} document{'s' if hidden != 1 else ''} "
-        "that an access group hides from you, so it is not available to you. Ask an admin to "
-        "add you to the document's access group."
+        "This gold set names documents that an access group hides from you, so neither its "
+        "files nor its figures are available to you. Ask an admin for access to the groups "
+        "of its documents."
     )
 
 
@@ -62,16 +60,7 @@ def list_gold_sets(request: HttpRequest, slug: str) -> HttpResponse:
     return _render_list(request, access)
 
 
-def _render_list(
-    request,
-    access,
-    *,
-    blocked=None,
-    blocked_set=None,
-    blocked_elsewhere=False,
-    form=None,
-    status=200,
-):
+def _render_list(request, access, *, form=None, status=200):
     question_sets = (
         QuestionSet.objects.filter(project=access.project)
         .prefetch_related("gold_sets__created_by")
@@ -85,9 +74,6 @@ def _render_list(
             "project": access.project,
             "question_sets": question_sets,
             "form": form or FinaliseForm(),
-            "blocked": blocked,
-            "blocked_set": blocked_set,
-            "blocked_elsewhere": blocked_elsewhere,
         },
         status=status,
     )
@@ -103,34 +89,26 @@ def finalise_gold_set(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
         return _render_list(request, access, form=form, status=400)
     min_span_f1 = form.cleaned_data["min_span_f1"]
     try:
-        gold_set = gold_sets.finalise_gold_set(
+        # The gold rule and reading the bundle back can take a while: a job, with its stages.
+        job = gold_sets.start_finalise(
             question_set=question_set,
             user=request.user,
             min_span_f1=DEFAULT_MIN_SPAN_F1 if min_span_f1 is None else min_span_f1,
         )
-    except gold_sets.FinaliseBlocked as blocked:
-        # What blocks it on documents an access group hides from this admin is not listed:
-        # the page says, count-free, that members of those groups handle it.
-        visible = set(
-            Document.objects.filter(project=access.project)
-            .visible_to(request.user)
-            .values_list("pk", flat=True)
-        )
-        shown = [i for i in blocked.unresolved if i.document is None or i.document in visible]
-        return _render_list(
-            request,
-            access,
-            blocked=shown,
-            blocked_set=question_set,
-            blocked_elsewhere=len(shown) < len(blocked.unresolved),
-            form=form,
-            status=409,
-        )
     except gold_sets.GoldSetError as error:
         messages.error(request, str(error))
         return redirect("evaluation:list-gold-sets", access.project.slug)
-    messages.success(request, f"{gold_set} is finalised: it will never change.")
-    return redirect("evaluation:show-gold-set", access.project.slug, gold_set.pk)
+    return _follow(request, job, access)
+
+
+def _follow(request: HttpRequest, job, access) -> HttpResponse:
+    """To the job's page, which follows it; straight on to its result when it is done already
+    (no broker: it ran in-process), with the job's message."""
+    url = jobs.next_url(job)
+    if url is None:
+        return redirect("corpus:show-job", slug=access.project.slug, job_id=job.pk)
+    messages.success(request, job.message)
+    return redirect(url)
 
 
 @login_required
@@ -189,9 +167,24 @@ def download_gold_set(request: HttpRequest, slug: str, gold_set_id: int) -> Http
 # --- the evaluation page ------------------------------------------------------------------------
 
 
+def _choice(request: HttpRequest, gold_set: GoldSet, data) -> reports.Choice:
+    """The runs the page's form chose (from ``data``: GET or POST), or the default choice."""
+    if "shown" not in data:
+        return reports.default_choice(gold_set)
+    chosen = {int(pk) for pk in data.getlist("run") if pk.isdigit()}
+    runs = EvaluationRun.objects.filter(gold_set=gold_set, pk__in=chosen)
+    return reports.Choice(
+        run_ids=tuple(sorted(runs.values_list("pk", flat=True))),
+        baseline=data.get("baseline") == "1",
+        k=gold_set.question_set.project.k_sent_to_model,
+    )
+
+
 @login_required
 @require_GET
 def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
+    """Renders the stored figures of the chosen runs; never scores anything itself (a job
+    does: `evaluation.services.reports`)."""
     access = project_access(request.user, slug, role=Role.LEAD)
     project = access.project
     gold_sets = list(
@@ -215,35 +208,48 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
     if hidden:
         context["refusal"] = _refusal(hidden)
         return render(request, "evaluation/show_evaluation.html", context, status=403)
-    runs = list(
-        EvaluationRun.objects.of_gold_set(gold_set).select_related(
-            "created_by", "retriever__scheme"
-        )
-    )
-    chosen = request.GET.getlist("run")
-    submitted = "shown" in request.GET
-    selected = [r for r in runs if str(r.pk) in chosen] if submitted else runs[-DEFAULT_RUNS:]
-    baseline = request.GET.get("baseline") == "1" if submitted else True
-    board = scoreboard.evaluate_gold_set(
-        gold_set=gold_set,
-        records=selected,
-        baseline=baseline,
-        k_sent_to_model=project.k_sent_to_model,
-    )
+    runs = list(EvaluationRun.objects.of_gold_set(gold_set).select_related("created_by"))
+    choice = _choice(request, gold_set, request.GET)
+    stored = reports.stored_report(gold_set, choice)
     context.update(
         runs=runs,
-        selected_ids={r.pk for r in selected},
-        baseline=baseline,
-        board=board,
-        metric_rows=board.metric_rows(),
-        curve=scoreboard.recall_curve_svg(board),
-        colours=scoreboard.run_colours(board),
-        deltas=scoreboard.run_deltas(board, reference=request.GET.get("reference")),
-        bm25_notes=scoreboard.bm25_differences(board),
+        selected_ids=set(choice.run_ids),
+        baseline=choice.baseline,
+        choice_query=choice.query(gold_set),
+        report=stored.content if stored else None,
+        deltas=_deltas_shown(stored.content if stored else None, request.GET.get("reference")),
+        job=None if stored else reports.pending_job(gold_set, choice),
+        depth=evaluation_runs.evaluation_depth(project),
         upload_form=UploadRunForm(),
         retriever_form=RetrieverRunForm(project=project),
     )
     return render(request, "evaluation/show_evaluation.html", context)
+
+
+def _deltas_shown(content: dict | None, reference: str | None) -> dict | None:
+    """The stored run-against-run comparison with the reference the lead chose (the first run
+    unless named)."""
+    deltas = (content or {}).get("deltas") or {}
+    if not deltas:
+        return None
+    return deltas.get(reference or "") or next(iter(deltas.values()))
+
+
+@login_required
+@require_POST
+def score_runs(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResponse:
+    """Queue the figures of the runs chosen on the evaluation page."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    hidden = gold_set.hidden_document_count(request.user)
+    if hidden:
+        messages.error(request, _refusal(hidden))
+        return _back_to_evaluation(access.project.slug, gold_set)
+    choice = _choice(request, gold_set, request.POST)
+    if reports.stored_report(gold_set, choice) is None:
+        reports.start_report(gold_set=gold_set, choice=choice, user=request.user)
+    target = reverse("evaluation:show-evaluation", args=[access.project.slug])
+    return redirect(f"{target}?{choice.query(gold_set)}")
 
 
 def _back_to_evaluation(slug: str, gold_set: GoldSet) -> HttpResponse:
@@ -265,7 +271,8 @@ def upload_run(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespons
     else:
         upload = form.cleaned_data["file"]
         try:
-            run = evaluation_runs.record_uploaded_run(
+            # Reading a run against the gold set is a job's work; its page follows it.
+            job = evaluation_runs.start_uploaded_run(
                 gold_set=gold_set,
                 name=form.cleaned_data["name"],
                 file_name=upload.name,
@@ -275,7 +282,7 @@ def upload_run(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespons
         except gold_sets.GoldSetError as error:
             messages.error(request, f"Nothing was stored. {error}")
         else:
-            messages.success(request, f"Run {run.name} stored: {run.questions} questions.")
+            return _follow(request, job, access)
     return _back_to_evaluation(access.project.slug, gold_set)
 
 
@@ -298,11 +305,7 @@ def start_retriever_run(request: HttpRequest, slug: str, gold_set_id: int) -> Ht
         except gold_sets.GoldSetError as error:
             messages.error(request, str(error))
         else:
-            messages.info(
-                request,
-                f"{job.description}: it appears among the runs when the job is done "
-                f"(job {job.pk}).",
-            )
+            return _follow(request, job, access)
     return _back_to_evaluation(access.project.slug, gold_set)
 
 
@@ -328,19 +331,29 @@ def download_run(request: HttpRequest, slug: str, gold_set_id: int, run_id: int)
 def edit_k_sent_to_model(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.ADMIN)
     form = KSentForm(request.POST)
+    target = reverse("evaluation:show-evaluation", args=[access.project.slug])
+    gold_set_id = request.POST.get("gold_set", "")
+    gold_set = (
+        GoldSet.objects.in_project(access.project).filter(pk=gold_set_id).first()
+        if gold_set_id.isdigit()
+        else None
+    )
     if form.is_valid():
         evaluation_runs.set_k_sent_to_model(
             project=access.project, k=form.cleaned_data["k_sent_to_model"]
         )
         messages.success(request, f"k sent to the model is now {access.project.k_sent_to_model}.")
+        if gold_set is not None and not gold_set.hidden_document_count(request.user):
+            # The highlighted k changes the figures shown: compute them for the page.
+            choice = reports.default_choice(gold_set)
+            if reports.stored_report(gold_set, choice) is None:
+                reports.start_report(gold_set=gold_set, choice=choice, user=request.user)
     else:
         messages.error(
             request,
             f"k sent to the model is a whole number from 1 to {MAX_K_SENT_TO_MODEL}.",
         )
-    target = reverse("evaluation:show-evaluation", args=[access.project.slug])
-    gold_set = request.POST.get("gold_set", "")
-    return redirect(f"{target}?gold_set={gold_set}" if gold_set.isdigit() else target)
+    return redirect(f"{target}?gold_set={gold_set.pk}" if gold_set is not None else target)
 
 
 # --- permission replays -------------------------------------------------------------------------

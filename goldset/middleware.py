@@ -76,3 +76,25 @@ class DatabaseUnavailableMiddleware:
         )
         response["Retry-After"] = "1"
         return response
+
+
+class PrivatePagesMiddleware:
+    """Pages are made for the person logged in (documents an access group restricts, a
+    labeller's own work), so no browser cache or proxy may keep them: `Cache-Control: private,
+    no-store` on every response to a logged-in user, downloads included, and on the log-in
+    pages (they carry a CSRF token). Static files are answered before this runs (WhiteNoise)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        from django.utils.cache import patch_cache_control
+
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        if (user is not None and user.is_authenticated) or request.path.startswith(
+            ("/accounts/", "/admin/")
+        ):
+            patch_cache_control(response, private=True, no_store=True)
+            response.headers.pop("Expires", None)
+        return response

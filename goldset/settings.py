@@ -5,6 +5,7 @@ ALLOWED_HOSTS, DATABASE_URL and REDIS_URL; DEBUG defaults to off.
 """
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -49,6 +50,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "csp",
+    "axes",
     "corpus",
     "labelling",
     "evaluation",
@@ -62,12 +64,14 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "goldset.middleware.PrivatePagesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "goldset.middleware.RejectLookupParametersMiddleware",
     "goldset.middleware.DatabaseUnavailableMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as axes asks: turns a lockout into its page
 ]
 
 ROOT_URLCONF = "goldset.urls"
@@ -99,8 +103,14 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Web requests and the in-process worker share the file; wait for locks instead of failing.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20}
+    # Web requests and the quickstart's worker share the file: wait for locks instead of
+    # failing; WAL lets the job page read while the worker writes; IMMEDIATE takes the write
+    # lock when a transaction starts, so two writers queue instead of one failing halfway.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL;",
+        "transaction_mode": "IMMEDIATE",
+    }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -111,6 +121,23 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# Log-in throttling (django-axes, see goldset/login_throttle.py): failures are counted per
+# username and per client address; past the limit, log-ins (the admin's too) are refused with one
+# message, account or not, until the cool-off ends or an admin runs `manage.py axes_reset_username`.
+AUTHENTICATION_BACKENDS = [
+    "goldset.login_throttle.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("GOLDSET_LOGIN_FAILURE_LIMIT", "10"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("GOLDSET_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "goldset.login_throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "goldset.login_throttle.client_address"
+AXES_VERBOSE = False
+# Reverse proxies in front of the app whose X-Forwarded-For is trusted (0: none).
+GOLDSET_TRUSTED_PROXIES = int(os.environ.get("GOLDSET_TRUSTED_PROXIES", "0"))
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "corpus:list-projects"
@@ -134,7 +161,9 @@ GOLDSET_MAX_UPLOAD_FILES = int(os.environ.get("GOLDSET_MAX_UPLOAD_FILES", "50"))
 GOLDSET_MAX_REQUEST_BYTES = int(os.environ.get("GOLDSET_MAX_REQUEST_BYTES", str(200 * 2**20)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 2**20
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 2**20
-DATA_UPLOAD_MAX_NUMBER_FILES = GOLDSET_MAX_UPLOAD_FILES
+# Django refuses a request with more files than this before any view runs, with a bare 400;
+# well above the form's limit, so a few files too many get the upload form's own message.
+DATA_UPLOAD_MAX_NUMBER_FILES = max(1000, 10 * GOLDSET_MAX_UPLOAD_FILES)
 
 GOLDSET_EMBEDDING_MODEL = os.environ.get("GOLDSET_EMBEDDING_MODEL", "")
 
@@ -146,17 +175,36 @@ GOLDSET_HTTP_ALLOWED_HOSTS = [
 ]
 
 # Tasks: with REDIS_URL a real broker and worker; without it, tasks run in-process (quickstart).
+# Tasks: with REDIS_URL a real broker and worker. With GOLDSET_LOCAL_WORKER=1 (what `make run`
+# sets) kombu's file-system transport in LOCAL_BROKER_DIR carries them to the worker `make run`
+# starts beside the development server: no extra service. With neither, tasks run in-process.
 REDIS_URL = os.environ.get("REDIS_URL", "")
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+LOCAL_WORKER = _env_bool("GOLDSET_LOCAL_WORKER", False) and not REDIS_URL
+LOCAL_BROKER_DIR = Path(os.environ.get("GOLDSET_LOCAL_BROKER_DIR", BASE_DIR / ".goldset-broker"))
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+elif LOCAL_WORKER:
+    # A host in the URL, or kombu warns "No hostname was supplied" on every connection.
+    CELERY_BROKER_URL = "filesystem://localhost//"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(LOCAL_BROKER_DIR / "messages"),
+        "data_folder_out": str(LOCAL_BROKER_DIR / "messages"),
+        "control_folder": str(LOCAL_BROKER_DIR / "control"),
+    }
+    for _folder in ("messages", "control"):
+        (LOCAL_BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
+else:
+    CELERY_BROKER_URL = "memory://localhost//"
 CELERY_RESULT_BACKEND = None
-CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_ALWAYS_EAGER = not (REDIS_URL or LOCAL_WORKER)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+if REDIS_URL:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 # `celery -A goldset beat` re-queues jobs whose message was lost or whose worker died.
 CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {"task": "corpus.tasks.reconcile_jobs", "schedule": 60.0},
@@ -197,4 +245,17 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # Django's own "django" logger has a console handler too: without this its lines (the
+    # runserver's "Watching for file changes") would print twice, once through the root.
+    "loggers": {
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
+        # One line per model load is noise in a command's or the quickstart's output.
+        "sentence_transformers": {"level": "WARNING"},
+        # Axes logs every log-in at INFO; failures and lockouts are WARNING and still show.
+        "axes": {"level": "WARNING"},
+    },
 }
+if CELERY_TASK_ALWAYS_EAGER:
+    # Tasks run inside the command or request that queued it: "Task … succeeded" says nothing
+    # the command does not print itself.
+    LOGGING["loggers"]["celery.app.trace"] = {"level": "WARNING"}

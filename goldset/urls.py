@@ -11,6 +11,17 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Everyone changes their own password (old one first); accounts are made by admins only.
+    path(
+        "accounts/password/",
+        auth_views.PasswordChangeView.as_view(),
+        name="password_change",
+    ),
+    path(
+        "accounts/password/done/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
+    ),
     path("admin/", admin.site.urls),
     # Browsers ask for /favicon.ico on responses without a page (plain text, downloads).
     path(
@@ -25,3 +36,5 @@ urlpatterns = [
 
 # A refused action gets the project's menu and an explanation (corpus/team_views.py).
 handler403 = "corpus.team_views.permission_denied"
+# Too many files or too much pasted text: say what the limit is (goldset/views.py).
+handler400 = "goldset.views.bad_request"

@@ -1,4 +1,6 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
 
 from labelling.models import (
     Assignment,
@@ -17,6 +19,7 @@ from labelling.models import (
     Span,
     Verdict,
 )
+from labelling.services import assignments as services
 
 
 @admin.register(QuestionSet)
@@ -63,8 +66,22 @@ class GuidelineAdmin(admin.ModelAdmin):
 
 @admin.register(Assignment)
 class AssignmentAdmin(admin.ModelAdmin):
+    """Started work (a judgement or a verdict in it) is never handed to someone else, nor
+    deleted with its grades: the same rule as the lead's Assignments page."""
+
     list_display = ["pool", "question", "slot", "labeller", "assigned_at", "completed_at"]
     raw_id_fields = ["pool", "question", "labeller"]
+
+    def _started(self, obj) -> bool:
+        return obj is not None and Assignment.objects.started().filter(pk=obj.pk).exists()
+
+    def get_readonly_fields(self, request, obj=None):
+        if self._started(obj):
+            return ["pool", "question", "slot", "labeller"]
+        return super().get_readonly_fields(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return not self._started(obj) and super().has_delete_permission(request, obj)
 
 
 class SpanInline(admin.TabularInline):
@@ -136,3 +153,76 @@ class PoolHitAdmin(admin.ModelAdmin):
 class ProvenanceAdmin(admin.ModelAdmin):
     list_display = ["candidate", "retriever", "rank", "score"]
     raw_id_fields = ["candidate"]
+
+
+User = get_user_model()
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class AccountAdmin(UserAdmin):
+    """People with labelling work are deactivated, never deleted (the database refuses it:
+    their assignments, history, resolutions and guidelines PROTECT them). Deactivating
+    someone gives their not-yet-started assignments back to the pool; started ones stay
+    theirs."""
+
+    actions = ["deactivate"]
+
+    @admin.action(description="Deactivate the selected accounts (their work is kept)")
+    def deactivate(self, request, queryset):
+        for user in queryset.filter(is_active=True):
+            user.is_active = False
+            user.save(update_fields=["is_active"])
+            released = _release_unstarted(user, by=request.user)
+            self.message_user(
+                request,
+                f"{user.get_username()} is deactivated"
+                + (
+                    f"; {released} unstarted assignment(s) went back to the pool."
+                    if released
+                    else "."
+                ),
+            )
+
+    def save_model(self, request, obj, form, change):
+        was_active = change and User.objects.filter(pk=obj.pk, is_active=True).exists()
+        super().save_model(request, obj, form, change)
+        if was_active and not obj.is_active:
+            released = _release_unstarted(obj, by=request.user)
+            if released:
+                self.message_user(
+                    request, f"{released} unstarted assignment(s) went back to the pool."
+                )
+
+    def delete_view(self, request, object_id, extra_context=None):
+        user = self.get_object(request, object_id)
+        if user is not None and _has_work(user):
+            messages.warning(
+                request,
+                f"{user.get_username()} has labelling work, which must stay theirs: deactivate "
+                "the account instead (untick Active, or the Deactivate action).",
+            )
+        return super().delete_view(request, object_id, extra_context)
+
+
+def _has_work(user) -> bool:
+    return (
+        Assignment.objects.filter(labeller=user).exists()
+        or Change.objects.filter(made_by=user).exists()
+        or Resolution.objects.filter(resolved_by=user).exists()
+        or Guideline.objects.filter(created_by=user).exists()
+    )
+
+
+def _release_unstarted(user, *, by) -> int:
+    """Give the user's claimed but not started assignments back to the pool."""
+    released = 0
+    for assignment in Assignment.objects.open_for(user).exclude(
+        pk__in=Assignment.objects.started().values("pk")
+    ):
+        try:
+            services.unassign(assignment=assignment, user=by)
+        except services.AssignmentError:
+            continue  # started meanwhile: it stays theirs
+        released += 1
+    return released

@@ -319,14 +319,23 @@ class SecondsField(forms.Field):
 
 
 class TextAsSentField(forms.CharField):
-    """Text passed on as sent, blank when missing; the service decides what is acceptable."""
+    """Text passed on as sent, blank when missing; the service decides what is acceptable.
 
-    def __init__(self, **kwargs):
+    ``stored`` text (a note, a reason) is written as typed, so a NUL character, which no
+    database column holds, is refused here with ``what`` named; a quote is checked against the
+    stored text by the service, whose message is the clearer one."""
+
+    def __init__(self, *, stored: str = "", **kwargs):
         super().__init__(required=False, strip=False, **kwargs)
-        # The service's own checks (a quote against the stored text) give the clearer message.
         self.validators = [
             v for v in self.validators if not isinstance(v, ProhibitNullCharactersValidator)
         ]
+        if stored:
+            self.validators.append(
+                ProhibitNullCharactersValidator(
+                    message=f"{stored} cannot contain a NUL character (U+0000); remove it."
+                )
+            )
 
 
 class OptionalWholeNumberField(WholeNumberField):
@@ -391,7 +400,7 @@ class GradeForm(GradingWriteForm):
 
 
 class NoteForm(GradingWriteForm):
-    note = TextAsSentField()
+    note = TextAsSentField(stored="A note")
     revision = WholeNumberField(meaning="revision")
     seconds = SecondsField()
 
@@ -415,7 +424,7 @@ class RevisionForm(GradingWriteForm):
 
 class VerdictForm(GradingWriteForm):
     outcome = TextAsSentField()
-    reason = TextAsSentField()
+    reason = TextAsSentField(stored="A reason")
     revision = WholeNumberField(meaning="revision")
 
 

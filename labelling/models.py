@@ -376,8 +376,9 @@ class Guideline(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="guidelines")
     version = models.PositiveIntegerField()
     text = models.TextField()
+    # Users with work are deactivated, never deleted: who wrote, graded or decided what stays.
     created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -413,7 +414,11 @@ class AssignmentQuerySet(models.QuerySet):
 
     def claimable_by(self, user) -> AssignmentQuerySet:
         """Unclaimed slots of ready pools for questions the user does not already label (and
-        that are still in their set)."""
+        that are still in their set).
+
+        Never a slot with work in it (one left without its labeller before labellers' accounts
+        were protected from deletion): its grades, note and verdict are someone else's.
+        """
         already = Assignment.objects.filter(
             pool=models.OuterRef("pool"), question=models.OuterRef("question"), labeller=user
         )
@@ -421,6 +426,16 @@ class AssignmentQuerySet(models.QuerySet):
             self.unclaimed()
             .filter(pool__state=PoolState.READY, question__excluded_at__isnull=True)
             .exclude(models.Exists(already))
+            .exclude(models.Exists(Judgement.objects.filter(assignment=models.OuterRef("pk"))))
+            .exclude(models.Exists(Verdict.objects.filter(assignment=models.OuterRef("pk"))))
+        )
+
+    def started(self) -> AssignmentQuerySet:
+        """Assignments with work in them (a judgement or a verdict): they stay their labeller's,
+        never handed to someone else (`labelling.services.assignments`, the admin)."""
+        return self.filter(
+            models.Exists(Judgement.objects.filter(assignment=models.OuterRef("pk")))
+            | models.Exists(Verdict.objects.filter(assignment=models.OuterRef("pk")))
         )
 
     def in_queue_order(self) -> AssignmentQuerySet:
@@ -464,9 +479,11 @@ class Assignment(models.Model):
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="assignments")
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="assignments")
     slot = models.PositiveSmallIntegerField(default=1)
+    # PROTECT: deleting a labeller used to free their started assignment, and the next
+    # labeller got their grades as their own. People with work are deactivated instead.
     labeller = models.ForeignKey(
         settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
+        on_delete=models.PROTECT,
         null=True,
         blank=True,
         related_name="assignments",
@@ -598,7 +615,7 @@ class Change(models.Model):
         help_text="For an undo: the change it reverted (each change is undone at most once).",
     )
     made_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     made_at = models.DateTimeField(auto_now_add=True)
 
@@ -626,7 +643,7 @@ class Resolution(models.Model):
     outcome = models.CharField(max_length=16, choices=VerdictOutcome.choices, blank=True)
     note = models.TextField(blank=True)
     resolved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     resolved_at = models.DateTimeField(auto_now=True)
 

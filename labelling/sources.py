@@ -14,11 +14,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from corpus.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines
+from corpus.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines, text_problem
 
 QUESTION_FORMATS = ("csv", "jsonl", "lines")
 MAX_EXTERNAL_ID = 255
 MAX_SOURCE = 200
+# A question is a sentence or a short paragraph; this much is a pasted document by mistake.
+MAX_TEXT = 10_000
+MAX_TAG = 100
 # Only line breaks end a pasted question: str.splitlines would also split on U+2028 and
 # friends, which may sit inside a question copied from a chat tool.
 _LINE_BREAK = re.compile(r"\r\n|\n|\r")
@@ -66,24 +69,36 @@ def _row(parsed: QuestionFile, *, line: int, external_id, text, source, tags) ->
 
     if not isinstance(text, str) or not text.strip():
         return reject("the question text is empty")
+    problem = text_problem(text, max_length=MAX_TEXT)
+    if problem:
+        return reject(f"the question text {problem}")
     if external_id is not None:
         if isinstance(external_id, int) and not isinstance(external_id, bool):
             external_id = str(external_id)
         if not isinstance(external_id, str):
             return reject("the question id must be a string")
         external_id = external_id.strip() or None
-        if external_id is not None and len(external_id) > MAX_EXTERNAL_ID:
-            return reject(f"the question id is longer than {MAX_EXTERNAL_ID} characters")
+        if external_id is not None:
+            problem = text_problem(external_id, max_length=MAX_EXTERNAL_ID, identifier=True)
+            if problem:
+                return reject(f"the question id {problem}")
     if source is None:
         source = ""
     if not isinstance(source, str) or len(source) > MAX_SOURCE:
         return reject(f"the source must be text of at most {MAX_SOURCE} characters")
+    problem = text_problem(source)
+    if problem:
+        return reject(f"the source {problem}")
     if tags is None:
         tags = []
     if isinstance(tags, str):
         tags = re.split(r"[;,]", tags)
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         return reject("tags must be a list of strings (or one string separated by ; or ,)")
+    for tag in tags:
+        problem = text_problem(tag, max_length=MAX_TAG)
+        if problem:
+            return reject(f"the tag {tag[:40]!r} {problem}")
     row = QuestionRow(
         line=line,
         external_id=external_id,
@@ -153,13 +168,11 @@ def _jsonl_rows(text: str, name: str) -> QuestionFile:
 
 
 def _pasted_rows(text: str, name: str) -> QuestionFile:
-    return QuestionFile(
-        rows=[
-            QuestionRow(line=line, external_id=None, text=raw, source="", tags=())
-            for line, raw in enumerate(_LINE_BREAK.split(text), start=1)
-            if raw.strip()
-        ]
-    )
+    parsed = QuestionFile()
+    for line, raw in enumerate(_LINE_BREAK.split(text), start=1):
+        if raw.strip():
+            _row(parsed, line=line, external_id=None, text=raw, source=None, tags=None)
+    return parsed
 
 
 _READERS: dict[str, Callable[[str, str], QuestionFile]] = {

@@ -1,15 +1,14 @@
 """Labelling's tasks: the pool job, and the per-retriever batches it fans out to."""
 
 from celery import shared_task
-from django.db import DatabaseError
 
 from corpus import jobs
 from corpus.models import Retriever
 from labelling.models import Pool
-from labelling.services import pools
+from labelling.services import pools, questions
 
 
-@shared_task(acks_late=True, autoretry_for=(DatabaseError,), max_retries=3, retry_backoff=5)
+@shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=5)
 def build_pool(job_id: int) -> None:
     jobs.run(job_id, pools.run_pool_build)
 
@@ -20,3 +19,8 @@ def pool_batch(pool_id: int, retriever_id: int, question_ids: list[int]) -> None
     retriever = Retriever.objects.filter(pk=retriever_id).first()
     if pool is not None and retriever is not None:
         pools.record_pool_hits(pool=pool, retriever=retriever, question_ids=question_ids)
+
+
+@shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=5)
+def import_questions(job_id: int) -> None:
+    jobs.run(job_id, questions.run_question_import)

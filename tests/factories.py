@@ -78,7 +78,9 @@ def add_documents(project, *specs, scheme=None):
         for spec in specs
     ]
     return documents.ingest_batch(
-        project=project, batch=SourceBatch(source="test", records=records)
+        project=project,
+        batch=SourceBatch(source="test", records=records),
+        importer=documents.Importer.command_line(),
     )
 
 

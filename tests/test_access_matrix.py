@@ -32,6 +32,8 @@ from tests.factories import (
 OPEN_URLS = {
     "login",
     "logout",
+    "password_change",
+    "password_change_done",
     "corpus:list-projects",
     "corpus:add-project",
     "corpus:accept-invitation",

@@ -48,6 +48,10 @@ def test_every_job_kind_is_started_with_a_task_of_the_app_that_owns_it():
         "build_pool",
         "evaluation_run",
         "permission_replay",
+        "evaluation_upload",
+        "evaluation_report",
+        "finalise_gold_set",
+        "import_questions",
     }
     for kind, name in tasks.items():
         task = jobs.task_named(name)

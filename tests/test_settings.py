@@ -105,9 +105,13 @@ def test_logging_in_rotates_the_session_and_answers_with_hardened_cookies(db):
 
 def test_there_is_no_self_sign_up(db):
     accounts = [str(p.pattern) for p in get_resolver().url_patterns]
+    # Log in, log out, and change one's own password (which needs the old one): no sign-up,
+    # no reset by e-mail.
     assert [p for p in accounts if p.startswith("accounts/")] == [
         "accounts/login/",
         "accounts/logout/",
+        "accounts/password/",
+        "accounts/password/done/",
     ]
     client = Client()
     for path in ("/accounts/signup/", "/accounts/register/", "/admin/register/"):

@@ -7,7 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from django.db import transaction
+from django.contrib.auth.models import AnonymousUser
+from django.db import DataError, transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
@@ -23,7 +24,9 @@ from corpus.models import (
     DuplicateGroup,
     Job,
     JobState,
+    Membership,
     Project,
+    Role,
     Upload,
 )
 from corpus.services.projects import access_changed
@@ -32,7 +35,8 @@ from corpus.sources import (
     RecordError,
     SourceBatch,
     SourceError,
-    read_folder,
+    list_import_files,
+    read_file_source,
     read_source,
 )
 from goldset.errors import ServiceError
@@ -44,30 +48,97 @@ Progress = jobs.Progress
 # Ingestion -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Importer:
+    """Who writes documents, which decides what an import may change.
+
+    An import never widens a document's access: a record that names no access groups keeps the
+    document's groups, and only an importer who manages access (a project admin, or the server's
+    operator at the command line) replaces them by the ones a record names. A document hidden
+    from the importer cannot get a new version from them, and the refusal says nothing of it
+    (not whether the text differs). A new document takes the groups its record names, whoever
+    imports it: restricting something new hides nothing that was visible.
+    """
+
+    user: object | None  # None: the command line, which sees every document
+    manages_access: bool
+
+    @classmethod
+    def command_line(cls) -> Importer:
+        return cls(user=None, manages_access=True)
+
+    @classmethod
+    def member(cls, *, user, project: Project) -> Importer:
+        """A user importing through the app, with the rights of their role in ``project`` (no
+        user, e.g. a deleted one, sees no restricted document and changes no access)."""
+        role = Membership.objects.role_of(user=user, project=project) if user else None
+        return cls(user=user or AnonymousUser(), manages_access=role == Role.ADMIN)
+
+    def hidden(self, documents: Sequence[Document]) -> set[int]:
+        """The pks of ``documents`` that an access group hides from this importer."""
+        if self.user is None:
+            return set()
+        pks = [d.pk for d in documents]
+        seen: set[int] = set()
+        for start in range(0, len(pks), 900):  # SQLite caps bound parameters per query
+            seen.update(
+                Document.objects.filter(pk__in=pks[start : start + 900])
+                .visible_to(self.user)
+                .values_list("pk", flat=True)
+            )
+        return set(pks) - seen
+
+
+HIDDEN_DOCUMENT = (
+    "this doc id is taken by a document outside your access groups, so nothing was written; "
+    "only members of its group (or an admin in it) can import it"
+)
+KEPT_ACCESS = (
+    "imported, keeping the document's access groups: only a project admin changes the groups "
+    "of an existing document"
+)
+
+
 @dataclass
 class IngestResult:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
+    regrouped: int = 0  # existing text, access groups changed by an admin
     errors: list[RecordError] = field(default_factory=list)
+    notices: list[RecordError] = field(default_factory=list)  # imported, with a caveat
 
     def add(self, other: IngestResult) -> None:
         self.created += other.created
         self.updated += other.updated
         self.unchanged += other.unchanged
+        self.regrouped += other.regrouped
         self.errors.extend(other.errors)
+        self.notices.extend(other.notices)
 
     @property
     def imported(self) -> int:
-        return self.created + self.updated
+        return self.created + self.updated + self.regrouped
 
     def as_dict(self) -> dict:
         return {
             "created": self.created,
             "updated": self.updated,
             "unchanged": self.unchanged,
+            "regrouped": self.regrouped,
             "errors": len(self.errors),
+            "notices": [n.as_dict() for n in self.notices],
         }
+
+    def summary(self) -> str:
+        parts = [f"{self.created} new", f"{self.updated} updated", f"{self.unchanged} unchanged"]
+        if self.regrouped:
+            parts.append(f"access groups changed on {self.regrouped}")
+        if self.errors:
+            parts.append(f"{len(self.errors)} rejected")
+        if self.notices:
+            parts.append(f"access groups kept on {len(self.notices)}")
+        return ", ".join(parts)
 
 
 def content_hash(text: str) -> str:
@@ -75,102 +146,161 @@ def content_hash(text: str) -> str:
 
 
 def ingest_batch(
-    *, project: Project, batch: SourceBatch, progress: Progress | None = None
+    *,
+    project: Project,
+    batch: SourceBatch,
+    importer: Importer,
+    progress: Progress | None = None,
 ) -> IngestResult:
     """Write one source's records atomically: all of its good records, or none on failure.
 
     Re-importing a doc_id with changed text adds a version; identical text changes nothing.
-    New versions are chunked under every scheme and checked for near-duplicates.
+    New versions are chunked under every scheme and checked for near-duplicates. What the
+    ``importer`` may change is `Importer`'s rule. A database error while writing (a value no
+    check foresaw) fails this source alone, with its message, and is never retried.
     """
     result = IngestResult(errors=list(batch.errors))
-    records = batch.records
-    if not records:
+    if not batch.records:
         return result
-    with transaction.atomic():
-        existing = _existing_documents(project, [r.doc_id for r in records])
-        new_docs: list[Document] = []
-        changes: list[tuple[DocumentRecord, Document | None, int]] = []
-        for record in records:
-            document = existing.get(record.doc_id)
-            latest = document.latest_version if document else None
-            if latest is not None and latest.content_hash == content_hash(record.text):
-                result.unchanged += 1
-                continue
-            if document is None:
-                document = Document(project=project, doc_id=record.doc_id, title=record.title)
-                new_docs.append(document)
-                result.created += 1
-            else:
-                document.title = record.title or document.title
-                result.updated += 1
-            changes.append((record, document, (latest.version + 1) if latest else 1))
-        Document.objects.bulk_create(new_docs, batch_size=BULK_BATCH)
-        versions = [
-            DocumentVersion(
-                document=document,
-                version=number,
-                text=record.text,
-                content_hash=content_hash(record.text),
-                source_name=record.source_name[:500],
-                source_modified_at=record.modified_at,
-                extraction=record.report.as_dict(),
-                quality_flagged=not record.report.ok,
-                minhash=signature(record.text),
+    try:
+        with transaction.atomic():
+            _write_batch(project, batch, importer, result)
+    except DataError as exc:
+        result = IngestResult(errors=list(batch.errors))
+        result.errors.append(
+            RecordError(
+                source=batch.source,
+                error=f"nothing of this file was stored: the database refused a value ({exc})"[
+                    :500
+                ],
             )
-            for record, document, number in changes
-        ]
-        DocumentVersion.objects.bulk_create(versions, batch_size=BULK_BATCH)
-        for version, (_, document, _) in zip(versions, changes, strict=True):
-            document.latest_version = version
-        # One UPDATE … FROM a subquery: bulk_update's CASE expressions cost ~2 ms a row.
-        changed_ids = [document.pk for _, document, _ in changes]
-        newest = DocumentVersion.objects.filter(document=OuterRef("pk")).order_by("-version")
-        for start in range(0, len(changed_ids), BULK_BATCH):
-            Document.objects.filter(pk__in=changed_ids[start : start + BULK_BATCH]).update(
-                latest_version=Subquery(newest.values("pk")[:1])
-            )
-        retitled = [document for record, document, number in changes if number > 1]
-        Document.objects.bulk_update(retitled, ["title"], batch_size=BULK_BATCH)
-        _set_access_groups(project, [(record, document) for record, document, _ in changes])
-        for scheme in project.chunking_schemes.all():
-            _write_chunks(scheme, versions)
-        _group_near_duplicates(project, [document for _, document, _ in changes])
-        if progress:
-            progress(len(records))
+        )
+    if progress:
+        progress(len(batch.records))
     return result
 
 
+def _write_batch(
+    project: Project, batch: SourceBatch, importer: Importer, result: IngestResult
+) -> None:
+    records = batch.records
+    existing = _existing_documents(project, [r.doc_id for r in records])
+    hidden = importer.hidden(list(existing.values()))
+    current_groups = _group_names({d.pk for d in existing.values()} - hidden)
+    new_docs: list[Document] = []
+    changes: list[tuple[DocumentRecord, Document, int]] = []
+    regroup: list[tuple[Document, tuple[str, ...]]] = []
+    for record in records:
+        document = existing.get(record.doc_id)
+        if document is not None and document.pk in hidden:
+            # Before comparing texts: "unchanged" would tell the importer what it says.
+            result.errors.append(
+                RecordError(
+                    source=batch.source,
+                    line=record.line,
+                    doc_id=record.doc_id,
+                    error=HIDDEN_DOCUMENT,
+                )
+            )
+            continue
+        if document is not None and record.access_groups:
+            named = tuple(sorted(set(record.access_groups)))
+            if named != current_groups.get(document.pk, ()):
+                if importer.manages_access:
+                    regroup.append((document, named))
+                else:
+                    result.notices.append(
+                        RecordError(
+                            source=batch.source,
+                            line=record.line,
+                            doc_id=record.doc_id,
+                            error=KEPT_ACCESS,
+                        )
+                    )
+        latest = document.latest_version if document else None
+        if latest is not None and latest.content_hash == content_hash(record.text):
+            if any(d is document for d, _ in regroup):
+                result.regrouped += 1
+            else:
+                result.unchanged += 1
+            continue
+        if document is None:
+            document = Document(project=project, doc_id=record.doc_id, title=record.title)
+            new_docs.append(document)
+            result.created += 1
+            if record.access_groups:
+                regroup.append((document, tuple(sorted(set(record.access_groups)))))
+        else:
+            document.title = record.title or document.title
+            result.updated += 1
+        changes.append((record, document, (latest.version + 1) if latest else 1))
+    Document.objects.bulk_create(new_docs, batch_size=BULK_BATCH)
+    versions = [
+        DocumentVersion(
+            document=document,
+            version=number,
+            text=record.text,
+            content_hash=content_hash(record.text),
+            source_name=record.source_name[:500],
+            source_modified_at=record.modified_at,
+            extraction=record.report.as_dict(),
+            quality_flagged=not record.report.ok,
+            minhash=signature(record.text),
+        )
+        for record, document, number in changes
+    ]
+    DocumentVersion.objects.bulk_create(versions, batch_size=BULK_BATCH)
+    for version, (_, document, _) in zip(versions, changes, strict=True):
+        document.latest_version = version
+    # One UPDATE … FROM a subquery: bulk_update's CASE expressions cost ~2 ms a row.
+    changed_ids = [document.pk for _, document, _ in changes]
+    newest = DocumentVersion.objects.filter(document=OuterRef("pk")).order_by("-version")
+    for start in range(0, len(changed_ids), BULK_BATCH):
+        Document.objects.filter(pk__in=changed_ids[start : start + BULK_BATCH]).update(
+            latest_version=Subquery(newest.values("pk")[:1])
+        )
+    retitled = [document for record, document, number in changes if number > 1]
+    Document.objects.bulk_update(retitled, ["title"], batch_size=BULK_BATCH)
+    _set_access_groups(project, regroup)
+    for scheme in project.chunking_schemes.all():
+        _write_chunks(scheme, versions)
+    _group_near_duplicates(project, [document for _, document, _ in changes])
+
+
 def import_path(
-    *, project: Project, path: Path, report: Callable[[str], None] | None = None
+    *,
+    project: Project,
+    path: Path,
+    importer: Importer | None = None,
+    report: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> IngestResult:
     """Import a folder of document files, or one JSONL/CSV/document file, from the command line.
 
     Runs in the calling process (a CI script wants to block on it) and is recorded as a Job.
+    ``progress(done, total)`` is called after each file.
     """
+    importer = importer or Importer.command_line()
+    files = list_import_files(path)
     job = Job.objects.create(
         project=project,
         kind="import_documents",
         state=JobState.RUNNING,
         description=f"Import {path.name}"[:300],
         started_at=timezone.now(),
+        total=len(files),
     )
     result = IngestResult()
-    batches = (
-        read_folder(path)
-        if path.is_dir()
-        else [(path, read_source(name=path.name, data=path.read_bytes()))]
-    )
-    for file, batch in batches:
-        part = ingest_batch(project=project, batch=batch)
+    for file, name in files:
+        batch = read_file_source(file=file, name=name, doc_id=name if path.is_dir() else None)
+        part = ingest_batch(project=project, batch=batch, importer=importer)
         result.add(part)
         job.done += 1
-        Job.objects.filter(pk=job.pk).update(done=job.done)
+        Job.objects.filter(pk=job.pk).update(done=job.done, heartbeat_at=timezone.now())
         if report:
-            report(
-                f"{file}: {part.created} new, {part.updated} updated, {part.unchanged} unchanged"
-                + (f", {len(part.errors)} rejected" if part.errors else "")
-            )
-    job.total = job.done
+            report(f"{file}: {part.summary()}")
+        if progress:
+            progress(job.done, len(files))
     _record_result(job, result)
     return result
 
@@ -186,24 +316,41 @@ def _existing_documents(project: Project, doc_ids: Sequence[str]) -> dict[str, D
     return found
 
 
-def _set_access_groups(project: Project, pairs: list[tuple[DocumentRecord, Document]]) -> None:
-    names = {name for record, _ in pairs for name in record.access_groups}
+def _group_names(document_ids: set[int]) -> dict[int, tuple[str, ...]]:
+    """Each document's access group names, sorted (documents without groups are absent)."""
+    names: dict[int, list[str]] = {}
+    ordered = sorted(document_ids)
+    for start in range(0, len(ordered), 900):  # SQLite caps bound parameters per query
+        links = Document.access_groups.through.objects.filter(
+            document_id__in=ordered[start : start + 900]
+        ).values_list("document_id", "accessgroup__name")
+        for document_id, name in links:
+            names.setdefault(document_id, []).append(name)
+    return {pk: tuple(sorted(group)) for pk, group in names.items()}
+
+
+def _set_access_groups(project: Project, regroup: list[tuple[Document, tuple[str, ...]]]) -> None:
+    """Give each document exactly the named groups (created when new to the project)."""
+    if not regroup:
+        return
+    names = {name for _, named in regroup for name in named}
     groups = {g.name: g for g in AccessGroup.objects.filter(project=project, name__in=names)}
     missing = [AccessGroup(project=project, name=n) for n in sorted(names - groups.keys())]
     for group in AccessGroup.objects.bulk_create(missing):
         groups[group.name] = group
     through = Document.access_groups.through
-    # A new version's access groups replace the old ones: the source is the authority.
-    through.objects.filter(document_id__in=[d.pk for _, d in pairs]).delete()
+    document_ids = [d.pk for d, _ in regroup]
+    for start in range(0, len(document_ids), 900):
+        through.objects.filter(document_id__in=document_ids[start : start + 900]).delete()
     through.objects.bulk_create(
         [
             through(document_id=document.pk, accessgroup_id=groups[name].pk)
-            for record, document in pairs
-            for name in record.access_groups
+            for document, named in regroup
+            for name in named
         ],
         batch_size=BULK_BATCH,
     )
-    access_changed(project=project, document_ids=[d.pk for _, d in pairs])
+    access_changed(project=project, document_ids=document_ids)
 
 
 def _scheme_spec(scheme: ChunkingScheme) -> ChunkSpec:
@@ -405,27 +552,30 @@ def start_chunking(*, scheme: ChunkingScheme, user=None) -> Job:
     )
 
 
-# A running job whose worker has shown no sign of life for this long is presumed dead.
-
-
 def run_upload_import(job: Job) -> None:
-    """The job of `start_upload_import`: each stored original imported on its own."""
+    """The job of `start_upload_import`: each stored original imported on its own, with the
+    rights of the user who uploaded it (`Importer.member`)."""
     result = IngestResult()
     advance = jobs.progress(job)
+    importer = Importer.member(user=job.created_by, project=job.project)
+    # The upload form's access groups go to records that name none (an import's own rules then
+    # decide what they may change: a lead's groups restrict new documents only).
     groups = tuple(job.params.get("access_groups", ()))
-    for upload in job.uploads.order_by("pk"):
+    # One original in memory at a time: fifty of them may be a gigabyte.
+    for pk, name in job.uploads.order_by("pk").values_list("pk", "name"):
+        content = Upload.objects.filter(pk=pk).values_list("content", flat=True).first()
         try:
-            batch = read_source(name=upload.name, data=bytes(upload.content))
+            batch = read_source(name=name, data=bytes(content or b""))
         except SourceError as exc:
             batch = SourceBatch(
-                source=upload.name, errors=[RecordError(source=upload.name, error=str(exc))]
+                source=name, errors=[RecordError(source=name, error=exc.without(name))]
             )
         if groups:
             batch.records = [
                 record if record.access_groups else replace(record, access_groups=groups)
                 for record in batch.records
             ]
-        result.add(ingest_batch(project=job.project, batch=batch))
+        result.add(ingest_batch(project=job.project, batch=batch, importer=importer))
         advance(1)
     _record_result(job, result)
 
@@ -435,18 +585,17 @@ def run_chunking(job: Job) -> None:
     scheme = ChunkingScheme.objects.get(pk=job.params["scheme_id"], project=job.project)
     chunks = chunk_corpus(scheme=scheme, progress=jobs.progress(job))
     job.result = {"chunks": chunks}
-    jobs.finish(job, JobState.SUCCEEDED, f"{chunks} chunks written for {scheme.name}.")
+    # No count: it would include documents hidden from some leads (the chunking page shows
+    # each viewer the chunks they may see).
+    jobs.finish(job, JobState.SUCCEEDED, f"{scheme.name}: every document is chunked.")
 
 
 def _record_result(job: Job, result: IngestResult) -> None:
     job.result = result.as_dict()
     job.errors = [e.as_dict() for e in result.errors]
-    summary = f"{result.created} new, {result.updated} updated, {result.unchanged} unchanged" + (
-        f", {len(result.errors)} rejected" if result.errors else ""
-    )
     state = (
         JobState.FAILED
         if result.errors and not (result.imported or result.unchanged)
         else JobState.SUCCEEDED
     )
-    jobs.finish(job, state, summary)
+    jobs.finish(job, state, result.summary() + ".")

@@ -49,6 +49,10 @@ Progress = jobs.Progress
 # the database for every batch of questions. A handful covers every retriever of a pool.
 LOADED_INDEXES = 6
 ENCODE_BATCH = 256
+# A build of a few hundred passages still takes a minute: encode at least ten batches (but
+# never fewer than 64 passages at once, where the encoder's throughput starts to drop: 0.9
+# of one large call at 64) so the job page shows it moving.
+MIN_ENCODE_BATCH = 64
 _PASSAGE_FORMAT = 1
 
 
@@ -406,8 +410,9 @@ def _embed(
         advance(sum(uses[text_hash] for text_hash in vectors))
     texts = {text_hash: text for *_, text_hash, text in passages if text_hash not in vectors}
     missing = list(texts)
-    for first in range(0, len(missing), ENCODE_BATCH):
-        batch = missing[first : first + ENCODE_BATCH]
+    step = min(ENCODE_BATCH, max(MIN_ENCODE_BATCH, -(-len(missing) // 10)))
+    for first in range(0, len(missing), step):
+        batch = missing[first : first + step]
         encoded = encoder.encode([texts[h] for h in batch])
         EmbeddingCache.objects.bulk_create(
             [
@@ -484,22 +489,13 @@ def _allowed_passages(
             "pk", flat=True
         )
     )
-    blocked_documents = set(
-        Document.objects.filter(duplicate_group__project=project)
-        .exclude(duplicate_group__representative=F("pk"))
-        .order_by()
-        .values_list("pk", flat=True)
-    )
     # A document with a version newer than the index has only stale passages in it.
     newer = dict(
         versions.filter(created_at__gt=loaded.built_at).values_list("document_id", "pk")
         if loaded.built_at is not None
         else []
     )
-    if not with_canaries:
-        blocked_documents |= set(
-            Document.objects.filter(project=project, is_canary=True).values_list("pk", flat=True)
-        )
+    hidden: set[int] = set()
     if user is not None or groups is not None:
         restricted: dict[int, set[int]] = {}
         for document_id, group_id in Document.access_groups.through.objects.filter(
@@ -515,7 +511,12 @@ def _allowed_passages(
             )
         if groups is not None:
             mine = set(groups) if mine is None else mine & set(groups)
-        blocked_documents |= {document for document, of in restricted.items() if not of & mine}
+        hidden = {document for document, of in restricted.items() if not of & mine}
+    blocked_documents = hidden | _hidden_duplicates(project, hidden)
+    if not with_canaries:
+        blocked_documents |= set(
+            Document.objects.filter(project=project, is_canary=True).values_list("pk", flat=True)
+        )
     if not (blocked_versions or blocked_documents or newer):
         return None
     mask = ~np.isin(loaded.version_ids, list(blocked_versions))
@@ -525,6 +526,45 @@ def _allowed_passages(
             loaded.version_ids, list(newer.values())
         )
     return None if mask.all() else mask
+
+
+def _hidden_duplicates(project: Project, hidden: set[int]) -> set[int]:
+    """Members of near-duplicate groups that are not their group's searchable copy. For a user
+    the representative is hidden from, the group's first member they may see (lowest pk) stands
+    in for it (the rule of `DocumentQuerySet.searchable_for`)."""
+    members: dict[int, list[int]] = {}
+    representative: dict[int, int | None] = {}
+    for pk, group_id, representative_id in (
+        Document.objects.filter(duplicate_group__project=project)
+        .order_by("pk")
+        .values_list("pk", "duplicate_group_id", "duplicate_group__representative_id")
+    ):
+        members.setdefault(group_id, []).append(pk)
+        representative[group_id] = representative_id
+    blocked: set[int] = set()
+    for group_id, pks in members.items():
+        kept = representative[group_id]
+        if kept in hidden:
+            kept = next((pk for pk in pks if pk not in hidden), None)
+        blocked.update(pk for pk in pks if pk != kept)
+    return blocked
+
+
+def visible_passage_count(*, index: Index, user) -> int:
+    """How many of the index's passages come from documents the user may see: its count less
+    the passages (chunks of the newest version it read) of documents hidden from them."""
+    retriever = index.retriever
+    hidden = Document.objects.filter(project=retriever.project_id).hidden_from(user)
+    if not hidden.exists():
+        return index.passages
+    chunks = Chunk.objects.filter(
+        scheme_id=retriever.scheme_id,
+        version__document__in=hidden.values("pk"),
+        version_id=F("version__document__latest_version"),
+    )
+    if index.built_at is not None:
+        chunks = chunks.filter(version__created_at__lte=index.built_at)
+    return max(0, index.passages - chunks.count())
 
 
 def run_index_build(job: Job) -> None:
@@ -537,4 +577,6 @@ def run_index_build(job: Job) -> None:
     except ModelNotFoundError as exc:
         raise ServiceError(str(exc)) from exc
     job.result = {"index_id": index.pk, "passages": index.passages}
-    jobs.finish(job, JobState.SUCCEEDED, f"{retriever.name}: {index.passages} passages indexed.")
+    # No count in the message: it would include documents hidden from some who read it (the
+    # retriever page shows each viewer the passages they may see).
+    jobs.finish(job, JobState.SUCCEEDED, f"{retriever.name}: the index is built and active.")

@@ -5,16 +5,17 @@ CLI's keyword baseline, and the project's k sent to the model.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from django.db import transaction
 from django.utils.text import slugify
 
 from corpus import jobs
-from corpus.models import Job, JobState, Project, Retriever, RetrieverKind
+from corpus.models import Job, Project, Retriever, RetrieverKind, Upload
+from corpus.runfiles import jsonl_run_line
 from corpus.services import http_retrieval
 from corpus.services.retrieval import retrieve
 from evaluation.baseline import BASELINE_NAME, bm25_baseline_run
@@ -119,7 +120,8 @@ def start_retriever_run(*, gold_set: GoldSet, retriever: Retriever, user=None) -
             raise GoldSetError(str(error)) from None
     elif retriever.active_index_id is None:
         raise GoldSetError(f"{retriever.name} has no built index yet: build it first.")
-    questions = len(load_gold_set(gold_set).questions)
+    # From the manifest: reading the gold set itself may re-anchor spans, a job's work.
+    questions = int(gold_set.manifest.get("questions", 0))
     return jobs.start(
         project=project,
         task="evaluation.tasks.evaluation_run",
@@ -151,7 +153,7 @@ def record_retriever_run(
         lines, placed = _http_lines(retriever, questions, depth=depth, user=user, job=job)
     else:
         lines = _built_in_lines(retriever, questions, depth=depth, user=user, job=job)
-    data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+    data = "".join(lines).encode("utf-8")
     index_built_at = (
         Retriever.objects.filter(pk=retriever.pk)
         .values_list("active_index__built_at", flat=True)
@@ -188,10 +190,7 @@ def _built_in_lines(retriever: Retriever, questions, *, depth: int, user, job: J
             retriever=retriever, questions=[q.question for q in batch], k=depth, user=user
         )
         for question, hits in zip(batch, found, strict=True):
-            results = [
-                {"doc_id": h.doc_id, "start": h.start, "end": h.end, "score": h.score} for h in hits
-            ]
-            lines.append({"question_id": question.question_id, "results": results})
+            lines.append(jsonl_run_line(question_id=question.question_id, results=hits))
         if advance:
             advance(len(batch))
     return lines
@@ -211,13 +210,7 @@ def _http_lines(retriever: Retriever, questions, *, depth: int, user, job: Job |
         job.errors = run.errors + run.warnings
     run.raise_for_errors(retriever)
     lines = [
-        {
-            "question_id": question.question_id,
-            "results": [
-                {"doc_id": h.doc_id, "start": h.start, "end": h.end, "score": h.score}
-                for h in ranking
-            ],
-        }
+        jsonl_run_line(question_id=question.question_id, results=ranking)
         for question, ranking in zip(
             questions,
             http_retrieval.content_rankings(run, project=retriever.project, user=user),
@@ -227,24 +220,34 @@ def _http_lines(retriever: Retriever, questions, *, depth: int, user, job: Job |
     return lines, run.located
 
 
-def run_retriever_run(job: Job) -> None:
-    """The job of `start_retriever_run`."""
-    done = EvaluationRun.objects.filter(pk=job.result.get("run_id")).first()
-    if done is not None:  # a redelivered job: the run is already stored
-        jobs.finish(job, JobState.SUCCEEDED, f"{done.name}: already stored.")
-        return
-    gold_set = GoldSet.objects.select_related("question_set__project").get(
-        pk=job.params["gold_set_id"], question_set__project=job.project
-    )
-    retriever = Retriever.objects.get(pk=job.params["retriever_id"], project=job.project)
-    run = record_retriever_run(gold_set=gold_set, retriever=retriever, user=job.created_by, job=job)
-    placed = job.result.get("placed")
-    job.result = {"run_id": run.pk, "gold_set_id": gold_set.pk}
-    message = f"{run.name}: top {run.depth} for {run.questions} questions."
-    if placed:
-        job.result["placed"] = placed
-        message += f" {http_retrieval.describe_placement(placed)}."
-    jobs.finish(job, JobState.SUCCEEDED, message)
+def start_uploaded_run(
+    *, gold_set: GoldSet, name: str, file_name: str, data: bytes, user=None
+) -> Job:
+    """Queue the check and storing of an uploaded run file (its name and size are checked
+    here, at once; reading it against the gold set is the job's). The file is kept with the
+    job until then."""
+    name = name.strip() or slugify(Path(file_name).stem)
+    _check_run_name(gold_set, name)
+    if len(data) > MAX_RUN_BYTES:
+        raise RunRejected(f"{file_name} is larger than {MAX_RUN_BYTES // (1024 * 1024)} MB.")
+    with transaction.atomic():
+        job = jobs.start(
+            project=gold_set.question_set.project,
+            task="evaluation.tasks.uploaded_run",
+            kind="evaluation_upload",
+            user=user,
+            params={"gold_set_id": gold_set.pk, "name": name, "file_name": file_name},
+            total=1,
+            description=f"Check and score the run {name} against {gold_set}",
+        )
+        Upload.objects.create(
+            job=job,
+            name=Path(file_name).name[:255],
+            size=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+            content=data,
+        )
+    return job
 
 
 def load_stored_run(record: EvaluationRun, *, gold: Gold) -> Run:

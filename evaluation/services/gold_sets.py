@@ -13,16 +13,18 @@ import json
 import threading
 import zipfile
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from django.db import transaction
 from django.db.models import Max, Q
+from django.urls import reverse
 from django.utils import timezone
 
+from corpus import jobs
 from corpus.chunking import ChunkSpec
-from corpus.models import ChunkingScheme, Document, DocumentVersion, Project
+from corpus.models import ChunkingScheme, Document, DocumentVersion, Job, JobState, Project
 from evaluation.bundle import Bundle, BundleInfo, CorpusVersion, Vote, build_bundle, sha256
 from evaluation.gold import (
     CORPUS_FILE,
@@ -62,33 +64,51 @@ class FinaliseBlocked(GoldSetError):
         )
 
 
+# Finalising, in stages a job page can show: what each one does.
+FINALISE_STAGES = (
+    "Applying the gold rule to every item",
+    "Writing the bundle's files",
+    "Reading the bundle back as the CLI does (spans re-anchored onto newer versions)",
+    "Storing the gold set",
+)
+StageProgress = Callable[[int, str], None]  # (stages done, what comes next)
+
+
 def finalise_gold_set(
-    *, question_set: QuestionSet, user=None, min_span_f1: float = DEFAULT_MIN_SPAN_F1
+    *,
+    question_set: QuestionSet,
+    user=None,
+    min_span_f1: float = DEFAULT_MIN_SPAN_F1,
+    progress: StageProgress | None = None,
+    on_stored: Callable[[GoldSet], None] | None = None,
 ) -> GoldSet:
     """Freeze the set's resolved labels into the next numbered gold set (v1, v2, …).
 
     Refused, with every unresolved item listed, while anything blocks the gold rule. Who may
     finalise (admins) is the caller's check; ``user`` is recorded as the creator. The bundle is
     read back with ``evaluation.gold.read_bundle`` before it is stored, so a stored gold set always
-    loads in the CLI.
+    loads in the CLI. That and the gold rule take their time on a large set (a long span
+    re-anchored onto an edited version), so they run before the short transaction that stores
+    the result, and report each stage to ``progress``; ``on_stored`` runs inside that
+    transaction (a job records the new gold set on its row there, so a retry never makes two).
     """
     if not 0.0 <= min_span_f1 <= 1.0:
         raise GoldSetError(f"The minimum span F1 must be between 0 and 1, not {min_span_f1}.")
-    with transaction.atomic():
-        # One finalise at a time per question set, so numbers never collide.
-        QuestionSet.objects.select_for_update().filter(pk=question_set.pk).first()
-        questions, unresolved = collect_gold(question_set=question_set, min_span_f1=min_span_f1)
-        if unresolved:
-            raise FinaliseBlocked(unresolved)
-        if not questions:
-            raise GoldSetError(f"The question set {question_set.name} has no questions.")
-        number = (
-            GoldSet.objects.filter(question_set=question_set).aggregate(Max("number"))[
-                "number__max"
-            ]
-            or 0
-        ) + 1
+
+    def stage(done: int) -> None:
+        if progress:
+            progress(done, FINALISE_STAGES[done] if done < len(FINALISE_STAGES) else "Done")
+
+    stage(0)
+    questions, unresolved = collect_gold(question_set=question_set, min_span_f1=min_span_f1)
+    if unresolved:
+        raise FinaliseBlocked(unresolved)
+    if not questions:
+        raise GoldSetError(f"The question set {question_set.name} has no questions.")
+    for _ in range(3):  # another finalise may take the number meanwhile: build again
+        number = _next_number(question_set)
         created_at = timezone.now()
+        stage(1)
         bundle, document_ids = _bundle(
             question_set=question_set,
             questions=questions,
@@ -97,30 +117,153 @@ def finalise_gold_set(
             created_at=created_at,
             min_span_f1=min_span_f1,
         )
+        stage(2)
         _check_loads(bundle)
-        gold_set = GoldSet.objects.create(
-            question_set=question_set,
-            number=number,
-            created_by=user,
-            created_at=created_at,
-            manifest=bundle.manifest,
-            checksum=bundle.checksum,
-            document_count=len(document_ids),
-        )
-        GoldSetFile.objects.bulk_create(
-            [
-                GoldSetFile(
-                    gold_set=gold_set,
-                    name=name,
-                    content=content,
-                    size=len(content),
-                    sha256=sha256(content),
-                )
-                for name, content in sorted(bundle.files.items())
-            ]
-        )
-        gold_set.documents.set(document_ids)
+        stage(3)
+        with transaction.atomic():
+            # One finalise at a time per question set, so numbers never collide.
+            QuestionSet.objects.select_for_update().filter(pk=question_set.pk).first()
+            if _next_number(question_set) != number:
+                continue
+            gold_set = _store(question_set, bundle, number, created_at, user, document_ids)
+            if on_stored:
+                on_stored(gold_set)
+        stage(len(FINALISE_STAGES))
+        return gold_set
+    raise GoldSetError("Other gold sets of this question set kept being finalised; try again.")
+
+
+def _next_number(question_set: QuestionSet) -> int:
+    latest = GoldSet.objects.filter(question_set=question_set).aggregate(Max("number"))
+    return (latest["number__max"] or 0) + 1
+
+
+def _store(question_set, bundle, number, created_at, user, document_ids) -> GoldSet:
+    gold_set = GoldSet.objects.create(
+        question_set=question_set,
+        number=number,
+        created_by=user,
+        created_at=created_at,
+        manifest=bundle.manifest,
+        checksum=bundle.checksum,
+        document_count=len(document_ids),
+    )
+    GoldSetFile.objects.bulk_create(
+        [
+            GoldSetFile(
+                gold_set=gold_set,
+                name=name,
+                content=content,
+                size=len(content),
+                sha256=sha256(content),
+            )
+            for name, content in sorted(bundle.files.items())
+        ]
+    )
+    gold_set.documents.set(document_ids)
     return gold_set
+
+
+def start_finalise(
+    *, question_set: QuestionSet, user=None, min_span_f1: float = DEFAULT_MIN_SPAN_F1
+) -> Job:
+    """Queue finalising as a job (its page shows each stage); one at a time per question set:
+    asking again while one waits or runs gives that one."""
+    if not 0.0 <= min_span_f1 <= 1.0:
+        raise GoldSetError(f"The minimum span F1 must be between 0 and 1, not {min_span_f1}.")
+    project = question_set.project
+    running = (
+        Job.objects.unfinished()
+        .filter(project=project, kind="finalise_gold_set", params__question_set_id=question_set.pk)
+        .order_by("pk")
+        .first()
+    )
+    if running is not None:
+        return running
+    return jobs.start(
+        project=project,
+        task="evaluation.tasks.finalise_gold_set",
+        kind="finalise_gold_set",
+        user=user,
+        params={"question_set_id": question_set.pk, "min_span_f1": min_span_f1},
+        total=len(FINALISE_STAGES),
+        description=f"Finalise {question_set.name} as a new gold set",
+    )
+
+
+def run_finalise(job: Job, *, then: Callable[[GoldSet], object] | None = None) -> None:
+    """The job of `start_finalise`; ``then`` runs on the new gold set before the job ends
+    (the evaluation page's first figures, `evaluation.services.reports.run_finalise`)."""
+    if then is not None and job.total == len(FINALISE_STAGES):
+        job.total += 1
+        Job.objects.filter(pk=job.pk).update(total=job.total)
+    result = job.result if isinstance(job.result, dict) else {}
+    done = GoldSet.objects.filter(pk=result.get("gold_set_id")).first()
+    if done is None:
+        question_set = QuestionSet.objects.get(
+            pk=job.params["question_set_id"], project=job.project
+        )
+
+        def progress(stage: int, message: str) -> None:
+            Job.objects.filter(pk=job.pk).update(
+                done=stage, message=f"{message}…" if stage < len(FINALISE_STAGES) else "",
+                heartbeat_at=timezone.now(),
+            )  # fmt: skip
+            job.done = stage
+
+        def remember(gold_set: GoldSet) -> None:
+            Job.objects.filter(pk=job.pk).update(result={"gold_set_id": gold_set.pk})
+
+        try:
+            done = finalise_gold_set(
+                question_set=question_set,
+                user=job.created_by,
+                min_span_f1=job.params.get("min_span_f1", DEFAULT_MIN_SPAN_F1),
+                progress=progress,
+                on_stored=remember,
+            )
+        except FinaliseBlocked as blocked:
+            job.errors = [
+                # document_id: the job page shows an item only to those who may see its document.
+                {
+                    "source": item.pool or "",
+                    "line": None,
+                    "doc_id": None,
+                    "document_id": item.document,
+                    "error": item.describe(),
+                }
+                for item in blocked.unresolved
+            ]
+            job.result = {
+                "link": {
+                    "url": reverse(
+                        "labelling:list-adjudication", args=[job.project.slug, question_set.pk]
+                    ),
+                    "text": "Resolve them in the adjudication queue",
+                }
+            }
+            # Count-free: the count would include items on documents hidden from some leads.
+            jobs.finish(
+                job,
+                JobState.FAILED,
+                "Cannot finalise: items are still unresolved. Each one is listed below.",
+            )
+            return
+    if then is not None:
+        Job.objects.filter(pk=job.pk).update(
+            message="Preparing the figures of the evaluation page…", heartbeat_at=timezone.now()
+        )
+        then(done)
+    job.done = job.total
+    job.result = {
+        "gold_set_id": done.pk,
+        "redirect": True,
+        "link": {
+            "url": reverse("evaluation:show-gold-set", args=[job.project.slug, done.pk]),
+            "text": f"Open the gold set {done}",
+        },
+    }
+    jobs.finish(job, JobState.SUCCEEDED, f"{done} is finalised: it will never change.")
 
 
 def _check_loads(bundle: Bundle) -> None:
@@ -238,6 +381,7 @@ def _bundle(
         )
         for scheme in ChunkingScheme.objects.filter(project=project).order_by("name")
     }
+    votes = _votes(question_set)
     bundle = build_bundle(
         info=BundleInfo(
             project=project.slug,
@@ -265,9 +409,34 @@ def _bundle(
         ],
         texts=texts,
         schemes=schemes,
-        votes=_votes(question_set),
+        votes=votes,
     )
-    return bundle, {version.document_id for version in versions}
+    return bundle, _bundle_documents(project, questions, versions, votes)
+
+
+def _bundle_documents(
+    project: Project,
+    questions: Sequence[FrozenQuestion],
+    versions: Sequence[DocumentVersion],
+    votes: Sequence[Vote],
+) -> set[int]:
+    """Every document a bundle names anywhere: the texts of corpus.jsonl, and the doc ids of
+    spans, judged passages (gold.jsonl, the qrels) and votes (judgements.csv, with labellers'
+    notes). A download is refused to anyone an access group hides any one of them from, so a
+    judged document that is not searchable (flagged, superseded, a hidden duplicate) counts."""
+    doc_ids = {version.document.doc_id for version in versions}
+    for question in questions:
+        doc_ids.update(span.doc_id for span in question.spans)
+        doc_ids.update(doc_id for doc_id, *_ in question.judged)
+    doc_ids.update(vote.doc_id for vote in votes if vote.doc_id)
+    ordered, found = sorted(doc_ids), set()
+    for start in range(0, len(ordered), 900):  # SQLite caps bound parameters per query
+        found.update(
+            Document.objects.filter(
+                project=project, doc_id__in=ordered[start : start + 900]
+            ).values_list("pk", flat=True)
+        )
+    return found
 
 
 def _corpus_versions(

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from corpus.models import Document, Membership, Project, Role
 from corpus.sources import RecordError
-from corpus.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines
+from corpus.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines, text_problem
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Candidate, Judgement, Pool, PoolState, Question, Span
 
@@ -104,6 +104,9 @@ def _parse(obj, number, *, by_id, documents, name, errors) -> ImportedVote | Non
         return fail(f"question_id {qid!r} is in several question sets; pass --set")
     if not isinstance(labeller, str) or not labeller.strip() or len(labeller) > 150:
         return fail("labeller must be a user name")
+    problem = text_problem(labeller.strip(), identifier=True)
+    if problem:
+        return fail(f"the labeller's name {problem}")
     document = documents.get(str(doc_id)) if doc_id is not None else None
     if document is None or document.latest_version is None:
         return fail(f"unknown doc_id {doc_id!r}")

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
+from django.urls import reverse
+from django.utils import timezone
 from django.utils.text import slugify
 
-from corpus.models import Document, Project
+from corpus import jobs
+from corpus.models import Document, Job, JobState, Project, Upload
 from corpus.services.canaries import SOURCE as CANARY_SOURCE
 from corpus.services.canaries import PlantedCanary, plant_canary_documents
-from corpus.services.documents import IngestResult, ingest_batch
+from corpus.services.documents import Importer, IngestResult, ingest_batch
 from corpus.sources import RecordError, read_beir
+from corpus.textfiles import text_problem
 from goldset.errors import ServiceError
 from labelling.models import ImportedJudgement, Question, QuestionSet
 from labelling.sources import (
@@ -41,7 +48,9 @@ def import_beir(*, project: Project, path: Path, set_name: str) -> BeirImportRes
     Questions and judgements are written together, or not at all.
     """
     collection = read_beir(path)
-    documents = ingest_batch(project=project, batch=collection.corpus)
+    documents = ingest_batch(
+        project=project, batch=collection.corpus, importer=Importer.command_line()
+    )
     result = BeirImportResult(documents=documents, errors=list(documents.errors))
     with transaction.atomic():
         question_set, _ = QuestionSet.objects.get_or_create(project=project, name=set_name)
@@ -151,6 +160,21 @@ class QuestionImportResult:
     unchanged: int = 0
     duplicates: int = 0
 
+    def describe(self) -> str:
+        return (
+            f"{self.created} new question{'s' if self.created != 1 else ''}, "
+            f"{self.unchanged} already there, {self.duplicates} flagged as duplicates."
+        )
+
+
+# Files longer than this are imported by a job with a progress bar rather than in the request.
+LARGE_IMPORT_LINES = 2_000
+CREATE_BATCH = 2_000
+# How often the job's progress is written while rows are checked.
+PROGRESS_EVERY = 5_000
+
+ImportProgress = Callable[[int, int], None]  # (rows done, rows in all)
+
 
 def import_questions(
     *,
@@ -160,13 +184,17 @@ def import_questions(
     format: str,
     source: str = "",
     name: str = "",
+    progress: ImportProgress | None = None,
 ) -> QuestionImportResult:
     """Add questions to a set (created if needed): all of them, or none when any line is bad.
 
     Text is stored exactly as given: case, typos, spacing and trailing punctuation are the
     question. A question whose text matches an earlier one of the set (ignoring case and
     spacing) is kept and flagged with ``duplicate_of``. Importing the same file again changes
-    nothing. ``source`` applies to rows that do not name their own.
+    nothing: a row with an id is the question with that id; a row without one (pasted lines)
+    is an existing question with exactly its text not matched by another row, so a file that
+    repeats a line keeps both copies once, and never adds them again. ``source`` applies to
+    rows that do not name their own.
     """
     name = name or {"lines": "pasted questions"}.get(format, f"questions.{format}")
     if format not in QUESTION_FORMATS:
@@ -177,6 +205,10 @@ def import_questions(
         raise ServiceError(
             f"A question set name is a slug (lower-case letters, digits, - and _): {set_name!r}."
         )
+    if len(source) > MAX_SOURCE:
+        raise ServiceError(f"A source is at most {MAX_SOURCE} characters.")
+    if text_problem(source):
+        raise ServiceError(f"The source {text_problem(source)}.")
     try:
         parsed = read_questions(data=data, format=format, name=name)
     except QuestionFileError as exc:
@@ -185,69 +217,202 @@ def import_questions(
     problems = [RecordError(source=name, line=p.line, error=p.message) for p in parsed.problems]
     if not rows and not problems:
         raise ServiceError(f"{name} has no questions.")
-    if len(source) > MAX_SOURCE:
-        raise ServiceError(f"A source is at most {MAX_SOURCE} characters.")
+    total = len(rows)
     with transaction.atomic():
         question_set, _ = QuestionSet.objects.get_or_create(project=project, name=set_name)
-        existing = list(question_set.questions.order_by("pk"))
-        by_id = {q.external_id: q for q in existing}
-        first_with_text = {}
-        for question in existing:
-            first_with_text.setdefault(_comparable(question.text), question)
-        result = QuestionImportResult(question_set=question_set)
-        planned: list[tuple[QuestionRow, str]] = []
-        seen_ids: dict[str, int] = {}
-        taken = set(by_id)
-        next_number = len(existing) + 1
-        for row in rows:
-            external_id = row.external_id
-            if external_id is None:
-                while f"q{next_number:03d}" in taken or f"q{next_number:03d}" in seen_ids:
-                    next_number += 1
-                external_id = f"q{next_number:03d}"
-            if external_id in seen_ids:
-                problems.append(
-                    RecordError(
-                        source=name,
-                        line=row.line,
-                        error=f"question id {external_id!r} already used on line "
-                        f"{seen_ids[external_id]}",
-                    )
-                )
-                continue
-            seen_ids[external_id] = row.line
-            known = by_id.get(external_id)
-            if known is not None and known.text != row.text:
-                problems.append(
-                    RecordError(
-                        source=name,
-                        line=row.line,
-                        error=f"question id {external_id!r} is already in {set_name} with "
-                        "different text",
-                    )
-                )
-            elif known is not None:
-                result.unchanged += 1
-            else:
-                planned.append((row, external_id))
+        existing = list(
+            question_set.questions.order_by("pk").values_list("pk", "external_id", "text")
+        )
+        planned = _plan(rows, existing, problems, name=name, set_name=set_name, progress=progress)
         if problems:
             transaction.set_rollback(True)
             raise InputRejected(sorted(problems, key=lambda p: p.line or 0))
-        for row, external_id in planned:
-            comparable = _comparable(row.text)
-            original = first_with_text.get(comparable)
-            question = Question.objects.create(
-                question_set=question_set,
-                external_id=external_id,
-                text=row.text,
-                source=row.source or source,
-                tags=list(row.tags),
-                duplicate_of=original,
-            )
-            first_with_text.setdefault(comparable, question)
-            result.created += 1
-            result.duplicates += original is not None
+        result = QuestionImportResult(question_set=question_set, unchanged=total - len(planned))
+        _create(question_set, planned, existing, source=source, result=result)
+    if progress:
+        progress(total, total)
     return result
+
+
+def _plan(
+    rows: list[QuestionRow],
+    existing: list[tuple[int, str, str]],
+    problems: list[RecordError],
+    *,
+    name: str,
+    set_name: str,
+    progress: ImportProgress | None,
+) -> list[tuple[QuestionRow, str]]:
+    """The rows to create, each with its id; rows already in the set are matched, not planned.
+
+    Rows with an id first, so a row without one never takes a question another row names.
+    """
+    by_id = {external_id: (pk, text) for pk, external_id, text in existing}
+    matched: set[int] = set()
+    seen_ids: dict[str, int] = {}
+    for row in rows:
+        if row.external_id is None:
+            continue
+        if row.external_id in seen_ids:
+            problems.append(_line(name, row, f"question id {row.external_id!r} already used on "
+                                  f"line {seen_ids[row.external_id]}"))  # fmt: skip
+            continue
+        seen_ids[row.external_id] = row.line
+        known = by_id.get(row.external_id)
+        if known is not None and known[1] != row.text:
+            problems.append(
+                _line(
+                    name,
+                    row,
+                    f"question id {row.external_id!r} is already in {set_name} with different text",
+                )  # fmt: skip
+            )
+        elif known is not None:
+            matched.add(known[0])
+    same_text: dict[str, deque[int]] = defaultdict(deque)
+    for pk, _, text in existing:
+        if pk not in matched:
+            same_text[text].append(pk)
+    taken = set(by_id) | set(seen_ids)
+    next_number = len(existing) + 1
+    planned: list[tuple[QuestionRow, str]] = []
+    for done, row in enumerate(rows, start=1):
+        if progress and done % PROGRESS_EVERY == 0:
+            progress(done, len(rows))
+        if row.external_id is not None:
+            if row.external_id not in by_id:
+                planned.append((row, row.external_id))
+            continue
+        if same_text[row.text]:
+            same_text[row.text].popleft()  # this very question is already in the set
+            continue
+        while f"q{next_number:03d}" in taken:
+            next_number += 1
+        external_id = f"q{next_number:03d}"
+        taken.add(external_id)
+        planned.append((row, external_id))
+    return planned
+
+
+def _create(
+    question_set: QuestionSet,
+    planned: list[tuple[QuestionRow, str]],
+    existing: list[tuple[int, str, str]],
+    *,
+    source: str,
+    result: QuestionImportResult,
+) -> None:
+    """Insert the planned questions in file order, in batches, each flagged as the duplicate of
+    the set's first question with the same comparable text."""
+    first_with_text: dict[str, int | Question] = {}
+    for pk, _, text in existing:
+        first_with_text.setdefault(_comparable(text), pk)
+    questions: list[Question] = []
+    pending: list[tuple[Question, Question]] = []  # duplicates of questions created here
+    for row, external_id in planned:
+        comparable = _comparable(row.text)
+        original = first_with_text.get(comparable)
+        question = Question(
+            question_set=question_set,
+            external_id=external_id,
+            text=row.text,
+            source=row.source or source,
+            tags=list(row.tags),
+            duplicate_of_id=original if isinstance(original, int) else None,
+        )
+        if isinstance(original, Question):
+            pending.append((question, original))
+        first_with_text.setdefault(comparable, question)
+        questions.append(question)
+        result.duplicates += original is not None
+    Question.objects.bulk_create(questions, batch_size=CREATE_BATCH)
+    for question, original in pending:
+        question.duplicate_of_id = original.pk
+    Question.objects.bulk_update([q for q, _ in pending], ["duplicate_of"], batch_size=500)
+    result.created = len(questions)
+
+
+def _line(name: str, row: QuestionRow, error: str) -> RecordError:
+    return RecordError(source=name, line=row.line, error=error)
+
+
+def start_question_import(
+    *,
+    project: Project,
+    set_name: str,
+    data: bytes,
+    format: str,
+    source: str = "",
+    name: str = "",
+    user=None,
+) -> Job:
+    """Queue the import of a large question file as a job (the file kept with it); the job
+    page shows its progress and, at the end, each bad line or a link to the set."""
+    with transaction.atomic():
+        job = jobs.start(
+            project=project,
+            task="labelling.tasks.import_questions",
+            kind="import_questions",
+            user=user,
+            params={"set_name": set_name, "format": format, "source": source, "name": name},
+            total=data.count(b"\n") + (not data.endswith(b"\n")),
+            description=f"Import questions into {set_name} from {name or 'pasted lines'}",
+        )
+        Upload.objects.create(
+            job=job,
+            name=(name or "pasted questions")[:255],
+            size=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+            content=data,
+        )
+    return job
+
+
+def run_question_import(job: Job) -> None:
+    """The job of `start_question_import`; idempotent, so a retried job adds nothing twice."""
+    params = job.params
+    upload = job.uploads.order_by("pk").first()
+    if upload is None:
+        raise ServiceError("The file of this import is gone; upload it again.")
+
+    def advance(done: int, total: int) -> None:
+        Job.objects.filter(pk=job.pk).update(
+            done=done, total=max(total, done), heartbeat_at=timezone.now()
+        )
+        job.done, job.total = done, max(total, done)
+
+    try:
+        result = import_questions(
+            project=job.project,
+            set_name=params["set_name"],
+            data=bytes(upload.content),
+            format=params["format"],
+            source=params.get("source", ""),
+            name=params.get("name", ""),
+            progress=advance,
+        )
+    except InputRejected as exc:
+        job.errors = [p.as_dict() for p in exc.problems]
+        count = len(exc.problems)
+        jobs.finish(
+            job, JobState.FAILED,
+            f"Nothing was imported: {count} line{'s' if count != 1 else ''} to fix (listed "
+            "below); correct the file and import it again.",
+        )  # fmt: skip
+        return
+    job.result = {
+        "created": result.created,
+        "unchanged": result.unchanged,
+        "duplicates": result.duplicates,
+        "question_set_id": result.question_set.pk,
+        "link": {
+            "url": reverse(
+                "labelling:show-question-set", args=[job.project.slug, result.question_set.pk]
+            ),
+            "text": f"Open the question set {result.question_set.name}",
+        },
+    }
+    jobs.finish(job, JobState.SUCCEEDED, result.describe())
 
 
 def _comparable(text: str) -> str:

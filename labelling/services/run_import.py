@@ -16,7 +16,7 @@ from django.db.models.functions import Length
 from corpus.models import Chunk, Document, DocumentVersion, Retriever, RetrieverKind
 from corpus.runfiles import read_run_file
 from corpus.sources import RecordError
-from corpus.textfiles import NotUTF8Error
+from corpus.textfiles import NotUTF8Error, text_problem
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet, RunResult
 from labelling.services.questions import InputRejected
@@ -48,7 +48,12 @@ class RunImportResult:
 
 
 def import_run(
-    *, retriever: Retriever, question_set: QuestionSet, data: bytes | str, name: str = "run"
+    *,
+    retriever: Retriever,
+    question_set: QuestionSet,
+    data: bytes | str,
+    name: str = "run",
+    user=None,
 ) -> RunImportResult:
     """Replace the retriever's run for this question set: all of it, or nothing on any problem.
 
@@ -57,6 +62,8 @@ def import_run(
     order). A result without offsets stands for its document's chunks under the retriever's
     scheme, all at the result's rank, or for the whole document when there are none. Unknown
     question or document ids and offsets outside a document are reported with their line.
+    With a ``user`` (an upload in the app), a document an access group hides from them is an
+    unknown document id, word for word, as if it did not exist.
     """
     if retriever.kind != RetrieverKind.RUN:
         raise ServiceError(
@@ -70,7 +77,9 @@ def import_run(
     questions = dict(question_set.questions.values_list("external_id", "pk"))
     documents = {
         doc_id: (version_id, length)
-        for doc_id, version_id, length in _latest_texts(retriever, {r.doc_id for r in lines})
+        for doc_id, version_id, length in _latest_texts(
+            retriever, {r.doc_id for r in lines}, user=user
+        )
     }
     for result in lines:
         if result.question_id not in questions:
@@ -142,15 +151,27 @@ def _read(data: bytes | str, name: str) -> tuple[list[RunLine], list[RecordError
             zip(ranking.passages, ranking.scores, ranking.lines, strict=True), start=1
         )
     ]
-    return lines, [_problem(name, problem.line, problem.message) for problem in run.problems]
+    problems = [_problem(name, problem.line, problem.message) for problem in run.problems]
+    # Ids are looked up in the database, which refuses a NUL or a lone surrogate outright.
+    kept = []
+    for line in lines:
+        problem = text_problem(line.question_id + line.doc_id)
+        if problem:
+            problems.append(_problem(name, line.line, f"an id {problem}"))
+        else:
+            kept.append(line)
+    return kept, problems
 
 
 def _problem(name: str, line: int, error: str) -> RecordError:
     return RecordError(source=name, line=line, error=error)
 
 
-def _latest_texts(retriever: Retriever, doc_ids: set[str]) -> list[tuple[str, int, int]]:
-    """(doc_id, newest version id, text length) of the named documents of the project."""
+def _latest_texts(
+    retriever: Retriever, doc_ids: set[str], *, user=None
+) -> list[tuple[str, int, int]]:
+    """(doc_id, newest version id, text length) of the named documents of the project (with
+    a user, of those they may see)."""
     found = []
     ordered = sorted(doc_ids)
     for first in range(0, len(ordered), ID_BATCH):
@@ -158,7 +179,10 @@ def _latest_texts(retriever: Retriever, doc_ids: set[str]) -> list[tuple[str, in
             project_id=retriever.project_id,
             doc_id__in=ordered[first : first + ID_BATCH],
             latest_version__isnull=False,
-        ).values_list("doc_id", "latest_version_id")
+        )
+        if user is not None:
+            documents = documents.exclude(pk__in=Document.objects.hidden_from(user).values("pk"))
+        documents = documents.values_list("doc_id", "latest_version_id")
         versions = dict(documents)
         lengths = _text_lengths(list(versions.values()))
         found.extend((doc_id, version, lengths[version]) for doc_id, version in versions.items())

@@ -158,6 +158,7 @@ def upload_run(request: HttpRequest, slug: str, retriever_id: int) -> HttpRespon
                 question_set=question_set,
                 data=upload.read(),
                 name=upload.name,
+                user=request.user,
             )
         except InputRejected as exc:
             problems = exc.problems

@@ -41,26 +41,28 @@ def import_questions(request: HttpRequest, slug: str) -> HttpResponse:
     problems = []
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
+        data = upload.read() if upload else form.cleaned_data["pasted"].encode("utf-8")
+        arguments = {
+            "project": access.project,
+            "set_name": form.cleaned_data["set_name"],
+            "data": data,
+            "format": form.cleaned_data["format"],
+            "source": form.cleaned_data["source"],
+            "name": upload.name if upload else "",
+        }
+        if data.count(b"\n") >= services.LARGE_IMPORT_LINES:
+            # Checking and writing that many questions takes seconds: a job, with progress.
+            job = services.start_question_import(**arguments, user=request.user)
+            return redirect("corpus:show-job", slug=slug, job_id=job.pk)
         try:
-            result = services.import_questions(
-                project=access.project,
-                set_name=form.cleaned_data["set_name"],
-                data=upload.read() if upload else form.cleaned_data["pasted"],
-                format=form.cleaned_data["format"],
-                source=form.cleaned_data["source"],
-                name=upload.name if upload else "",
-            )
+            result = services.import_questions(**arguments)
         except services.InputRejected as exc:
             problems = exc.problems
             form.add_error(None, "Nothing was imported; fix these lines and upload again.")
         except ServiceError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(
-                request,
-                f"{result.created} new question{'s' if result.created != 1 else ''}, "
-                f"{result.unchanged} already there, {result.duplicates} flagged as duplicates.",
-            )
+            messages.success(request, result.describe())
             return redirect("labelling:show-question-set", slug=slug, set_id=result.question_set.pk)
     return render(
         request,

@@ -17,9 +17,11 @@ def record(doc_id: str, text: str = PROSE, **fields) -> DocumentRecord:
     )
 
 
-def ingest(project, *records, source="test.jsonl"):
+def ingest(project, *records, source="test.jsonl", importer=None):
     return documents.ingest_batch(
-        project=project, batch=SourceBatch(source=source, records=list(records))
+        project=project,
+        batch=SourceBatch(source=source, records=list(records)),
+        importer=importer or documents.Importer.command_line(),
     )
 
 
@@ -55,8 +57,13 @@ def test_access_groups_restrict_and_follow_the_newest_import(project, member):
     docs = Document.objects.filter(project=project)
     assert not docs.visible_to(outsider).exists()
     assert docs.visible_to(insider).count() == 1
+    # A new version that names no groups keeps them: an import never widens access.
     ingest(project, record("salaries", PROSE + " Updated.", access_groups=()))
-    assert docs.visible_to(outsider).count() == 1
+    assert not docs.visible_to(outsider).exists()
+    assert docs.get().latest_version.version == 2
+    # The command line names other groups explicitly: they replace the old ones.
+    ingest(project, record("salaries", PROSE + " Updated.", access_groups=("all-staff",)))
+    assert list(docs.get().access_groups.values_list("name", flat=True)) == ["all-staff"]
 
 
 def test_flagged_extraction_keeps_a_document_out_of_retrieval_until_accepted(project, member):

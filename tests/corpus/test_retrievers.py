@@ -424,7 +424,7 @@ def test_the_access_filter_agrees_with_the_document_querysets(project, scheme, m
     for user in (None, insider, outsider, UserFactory()):
         allowed = docs.searchable()
         if user is not None:
-            allowed = allowed.visible_to(user)
+            allowed = docs.searchable_for(user).visible_to(user)
         newest = set(allowed.values_list("latest_version_id", flat=True))
         expected = np.isin(loaded.version_ids, list(newest))
         mask = retrieval._allowed_passages(loaded, project, user)

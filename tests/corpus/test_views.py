@@ -27,7 +27,11 @@ def add_docs(project, *specs):
         )
         for doc_id, title, text, groups in specs
     ]
-    documents.ingest_batch(project=project, batch=SourceBatch(source="t", records=records))
+    documents.ingest_batch(
+        project=project,
+        batch=SourceBatch(source="t", records=records),
+        importer=documents.Importer.command_line(),
+    )
 
 
 @pytest.fixture

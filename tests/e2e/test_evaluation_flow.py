@@ -1,4 +1,7 @@
-"""An admin finalises a gold set, downloads it, uploads a run and reads the figures (Chromium)."""
+"""An admin finalises a gold set, downloads it, uploads a run and reads the figures (Chromium).
+
+Finalising and checking a run are jobs: the browser follows each job page's progress (htmx
+polling) and goes on to the gold set, then to the figures, when the job is done."""
 
 import io
 import os
@@ -23,7 +26,7 @@ RUN = (
 
 
 def test_admin_finalises_downloads_and_evaluates(
-    transactional_db, live_server, page, project, tmp_path
+    worker, transactional_db, live_server, page, project, tmp_path
 ):
     people = {}
     for name, role in (("ann", "labeller"), ("bob", "labeller"), ("lea", "lead"), ("ada", "admin")):
@@ -41,7 +44,8 @@ def test_admin_finalises_downloads_and_evaluates(
     log_in(page, live_server, "ada", PASSWORD)
     page.goto(f"{live_server.url}/p/{project.slug}/gold-sets/")
     page.get_by_role("button", name="Finalise hr as a new gold set").click()
-    expect(page.locator("h1")).to_have_text("Gold set hr v1")
+    # The job page follows the worker and goes on to the gold set when it is done.
+    expect(page.locator("h1")).to_have_text("Gold set hr v1", timeout=60_000)
     gold_set = GoldSet.objects.get(question_set=question_set)
     expect(page.locator("body")).to_contain_text(gold_set.checksum)
 
@@ -58,7 +62,8 @@ def test_admin_finalises_downloads_and_evaluates(
     run_file.write_text(RUN)
     page.get_by_label("Run file (JSONL or TREC)").set_input_files(str(run_file))
     page.get_by_role("button", name="Upload").click()
-    expect(page.locator(".messages")).to_contain_text("Run mine stored: 3 questions.")
+    expect(page.locator("h1")).to_have_text("Evaluation", timeout=60_000)
+    expect(page.locator("body")).to_contain_text("Run mine stored: 3 questions.")
     assert EvaluationRun.objects.get().name == "mine"
     table = page.locator("table.metrics")
     expect(table.locator("thead")).to_contain_text("mine")

@@ -1,19 +1,19 @@
 """Gold set pages, downloads and the evaluation page: who may see what, and the figures shown."""
 
-import io
 import re
-import zipfile
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from corpus.models import AccessGroup
+from corpus.models import AccessGroup, Job
 from evaluation.gold import load_gold
 from evaluation.metrics import MetricOptions, evaluate_run
 from evaluation.models import EvaluationRun, GoldSet
 from evaluation.runs import load_run
+from evaluation.scoreboard import format_figure
 from evaluation.services import gold_sets
+from tests.conftest import wait_for_job
 from tests.factories import (
     MembershipFactory,
     ProjectFactory,
@@ -88,58 +88,64 @@ def test_only_leads_and_admins_see_gold_sets_and_strangers_see_nothing(project, 
         assert lead.get(url).status_code == 200, url
 
 
-def test_only_admins_finalise(project, people, question_set):
+def test_only_admins_finalise(worker, project, people, question_set):
     url = reverse("evaluation:finalise-gold-set", args=[project.slug, question_set.pk])
     assert login(people["lead"]).post(url).status_code == 403
-    assert not GoldSet.objects.exists()
+    assert not GoldSet.objects.exists() and not Job.objects.exists()
     admin = login(people["admin"])
     listing = _html(admin.get(reverse("evaluation:list-gold-sets", args=[project.slug])))
     assert "Finalise hr as a new gold set" in listing
+    # Finalising is a job: the request only queues it, and the job page follows it.
     response = admin.post(url, {"min_span_f1": "0.5"})
-    gold_set = GoldSet.objects.get()
+    job = Job.objects.get(kind="finalise_gold_set")
     assert response.status_code == 302
-    assert response["Location"] == reverse(
-        "evaluation:show-gold-set", args=[project.slug, gold_set.pk]
+    job = wait_for_job(job)
+    assert job.state == "succeeded", job.message
+    gold_set = GoldSet.objects.get()
+    gold_url = reverse("evaluation:show-gold-set", args=[project.slug, gold_set.pk])
+    # To the job page, which follows the worker; straight to the gold set if it is done already.
+    assert response["Location"] in (
+        reverse("corpus:show-job", args=[project.slug, job.pk]),
+        gold_url,
     )
-    page = _html(admin.get(response["Location"]))
+    assert job.created_by == people["admin"] and gold_set.created_by == people["admin"]
+    assert (job.done, job.total) == (5, 5)  # four stages, then the evaluation page's figures
+    job_url = reverse("corpus:show-job", args=[project.slug, job.pk])
+    poll = admin.get(job_url, headers={"HX-Request": "true"})
+    assert poll["HX-Redirect"] == gold_url  # the polling page goes on to the gold set
+    assert "hr v1 is finalised" in _html(admin.get(job_url))
+    page = _html(admin.get(gold_url))
     assert "Gold set hr v1" in page and gold_set.checksum in page
     assert "gold.jsonl" in page and "qrels.trec" in page
-    admin.post(url)
+    wait_for_job(Job.objects.get(pk=_finalise(admin, url)))
     assert list(GoldSet.objects.order_by("number").values_list("number", flat=True)) == [1, 2]
     listing = _html(admin.get(reverse("evaluation:list-gold-sets", args=[project.slug])))
     assert ">v1<" in listing and ">v2<" in listing
 
 
-def test_a_blocked_finalise_lists_what_is_unresolved(project, people):
+def _finalise(client, url) -> int:
+    response = client.post(url)
+    assert response.status_code == 302
+    return Job.objects.filter(kind="finalise_gold_set").latest("pk").pk
+
+
+def test_a_blocked_finalise_lists_what_is_unresolved(worker, project, people):
     question_set = labelled_question_set(
         project, ann=people["ann"], bob=people["bob"], lead=people["lead"], resolve=False
     )
     url = reverse("evaluation:finalise-gold-set", args=[project.slug, question_set.pk])
-    response = login(people["admin"]).post(url)
-    assert response.status_code == 409
-    page = _html(response)
-    assert "hr cannot be finalised: 1 item unresolved" in page
+    admin = login(people["admin"])
+    job = wait_for_job(Job.objects.get(pk=_finalise(admin, url)))
+    assert job.state == "failed"
+    page = _html(admin.get(reverse("corpus:show-job", args=[project.slug, job.pk])))
+    assert "Cannot finalise: items are still unresolved. Each one is listed below." in page
     assert "q1 (pool p) — vpn [0–50): grades differ (0 vs 1)" in page
+    adjudication = reverse("labelling:list-adjudication", args=[project.slug, question_set.pk])
+    assert adjudication in page
     assert not GoldSet.objects.exists()
-
-
-def test_the_download_is_a_zip_attachment_of_the_bundle(project, people, gold_set, tmp_path):
-    response = login(people["lead"]).get(
-        reverse("evaluation:download-gold-set", args=[project.slug, gold_set.pk])
-    )
-    assert response.status_code == 200
-    assert response["Content-Type"] == "application/zip"
-    folder = f"{project.slug}-hr-v1"
-    assert response["Content-Disposition"] == f'attachment; filename="{folder}.zip"'
-    with zipfile.ZipFile(io.BytesIO(response.content)) as archive:
-        names = archive.namelist()
-        assert all(name.startswith(folder + "/") for name in names)
-        archive.extractall(tmp_path)
-    stored = gold_sets.bundle_files(gold_set)
-    assert {name.removeprefix(folder + "/") for name in names} == set(stored)
-    for name, content in stored.items():
-        assert (tmp_path / folder / name).read_bytes() == content
-    assert list(load_gold(tmp_path / folder).questions) == ["q1", "q2", "q3"]
+    poll = admin.get(reverse("corpus:show-job", args=[project.slug, job.pk]),
+                     headers={"HX-Request": "true"})  # fmt: skip
+    assert "HX-Redirect" not in poll
 
 
 def test_a_restricted_document_in_the_bundle_refuses_the_download(project, people, gold_set):
@@ -150,7 +156,7 @@ def test_a_restricted_document_in_the_bundle_refuses_the_download(project, peopl
     assert response.status_code == 403
     assert "Content-Disposition" not in response
     page = _html(response)
-    assert "carries the text of 1 document that an access group hides from you" in page
+    assert "names documents that an access group hides from you" in page
     show = _html(client.get(reverse("evaluation:show-gold-set", args=[project.slug, gold_set.pk])))
     assert "access group hides from you" in show and "Download the bundle" not in show
     evaluation = client.get(reverse("evaluation:show-evaluation", args=[project.slug]))
@@ -168,14 +174,45 @@ def test_a_restricted_document_in_the_bundle_refuses_the_download(project, peopl
 
 
 def _upload(client, project, gold_set, content: str, name: str = "", file_name="run.jsonl"):
-    return client.post(
+    """Upload a run as the page does, and follow what the browser follows: the job page of the
+    check (until it is done) or, when refused at once, the evaluation page and its message."""
+    response = client.post(
         reverse("evaluation:upload-run", args=[project.slug, gold_set.pk]),
         {"name": name, "file": SimpleUploadedFile(file_name, content.encode())},
-        follow=True,
+    )
+    assert response.status_code == 302
+    job = Job.objects.filter(kind="evaluation_upload").order_by("pk").last()
+    if job is not None and "/jobs/" in response["Location"]:
+        wait_for_job(job)
+    return client.get(response["Location"], follow=True)
+
+
+def _figures(client, project, **query):
+    """The evaluation page, once the job computing its figures (if any) is done."""
+    url = reverse("evaluation:show-evaluation", args=[project.slug])
+    page = client.get(url, query)
+    if page.context.get("job") is not None:
+        wait_for_job(page.context["job"])
+        page = client.get(url, query)
+    if page.context.get("report") is None and "Compute the figures" in _html(page):
+        gold_set = page.context["gold_set"]
+        data = {"shown": "1", **{k: v for k, v in query.items() if k != "gold_set"}}
+        response = client.post(
+            reverse("evaluation:score-runs", args=[project.slug, gold_set.pk]), data
+        )
+        assert response.status_code == 302
+        wait_for_job(Job.objects.filter(kind="evaluation_report").latest("pk"))
+        page = client.get(response["Location"])
+    return page
+
+
+def _row(page, name: str) -> list[str]:
+    return next(
+        row["values"] for row in page.context["report"]["metric_rows"] if row["name"] == name
     )
 
 
-def test_the_evaluation_page_shows_the_cli_figures(project, people, gold_set, tmp_path):
+def test_the_evaluation_page_shows_the_cli_figures(worker, project, people, gold_set, tmp_path):
     client = login(people["lead"])
     response = _upload(client, project, gold_set, RUN, name="mine")
     assert "Run mine stored: 3 questions." in _html(response)
@@ -183,13 +220,13 @@ def test_the_evaluation_page_shows_the_cli_figures(project, people, gold_set, tm
     assert (run.name, run.source, run.questions, bytes(run.content)) == (
         "mine", "upload", 3, RUN.encode(),
     )  # fmt: skip
-    page = client.get(reverse("evaluation:show-evaluation", args=[project.slug]))
+    page = _figures(client, project)
     assert page.status_code == 200
-    board = page.context["board"]
-    assert [r.name for r in board.runs] == ["mine", "bm25-baseline"]
-    metrics = board.runs[0].evaluation.metrics
-    assert (metrics["recall@1"], metrics["recall@3"], metrics["mrr@10"]) == (0.25, 1.0, 0.75)
-    assert board.runs[0].evaluation.unanswerable.refusal_accuracy == 1.0
+    report = page.context["report"]
+    assert [r["name"] for r in report["runs"]] == ["mine", "bm25-baseline"]
+    assert (_row(page, "recall@1")[0], _row(page, "recall@3")[0]) == ("0.2500", "1.0000")
+    assert _row(page, "mrr@10")[0] == "0.7500"
+    assert _row(page, "refusal accuracy (unanswerable)")[0] == "1.0000"
     # The same numbers as the evaluation module on the exported bundle, with the CLI's options.
     gold_sets.write_bundle(gold_set=gold_set, folder=tmp_path / "bundle")
     (tmp_path / "run.jsonl").write_text(RUN)
@@ -197,24 +234,51 @@ def test_the_evaluation_page_shows_the_cli_figures(project, people, gold_set, tm
     expected = evaluate_run(
         gold=gold, run=load_run(tmp_path / "run.jsonl"), options=MetricOptions()
     )
+    shown = {row["name"]: row["values"][0] for row in report["metric_rows"]}
     for name, value in expected.metrics.items():
-        assert metrics[name] == value, name
+        if name in shown:
+            assert shown[name] == format_figure(value), name
     html = _html(page)
-    assert f"<mark>{metrics['recall@5']:.4f}</mark>" in html
+    assert f"<mark>{shown['recall@5']}</mark>" in html
     assert re.search(r'<tr class="k-sent">\s*<th scope="row">recall@5 ', html)
     assert "0.7138" in html  # nDCG@3 by hand: (0.6309 + 0.7967) / 2
     assert "<polyline" in html and "k sent = 5" in html
     # Drill-down: which gold spans each run reached, and where.
-    q1 = next(q for q in board.questions if q.question.question_id == "q1")
-    assert [(s.span.doc_id, s.cells[0]) for s in q1.spans] == [("leave", (2, False))]
-    q3 = next(q for q in board.questions if q.question.question_id == "q3")
-    assert not q3.relevant and q3.spans == []
+    q1 = next(q for q in report["per_question"] if q["question_id"] == "q1")
+    assert [(s["doc_id"], s["cells"][0]) for s in q1["spans"]] == [("leave", [2, False])]
+    q3 = next(q for q in report["per_question"] if q["question_id"] == "q3")
+    assert not q3["relevant"] and q3["spans"] == []
     # CSP: no inline style attribute, no inline script.
     assert " style=" not in html
     assert not re.search(r"<script(?![^>]*\bsrc=)[^>]*>", html)
 
 
-def test_the_drill_down_shows_missed_spans(project, people, gold_set):
+def test_opening_the_evaluation_page_scores_nothing(worker, project, people, gold_set, monkeypatch):
+    """The page renders stored figures; scoring is a job's work, never a request's."""
+    client = login(people["lead"])
+    _upload(client, project, gold_set, RUN, name="mine")
+    from evaluation import scoreboard
+    from evaluation.services import evaluation_runs
+
+    def no_scoring_here(*args, **kwargs):
+        raise AssertionError("a request scored runs")
+
+    for module, name in (
+        (scoreboard, "evaluate_gold_set"),
+        (gold_sets, "load_gold_set"),
+        (evaluation_runs, "load_gold_set"),
+    ):
+        monkeypatch.setattr(module, name, no_scoring_here)
+    url = reverse("evaluation:show-evaluation", args=[project.slug])
+    page = client.get(url)
+    assert page.status_code == 200 and page.context["report"] is not None
+    assert "mine" in _html(page) and "<polyline" in _html(page)
+    # Another choice has no figures yet: the page offers to compute them, and does not.
+    other = client.get(url, {"shown": "1", "gold_set": gold_set.pk})
+    assert other.context["report"] is None and "Compute the figures" in _html(other)
+
+
+def test_the_drill_down_shows_missed_spans(worker, project, people, gold_set):
     client = login(people["lead"])
     late = (
         '{"question_id": "q1", "results": ['
@@ -222,20 +286,19 @@ def test_the_drill_down_shows_missed_spans(project, people, gold_set):
         + ', {"doc_id": "leave", "start": 100, "end": 110}]}\n'
     )
     _upload(client, project, gold_set, late, name="late")
-    url = reverse("evaluation:show-evaluation", args=[project.slug])
-    page = client.get(
-        url, {"shown": "1", "gold_set": gold_set.pk, "run": EvaluationRun.objects.get().pk}
+    page = _figures(
+        client, project, shown="1", gold_set=gold_set.pk, run=EvaluationRun.objects.get().pk
     )
-    board = page.context["board"]
-    assert [r.name for r in board.runs] == ["late"]  # baseline unticked
-    q1 = next(q for q in board.questions if q.question.question_id == "q1")
-    assert q1.spans[0].cells == [(7, True)]  # reached at rank 7, after k = 5: missed
-    assert q1.cells[0] == ("0.0000", "0.0000", 1, False)
-    q2 = next(q for q in board.questions if q.question.question_id == "q2")
-    assert q2.cells[0][2:] == (2, True)  # missing from the run: both spans missed
+    report = page.context["report"]
+    assert [r["name"] for r in report["runs"]] == ["late"]  # baseline unticked
+    q1 = next(q for q in report["per_question"] if q["question_id"] == "q1")
+    assert q1["spans"][0]["cells"] == [[7, True]]  # reached at rank 7, after k = 5: missed
+    assert q1["cells"][0] == ["0.0000", "0.0000", 1, False]
+    q2 = next(q for q in report["per_question"] if q["question_id"] == "q2")
+    assert q2["cells"][0][2:] == [2, True]  # missing from the run: both spans missed
     html = _html(page)
     assert 'missed</span> <span class="muted">(rank 7)</span>' in html
-    assert board.runs[0].evaluation.missing == 2
+    assert _row(page, "missing from run") == ["2"]
 
 
 @pytest.mark.parametrize(
@@ -254,7 +317,7 @@ def test_the_drill_down_shows_missed_spans(project, people, gold_set):
     ],
 )  # fmt: skip
 def test_a_bad_run_file_is_refused_with_its_line_and_nothing_is_stored(
-    project, people, gold_set, content, file_name, message
+    worker, project, people, gold_set, content, file_name, message
 ):
     response = _upload(login(people["lead"]), project, gold_set, content, file_name=file_name)
     html = _html(response)
@@ -262,7 +325,7 @@ def test_a_bad_run_file_is_refused_with_its_line_and_nothing_is_stored(
     assert not EvaluationRun.objects.exists()
 
 
-def test_run_names_must_be_free(project, people, gold_set):
+def test_run_names_must_be_free(worker, project, people, gold_set):
     client = login(people["lead"])
     _upload(client, project, gold_set, RUN, name="mine")
     assert "already has a run named" in _html(_upload(client, project, gold_set, RUN, name="mine"))
@@ -282,7 +345,7 @@ def test_run_names_must_be_free(project, people, gold_set):
     assert client.get(url).status_code == 403
 
 
-def test_k_sent_to_model_is_set_by_admins_and_highlighted(project, people, gold_set):
+def test_k_sent_to_model_is_set_by_admins_and_highlighted(worker, project, people, gold_set):
     url = reverse("evaluation:edit-k-sent-to-model", args=[project.slug])
     assert login(people["lead"]).post(url, {"k_sent_to_model": "8"}).status_code == 403
     admin = login(people["admin"])
@@ -290,11 +353,15 @@ def test_k_sent_to_model_is_set_by_admins_and_highlighted(project, people, gold_
     assert "k sent to the model is a whole number from 1 to 100" in _html(response)
     project.refresh_from_db()
     assert project.k_sent_to_model == 5
-    response = admin.post(url, {"k_sent_to_model": "8", "gold_set": gold_set.pk}, follow=True)
+    response = admin.post(url, {"k_sent_to_model": "8", "gold_set": gold_set.pk})
     project.refresh_from_db()
     assert project.k_sent_to_model == 8
-    board = response.context["board"]
-    assert board.table_ks == (1, 3, 5, 8, 10)
-    highlighted = [row.name for row in response.context["metric_rows"] if row.highlighted]
+    # Saving k queued the figures that highlight it; the page follows that job.
+    assert Job.objects.filter(kind="evaluation_report", params__k=8).exists()
+    page = _figures(admin, project, gold_set=gold_set.pk)
+    highlighted = [
+        row["name"] for row in page.context["report"]["metric_rows"] if row["highlighted"]
+    ]
     assert highlighted == ["recall@8", "precision@8", "ndcg@8", "judged@8"]
-    assert "k sent = 8" in _html(response)
+    assert "k sent = 8" in _html(page)
+    assert response.status_code == 302

@@ -79,8 +79,27 @@ def test_odd_seconds_count_as_zero_and_never_refuse_a_write(sent, kept):
 
 
 def test_text_is_passed_on_as_sent():
-    form = NoteForm({"note": "  two\r\nlines \x00 ", "revision": "1"})
-    assert form.is_valid() and form.cleaned_data["note"] == "  two\r\nlines \x00 "
+    form = NoteForm({"note": "  two\r\nlines ", "revision": "1"})
+    assert form.is_valid() and form.cleaned_data["note"] == "  two\r\nlines "
+    # A quote goes to the service as sent: it is checked against the stored text there.
+    form = SpanForm({"version": "1", "start": "0", "end": "3", "quote": "a\x00b", "revision": "1"})
+    assert form.is_valid() and form.cleaned_data["quote"] == "a\x00b"
+
+
+@pytest.mark.parametrize(
+    ("form_class", "data", "message"),
+    [
+        (NoteForm, {"note": "see\x00below", "revision": "1"}, "A note cannot contain a NUL"),
+        (
+            VerdictForm,
+            {"outcome": "cant_tell", "reason": "\x00", "revision": "0"},
+            "A reason cannot contain a NUL",
+        ),
+    ],
+)
+def test_a_nul_in_stored_text_is_the_forms_problem(form_class, data, message):
+    form = form_class(data)
+    assert not form.is_valid() and form.first_problem().startswith(message)
     form = VerdictForm({"revision": "0"})
     assert form.is_valid()
     assert form.cleaned_data == {"outcome": "", "reason": "", "revision": 0, "guideline": None}

@@ -58,25 +58,57 @@ def test_duplicates_are_flagged_never_dropped(project):
     first = import_questions(
         project=project,
         set_name="staff",
-        data="how do i reset my VPN token?\nwhere is the canteen\n",
+        data="how do i reset my VPN token?\nwhere is the canteen\nwhere is the canteen\n",
         format="lines",
     )
-    assert first.created == 2
+    # A line repeated in one file is two questions: the second is flagged, not dropped.
+    assert (first.created, first.duplicates) == (3, 1)
     again = import_questions(
         project=project,
         set_name="staff",
         data="How do I  reset my vpn token?\nhow do i reset my VPN token?\n",
         format="lines",
     )
-    assert (again.created, again.duplicates) == (2, 2)
+    # The near-duplicate is new and flagged; the identical line is the question already there.
+    assert (again.created, again.duplicates, again.unchanged) == (1, 1, 1)
     original = Question.objects.get(text="how do i reset my VPN token?", duplicate_of=None)
     duplicates = Question.objects.filter(duplicate_of=original).order_by("pk")
-    assert [q.text for q in duplicates] == [
-        "How do I  reset my vpn token?",
-        "how do i reset my VPN token?",
-    ]
+    assert [q.text for q in duplicates] == ["How do I  reset my vpn token?"]
     assert Question.objects.count() == 4
     assert len(set(Question.objects.values_list("external_id", flat=True))) == 4
+
+
+@pytest.mark.parametrize("format", ["lines", "csv", "jsonl"])
+def test_importing_the_same_questions_again_adds_nothing(project, format):
+    texts = ["where is the canteen", "Where is the  canteen", "where is the canteen", "vpn?"]
+    data = {
+        "lines": "\n".join(texts) + "\n",
+        "csv": "question\n" + "\n".join(texts) + "\n",
+        "jsonl": "".join(json.dumps({"question": t}) + "\n" for t in texts),
+    }[format]
+    first = import_questions(project=project, set_name="staff", data=data, format=format)
+    assert (first.created, first.duplicates) == (4, 2)
+    before = list(
+        Question.objects.order_by("pk").values_list("external_id", "text", "duplicate_of")
+    )
+    for _ in range(2):
+        again = import_questions(project=project, set_name="staff", data=data, format=format)
+        assert (again.created, again.unchanged, again.duplicates) == (0, 4, 0)
+    assert (
+        list(Question.objects.order_by("pk").values_list("external_id", "text", "duplicate_of"))
+        == before
+    )
+    # A file with one line more adds that line only, numbered after the others.
+    more = import_questions(
+        project=project,
+        set_name="staff",
+        data=data.replace("vpn?", "vpn?\nthe printer")
+        if format != "jsonl"
+        else data + json.dumps({"question": "the printer"}) + "\n",
+        format=format,
+    )
+    assert (more.created, more.unchanged) == (1, 4)
+    assert Question.objects.order_by("pk").last().external_id == "q005"
 
 
 def test_the_demo_questions_import_verbatim_without_the_test_hints(project):

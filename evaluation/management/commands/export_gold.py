@@ -10,6 +10,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from corpus.management.commands._exit import project_or_fail, unusable
+from corpus.management.commands._progress import ProgressBar, progress_stream
 from corpus.models import Membership, Role
 from evaluation.services import gold_sets
 from labelling.models import QuestionSet
@@ -44,9 +45,17 @@ class Command(BaseCommand):
         if finalise:
             creator = self._admin(project, user) if user else None
             try:
-                gold_set = gold_sets.finalise_gold_set(
-                    question_set=question_set, user=creator, min_span_f1=min_span_f1
-                )
+                with ProgressBar(
+                    label=f"Finalise {question_set.name}",
+                    unit="stages",
+                    stream=progress_stream(self),
+                ) as bar:
+                    gold_set = gold_sets.finalise_gold_set(
+                        question_set=question_set,
+                        user=creator,
+                        min_span_f1=min_span_f1,
+                        progress=lambda done, _: bar.update(done, len(gold_sets.FINALISE_STAGES)),
+                    )
             except gold_sets.FinaliseBlocked as blocked:
                 listed = "\n".join(f"  {item.describe()}" for item in blocked.unresolved)
                 raise unusable(f"{blocked}\n{listed}")

@@ -3,6 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand
 
 from corpus.management.commands._exit import project_or_fail, unusable
+from corpus.management.commands._progress import ProgressBar, progress_stream
 from goldset.errors import ServiceError
 from labelling.services import questions as services
 from labelling.services.questions import InputRejected
@@ -15,7 +16,7 @@ class Command(BaseCommand):
         "Import questions into a question set (created if needed) from CSV (question/text "
         "column; optional id, source, tags), JSONL (question or text; optional id, source, tags) "
         "or a text file of one question per line. Text is kept byte-for-byte; duplicates are "
-        "flagged, never dropped. All or nothing."
+        "flagged, never dropped; importing the same file again adds nothing. All or nothing."
     )
 
     def add_arguments(self, parser):
@@ -37,21 +38,22 @@ class Command(BaseCommand):
                 f"Cannot tell the format of {path.name}: use .csv, .jsonl or .txt, or --format."
             )
         try:
-            result = services.import_questions(
-                project=project,
-                set_name=set_name,
-                data=path.read_bytes(),
-                format=format,
-                source=source,
-                name=path.name,
-            )
+            with ProgressBar(
+                label=f"Import {path.name}", unit="questions", stream=progress_stream(self)
+            ) as bar:
+                result = services.import_questions(
+                    project=project,
+                    set_name=set_name,
+                    data=path.read_bytes(),
+                    format=format,
+                    source=source,
+                    name=path.name,
+                    progress=bar.update,
+                )
         except InputRejected as exc:
             for problem in exc.problems:
                 self.stderr.write(str(problem))
             raise unusable(f"Nothing was imported: {len(exc.problems)} problems (listed above).")
         except ServiceError as exc:
             raise unusable(str(exc))
-        self.stdout.write(
-            f"Question set {set_name}: {result.created} new questions, {result.unchanged} "
-            f"already there, {result.duplicates} flagged as duplicates."
-        )
+        self.stdout.write(f"Question set {set_name}: {result.describe()}")

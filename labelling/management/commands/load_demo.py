@@ -60,8 +60,23 @@ DEMO_SCHEMES = [
 ]
 
 
+def login_lines() -> list[str]:
+    """The demo accounts, as `load_demo` and `quickstart` print them."""
+    return [
+        f"  {username:<10} password {password:<20} ({role.label.lower()})"
+        for username, password, role in DEMO_USERS
+    ]
+
+
 class Command(BaseCommand):
     help = "Create or refresh the demo project with its documents and demo accounts."
+
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--no-logins",
+            action="store_true",
+            help="do not print the demo logins (`quickstart` prints them once the site is up)",
+        )
 
     def handle(self, *args, **options):
         with transaction.atomic():
@@ -84,9 +99,12 @@ class Command(BaseCommand):
         retrievers = self._retrievers(project)
         self._pool(question_set, retrievers)
         self._labelling(project, question_set, users)
+        if options["no_logins"]:
+            self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready."))
+            return
         self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready. Log in as:"))
-        for username, password, role in DEMO_USERS:
-            self.stdout.write(f"  {username:<10} password {password:<20} ({role.label.lower()})")
+        for line in login_lines():
+            self.stdout.write(line)
 
     def _users(self, project):
         User = get_user_model()
@@ -115,7 +133,9 @@ class Command(BaseCommand):
                 )
                 for record in batch.records
             ]
-            result = documents.ingest_batch(project=project, batch=batch)
+            result = documents.ingest_batch(
+                project=project, batch=batch, importer=documents.Importer.command_line()
+            )
             for error in result.errors:
                 self.stderr.write(f"demo: {error}")
 

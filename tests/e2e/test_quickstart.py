@@ -1,0 +1,113 @@
+"""The quickstart (`make run` = `manage.py quickstart`) does jobs in a real background worker,
+with no service to install: in Chromium, an upload's job page shows the job waiting or running,
+then follows it to the end by itself (htmx), as it does in production. Its log is quiet: no
+broker warning, "Watching for file changes" once, and the logins come last."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def quickstart(tmp_path):
+    """A fresh SQLite quickstart (no demo: its MiniLM build takes minutes) with one lead."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("REDIS_URL", "GOLDSET_REQUIRE_SERVICES", "DJANGO_SETTINGS_MODULE")
+    }
+    env.update(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'quickstart.sqlite3'}",
+        GOLDSET_LOCAL_BROKER_DIR=str(tmp_path / "broker"),
+        DEBUG="1",
+    )
+
+    def manage(*args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    manage("migrate", "-v0")
+    manage("create_project", "qs", "--name", "Quickstart")
+    created = manage("add_member", "lena", "--project", "qs", "--role", "lead", "--create")
+    password = re.search(r"password (\S+)", created).group(1)
+    port = free_port()
+    log = tmp_path / "quickstart.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "quickstart", "--no-demo", "--addr", f"127.0.0.1:{port}"],
+            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while "Goldset is running" not in log.read_text():
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.5)
+    yield {"url": f"http://127.0.0.1:{port}", "password": password, "log": log}
+    process.send_signal(signal.SIGTERM)  # the command stops its worker and server itself
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+
+
+def test_the_quickstart_runs_jobs_in_a_worker_and_the_job_page_follows_them(
+    quickstart, browser, tmp_path
+):
+    page = browser.new_context().new_page()
+    page.set_default_timeout(30_000)
+    url = quickstart["url"]
+    page.goto(f"{url}/accounts/login/")
+    page.get_by_label("Username").fill("lena")
+    page.get_by_label("Password").fill(quickstart["password"])
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{url}/")
+    files = []
+    for number in range(30):
+        path = tmp_path / f"policy-{number:02d}.md"
+        path.write_text(f"# Policy {number}\n\nStaff may carry over {number} days of leave.\n")
+        files.append(str(path))
+    page.goto(f"{url}/p/qs/documents/upload/")
+    page.locator("input[type=file]").set_input_files(files)
+    page.get_by_role("button", name=re.compile("Upload|Import")).click()
+    page.wait_for_url(re.compile(r"/p/qs/jobs/\d+/$"))
+    # The request only queued the job: the page shows it waiting or under way...
+    state = page.locator(".job-state").inner_text()
+    assert state in ("Queued", "Running"), state
+    page.evaluate("window.stillTheSamePage = true")
+    # ...and follows the worker to the end without a reload.
+    expect(page.locator(".job-state")).to_have_text("Succeeded", timeout=90_000)
+    expect(page.locator("#job-progress")).to_contain_text("30 of 30")
+    expect(page.locator("#job-progress")).to_contain_text("30 new")
+    assert page.evaluate("window.stillTheSamePage") is True
+    page.close()
+
+    log = quickstart["log"].read_text()
+    assert "No hostname was supplied" not in log
+    assert log.count("Watching for file changes") == 1
+    assert "superuser privileges" not in log
+    assert "Traceback" not in log
