@@ -5,10 +5,16 @@ alike: the same rows and the same problems, each with its line. The CLI stops at
 problem; the app lists them all.
 
 - TREC: ``qid Q0 docid rank score tag`` (text after the sixth column is ignored, as trec_eval
-  does). A question's passages are ranked by score, highest first; equal scores keep their file
-  order; the rank column is ignored. Its lines may be anywhere in the file.
+  does). A question's passages are ranked by score, highest first; the rank column is ignored.
+  Equal scores are ordered as trec_eval orders them, docno descending (``ties="trec_eval"``, the
+  default), or kept in file order (``ties="file"``). Its lines may be anywhere in the file.
 - JSONL: ``{"question_id", "results": [{"doc_id", "start"?, "end"?, "score"?}], "refused"?}``,
-  one line per question, ranked in list order. A result without offsets is its whole document.
+  one line per question, ranked in list order (its order is the ranking, whatever the ties
+  rule). A result without offsets is its whole document.
+- A score must be a finite number: NaN or an infinity is refused with the line.
+- A repeat of the same passage ``(doc, start, end)`` in one ranking is dropped after its first
+  (best) occurrence and counted (`RankedResults.repeats`); passages of one document with other
+  offsets stay distinct.
 
 The first line that is neither blank nor a ``#`` comment tells the format: ``{`` starts JSONL.
 Offsets are Python ``str`` indices, half-open ``[start, end)``.
@@ -18,15 +24,21 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from operator import itemgetter
 from typing import Any, NamedTuple, Protocol
 
 from corpus.textfiles import LineProblem, decode_utf8, first_line, json_lines
 
 TREC_COLUMNS = "qid Q0 docid rank score tag"
+# How equal scores of a TREC run are ordered: trec_eval's rule (docno descending) or file order.
+TIES = ("trec_eval", "file")
+TIES_RULES = {
+    "trec_eval": "TREC runs: score descending, ties by docno descending (trec_eval's order)",
+    "file": "TREC runs: score descending, ties in file order",
+}
 
 
 class Passage(NamedTuple):
@@ -50,6 +62,7 @@ class RankedResults:
     line: int  # where the question first appears
     # None when the run says nothing about refusing; only JSONL runs can say it.
     refused: bool | None = None
+    repeats: int = 0  # repeated passages dropped after their first occurrence
 
 
 @dataclass(slots=True)
@@ -61,13 +74,33 @@ class RunFile:
     problems: list[LineProblem] = field(default_factory=list)
 
 
-def read_run_file(data: bytes | str) -> RunFile:
+def read_run_file(data: bytes | str, *, ties: str = "trec_eval") -> RunFile:
     """Every question's ranked results and every problem (in file order) of a TREC or JSONL
-    run. Raises `corpus.textfiles.NotUTF8Error` for bytes that are not UTF-8."""
+    run; ``ties`` orders equal scores of a TREC run (`TIES`). Raises
+    `corpus.textfiles.NotUTF8Error` for bytes that are not UTF-8."""
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}")
     text = decode_utf8(data)
     if first_line(text, comments=True).lstrip().startswith("{"):
         return _read_jsonl(text)
-    return _read_trec(text)
+    return _read_trec(text, ties=ties)
+
+
+def _drop_repeats(ranking: RankedResults) -> None:
+    """Keep each passage's first (best-ranked) occurrence only."""
+    passages = ranking.passages
+    if len(set(passages)) == len(passages):
+        return
+    seen: set[Passage] = set()
+    keep = []
+    for index, passage in enumerate(passages):
+        if passage not in seen:
+            seen.add(passage)
+            keep.append(index)
+    ranking.repeats = len(passages) - len(keep)
+    ranking.passages = [passages[i] for i in keep]
+    ranking.scores = [ranking.scores[i] for i in keep]
+    ranking.lines = [ranking.lines[i] for i in keep]
 
 
 # --- JSONL ----------------------------------------------------------------------------------
@@ -109,6 +142,7 @@ def _read_jsonl(text: str) -> RunFile:
             problem = _add_result(ranking, result, rank=rank, line=number)
             if problem is not None:
                 problems.append(problem)
+        _drop_repeats(ranking)
     return run
 
 
@@ -132,6 +166,8 @@ def _add_result(ranking: RankedResults, result: Any, *, rank: int, line: int) ->
     score = result.get("score")
     if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
         return LineProblem(line, f"{where} ({doc_id}) has a score that is not a number")
+    if score is not None and not math.isfinite(score):
+        return LineProblem(line, f"{where} ({doc_id}) has a score of {score}: give a finite number")
     ranking.passages.append(Passage(doc_id, start, end))
     ranking.scores.append(None if score is None else float(score))
     ranking.lines.append(line)
@@ -164,16 +200,19 @@ def _cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _read_trec(text: str) -> RunFile:
+def _read_trec(text: str, *, ties: str) -> RunFile:
     with _cyclic_gc_paused():
-        return _read_trec_lines(text)
+        return _read_trec_lines(text, by_docno=ties == "trec_eval")
 
 
-def _read_trec_lines(text: str) -> RunFile:
+def _read_trec_lines(text: str, *, by_docno: bool) -> RunFile:
     # Written for speed: a run of 10,000 questions x 100 documents is a million lines.
     run = RunFile(format="trec")
     rankings = run.rankings
-    scored: dict[str, list[tuple[float, int, str]]] = {}
+    # Sorted descending as plain tuples (no key function: a million of them): (score, docno,
+    # -line) for trec_eval's ties, (score, -line, docno) for file order; -line keeps the
+    # earlier of two identical lines first.
+    scored: dict[str, list[tuple]] = {}
     for number, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
         if not fields or fields[0].startswith("#"):
@@ -188,21 +227,29 @@ def _read_trec_lines(text: str) -> RunFile:
         except ValueError:
             run.problems.append(LineProblem(number, f"score {fields[4]!r} is not a number"))
             continue
+        if score - score != 0.0:  # NaN or an infinity (cheaper than math.isfinite per line)
+            run.problems.append(LineProblem(number, f"score {fields[4]!r} is not a finite number"))
+            continue
         results = scored.get(fields[0])
         if results is None:
             results = scored[fields[0]] = []
             rankings[fields[0]] = RankedResults(passages=[], scores=[], lines=[], line=number)
-        results.append((-score, number, fields[2]))
+        if by_docno:
+            results.append((score, fields[2], -number))
+        else:
+            results.append((score, -number, fields[2]))
     make_passage = tuple.__new__  # Passage(doc_id) without NamedTuple's slower constructor
+    doc_column, line_column = (1, 2) if by_docno else (2, 1)
     for question_id, results in scored.items():
-        # Python's sort is stable, so equal scores keep their file order (trec_eval instead
-        # breaks ties by docid, descending).
-        results.sort(key=itemgetter(0))
-        negated, lines, doc_ids = zip(*results, strict=True)
+        results.sort(reverse=True)
+        columns = list(zip(*results, strict=True))
         ranking = rankings[question_id]
+        doc_ids = columns[doc_column]
         ranking.passages = [make_passage(Passage, (doc_id, None, None)) for doc_id in doc_ids]
-        ranking.scores = list(map(float.__neg__, negated))
-        ranking.lines = list(lines)
+        ranking.scores = list(columns[0])
+        ranking.lines = list(map(int.__neg__, columns[line_column]))
+        if len(set(doc_ids)) != len(doc_ids):
+            _drop_repeats(ranking)
     return run
 
 

@@ -307,7 +307,7 @@ def test_the_drill_down_shows_missed_spans(worker, project, people, gold_set):
         ('{"question_id": "q1", "results": []}\n{"question_id": "q2", "results": [\n',
          "run.jsonl", "run.jsonl: line 2: not valid JSON"),
         ('{"question_id": "q7", "results": []}\n', "run.jsonl",
-         "run.jsonl: line 1: question &#x27;q7&#x27; is not in the gold set"),
+         "run.jsonl holds no question of this gold set (not in it: &#x27;q7&#x27;)"),
         ('{"question_id": "q1", "results": [{"doc_id": "vpn", "start": 0, "end": 99999}]}\n',
          "run.jsonl", "line 1: passage of &#x27;vpn&#x27; ends at 99999, past the document"),
         ("q1 Q0 leave 1 3.2 sys\nq2 Q0 vpn 1 high sys\n", "run.trec",

@@ -51,7 +51,7 @@ def test_comments_and_crlf_line_ends(tmp_path):
     assert run.rankings["q1"].line == 2
 
 
-def test_trec_run_sorts_by_score_with_ties_in_file_order(tmp_path):
+def test_trec_run_sorts_by_score_with_ties_in_file_order_when_asked(tmp_path):
     path = tmp_path / "bm25.trec"
     path.write_text(
         "q1 Q0 a 1 1.5 tag\n"
@@ -61,8 +61,11 @@ def test_trec_run_sorts_by_score_with_ties_in_file_order(tmp_path):
         "q1 Q0 d 4 1.5 tag trailing junk\n"
         "q2 Q0 e 1 -3 tag\n"
     )
-    run = load_run(path)
+    run = load_run(path, ties="file")
     assert [p.doc_id for p in run.rankings["q1"].passages] == ["b", "a", "c", "d"]
+    assert run.ties_rule == "TREC runs: score descending, ties in file order"
+    # By default, trec_eval's order: equal scores by docno descending.
+    assert [p.doc_id for p in load_run(path).rankings["q1"].passages] == ["b", "d", "c", "a"]
     assert run.rankings["q1"].passages[0] == Passage("b", None, None)
     assert run.rankings["q2"].line == 6
     assert not run.reports_refusals
@@ -110,9 +113,19 @@ def test_unknown_question_id_is_reported_with_its_line(tmp_path):
     path = tmp_path / "run.jsonl"
     path.write_text('{"question_id": "q1", "results": []}\n{"question_id": "q7", "results": []}\n')
     with pytest.raises(RunFormatError) as error:
-        check_run_against_gold(load_run(path), gold_with_corpus(None))
+        check_run_against_gold(load_run(path), gold_with_corpus(None), strict=True)
     assert error.value.line == 2
     assert "'q7' is not in the gold set" in str(error.value)
+
+
+def test_unknown_questions_are_skipped_and_named_without_strict(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"question_id": "q1", "results": []}\n{"question_id": "q7", "results": []}\n')
+    run = load_run(path)
+    check_run_against_gold(run, gold_with_corpus(None))
+    assert list(run.rankings) == ["q1"]
+    assert run.skipped == ["q7"]
+    assert run.warnings() == [f"{path}: 1 question(s) not in the gold set skipped ('q7')"]
 
 
 def test_offsets_past_a_known_document_are_refused(tmp_path):
