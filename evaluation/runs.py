@@ -40,9 +40,11 @@ class Run:
     @property
     def ties_rule(self) -> str:
         """The ordering rule used, in words, for reports."""
-        if self.format != "trec":
+        if self.format == "trec":
+            return TIES_RULES[self.ties]
+        if self.format == "jsonl":
             return "JSONL run: list order"
-        return TIES_RULES[self.ties]
+        return "ranked by its retriever's scores"
 
     def warnings(self) -> list[str]:
         """What a user should know about how the run was read, one line each."""

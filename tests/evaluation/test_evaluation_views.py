@@ -224,6 +224,12 @@ def test_the_evaluation_page_shows_the_cli_figures(worker, project, people, gold
     assert page.status_code == 200
     report = page.context["report"]
     assert [r["name"] for r in report["runs"]] == ["mine", "bm25-baseline"]
+    # The convention and each run's order are named, as the CLI's reports name them.
+    assert "Convention: goldset: means over the gold set&#x27;s answerable questions" in _html(page)
+    assert (
+        "Order: mine, JSONL run: list order; bm25-baseline, ranked by its retriever&#x27;s scores."
+        in _html(page)
+    )
     assert (_row(page, "recall@1")[0], _row(page, "recall@3")[0]) == ("0.2500", "1.0000")
     assert _row(page, "mrr@10")[0] == "0.7500"
     assert _row(page, "refusal accuracy (unanswerable)")[0] == "1.0000"
