@@ -73,9 +73,9 @@ def _per_question(evaluation: RunEvaluation) -> dict[str, dict[str, Any]]:
             "refused": evaluation.refused.get(question_id),
             **values,
         }
+    if evaluation.compat != "goldset":
+        return rows  # trec_eval's query set, exactly
     for question_id in evaluation.unanswerable_questions:
-        if question_id in rows:
-            continue  # averaged under a trec_eval convention
         rows[question_id] = {
             "answerable": False,
             "missing": question_id in missing,
