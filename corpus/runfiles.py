@@ -22,15 +22,15 @@ Offsets are Python ``str`` indices, half-open ``[start, end)``.
 
 from __future__ import annotations
 
-import gc
 import json
 import math
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+import operator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, NamedTuple, Protocol
 
-from corpus.textfiles import LineProblem, decode_utf8, first_line, json_lines
+from corpus.textfiles import LineProblem, cyclic_gc_paused, decode_utf8, first_line, json_lines
 
 TREC_COLUMNS = "qid Q0 docid rank score tag"
 # How equal scores of a TREC run are ordered: trec_eval's rule (docno descending) or file order.
@@ -52,11 +52,53 @@ class Passage(NamedTuple):
     end: int | None = None
 
 
+class WholeDocuments(Sequence[Passage]):
+    """A TREC ranking's passages (whole documents), each made when it is looked at.
+
+    A million-line run is a million passages, and the metrics look at the top 10 or 100 of
+    each ranking: holding the doc ids and making ``Passage(doc_id)`` on access saves making the
+    other 90%. It reads like the list it stands for (length, index, slice, iteration, equality).
+    """
+
+    __slots__ = ("doc_ids",)
+
+    def __init__(self, doc_ids: Sequence[str]):
+        self.doc_ids = doc_ids
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return list(map(whole_document, self.doc_ids[index]))
+        return whole_document(self.doc_ids[index])
+
+    def __iter__(self) -> Iterator[Passage]:
+        return map(whole_document, self.doc_ids)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, WholeDocuments):
+            return list(self.doc_ids) == list(other.doc_ids)
+        if isinstance(other, list | tuple):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # a list is not hashable either
+
+    def __repr__(self) -> str:
+        return f"WholeDocuments({list(self.doc_ids)!r})"
+
+
+def whole_document(doc_id: str) -> Passage:
+    """``Passage(doc_id)``, made several times faster than by its constructor."""
+    return tuple.__new__(Passage, (doc_id, None, None))  # without NamedTuple's slow constructor
+
+
 @dataclass(slots=True)
 class RankedResults:
     """One question's results in ranked order; the three lists run in parallel."""
 
-    passages: list[Passage]
+    passages: Sequence[Passage]  # a list, or `WholeDocuments` for a TREC run
     scores: list[float | None]
     lines: list[int]  # the line each result was read from
     line: int  # where the question first appears
@@ -181,46 +223,30 @@ def _is_int(value: Any) -> bool:
 # --- TREC -----------------------------------------------------------------------------------
 
 
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cycle collector while a large run is read.
-
-    The reader makes only acyclic objects (strings, floats, tuples), so no collection during the
-    read can free anything, yet each one walks every Passage made so far: on a million-line run
-    that walking was about 40% of the time. Reference counting still frees as usual. The
-    collector is left as it was found (off stays off); a read that overlaps another in a second
-    thread may run with it on, which is only slower.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _read_trec(text: str, *, ties: str) -> RunFile:
-    with _cyclic_gc_paused():
+    with cyclic_gc_paused():
         return _read_trec_lines(text, by_docno=ties == "trec_eval")
 
 
 def _read_trec_lines(text: str, *, by_docno: bool) -> RunFile:
-    # Written for speed: a run of 10,000 questions x 100 documents is a million lines.
+    # Written for speed: a run of 10,000 questions x 100 documents is a million lines. Each
+    # question's results are gathered in file order (its lines usually follow one another, so
+    # the lists of the question before are reused without a lookup), then ranked.
     run = RunFile(format="trec")
     rankings = run.rankings
-    # Sorted descending as plain tuples (no key function: a million of them): (score, docno,
-    # -line) for trec_eval's ties, (score, -line, docno) for file order; -line keeps the
-    # earlier of two identical lines first.
-    scored: dict[str, list[tuple]] = {}
+    gathered: dict[str, RankedResults] = {}
+    current = None
+    add_doc = add_score = add_line = None
     for number, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
-        if not fields or fields[0].startswith("#"):
-            continue
         if len(fields) < 6:
-            run.problems.append(
-                LineProblem(number, f"expected '{TREC_COLUMNS}' (a JSONL run starts with '{{')")
-            )
+            if fields and fields[0][0] != "#":
+                run.problems.append(
+                    LineProblem(number, f"expected '{TREC_COLUMNS}' (a JSONL run starts with '{{')")
+                )
+            continue
+        question_id = fields[0]
+        if question_id[0] == "#":
             continue
         try:
             score = float(fields[4])
@@ -230,27 +256,46 @@ def _read_trec_lines(text: str, *, by_docno: bool) -> RunFile:
         if score - score != 0.0:  # NaN or an infinity (cheaper than math.isfinite per line)
             run.problems.append(LineProblem(number, f"score {fields[4]!r} is not a finite number"))
             continue
-        results = scored.get(fields[0])
-        if results is None:
-            results = scored[fields[0]] = []
-            rankings[fields[0]] = RankedResults(passages=[], scores=[], lines=[], line=number)
-        if by_docno:
-            results.append((score, fields[2], -number))
-        else:
-            results.append((score, -number, fields[2]))
-    make_passage = tuple.__new__  # Passage(doc_id) without NamedTuple's slower constructor
-    doc_column, line_column = (1, 2) if by_docno else (2, 1)
-    for question_id, results in scored.items():
-        results.sort(reverse=True)
-        columns = list(zip(*results, strict=True))
-        ranking = rankings[question_id]
-        doc_ids = columns[doc_column]
-        ranking.passages = [make_passage(Passage, (doc_id, None, None)) for doc_id in doc_ids]
-        ranking.scores = list(columns[0])
-        ranking.lines = list(map(int.__neg__, columns[line_column]))
-        if len(set(doc_ids)) != len(doc_ids):
-            _drop_repeats(ranking)
+        if question_id != current:
+            results = gathered.get(question_id)
+            if results is None:
+                results = gathered[question_id] = RankedResults(
+                    passages=[], scores=[], lines=[], line=number
+                )
+            current = question_id
+            add_doc = results.passages.append  # doc ids, until ranked
+            add_score = results.scores.append
+            add_line = results.lines.append
+        add_doc(fields[2])
+        add_score(score)
+        add_line(number)
+    for question_id, results in gathered.items():
+        rankings[question_id] = _ranked(results, by_docno=by_docno)
     return run
+
+
+def _ranked(results: RankedResults, *, by_docno: bool) -> RankedResults:
+    """A TREC question's results by score, highest first, ties as ``by_docno`` says."""
+    doc_ids, scores, lines = results.passages, results.scores, results.lines
+    # Most runs are written best first with distinct scores: then the file order is the
+    # ranking under either tie rule, checked in one pass in C.
+    if not all(map(operator.gt, scores, islice(scores, 1, None))):
+        # Sorted descending as plain tuples (no key function): (score, docno, -line) for
+        # trec_eval's ties, (score, -line, docno) for file order; -line keeps the earlier of
+        # two identical lines first.
+        negated = map(operator.neg, lines)
+        if by_docno:
+            items = sorted(zip(scores, doc_ids, negated, strict=True), reverse=True)
+            scores, doc_ids, negated_lines = map(list, zip(*items, strict=True))
+        else:
+            items = sorted(zip(scores, negated, doc_ids, strict=True), reverse=True)
+            scores, negated_lines, doc_ids = map(list, zip(*items, strict=True))
+        lines = list(map(operator.neg, negated_lines))
+    results.passages = WholeDocuments(doc_ids)
+    results.scores, results.lines = scores, lines
+    if len(set(doc_ids)) != len(doc_ids):
+        _drop_repeats(results)
+    return results
 
 
 # --- writing --------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from corpus.runfiles import TIES
+from corpus.textfiles import cyclic_gc_paused
 from evaluation.compare import PERMUTATIONS, compare_runs
 from evaluation.gold import EvaluationInputError, Gold, load_gold
 from evaluation.metrics import COMPATS, MetricOptions, RunEvaluation, evaluate_run
@@ -194,6 +195,14 @@ def _warn_unanchored(gold: Gold) -> None:
 
 
 def evaluate_command(arguments: argparse.Namespace) -> int:
+    # The command reads and scores, then exits: the cycle collector would only walk the
+    # millions of passages and spans read (they hold no cycles) again and again, which was a
+    # third of the time on a 10,000-question run. Reference counting frees as usual.
+    with cyclic_gc_paused():
+        return _evaluate(arguments)
+
+
+def _evaluate(arguments: argparse.Namespace) -> int:
     gain = arguments.gain or ("exp" if arguments.compat == "goldset" else "linear")
     try:
         options = MetricOptions(
