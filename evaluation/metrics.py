@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from corpus.runfiles import WholeDocuments
 from evaluation.gold import Gold, GoldQuestion, GoldSpan, Passage
 from evaluation.runs import Ranking, Run
 
@@ -274,11 +275,25 @@ def _credit(
     hits: list[tuple[int, int, int]] = []
     judged_ranks: list[int] = []
     find = documents.get
-    top = passages[:depth]
-    for rank, (doc_id, start, end) in enumerate(top):
-        entry = find(doc_id)
-        if entry is None:
-            continue  # the common case: a document nobody judged for this question
+    if passages.__class__ is WholeDocuments:
+        # A TREC ranking: look its doc ids up directly (in C), no passage made; only the
+        # judged ones reach the loop below.
+        top_ids = passages.doc_ids[:depth]
+        looked_at = len(top_ids)
+        judged_at: Iterable = (
+            (rank, entry, None, None)
+            for rank, entry in enumerate(map(find, top_ids))
+            if entry is not None
+        )
+    else:
+        top = passages[:depth]
+        looked_at = len(top)
+        judged_at = (
+            (rank, entry, start, end)
+            for rank, (doc_id, start, end) in enumerate(top)
+            if (entry := find(doc_id)) is not None  # most documents: nobody judged them
+        )
+    for rank, entry, start, end in judged_at:
         if entry.__class__ is tuple:
             if start is not None and end - start < min_overlap:
                 continue
@@ -306,7 +321,7 @@ def _credit(
             new_grades = [grades[unit] for unit in new_units]
             relevant = sum(1 for grade in new_grades if grade >= threshold)
             hits.append((rank, max(new_grades), relevant))
-    return hits, judged_ranks, len(top)
+    return hits, judged_ranks, looked_at
 
 
 def first_reaching_ranks(
