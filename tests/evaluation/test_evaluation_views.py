@@ -206,6 +206,16 @@ def _figures(client, project, **query):
     return page
 
 
+def test_an_uploaded_run_skips_questions_the_gold_set_does_not_know(
+    worker, project, people, gold_set
+):
+    client = login(people["lead"])
+    extra = '{"question_id": "q99", "results": [{"doc_id": "vpn"}]}\n'
+    response = _upload(client, project, gold_set, RUN + extra, name="beir-style")
+    assert "Run beir-style stored: 3 questions." in _html(response)
+    assert EvaluationRun.objects.get().questions == 3
+
+
 def _row(page, name: str) -> list[str]:
     return next(
         row["values"] for row in page.context["report"]["metric_rows"] if row["name"] == name

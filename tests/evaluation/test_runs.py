@@ -141,3 +141,32 @@ def test_offsets_past_a_known_document_are_refused(tmp_path):
     assert "ends at 12" in str(error.value)
     # Without corpus text nothing can be checked.
     check_run_against_gold(load_run(path), gold_with_corpus(None))
+
+
+def test_a_questions_lines_may_be_anywhere_in_a_trec_run(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 a 1 3 s\nq2 Q0 b 1 1 s\n\n# note\nq1 Q0 c 2 5 s\nq1 Q0 d 3 1 s\n")
+    run = load_run(path)
+    assert [p.doc_id for p in run.rankings["q1"].passages] == ["c", "a", "d"]
+    assert (run.rankings["q1"].line, run.rankings["q2"].line) == (1, 2)
+
+
+def test_repeated_trec_lines_keep_the_best_and_are_counted(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 a 1 1 s\nq1 Q0 b 2 2 s\nq1 Q0 a 3 3 s\nq1 Q0 a 4 3 s\n")
+    for ties in ("trec_eval", "file"):
+        run = load_run(path, ties=ties)
+        assert [p.doc_id for p in run.rankings["q1"].passages] == ["a", "b"]
+        assert run.repeats == 2
+
+
+def test_a_trec_rankings_passages_read_like_a_list():
+    from corpus.runfiles import WholeDocuments
+
+    passages = WholeDocuments(["a", "b", "c"])
+    expected = [Passage("a"), Passage("b"), Passage("c")]
+    assert len(passages) == 3 and list(passages) == expected
+    assert passages[1] == Passage("b", None, None) and passages[-1] == Passage("c")
+    assert passages[:2] == expected[:2] and passages == expected and expected == passages
+    assert passages == WholeDocuments(("a", "b", "c")) and passages != expected[:2]
+    assert set(passages) == set(expected)
