@@ -131,7 +131,14 @@ def test_compat_trec_eval_equals_pytrec_eval_and_ir_measures(
         assert got == (None if expected is None else pytest.approx(expected, abs=1e-12)), name
 
     # ir_measures on the same dicts scores a query of the qrels missing from the run as 0 and
-    # averages over every qrels query: trec_eval -c's convention.
+    # averages over every qrels query: trec_eval -c's convention. Under trec_eval's, its values
+    # of the questions both score are ours too.
+    if not every:
+        for metric in ir_measures.iter_calc(IR_MEASURES, qrels, as_trec_eval):
+            if metric.query_id in reference:
+                assert ours["per_question"][metric.query_id][ir_name(metric.measure)] == (
+                    pytest.approx(metric.value, abs=1e-12)
+                )
     if every:
         for metric in ir_measures.iter_calc(IR_MEASURES, qrels, as_trec_eval):
             assert ours["per_question"][metric.query_id][ir_name(metric.measure)] == (
