@@ -357,7 +357,7 @@ def first_reaching_ranks(
 
 def _score_ranking(
     compiled: _CompiledQuestion,
-    passages: list[Passage],
+    passages: Sequence[Passage],
     *,
     options: MetricOptions,
     gains: dict[int, float],

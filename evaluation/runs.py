@@ -6,6 +6,7 @@ alike; here a problem stops the file, as a CI gate should, with the file and lin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,7 @@ class RunFormatError(EvaluationInputError):
 
 @dataclass(slots=True)
 class Ranking:
-    passages: list[Passage]
+    passages: Sequence[Passage]  # a list, or a TREC run's `corpus.runfiles.WholeDocuments`
     # None when the run says nothing about refusing; only JSONL runs can say it.
     refused: bool | None = None
     line: int | None = None  # where the question first appears in the file
