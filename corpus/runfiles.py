@@ -8,6 +8,8 @@ problem; the app lists them all.
   does). A question's passages are ranked by score, highest first; the rank column is ignored.
   Equal scores are ordered as trec_eval orders them, docno descending (``ties="trec_eval"``, the
   default), or kept in file order (``ties="file"``). Its lines may be anywhere in the file.
+  Scores are compared as doubles; ``scores="float32"`` first rounds them to single precision, as
+  trec_eval 9 and pytrec_eval store them, so scores that differ only beyond ~7 digits tie.
 - JSONL: ``{"question_id", "results": [{"doc_id", "start"?, "end"?, "score"?}], "refused"?}``,
   one line per question, ranked in list order (its order is the ranking, whatever the ties
   rule). A result without offsets is its whole document.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -35,6 +38,8 @@ from corpus.textfiles import LineProblem, cyclic_gc_paused, decode_utf8, first_l
 TREC_COLUMNS = "qid Q0 docid rank score tag"
 # How equal scores of a TREC run are ordered: trec_eval's rule (docno descending) or file order.
 TIES = ("trec_eval", "file")
+# How precisely a TREC run's scores are compared: as read (double) or as trec_eval 9 keeps them.
+SCORES = ("double", "float32")
 TIES_RULES = {
     "trec_eval": "TREC runs: score descending, ties by docno descending (trec_eval's order)",
     "file": "TREC runs: score descending, ties in file order",
@@ -116,16 +121,19 @@ class RunFile:
     problems: list[LineProblem] = field(default_factory=list)
 
 
-def read_run_file(data: bytes | str, *, ties: str = "trec_eval") -> RunFile:
+def read_run_file(data: bytes | str, *, ties: str = "trec_eval", scores: str = "double") -> RunFile:
     """Every question's ranked results and every problem (in file order) of a TREC or JSONL
-    run; ``ties`` orders equal scores of a TREC run (`TIES`). Raises
-    `corpus.textfiles.NotUTF8Error` for bytes that are not UTF-8."""
+    run; ``ties`` orders equal scores of a TREC run (`TIES`), ``scores`` says how precisely
+    they are compared (`SCORES`). Raises `corpus.textfiles.NotUTF8Error` for bytes that are
+    not UTF-8."""
     if ties not in TIES:
         raise ValueError(f"ties must be one of {', '.join(TIES)}")
+    if scores not in SCORES:
+        raise ValueError(f"scores must be one of {', '.join(SCORES)}")
     text = decode_utf8(data)
     if first_line(text, comments=True).lstrip().startswith("{"):
         return _read_jsonl(text)
-    return _read_trec(text, ties=ties)
+    return _read_trec(text, ties=ties, float32=scores == "float32")
 
 
 def _drop_repeats(ranking: RankedResults) -> None:
@@ -223,12 +231,12 @@ def _is_int(value: Any) -> bool:
 # --- TREC -----------------------------------------------------------------------------------
 
 
-def _read_trec(text: str, *, ties: str) -> RunFile:
+def _read_trec(text: str, *, ties: str, float32: bool) -> RunFile:
     with cyclic_gc_paused():
-        return _read_trec_lines(text, by_docno=ties == "trec_eval")
+        return _read_trec_lines(text, by_docno=ties == "trec_eval", float32=float32)
 
 
-def _read_trec_lines(text: str, *, by_docno: bool) -> RunFile:
+def _read_trec_lines(text: str, *, by_docno: bool, float32: bool) -> RunFile:
     # Written for speed: a run of 10,000 questions x 100 documents is a million lines. Each
     # question's results are gathered in file order (its lines usually follow one another, so
     # the lists of the question before are reused without a lookup), then ranked.
@@ -270,6 +278,8 @@ def _read_trec_lines(text: str, *, by_docno: bool) -> RunFile:
         add_score(score)
         add_line(number)
     for question_id, results in gathered.items():
+        if float32:
+            results.scores = array("f", results.scores).tolist()
         rankings[question_id] = _ranked(results, by_docno=by_docno)
     return run
 

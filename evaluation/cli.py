@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from corpus.runfiles import TIES
+from corpus.runfiles import SCORES, TIES
 from corpus.textfiles import cyclic_gc_paused
 from evaluation.compare import PERMUTATIONS, compare_runs
 from evaluation.gold import EvaluationInputError, Gold, load_gold
@@ -100,6 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="trec_eval",
         help="order of equal scores in TREC runs: trec_eval (docno descending, the default) or "
         "file (file order); JSONL runs always keep list order",
+    )
+    evaluate.add_argument(
+        "--scores",
+        choices=SCORES,
+        default="double",
+        help="precision of TREC run scores: double (the default) or float32 (as trec_eval 9 "
+        "and pytrec_eval store them, so scores equal to ~7 digits tie)",
     )
     evaluate.add_argument(
         "--compat",
@@ -227,7 +234,7 @@ def _evaluate(arguments: argparse.Namespace) -> int:
     _warn_unanchored(gold)
     runs: list[Run] = []
     for name, path in run_arguments:
-        run = load_run(path, name=name, ties=arguments.ties)
+        run = load_run(path, name=name, ties=arguments.ties, scores=arguments.scores)
         check_run_against_gold(run, gold, strict=arguments.strict)
         for warning in run.warnings():
             print(f"warning: {warning}", file=sys.stderr)

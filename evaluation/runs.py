@@ -33,6 +33,7 @@ class Run:
     rankings: dict[str, Ranking] = field(default_factory=dict)
     source: Path | None = None
     ties: str = "trec_eval"  # how equal scores were ordered (TREC runs; `corpus.runfiles.TIES`)
+    scores: str = "double"  # how precisely they were compared (`corpus.runfiles.SCORES`)
     format: str = "jsonl"
     repeats: int = 0  # repeated passages dropped after their first occurrence, all questions
     # Questions of the run that the gold set does not know, skipped (`check_run_against_gold`).
@@ -42,7 +43,10 @@ class Run:
     def ties_rule(self) -> str:
         """The ordering rule used, in words, for reports."""
         if self.format == "trec":
-            return TIES_RULES[self.ties]
+            rule = TIES_RULES[self.ties]
+            if self.scores == "float32":
+                rule += ", scores as single-precision floats (trec_eval 9)"
+            return rule
         if self.format == "jsonl":
             return "JSONL run: list order"
         return "ranked by its retriever's scores"
@@ -70,21 +74,31 @@ class Run:
         return any(ranking.refused is not None for ranking in self.rankings.values())
 
 
-def load_run(path: Path | str, *, name: str | None = None, ties: str = "trec_eval") -> Run:
+def load_run(
+    path: Path | str, *, name: str | None = None, ties: str = "trec_eval", scores: str = "double"
+) -> Run:
     """Read a JSONL or TREC run; the format is told by the first non-blank line."""
     path = Path(path)
     if not path.is_file():
         raise RunFormatError("no such file", path=path)
-    return read_run(path.read_bytes(), name=name or path.stem, source=path, ties=ties)
+    return read_run(
+        path.read_bytes(), name=name or path.stem, source=path, ties=ties, scores=scores
+    )
 
 
 def read_run(
-    data: bytes, *, name: str, source: Path | str | None = None, ties: str = "trec_eval"
+    data: bytes,
+    *,
+    name: str,
+    source: Path | str | None = None,
+    ties: str = "trec_eval",
+    scores: str = "double",
 ) -> Run:
-    """A run given as the file's bytes; ``source`` names the file in errors."""
+    """A run given as the file's bytes; ``source`` names the file in errors. ``ties`` and
+    ``scores``: how a TREC run is ranked (`corpus.runfiles`)."""
     path = Path(source) if source is not None else None
     try:
-        parsed = read_run_file(data, ties=ties)
+        parsed = read_run_file(data, ties=ties, scores=scores)
     except NotUTF8Error as error:
         raise RunFormatError(str(error), path=path) from None
     if parsed.problems:
@@ -99,6 +113,7 @@ def read_run(
         },
         source=path,
         ties=ties,
+        scores=scores,
         format=parsed.format,
         repeats=sum(read.repeats for read in parsed.rankings.values()),
     )

@@ -129,6 +129,22 @@ def test_ties_follow_trec_eval_by_default_and_file_order_when_asked(tmp_path, ca
     assert report["runs"]["run"]["ties"] == "TREC runs: score descending, ties in file order"
 
 
+def test_scores_as_trec_eval_9_and_pytrec_eval_store_them_when_asked(tmp_path, capsys):
+    import pytrec_eval
+
+    qrels = write(tmp_path / "qrels.trec", "q 0 a 1\n")
+    run = write(tmp_path / "run.trec", "q Q0 b 1 1.0 s\nq Q0 a 2 1.000000001 s\n")
+    report, _ = report_of(capsys, "--gold", qrels, "--run", run)
+    assert report["runs"]["run"]["per_question"]["q"]["mrr@10"] == 1.0  # doubles: a first
+    report, _ = report_of(capsys, "--gold", qrels, "--run", run, "--scores", "float32")
+    assert report["runs"]["run"]["per_question"]["q"]["mrr@10"] == 0.5  # a tie: b first
+    assert report["runs"]["run"]["ties"].endswith("scores as single-precision floats (trec_eval 9)")
+    reference = pytrec_eval.RelevanceEvaluator({"q": {"a": 1}}, {"recip_rank"}).evaluate(
+        {"q": {"b": 1.0, "a": 1.000000001}}
+    )
+    assert reference["q"]["recip_rank"] == 0.5
+
+
 def test_jsonl_runs_keep_list_order_whatever_the_ties_rule(tmp_path, capsys):
     qrels = write(tmp_path / "qrels.trec", "q 0 a 2\nq 0 b 1\nq 0 c 0\n")
     results = [{"doc_id": d, "score": 5.0} for d in "abc"]

@@ -23,8 +23,9 @@ from evaluation.cli import main
 
 KS = (1, 3, 5, 10)
 DOCS = [f"d{n}" for n in range(12)]
-# Exactly representable, few, so ties are common and float vs double cannot differ.
-SCORES = [0.5, 1.0, 1.0, 2.25, 3.0, 3.0]
+# Few, so ties are common; 1.000000001 ties with 1.0 in single precision, which is how
+# pytrec_eval (trec_eval 9) stores scores: the run is read with --scores float32.
+SCORES = [0.5, 1.0, 1.0, 1.000000001, 2.25, 3.0, 3.0]
 TREC_MEASURES = {"recall.1,3,5,10", "P.1,3,5,10", "ndcg_cut.1,3,5,10", "recip_rank"}
 IR_MEASURES = [
     *(ir_measures.R @ k for k in KS),
@@ -97,6 +98,7 @@ def test_compat_trec_eval_equals_pytrec_eval_and_ir_measures(
             "--gold", str(qrels_path),
             "--run", str(run_path),
             "--compat", compat,
+            "--scores", "float32",
             "--k", ",".join(map(str, KS)),
             "--mrr-cutoff", "1000",
             "--per-question",
