@@ -210,6 +210,27 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {"task": "corpus.tasks.reconcile_jobs", "schedule": 60.0},
 }
 
+# Production traces (labelling/services/traces.py): kept this many days unless a sample holds
+# them (0: forever); the endpoint's body cap, batch cap and per-token request rate.
+GOLDSET_TRACE_RETENTION_DAYS = int(os.environ.get("GOLDSET_TRACE_RETENTION_DAYS", "180"))
+GOLDSET_TRACE_MAX_BODY_BYTES = int(os.environ.get("GOLDSET_TRACE_MAX_BODY_BYTES", str(5 * 2**20)))
+GOLDSET_TRACE_MAX_BATCH = int(os.environ.get("GOLDSET_TRACE_MAX_BATCH", "1000"))
+GOLDSET_TRACE_REQUESTS_PER_MINUTE = int(os.environ.get("GOLDSET_TRACE_REQUESTS_PER_MINUTE", "600"))
+# The weekly sample (labelling.tasks.draw_weekly_samples): Monday 06:00 UTC by default.
+GOLDSET_SAMPLE_WEEKDAY = int(os.environ.get("GOLDSET_SAMPLE_WEEKDAY", "1"))
+GOLDSET_SAMPLE_HOUR = int(os.environ.get("GOLDSET_SAMPLE_HOUR", "6"))
+
+# The cache holds the endpoint's rate counters: Redis when there is one, so every web replica
+# counts the same requests; the process's memory otherwise (the quickstart, one process).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "goldset",
+        }
+    }
+
 # Security. Cookies are secure whenever DEBUG is off; the CSP is enforced, never report-only.
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"

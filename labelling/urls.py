@@ -102,3 +102,18 @@ urlpatterns += [
         name="include-question",
     ),
 ]
+
+# Production traces (labelling/views/traces.py) -------------------------------------------
+from labelling.views import traces  # noqa: E402
+
+urlpatterns += [
+    # Token requests only, from the team's system: no trailing slash, as APIs are called.
+    path("api/p/<slug:slug>/traces", traces.receive_traces, name="receive-traces"),
+    path("p/<slug:slug>/traces/", traces.list_traces, name="list-traces"),
+    path("p/<slug:slug>/traces/tokens/", traces.list_api_tokens, name="list-api-tokens"),
+    path(
+        "p/<slug:slug>/traces/tokens/<int:token_id>/revoke/",
+        traces.revoke_api_token,
+        name="revoke-api-token",
+    ),
+]

@@ -86,6 +86,7 @@ def world(db, monkeypatch):
         "document_id": Document.objects.get(project=project, doc_id="leave").pk,
         "group_id": DuplicateGroup.objects.get(project=project).pk,
         "scheme_id": 999_999,
+        "token_id": 999_999,
         "job_id": Job.objects.create(project=project, kind="chunk_corpus").pk,
         "retriever_id": retriever.pk,
         "gold_set_id": gold_set.pk,
