@@ -40,7 +40,7 @@ def _over_rate(token: ApiToken) -> int:
     """Seconds to wait when this token has used its requests of the current minute, else 0.
     The counter lives in the cache (Redis in production), so every web replica shares it."""
     now = time.time()
-    key = f"traces-rate:{token.pk}:{int(now // 60)}"
+    key = f"traces-rate:{token.digest[:16]}:{int(now // 60)}"
     cache.add(key, 0, timeout=120)
     try:
         count = cache.incr(key)

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 import pytest
-from django.core.cache import cache
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
@@ -85,7 +84,6 @@ def test_the_command_refuses_an_unknown_project_or_file(project, tmp_path):
 
 @pytest.fixture
 def token(project):
-    cache.clear()
     admin = UserFactory()
     MembershipFactory(project=project, user=admin, role="admin")
     row, raw = services.create_api_token(project=project, user=admin, name="bot")
