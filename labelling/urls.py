@@ -117,3 +117,21 @@ urlpatterns += [
         name="revoke-api-token",
     ),
 ]
+
+# Sampling rules and samples (labelling/views/samples.py) ---------------------------------
+from labelling.views import samples  # noqa: E402
+
+urlpatterns += [
+    path("p/<slug:slug>/samples/", samples.list_sampling_rules, name="list-sampling-rules"),
+    path(
+        "p/<slug:slug>/samples/rules/<int:rule_id>/draw/",
+        samples.draw_sample,
+        name="draw-sample",
+    ),
+    path("p/<slug:slug>/samples/<int:sample_id>/", samples.show_sample, name="show-sample"),
+    path(
+        "p/<slug:slug>/samples/<int:sample_id>/dismiss/",
+        samples.dismiss_sample,
+        name="dismiss-sample",
+    ),
+]

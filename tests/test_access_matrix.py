@@ -11,6 +11,7 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 
 from corpus import jobs
 from corpus.models import AccessGroup, Document, DuplicateGroup, Job, Membership, PermissionProfile
@@ -18,7 +19,9 @@ from corpus.services import documents, retrieval
 from evaluation.models import EvaluationRun, PermissionReplay
 from evaluation.services.gold_sets import finalise_gold_set
 from labelling.models import Assignment, Candidate, Span
+from labelling.services.sampling import check_rule, save_sampling_rule
 from labelling.services.traces import create_api_token
+from labelling.trace_models import Sample
 from tests.factories import (
     POLICY_TEXT,
     MembershipFactory,
@@ -92,6 +95,16 @@ def world(prefix: str) -> dict:
     profile = PermissionProfile.objects.create(project=project, name="tester")
     replay = PermissionReplay.objects.create(gold_set=gold_set, source="upload", k=5)
     api_token, _ = create_api_token(project=project, user=people["admin"], name="bot")
+    rule = save_sampling_rule(
+        project=project,
+        user=people["lead"],
+        name="weekly",
+        spec=check_rule(filters={}, strategy="uniform", size=5),
+    )
+    sample = Sample.objects.create(
+        project=project, rule=rule, window_start=timezone.now(), window_end=timezone.now(),
+        population=0,
+    )  # fmt: skip
     return {
         "project": project,
         "people": people,
@@ -119,6 +132,8 @@ def world(prefix: str) -> dict:
             "profile_id": profile.pk,
             "replay_id": replay.pk,
             "token_id": api_token.pk,
+            "rule_id": rule.pk,
+            "sample_id": sample.pk,
             "membership_id": Membership.objects.get(project=project, user=people["ann"]).pk,
             "access_group_id": AccessGroup.objects.get(project=project, name="hr-confidential").pk,
         },

@@ -87,6 +87,8 @@ def world(db, monkeypatch):
         "group_id": DuplicateGroup.objects.get(project=project).pk,
         "scheme_id": 999_999,
         "token_id": 999_999,
+        "rule_id": 999_999,
+        "sample_id": 999_999,
         "job_id": Job.objects.create(project=project, kind="chunk_corpus").pk,
         "retriever_id": retriever.pk,
         "gold_set_id": gold_set.pk,

@@ -114,9 +114,13 @@ def save_sampling_rule(
             .order_by("-version")
             .first()
         )
-        if latest is not None and _spec_of(latest) == spec and latest.active == active:
-            if {r.pk for r in latest.retrievers.all()} == {r.pk for r in retrievers}:
-                return latest
+        if (
+            latest is not None
+            and _spec_of(latest) == spec
+            and latest.active == active
+            and {r.pk for r in latest.retrievers.all()} == {r.pk for r in retrievers}
+        ):
+            return latest
         rule = SamplingRule.objects.create(
             project=project,
             name=name,
