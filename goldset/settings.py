@@ -221,6 +221,10 @@ CELERY_BEAT_SCHEDULE = {
             minute="0", hour=GOLDSET_SAMPLE_HOUR, day_of_week=GOLDSET_SAMPLE_WEEKDAY
         ),
     },
+    "purge-expired-traces": {
+        "task": "labelling.tasks.purge_expired_traces",
+        "schedule": crontab(minute="30", hour="3"),
+    },
 }
 
 # Production traces (labelling/services/traces.py): kept this many days unless a sample holds

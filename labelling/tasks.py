@@ -5,7 +5,7 @@ from celery import shared_task
 from corpus import jobs
 from corpus.models import Retriever
 from labelling.models import Pool
-from labelling.services import pools, production, questions
+from labelling.services import pools, production, questions, traces
 
 
 @shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=5)
@@ -32,3 +32,9 @@ def draw_weekly_samples() -> list[int]:
     run twice: a rule already drawn this week is skipped."""
     outcome = production.draw_weekly_samples()
     return [made.sample.pk for made in outcome.opened]
+
+
+@shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=60)
+def purge_expired_traces() -> int:
+    """Celery beat, daily: traces past GOLDSET_TRACE_RETENTION_DAYS that no sample holds."""
+    return traces.purge_expired_traces()

@@ -131,3 +131,32 @@ def test_disagreement_draws_with_the_built_in_retrievers(project):
     assert len(rows) == 6
     assert {r.stratum for r in rows} <= {"disagrees", "agrees"}
     assert all(0 < r.inclusion_probability <= 1 for r in rows)
+
+
+def test_the_command_saves_versions(project):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    out = StringIO()
+    args = ["--project", "acme", "--name", "neg", "--filter", "feedback=down", "--size", "5"]
+    call_command("sampling_rule", *args, stdout=out)
+    call_command("sampling_rule", *args, "--seed", "4", stdout=out)
+    assert "Sampling rule neg v1 saved." in out.getvalue()
+    assert "Sampling rule neg v2 saved." in out.getvalue()
+    assert SamplingRule.objects.get(name="neg", version=2).filters == {"feedback": "down"}
+    with pytest.raises(CommandError, match="Feedback is one of"):
+        call_command(
+            "sampling_rule", "--project", "acme", "--name", "x", "--filter", "feedback=meh"
+        )
+    with pytest.raises(CommandError, match="name=value"):
+        call_command("sampling_rule", "--project", "acme", "--name", "x", "--filter", "oops")
+
+
+def test_a_sampled_trace_outlives_retention(project, settings):
+    from labelling.services.traces import purge_expired_traces
+
+    settings.GOLDSET_TRACE_RETENTION_DAYS = 1
+    sample = services.draw_sample(rule=rule(project, size=3), end=END)
+    deleted = purge_expired_traces(now=END + timedelta(days=30))
+    assert deleted == 57 and sample.traces.count() == 3
