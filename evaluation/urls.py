@@ -40,4 +40,9 @@ urlpatterns = [
         production_views.show_misses,
         name="show-misses",
     ),
+    path(
+        "p/<slug:slug>/samples/<int:sample_id>/promote/",
+        production_views.promote_sample,
+        name="promote-sample",
+    ),
 ]

@@ -666,6 +666,7 @@ class Resolution(models.Model):
 
 # The production loop's rows live in their own module; named here so Django finds them.
 from labelling.trace_models import ApiToken as ApiToken  # noqa: E402
+from labelling.trace_models import PromotedQuestion as PromotedQuestion  # noqa: E402
 from labelling.trace_models import Sample as Sample  # noqa: E402
 from labelling.trace_models import SampledTrace as SampledTrace  # noqa: E402
 from labelling.trace_models import SamplingRule as SamplingRule  # noqa: E402

@@ -228,3 +228,25 @@ class SampledTrace(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trace} in {self.sample}"
+
+
+class PromotedQuestion(models.Model):
+    """A labelled production question copied into another question set, so the set's next
+    gold set version holds it; it keeps its trace, sample and rule (the manifest names them)."""
+
+    question = models.OneToOneField(
+        "labelling.Question", on_delete=models.CASCADE, related_name="promotion"
+    )
+    sampled_trace = models.ForeignKey(
+        SampledTrace, on_delete=models.PROTECT, related_name="promotions"
+    )
+    promoted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    promoted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.question} from {self.sampled_trace}"

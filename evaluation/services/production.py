@@ -10,7 +10,9 @@ from corpus.models import Document, Project
 from corpus.runfiles import Passage
 from evaluation.gold import GoldSpan
 from evaluation.misses import MissesReport, SampledQuestion, misses_report
+from goldset.errors import ServiceError
 from labelling.models import Provenance
+from labelling.services import promotion
 from labelling.services.gold import resolve_gold
 from labelling.services.production import PRODUCTION_RETRIEVER
 from labelling.trace_models import Sample, SampledTrace
@@ -138,3 +140,32 @@ def misses_trend(*, project: Project, viewer) -> list[TrendPoint]:
         TrendPoint(sample, sample_misses(sample=sample, viewer=viewer))
         for sample in reversed(list(samples))
     ]
+
+
+def promote_sample(*, sample: Sample, target, user, only_misses: bool) -> list:
+    """Add the sample's labelled questions (or only its misses: gold evidence production did
+    not retrieve, or an unanswerable question it answered) to `target`, for its next gold set
+    version. Undecided questions wait: they are never promoted half-labelled."""
+    report = sample_misses(sample=sample, viewer=user)
+    if only_misses:
+        wanted = {row.question.question_id for row in report.missed} | {
+            q.question_id for q in report.answered_unanswerable
+        }
+    else:
+        wanted = {
+            row.question.question_id for row in report.per_question
+        } | {  # answerable ones, then unanswerable ones
+            q.question_id
+            for q in sampled_questions(sample=sample, viewer=user)
+            if q.answerable is False
+        }
+    if not wanted:
+        raise ServiceError(
+            "Nothing to promote: no miss among the labelled questions."
+            if only_misses
+            else "Nothing to promote: no question of this sample is labelled yet."
+        )
+    ids = list(
+        sample.question_set.questions.filter(external_id__in=wanted).values_list("pk", flat=True)
+    )
+    return promotion.promote_questions(sample=sample, target=target, question_ids=ids, user=user)

@@ -119,3 +119,51 @@ def test_the_misses_page_shows_it_to_leads_only(labelled):
     assert "gym discount?" in page
     assert "recall@1" in page and "0.500" in page
     assert "someone" not in page
+
+
+def test_promotion_adds_misses_to_the_next_version_and_leaves_v1_alone(labelled):
+    from evaluation.models import GoldSet
+    from evaluation.services.gold_sets import finalise_gold_set, load_gold_set
+    from evaluation.services.production import promote_sample
+    from labelling.trace_models import PromotedQuestion
+    from tests.factories import labelled_question_set
+
+    sample, lead = labelled["sample"], labelled["lead"]
+    admin, bob = UserFactory(), UserFactory()
+    MembershipFactory(project=sample.project, user=admin, role="admin")
+    MembershipFactory(project=sample.project, user=bob)
+    hr = labelled_question_set(sample.project, ann=labelled["ann"], bob=bob, lead=lead)
+    v1 = finalise_gold_set(question_set=hr, user=admin)
+    v1_manifest, v1_checksum = dict(v1.manifest), v1.checksum
+
+    url = reverse("evaluation:promote-sample", kwargs={"slug": "acme", "sample_id": sample.pk})
+    assert login(lead).get(url).status_code == 403  # admins promote
+    response = login(admin).post(url, {"target": hr.pk, "only_misses": "1"}, follow=True)
+    text = response.content.decode()
+    assert "Added 2 questions to hr: v2 will hold them when it is finalised; v1 stays" in text
+    promoted = PromotedQuestion.objects.filter(question__question_set=hr).select_related(
+        "question", "sampled_trace__trace"
+    )
+    assert sorted(p.sampled_trace.trace.trace_id for p in promoted) == ["t-1", "t-2"]
+    assert {p.question.text for p in promoted} == {
+        "when are travel costs paid back",
+        "gym discount?",
+    }
+    # Again: nothing twice.
+    assert promote_sample(sample=sample, target=hr, user=admin, only_misses=True) == []
+
+    v2 = finalise_gold_set(question_set=hr, user=admin)
+    assert v2.number == 2
+    production = v2.manifest["production_questions"]
+    assert [(p["trace_id"], p["sample"], p["rule"], p["rule_version"]) for p in production] == [
+        ("t-1", sample.pk, "w", 1),
+        ("t-2", sample.pk, "w", 1),
+    ]
+    gold = load_gold_set(v2)
+    travel = gold.questions["t-1"]
+    assert travel.answerable and {s.doc_id for s in travel.spans} == {"travel"}
+    assert gold.questions["t-2"].answerable is False
+    v1 = GoldSet.objects.get(pk=v1.pk)
+    assert v1.manifest == v1_manifest and v1.checksum == v1_checksum
+    assert "t-1" not in load_gold_set(v1).questions
+    assert "production_questions" not in v1.manifest
