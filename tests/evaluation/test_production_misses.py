@@ -15,6 +15,7 @@ from labelling.models import Assignment, Candidate, Judgement, Span, Verdict
 from labelling.services import production
 from labelling.services import sampling as sampling_services
 from labelling.services.traces import receive_traces
+from tests.conftest import wait_for_job
 from tests.factories import (
     POLICY_TEXT,
     MembershipFactory,
@@ -62,7 +63,7 @@ def label(pool, labeller, relevant: dict[str, str | None]):
 
 
 @pytest.fixture
-def labelled(db, django_capture_on_commit_callbacks):
+def labelled(worker):
     project = ProjectFactory(slug="acme", k_sent_to_model=1)
     lead, ann = UserFactory(), UserFactory()
     MembershipFactory(project=project, user=lead, role="lead")
@@ -82,10 +83,10 @@ def labelled(db, django_capture_on_commit_callbacks):
     ])  # fmt: skip
     spec = sampling_services.check_rule(filters={}, strategy="uniform", size=10)
     rule = sampling_services.save_sampling_rule(project=project, user=lead, name="w", spec=spec)
-    with django_capture_on_commit_callbacks(execute=True):
-        made = production.draw_and_open(rule=rule, end=NOW)
+    made = production.draw_and_open(rule=rule, end=NOW)
+    job = wait_for_job(made.pool.job)
     made.pool.refresh_from_db()
-    assert made.pool.state == "ready"
+    assert made.pool.state == "ready", job.message
     label(made.pool, ann, {"t-0": "leave", "t-1": "travel", "t-2": None})
     return {"sample": made.sample, "lead": lead, "ann": ann}
 
