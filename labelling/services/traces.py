@@ -4,13 +4,14 @@ tokens the endpoint takes; retention."""
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from corpus.models import Document, Project
@@ -52,10 +53,11 @@ class TraceIntake:
         return text
 
 
-def _row(project: Project, record: TraceRecord, known: set[str], now) -> Trace:
+def _row(project: Project, record: TraceRecord, known: set[str], now) -> dict:
+    """The trace's column values (by attribute name)."""
     unknown = [doc_id for doc_id in record.doc_ids if doc_id not in known]
-    return Trace(
-        project=project,
+    return dict(
+        project_id=project.pk,
         trace_id=record.trace_id,
         occurred_at=record.occurred_at,
         user=record.user,
@@ -94,22 +96,63 @@ def _known_doc_ids(project: Project) -> set[str]:
     return set(Document.objects.filter(project=project).values_list("doc_id", flat=True))
 
 
-def _store(project: Project, rows: list[Trace], intake: TraceIntake) -> None:
+def _store(project: Project, rows: list[dict], intake: TraceIntake, *, copy: bool = False) -> None:
     """Insert rows whose trace_id is new; a trace id already stored keeps its first trace."""
     if not rows:
         return
-    fresh = {row.trace_id: row for row in rows}  # a repeat inside one batch counts once
+    fresh = {row["trace_id"]: row for row in rows}  # a repeat inside one batch counts once
     present = set(
         Trace.objects.filter(project=project, trace_id__in=list(fresh)).values_list(
             "trace_id", flat=True
         )
     )
     new = [row for trace_id, row in fresh.items() if trace_id not in present]
-    # ignore_conflicts: a concurrent request storing the same trace id loses quietly.
-    Trace.objects.bulk_create(new, batch_size=BATCH, ignore_conflicts=True)
+    if copy and connection.vendor == "postgresql":
+        stored = _copy(new)
+    else:
+        # ignore_conflicts: a concurrent request storing the same trace id loses quietly.
+        Trace.objects.bulk_create(
+            [Trace(**row) for row in new], batch_size=BATCH, ignore_conflicts=True
+        )
+        stored = len(new)
     intake.received += len(rows)
-    intake.stored += len(new)
-    intake.unknown_documents += sum(row.has_unknown_documents for row in new)
+    intake.stored += stored
+    intake.unknown_documents += sum(row["has_unknown_documents"] for row in new)
+
+
+_COLUMNS = [f for f in Trace._meta.concrete_fields if not f.primary_key]
+
+
+def _copy(rows: list[dict]) -> int:
+    """PostgreSQL's COPY into a temporary table, then one INSERT … ON CONFLICT DO NOTHING (a
+    concurrent request may have stored one of these trace ids meanwhile): several times
+    faster than the ORM's INSERTs for a file of a million traces."""
+    if not rows:
+        return 0
+    table = connection.ops.quote_name(Trace._meta.db_table)
+    names = ", ".join(connection.ops.quote_name(f.column) for f in _COLUMNS)
+    is_json = [isinstance(f, models.JSONField) for f in _COLUMNS]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMPORARY TABLE IF NOT EXISTS trace_intake ON COMMIT DROP AS"  # noqa: S608
+            f" SELECT {names} FROM {table} WITH NO DATA"
+        )
+        cursor.execute("TRUNCATE trace_intake")
+        with cursor.cursor.copy(f"COPY trace_intake ({names}) FROM STDIN") as copy:  # noqa: S608
+            for row in rows:
+                copy.write_row(
+                    [
+                        json.dumps(row[f.attname])
+                        if j and row[f.attname] is not None
+                        else row[f.attname]
+                        for f, j in zip(_COLUMNS, is_json, strict=True)
+                    ]
+                )
+        cursor.execute(
+            f"INSERT INTO {table} ({names}) SELECT {names} FROM trace_intake"  # noqa: S608
+            " ON CONFLICT DO NOTHING"
+        )
+        return cursor.rowcount
 
 
 def import_traces(
@@ -137,14 +180,14 @@ def import_traces(
                 continue  # keep reading for problems; nothing more will be stored
             batch.append(_row(project, record, known, now))
             if len(batch) >= BATCH:
-                _store(project, batch, intake)
+                _store(project, batch, intake, copy=True)
                 batch = []
                 if progress:
                     progress(intake.received)
         if problems:
             transaction.set_rollback(True)
             raise TracesRejected(problems, more)
-        _store(project, batch, intake)
+        _store(project, batch, intake, copy=True)
         if progress:
             progress(intake.received)
     return intake

@@ -52,7 +52,12 @@ def test_the_command_stores_traces_once_and_flags_unknown_documents(project, tmp
     assert Trace.objects.filter(project=project).count() == 3
     flagged = Trace.objects.get(trace_id="t-3")
     assert flagged.has_unknown_documents and flagged.unknown_doc_ids == ["gone-from-corpus"]
-    assert Trace.objects.get(trace_id="t-1").question == "how many leave days, case 1?"
+    first = Trace.objects.get(trace_id="t-1")
+    assert first.question == "how many leave days, case 1?"
+    # On PostgreSQL the file goes in by COPY: the rows must read back as the ORM writes them.
+    assert first.retrieved == [{"doc_id": "leave", "rank": 1, "score": 0.8}]
+    assert first.user == "user-1" and first.user_groups == ["hr"]
+    assert first.index_manifest is None and first.refused is None and first.top_score == 0.8
 
     out = StringIO()
     call_command("import_traces", path, project="acme", stdout=out, stderr=StringIO())
