@@ -112,18 +112,35 @@ def _two_groups(first: list[int], rest: list[int], size: int, names, rng) -> Sam
     return _stratified(groups, quotas, rng)
 
 
+def group_units(units: Iterable[Unit], strategy: str) -> dict[str, list[int]]:
+    """The keys of `units` by the groups `strategy` draws from: strata (stratified), negative
+    feedback and the rest (negative first), or one group."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for unit in units:
+        if strategy == "stratified":
+            groups[unit.stratum].append(unit.key)
+        elif strategy == "negative_first":
+            groups[NEGATIVE if unit.negative else OTHER].append(unit.key)
+        else:
+            groups[""].append(unit.key)
+    return dict(groups)
+
+
 def draw(
-    units: Iterable[Unit],
+    units: Iterable[Unit] | None = None,
     *,
     strategy: str,
     size: int,
     seed: int,
+    groups: dict[str, Sequence[int]] | None = None,
     quotas: dict[str, int] | None = None,
     disagreement: Callable[[list[int]], dict[int, float]] | None = None,
     threshold: float = 0.5,
     first_phase: int | None = None,
 ) -> SampleDraw:
-    """The sample a rule draws from `units`: the same units and seed always give the same draw.
+    """The sample a rule draws from `units` (or from their keys already grouped as
+    `group_units` groups them, which a million traces need: no object per trace): the same
+    population and seed always give the same draw.
 
     `disagreement` (for that strategy) scores a list of unit keys in [0, 1]; a unit scoring at
     least `threshold` is a disagreement."""
@@ -133,14 +150,13 @@ def draw(
         )
     if size < 1:
         raise SamplingError("The sample size must be at least 1.")
-    units = list(units)
+    if groups is None:
+        groups = group_units(units or (), strategy)
+    groups = {h: keys for h, keys in groups.items() if len(keys)}
     rng = random.Random(seed)
     if strategy == "uniform":
-        return _stratified({"": [u.key for u in units]} if units else {}, {"": size}, rng)
+        return _stratified(groups, {"": size}, rng)
     if strategy == "stratified":
-        groups: dict[str, list[int]] = defaultdict(list)
-        for unit in units:
-            groups[unit.stratum].append(unit.key)
         if quotas:
             bad = [h for h, n in quotas.items() if not isinstance(n, int) or n < 0]
             if bad:
@@ -148,14 +164,13 @@ def draw(
             wanted = quotas
         else:
             wanted = allocate({h: len(k) for h, k in groups.items()}, size)
-        return _stratified(dict(groups), wanted, rng)
+        return _stratified(groups, wanted, rng)
     if strategy == "negative_first":
-        negative = [u.key for u in units if u.negative]
-        other = [u.key for u in units if not u.negative]
+        negative, other = list(groups.get(NEGATIVE, ())), list(groups.get(OTHER, ()))
         return _two_groups(negative, other, size, (NEGATIVE, OTHER), rng)
     if disagreement is None:
         raise SamplingError("The disagreement strategy needs the built-in retrievers' scores.")
-    population = sorted(u.key for u in units)
+    population = sorted(groups.get("", ()))
     phase_size = max(size, first_phase or 4 * size)
     phase = sorted(_srs(population, phase_size, rng))
     first_probability = len(phase) / len(population) if population else 1.0

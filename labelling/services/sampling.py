@@ -6,6 +6,7 @@ become units, and the draw is stored with each trace's stratum and inclusion pro
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -193,35 +194,36 @@ def filtered_traces(*, rule: SamplingRule, start: datetime, end: datetime) -> Qu
     return traces
 
 
-def _stratum(rule: SamplingRule, row: tuple) -> str:
-    thumb, refused, cited, version, groups = row
-    match rule.stratify_by:
-        case "feedback":
-            return thumb or "none"
-        case "refused":
-            return "refused" if refused else "answered"
-        case "citations":
-            return "cited" if cited else "no citation"
-        case "system_version":
-            return version or "(none)"
-        case "user_group":
-            return groups[0] if groups else "(no group)"
-    return ""
+# Each stratifying field: the column it reads, and the stratum a value falls in.
+_STRATUM_OF = {
+    "feedback": ("thumb", lambda v: v or "none"),
+    "refused": ("refused", lambda v: "refused" if v else "answered"),
+    "citations": ("has_citations", lambda v: "cited" if v else "no citation"),
+    "system_version": ("system_version", lambda v: v or "(none)"),
+    "user_group": ("user_groups", lambda v: v[0] if v else "(no group)"),
+}
 
 
-def _units(rule: SamplingRule, traces: QuerySet[Trace]) -> list[sampling.Unit]:
+def _groups(rule: SamplingRule, traces: QuerySet[Trace]) -> dict[str, list[int]]:
+    """The population's trace pks, grouped as the rule's strategy draws them
+    (`labelling.sampling.group_units`), read as plain tuples: no object per trace."""
     if rule.strategy == SamplingStrategy.STRATIFIED:
-        fields = ("pk", "thumb", "refused", "has_citations", "system_version", "user_groups")
-        return [
-            sampling.Unit(row[0], _stratum(rule, row[1:]))
-            for row in traces.values_list(*fields).iterator(chunk_size=20_000)
-        ]
+        column, stratum_of = _STRATUM_OF[rule.stratify_by]
+        groups: dict[str, list[int]] = defaultdict(list)
+        if column == "user_groups":
+            for pk, value in traces.values_list("pk", column):
+                groups[stratum_of(value)].append(pk)
+            return dict(groups)
+        # One stratum per distinct value: the database groups, Python only names them.
+        for value in traces.order_by().values_list(column, flat=True).distinct():
+            keys = list(traces.filter(**{column: value}).values_list("pk", flat=True))
+            groups[stratum_of(value)].extend(keys)
+        return dict(groups)
     if rule.strategy == SamplingStrategy.NEGATIVE_FIRST:
-        return [
-            sampling.Unit(pk, negative=thumb == "down")
-            for pk, thumb in traces.values_list("pk", "thumb").iterator(chunk_size=20_000)
-        ]
-    return [sampling.Unit(pk) for pk in traces.values_list("pk", flat=True).iterator(20_000)]
+        negative = list(traces.filter(thumb="down").values_list("pk", flat=True))
+        other = list(traces.exclude(thumb="down").values_list("pk", flat=True))
+        return {sampling.NEGATIVE: negative, sampling.OTHER: other}
+    return {"": list(traces.values_list("pk", flat=True))}
 
 
 def _disagreement(rule: SamplingRule):
@@ -250,8 +252,9 @@ def draw_sample(*, rule: SamplingRule, user=None, end: datetime | None = None) -
     selects nothing raises `ServiceError` saying why, and stores nothing."""
     start, end = window_of(rule, end or timezone.now())
     traces = filtered_traces(rule=rule, start=start, end=end)
-    units = _units(rule, traces)
-    if not units:
+    groups = _groups(rule, traces)
+    selected = sum(len(keys) for keys in groups.values())
+    if not selected:
         in_window = Trace.objects.filter(
             project=rule.project, occurred_at__gte=start, occurred_at__lt=end
         ).count()
@@ -266,7 +269,7 @@ def draw_sample(*, rule: SamplingRule, user=None, end: datetime | None = None) -
         )
     try:
         drawn = sampling.draw(
-            units,
+            groups=groups,
             strategy=rule.strategy,
             size=rule.size,
             seed=rule.seed,
@@ -279,7 +282,7 @@ def draw_sample(*, rule: SamplingRule, user=None, end: datetime | None = None) -
         raise ServiceError(str(exc)) from exc
     if drawn.empty:
         raise ServiceError(
-            f"The rule {rule} selects {len(units):,} traces but its quotas draw none of them: "
+            f"The rule {rule} selects {selected:,} traces but its quotas draw none of them: "
             f"the strata present are {', '.join(sorted(drawn.strata)) or 'none'}."
         )
     with transaction.atomic():
