@@ -9,8 +9,8 @@ OpenInference names are accepted too, so a span exported from an OpenInference-i
 system reads without a converter: `context.trace_id`, `start_time`, `user.id`, `input.value`
 (the question), `output.value` (the answer), `retrieval.documents` with `document.id` and
 `document.score`, and `metadata` for the rest. They may sit at the top of the object or in its
-`attributes` (dotted keys, as OpenTelemetry exports them, or nested). Our own name wins when both
-are given.
+`attributes` (dotted keys, as OpenTelemetry exports them, or nested; the document list also in
+its flat form, `retrieval.documents.0.document.id`). Our own name wins when both are given.
 
 The question is kept exactly as logged: no stripping, no normalisation (the gold set keeps
 real wording, typos included).
@@ -31,6 +31,7 @@ MAX_QUESTION = 20_000
 MAX_ANSWER = 100_000
 MAX_RETRIEVED = 1_000
 MAX_SHORT = 200  # user, group, system version, doc id
+FLAT_DOCUMENTS = "retrieval.documents."
 THUMBS = {
     "up": "up",
     "down": "down",
@@ -154,8 +155,25 @@ def _offset(value: Any) -> int | None | str:
     return value
 
 
+def _flattened_documents(item: dict) -> list[dict] | None:
+    """OpenTelemetry's flat form of OpenInference's list, `retrieval.documents.0.document.id`,
+    back into `[{"document.id": …}, …]` in index order (None when there is none)."""
+    attributes = item.get("attributes")
+    found: dict[int, dict] = {}
+    for source in (item, attributes if isinstance(attributes, dict) else {}):
+        for key, value in source.items():
+            if not key.startswith(FLAT_DOCUMENTS):
+                continue
+            index, _, field = key[len(FLAT_DOCUMENTS) :].partition(".")
+            if index.isdigit() and field:
+                found.setdefault(int(index), {})[field] = value
+    return [found[i] for i in sorted(found)] if found else None
+
+
 def _passages(reader: _Reader) -> tuple[RetrievedPassage, ...]:
     value = reader.get("retrieved", "retrieval.documents")
+    if value is None:
+        value = _flattened_documents(reader.item)
     if value is None:
         return ()
     if not isinstance(value, list):

@@ -59,6 +59,26 @@ def test_openinference_names_are_accepted():
     assert record.occurred_at == datetime(2026, 11, 30, 8, 15, tzinfo=UTC)
 
 
+def test_openinference_flattened_documents_are_read_in_index_order():
+    span = {
+        "context.trace_id": "flat-1",
+        "start_time": 1764579600_000_000_000,  # nanoseconds, as OpenTelemetry counts
+        "attributes": {
+            "input.value": "vpn?",
+            "retrieval.documents.1.document.id": "vpn",
+            "retrieval.documents.1.document.score": 0.2,
+            "retrieval.documents.0.document.id": "leave",
+            "retrieval.documents.0.document.score": 0.9,
+        },
+    }
+    record = read_trace(span)
+    assert [(p.doc_id, p.rank, p.score) for p in record.retrieved] == [
+        ("leave", 1, 0.9),
+        ("vpn", 2, 0.2),
+    ]
+    assert record.occurred_at == datetime(2025, 12, 1, 9, 0, tzinfo=UTC)
+
+
 def test_every_problem_of_an_item_is_named():
     problems = read_trace({"retrieved": [{"rank": 0}], "feedback": {"thumb": "meh"}})
     text = "; ".join(problems)
