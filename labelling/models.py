@@ -622,3 +622,12 @@ class Resolution(models.Model):
 
     def __str__(self) -> str:
         return f"resolution of {self.question} {self.candidate or 'verdict'}"
+
+
+# The production loop's rows live in their own module; named here so Django finds them.
+from labelling.trace_models import ApiToken as ApiToken  # noqa: E402
+from labelling.trace_models import PromotedQuestion as PromotedQuestion  # noqa: E402
+from labelling.trace_models import Sample as Sample  # noqa: E402
+from labelling.trace_models import SampledTrace as SampledTrace  # noqa: E402
+from labelling.trace_models import SamplingRule as SamplingRule  # noqa: E402
+from labelling.trace_models import Trace as Trace  # noqa: E402
