@@ -20,7 +20,7 @@ from django.utils.text import slugify
 
 from corpus import jobs
 from corpus.analysis import Analyzer
-from corpus.bm25 import BM25Index
+from corpus.bm25 import IDF_KINDS, BM25Index
 from corpus.embedding import Encoder, ModelNotFoundError, VectorIndex
 from corpus.models import (
     AccessGroup,
@@ -99,6 +99,8 @@ def add_retriever(
     stopwords: bool = False,
     k1: float = 0.9,
     b: float = 0.4,
+    idf: str = "lucene",
+    title: bool = False,
     model_path: str = "",
     endpoint: dict | None = None,
 ) -> Retriever:
@@ -124,7 +126,16 @@ def add_retriever(
     if kind == RetrieverKind.BM25:
         if k1 < 0 or not 0 <= b <= 1:
             raise ServiceError(f"BM25 needs k1 >= 0 and b between 0 and 1, got k1={k1}, b={b}.")
-        params = {"k1": float(k1), "b": float(b), "stem": bool(stem), "stopwords": bool(stopwords)}
+        if idf not in IDF_KINDS:
+            raise ServiceError(f"BM25 idf is one of {', '.join(IDF_KINDS)}, not {idf!r}.")
+        params = {
+            "k1": float(k1),
+            "b": float(b),
+            "stem": bool(stem),
+            "stopwords": bool(stopwords),
+            "idf": idf,
+            "title": bool(title),
+        }
     if kind == RetrieverKind.EMBEDDING:
         model_path = _check_model(model_path)
     elif model_path:
@@ -185,6 +196,8 @@ def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
                 "or re-chunk before building an index."
             )
         texts = [text for *_, text in passages]
+        if retriever.kind == RetrieverKind.BM25 and retriever.params.get("title"):
+            texts = _with_titles(passages)
         if retriever.kind == RetrieverKind.BM25:
             searcher: BM25Index | VectorIndex = BM25Index.build(
                 texts,
@@ -194,6 +207,9 @@ def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
                 ),
                 k1=retriever.params.get("k1", 0.9),
                 b=retriever.params.get("b", 0.4),
+                # Retrievers configured before the Lucene IDF existed keep Okapi's, so their
+                # rankings do not change under them on a rebuild.
+                idf=retriever.params.get("idf", "okapi"),
             )
             if advance:
                 advance(len(passages))
@@ -386,6 +402,15 @@ def _passages(retriever: Retriever) -> list[tuple[int, int, int, int, str, str]]
         document_id, text = versions[version_id]
         passages.append((version_id, document_id, start, end, text_hash, text[start:end]))
     return passages
+
+
+def _with_titles(passages: list[tuple[int, int, int, int, str, str]]) -> list[str]:
+    """Each passage's text after its document's title: BM25 over title + text, as BEIR and
+    Pyserini index a document (only the index sees the title; offsets stay in the text)."""
+    titles = dict(
+        Document.objects.filter(pk__in={p[1] for p in passages}).values_list("pk", "title")
+    )
+    return [f"{titles[document_id]} {text}" for _, document_id, *_, text in passages]
 
 
 def _embed(

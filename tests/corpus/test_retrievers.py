@@ -130,11 +130,48 @@ def test_bm25_settings_are_stored_and_a_build_needs_chunks(project, scheme):
     retriever = retrieval.add_retriever(
         project=project, name="kw", kind="bm25", scheme=scheme, stem=True, k1=1.2, b=0.75
     )
-    assert retriever.params == {"k1": 1.2, "b": 0.75, "stem": True, "stopwords": False}
+    assert retriever.params == {
+        "k1": 1.2, "b": 0.75, "stem": True, "stopwords": False, "idf": "lucene", "title": False
+    }  # fmt: skip
     Chunk.objects.filter(scheme=scheme).delete()
     with pytest.raises(ServiceError, match="has no chunks"):
         retrieval.build_index(retriever=retriever)
     assert not Index.objects.filter(state=IndexState.READY).exists()
+
+
+def test_new_retrievers_use_lucene_idf_and_older_ones_keep_okapi(project, scheme):
+    new = retrieval.add_retriever(project=project, name="kw", kind="bm25", scheme=scheme)
+    okapi = retrieval.add_retriever(
+        project=project, name="okapi", kind="bm25", scheme=scheme, idf="okapi"
+    )
+    older = retrieval.add_retriever(project=project, name="older", kind="bm25", scheme=scheme)
+    Retriever.objects.filter(pk=older.pk).update(params={"k1": 0.9, "b": 0.4})
+    older.refresh_from_db()
+    for retriever, idf in ((new, "lucene"), (okapi, "okapi"), (older, "okapi")):
+        retrieval.build_index(retriever=retriever)
+        assert retrieval.load_index(retriever).searcher.idf == idf
+    (lucene_hits,) = retrieval.retrieve(retriever=new, questions=["annual leave"], k=1)
+    (okapi_hits,) = retrieval.retrieve(retriever=okapi, questions=["annual leave"], k=1)
+    assert lucene_hits[0].doc_id == okapi_hits[0].doc_id
+    assert lucene_hits[0].score != okapi_hits[0].score
+    with pytest.raises(ServiceError, match="idf is one of lucene, okapi"):
+        retrieval.add_retriever(project=project, name="x", kind="bm25", scheme=scheme, idf="tf")
+
+
+def test_a_bm25_retriever_can_index_the_document_title_with_each_passage(project, scheme):
+    Document.objects.filter(project=project).update(title="Holiday entitlement")
+    plain = retrieval.add_retriever(project=project, name="plain", kind="bm25", scheme=scheme)
+    titled = retrieval.add_retriever(
+        project=project, name="titled", kind="bm25", scheme=scheme, title=True
+    )
+    for retriever in (plain, titled):
+        retrieval.build_index(retriever=retriever)
+    assert retrieval.retrieve(retriever=plain, questions=["entitlement"], k=3) == [[]]
+    (hits,) = retrieval.retrieve(retriever=titled, questions=["entitlement"], k=3)
+    assert hits
+    # Offsets still point into the document text, never into the title.
+    version = DocumentVersion.objects.get(pk=hits[0].version_id)
+    assert "entitlement" not in version.text[hits[0].start : hits[0].end].lower()
 
 
 # Searching ---------------------------------------------------------------------------------
