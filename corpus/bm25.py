@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import zipfile
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import scipy.sparse
@@ -157,46 +157,61 @@ class BM25Index:
             )
         return mask
 
-    def to_bytes(self) -> bytes:
-        buffer = io.BytesIO()
-        np.savez(
-            buffer,
-            format=np.int64(_FORMAT),
-            size=np.int64(self._size),
-            k1=np.float64(self.k1),
-            b=np.float64(self.b),
-            idf=np.str_(self.idf),
-            stem=np.bool_(self.analyzer.stem),
-            stopwords=np.bool_(self.analyzer.stopwords),
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The index as named arrays: what to_bytes stores, for a caller writing its own file."""
+        return {
+            "format": np.int64(_FORMAT),
+            "size": np.int64(self._size),
+            "k1": np.float64(self.k1),
+            "b": np.float64(self.b),
+            "idf": np.str_(self.idf),
+            "stem": np.bool_(self.analyzer.stem),
+            "stopwords": np.bool_(self.analyzer.stopwords),
             # Terms never contain a newline (the analyzer emits letters, digits, "-" and "."),
             # so the vocabulary travels as one UTF-8 blob in term-id order.
-            vocabulary=np.frombuffer("\n".join(self._vocabulary).encode("utf-8"), dtype=np.uint8),
-            indptr=self._indptr,
-            indices=self._indices,
-            data=self._data,
-        )
+            "vocabulary": np.frombuffer(
+                "\n".join(self._vocabulary).encode("utf-8"), dtype=np.uint8
+            ),
+            "indptr": self._indptr,
+            "indices": self._indices,
+            "data": self._data,
+        }
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez(buffer, **self.to_arrays())
         return buffer.getvalue()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> BM25Index:
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as stored:
-                if int(stored["format"]) != _FORMAT:
-                    raise BM25IndexError(
-                        f"BM25 index format {int(stored['format'])} is not supported "
-                        f"(expected {_FORMAT}); rebuild the index."
-                    )
-                size = int(stored["size"])
-                blob = stored["vocabulary"].tobytes().decode("utf-8")
-                terms = blob.split("\n") if blob else []
-                weights = scipy.sparse.csr_matrix(
-                    (stored["data"], stored["indices"], stored["indptr"]),
-                    shape=(len(terms), size),
+                return cls.from_arrays(stored)
+        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+            if isinstance(exc, BM25IndexError):
+                raise
+            raise BM25IndexError(f"These bytes are not a stored BM25 index ({exc}).") from exc
+
+    @classmethod
+    def from_arrays(cls, stored: Mapping[str, np.ndarray]) -> BM25Index:
+        """The index from to_arrays' arrays (an open npz file, or a dict)."""
+        try:
+            if int(stored["format"]) != _FORMAT:
+                raise BM25IndexError(
+                    f"BM25 index format {int(stored['format'])} is not supported "
+                    f"(expected {_FORMAT}); rebuild the index."
                 )
-                analyzer = Analyzer(stem=bool(stored["stem"]), stopwords=bool(stored["stopwords"]))
-                k1, b = float(stored["k1"]), float(stored["b"])
-                # Indexes stored before the Lucene IDF existed were all built with Okapi's.
-                idf = str(stored["idf"]) if "idf" in stored.files else "okapi"
+            size = int(stored["size"])
+            blob = stored["vocabulary"].tobytes().decode("utf-8")
+            terms = blob.split("\n") if blob else []
+            weights = scipy.sparse.csr_matrix(
+                (stored["data"], stored["indices"], stored["indptr"]),
+                shape=(len(terms), size),
+            )
+            analyzer = Analyzer(stem=bool(stored["stem"]), stopwords=bool(stored["stopwords"]))
+            k1, b = float(stored["k1"]), float(stored["b"])
+            # Indexes stored before the Lucene IDF existed were all built with Okapi's.
+            idf = str(stored["idf"]) if "idf" in stored else "okapi"
         except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             if isinstance(exc, BM25IndexError):
                 raise

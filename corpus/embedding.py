@@ -13,7 +13,7 @@ import io
 import os
 import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,33 +181,46 @@ class VectorIndex:
             )
         return np.flatnonzero(mask)
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The index as named arrays: what to_bytes stores, for a caller writing its own file."""
+        return {
+            "format": np.int64(_FORMAT),
+            "vectors": self.vectors,
+            "name": np.str_(self.info.name),
+            "version": np.str_(self.info.version),
+            "dimension": np.int64(self.info.dimension),
+        }
+
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
-        np.savez(
-            buffer,
-            format=np.int64(_FORMAT),
-            vectors=self.vectors,
-            name=np.str_(self.info.name),
-            version=np.str_(self.info.version),
-            dimension=np.int64(self.info.dimension),
-        )
+        np.savez(buffer, **self.to_arrays())
         return buffer.getvalue()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> VectorIndex:
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as stored:
-                if int(stored["format"]) != _FORMAT:
-                    raise VectorIndexError(
-                        f"Vector index format {int(stored['format'])} is not supported "
-                        f"(expected {_FORMAT}); rebuild the index."
-                    )
-                info = ModelInfo(
-                    name=str(stored["name"]),
-                    version=str(stored["version"]),
-                    dimension=int(stored["dimension"]),
+                return cls.from_arrays(stored)
+        except VectorIndexError:
+            raise
+        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+            raise VectorIndexError(f"These bytes are not a stored vector index ({exc}).") from exc
+
+    @classmethod
+    def from_arrays(cls, stored: Mapping[str, np.ndarray]) -> VectorIndex:
+        """The index from to_arrays' arrays (an open npz file, or a dict)."""
+        try:
+            if int(stored["format"]) != _FORMAT:
+                raise VectorIndexError(
+                    f"Vector index format {int(stored['format'])} is not supported "
+                    f"(expected {_FORMAT}); rebuild the index."
                 )
-                vectors = stored["vectors"]
+            info = ModelInfo(
+                name=str(stored["name"]),
+                version=str(stored["version"]),
+                dimension=int(stored["dimension"]),
+            )
+            vectors = stored["vectors"]
         except VectorIndexError:
             raise
         except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:

@@ -4,6 +4,7 @@ Quickstart default: DEBUG on, a SQLite file, tasks run in-process. Production: s
 ALLOWED_HOSTS, DATABASE_URL and REDIS_URL; DEBUG defaults to off.
 """
 
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -166,6 +167,23 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 2**20
 DATA_UPLOAD_MAX_NUMBER_FILES = max(1000, 10 * GOLDSET_MAX_UPLOAD_FILES)
 
 GOLDSET_EMBEDDING_MODEL = os.environ.get("GOLDSET_EMBEDDING_MODEL", "")
+
+# Index artifacts (corpus.services.artifacts): a folder by default; any Django storage backend
+# with GOLDSET_ARTIFACT_STORAGE (e.g. storages.backends.s3.S3Storage from django-storages) and
+# its options as JSON in GOLDSET_ARTIFACT_STORAGE_OPTIONS. Every web and worker process of one
+# deployment must see the same storage: workers write indexes, web processes read them.
+GOLDSET_ARTIFACT_DIR = Path(os.environ.get("GOLDSET_ARTIFACT_DIR", BASE_DIR / "artifacts"))
+_ARTIFACT_BACKEND = os.environ.get(
+    "GOLDSET_ARTIFACT_STORAGE", "django.core.files.storage.FileSystemStorage"
+)
+_ARTIFACT_OPTIONS = json.loads(os.environ.get("GOLDSET_ARTIFACT_STORAGE_OPTIONS", "{}") or "{}")
+if _ARTIFACT_BACKEND == "django.core.files.storage.FileSystemStorage":
+    _ARTIFACT_OPTIONS.setdefault("location", str(GOLDSET_ARTIFACT_DIR))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "artifacts": {"BACKEND": _ARTIFACT_BACKEND, "OPTIONS": _ARTIFACT_OPTIONS},
+}
 
 # The HTTP retriever calls only these hosts (comma-separated: names, *.domain, addresses or
 # networks, each with an optional :port). Loopback, link-local and private addresses are called

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import io
 import threading
-import zipfile
 from collections import Counter, OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +15,11 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
-from corpus import jobs
+from corpus import indexfile, jobs
 from corpus.analysis import Analyzer
 from corpus.bm25 import IDF_KINDS, BM25Index
 from corpus.embedding import Encoder, ModelNotFoundError, VectorIndex
+from corpus.indexfile import LoadedIndex
 from corpus.models import (
     AccessGroup,
     Chunk,
@@ -39,6 +37,7 @@ from corpus.models import (
     Retriever,
     RetrieverKind,
 )
+from corpus.services import artifacts
 from corpus.services.http_retrieval import check_endpoint
 from goldset.errors import ServiceError
 
@@ -53,7 +52,6 @@ ENCODE_BATCH = 256
 # never fewer than 64 passages at once, where the encoder's throughput starts to drop: 0.9
 # of one large call at 64) so the job page shows it moving.
 MIN_ENCODE_BATCH = 64
-_PASSAGE_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -67,22 +65,6 @@ class Retrieved:
     doc_id: str
     start: int
     end: int
-
-
-@dataclass(frozen=True)
-class LoadedIndex:
-    """An Index artefact in memory: its searcher and which passage each position is."""
-
-    index_id: int
-    built_at: datetime | None
-    searcher: BM25Index | VectorIndex
-    version_ids: np.ndarray
-    document_ids: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.version_ids)
 
 
 _loaded: OrderedDict[tuple, LoadedIndex] = OrderedDict()
@@ -215,7 +197,12 @@ def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
                 advance(len(passages))
         else:
             searcher = _embed(retriever, index, passages, advance)
-        index.artifact = _pack(searcher, passages)
+        stored = artifacts.save_artifact(
+            name=f"indexes/retriever-{retriever.pk}/index-{index.pk}.npz",
+            write=lambda handle: indexfile.pack(handle, searcher, passages),
+        )
+        index.artifact_name, index.artifact_size = stored.name, stored.size
+        index.artifact_sha256 = stored.sha256
         index.passages = len(passages)
         index.state = IndexState.READY
         index.built_at = snapshot
@@ -226,10 +213,18 @@ def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
             DocumentVersion.objects.filter(
                 pk__in=_latest_versions(retriever).filter(latest_version__created_at__lte=snapshot)
             ).update(indexed_at=timezone.now())
-            # Older artefacts are never searched again (the active one is switched atomically).
-            retriever.indexes.exclude(pk=index.pk).exclude(state=IndexState.BUILDING).delete()
+            # Older artefacts are never searched again (the active one is switched atomically);
+            # their files go once the switch is committed.
+            older = retriever.indexes.exclude(pk=index.pk).exclude(state=IndexState.BUILDING)
+            names = list(older.values_list("artifact_name", flat=True))
+            older.delete()
+            transaction.on_commit(lambda: artifacts.delete_artifacts(names))
     except BaseException:
-        Index.objects.filter(pk=index.pk).update(state=IndexState.FAILED, artifact=b"")
+        Index.objects.filter(pk=index.pk).update(
+            state=IndexState.FAILED, artifact_name="", artifact_size=0, artifact_sha256=""
+        )
+        if index.artifact_name:
+            artifacts.delete_artifacts([index.artifact_name])
         raise
     return index
 
@@ -314,14 +309,23 @@ def load_index(retriever: Retriever) -> LoadedIndex:
         if key in _loaded:
             _loaded.move_to_end(key)
             return _loaded[key]
-    artifact = (
+    row = (
         Index.objects.filter(pk=index_id, state=IndexState.READY)
-        .values_list("artifact", flat=True)
+        .exclude(artifact_name="")
+        .values_list("artifact_name", "artifact_size", "artifact_sha256")
         .first()
     )
-    if not artifact:
+    if row is None:
         raise ServiceError(f"The index of {retriever.name} is not ready: build it again.")
-    loaded = _unpack(index_id, built_at, bytes(artifact))
+    stored = artifacts.StoredArtifact(name=row[0], size=row[1], sha256=row[2])
+    rebuild = (
+        f"Rebuild it: the Build index button on the retriever's page, or `manage.py build_index "
+        f"--project {retriever.project.slug} --retriever {retriever.name}`."
+    )
+    with artifacts.open_artifact(
+        artifact=stored, what=f"the index of {retriever.name}", rebuild=rebuild
+    ) as handle:
+        loaded = indexfile.unpack(index_id, built_at, handle, rebuild=rebuild)
     with _loaded_lock:
         _loaded[key] = loaded
         while len(_loaded) > LOADED_INDEXES:
@@ -451,39 +455,6 @@ def _embed(
             advance(sum(uses[text_hash] for text_hash in batch))
     matrix = np.stack([vectors[text_hash] for *_, text_hash, _ in passages]).astype(np.float32)
     return VectorIndex(matrix, info=info)
-
-
-def _pack(
-    searcher: BM25Index | VectorIndex, passages: list[tuple[int, int, int, int, str, str]]
-) -> bytes:
-    buffer = io.BytesIO()
-    np.savez(
-        buffer,
-        format=np.int64(_PASSAGE_FORMAT),
-        kind=np.str_("bm25" if isinstance(searcher, BM25Index) else "embedding"),
-        searcher=np.frombuffer(searcher.to_bytes(), dtype=np.uint8),
-        version_ids=np.array([p[0] for p in passages], dtype=np.int64),
-        document_ids=np.array([p[1] for p in passages], dtype=np.int64),
-        starts=np.array([p[2] for p in passages], dtype=np.int64),
-        ends=np.array([p[3] for p in passages], dtype=np.int64),
-    )
-    return buffer.getvalue()
-
-
-def _unpack(index_id: int, built_at: datetime | None, artifact: bytes) -> LoadedIndex:
-    try:
-        with np.load(io.BytesIO(artifact), allow_pickle=False) as stored:
-            if int(stored["format"]) != _PASSAGE_FORMAT:
-                raise ServiceError("This index was stored by another Goldset version: rebuild it.")
-            data = stored["searcher"].tobytes()
-            kind = str(stored["kind"])
-            arrays = {
-                name: stored[name] for name in ("version_ids", "document_ids", "starts", "ends")
-            }
-        searcher = BM25Index.from_bytes(data) if kind == "bm25" else VectorIndex.from_bytes(data)
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise ServiceError(f"The stored index is unreadable ({exc}): rebuild it.") from exc
-    return LoadedIndex(index_id=index_id, built_at=built_at, searcher=searcher, **arrays)
 
 
 def _allowed_passages(
