@@ -183,6 +183,15 @@ class RetrieverForm(forms.Form):
             ("okapi", "Okapi (rank-bm25): ln((N - df + 0.5) / (df + 0.5)), floored"),
         ],
     )
+    vectors = forms.ChoiceField(
+        required=False,
+        initial="float32",
+        label="Embedding: store vectors as",
+        choices=[
+            ("float32", "float32"),
+            ("float16", "float16: half the stored size, the same top 10 on Cranfield"),
+        ],
+    )
     model_path = forms.CharField(
         required=False,
         max_length=500,
@@ -257,7 +266,7 @@ class RetrieverForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        for name in ("k1", "b", "idf"):
+        for name in ("k1", "b", "idf", "vectors"):
             if data.get(name) in (None, "") and name not in self.errors:
                 data[name] = self.fields[name].initial
         if data.get("kind") == RetrieverKind.HTTP:

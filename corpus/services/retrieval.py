@@ -18,7 +18,7 @@ from django.utils.text import slugify
 from corpus import indexfile, jobs
 from corpus.analysis import Analyzer
 from corpus.bm25 import IDF_KINDS, BM25Index
-from corpus.embedding import Encoder, ModelNotFoundError, VectorIndex
+from corpus.embedding import VECTOR_PRECISIONS, Encoder, ModelNotFoundError, VectorIndex
 from corpus.indexfile import LoadedIndex
 from corpus.models import (
     AccessGroup,
@@ -83,6 +83,7 @@ def add_retriever(
     b: float = 0.4,
     idf: str = "lucene",
     title: bool = False,
+    vectors: str = "float32",
     model_path: str = "",
     endpoint: dict | None = None,
 ) -> Retriever:
@@ -120,6 +121,9 @@ def add_retriever(
         }
     if kind == RetrieverKind.EMBEDDING:
         model_path = _check_model(model_path)
+        if vectors not in VECTOR_PRECISIONS:
+            raise ServiceError(f"Vectors are stored as float32 or float16, not {vectors!r}.")
+        params = {"vectors": vectors}
     elif model_path:
         raise ServiceError("Only an embedding retriever takes a model folder.")
     if kind == RetrieverKind.HTTP:
@@ -454,7 +458,7 @@ def _embed(
         if advance:
             advance(sum(uses[text_hash] for text_hash in batch))
     matrix = np.stack([vectors[text_hash] for *_, text_hash, _ in passages]).astype(np.float32)
-    return VectorIndex(matrix, info=info)
+    return VectorIndex(matrix, info=info, stored=retriever.params.get("vectors", "float32"))
 
 
 def _allowed_passages(

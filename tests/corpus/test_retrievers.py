@@ -421,6 +421,23 @@ def test_staleness_never_names_a_document_the_viewer_cannot_see(project, bm25, m
     assert "salaries" not in body and "up to date" in body
 
 
+def test_an_embedding_retriever_can_store_float16_vectors(project, scheme, minilm):
+    half = retrieval.add_retriever(
+        project=project, name="half", kind="embedding", scheme=scheme, vectors="float16"
+    )
+    assert half.params == {"vectors": "float16"}
+    index = retrieval.build_index(retriever=half)
+    assert index.artifact_size < 0.8 * minilm.active_index.artifact_size
+    question = ["how many vacation days do i get each year"]
+    (hits,) = retrieval.retrieve(retriever=half, questions=question, k=3)
+    (full,) = retrieval.retrieve(retriever=minilm, questions=question, k=3)
+    assert [h.doc_id for h in hits] == [h.doc_id for h in full]
+    with pytest.raises(ServiceError, match="float32 or float16"):
+        retrieval.add_retriever(
+            project=project, name="x", kind="embedding", scheme=scheme, vectors="int8"
+        )
+
+
 def test_vectors_are_stored_once_per_model_and_text(project, minilm):
     rows = EmbeddingCache.objects.all()
     assert rows.count() == len(

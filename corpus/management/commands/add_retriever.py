@@ -43,6 +43,12 @@ class Command(BaseCommand):
             help="bm25 IDF: lucene (Pyserini/BEIR, the default) or okapi (rank-bm25)",
         )
         parser.add_argument(
+            "--vectors",
+            choices=("float32", "float16"),
+            default="float32",
+            help="embedding: stored vector precision (float16 halves the artefact)",
+        )
+        parser.add_argument(
             "--model",
             default="",
             help="embedding: a sentence-transformers model folder (default: "
@@ -99,6 +105,7 @@ class Command(BaseCommand):
         b,
         idf,
         title,
+        vectors,
         model,
         **opts,
     ):
@@ -125,6 +132,7 @@ class Command(BaseCommand):
                 b=b,
                 idf=idf,
                 title=title,
+                vectors=vectors,
                 model_path=model,
                 endpoint=endpoint,
             )
