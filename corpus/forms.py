@@ -192,6 +192,15 @@ class RetrieverForm(forms.Form):
             ("float16", "float16: half the stored size, the same top 10 on Cranfield"),
         ],
     )
+    backend = forms.ChoiceField(
+        required=False,
+        label="Embedding: encoder",
+        choices=[
+            ("", "the deployment's default"),
+            ("torch", "torch (sentence-transformers, float32)"),
+            ("onnx-int8", "int8 ONNX build of the same model (faster; a model version of its own)"),
+        ],
+    )
     model_path = forms.CharField(
         required=False,
         max_length=500,
@@ -279,6 +288,7 @@ class RetrieverForm(forms.Form):
     def service_arguments(self) -> dict:
         """The keyword arguments of `corpus.services.retrieval.add_retriever`."""
         data = dict(self.cleaned_data)
+        data["backend"] = data.get("backend") or None
         http = {name: data.pop(name, None) for name in HTTP_FIELDS}
         if data["kind"] != RetrieverKind.HTTP:
             return data

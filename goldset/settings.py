@@ -167,6 +167,10 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 2**20
 DATA_UPLOAD_MAX_NUMBER_FILES = max(1000, 10 * GOLDSET_MAX_UPLOAD_FILES)
 
 GOLDSET_EMBEDDING_MODEL = os.environ.get("GOLDSET_EMBEDDING_MODEL", "")
+# New embedding retrievers encode with the torch model ("torch") or its int8 ONNX build
+# ("onnx-int8", corpus/onnx_encoder.py), which is built on first use into the cache folder.
+GOLDSET_EMBEDDING_BACKEND = os.environ.get("GOLDSET_EMBEDDING_BACKEND", "torch")
+GOLDSET_MODEL_CACHE_DIR = Path(os.environ.get("GOLDSET_MODEL_CACHE_DIR", BASE_DIR / ".model-cache"))
 
 # Index artifacts (corpus.services.artifacts): a folder by default; any Django storage backend
 # with GOLDSET_ARTIFACT_STORAGE (e.g. storages.backends.s3.S3Storage from django-storages) and

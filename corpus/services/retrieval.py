@@ -37,6 +37,8 @@ from corpus.models import (
     Retriever,
     RetrieverKind,
 )
+from corpus.onnx_encoder import BACKEND as ONNX_BACKEND
+from corpus.onnx_encoder import OnnxEncoder
 from corpus.services import artifacts
 from corpus.services.http_retrieval import check_endpoint
 from goldset.errors import ServiceError
@@ -84,6 +86,7 @@ def add_retriever(
     idf: str = "lucene",
     title: bool = False,
     vectors: str = "float32",
+    backend: str | None = None,
     model_path: str = "",
     endpoint: dict | None = None,
 ) -> Retriever:
@@ -123,7 +126,10 @@ def add_retriever(
         model_path = _check_model(model_path)
         if vectors not in VECTOR_PRECISIONS:
             raise ServiceError(f"Vectors are stored as float32 or float16, not {vectors!r}.")
-        params = {"vectors": vectors}
+        backend = backend or settings.GOLDSET_EMBEDDING_BACKEND
+        if backend not in ("torch", ONNX_BACKEND):
+            raise ServiceError(f"An embedding backend is torch or {ONNX_BACKEND}, not {backend!r}.")
+        params = {"vectors": vectors, "backend": backend}
     elif model_path:
         raise ServiceError("Only an embedding retriever takes a model folder.")
     if kind == RetrieverKind.HTTP:
@@ -265,7 +271,7 @@ def retrieve(
     if retriever.kind == RetrieverKind.BM25:
         found = loaded.searcher.search_many(list(questions), k=k, allowed=allowed)
     else:
-        encoder = Encoder(_model_folder(retriever.model_path))
+        encoder = _encoder(retriever)
         if encoder.info.version != loaded.searcher.info.version:
             raise ServiceError(
                 f"The model of {retriever.name} changed since its index was built; rebuild it."
@@ -374,6 +380,14 @@ def _model_folder(model_path: str) -> Path | None:
     return Path(chosen) if chosen else None
 
 
+def _encoder(retriever: Retriever) -> Encoder | OnnxEncoder:
+    """The retriever's encoder: the torch model, or its int8 ONNX build (a model of its own)."""
+    folder = _model_folder(retriever.model_path)
+    if retriever.params.get("backend", "torch") == ONNX_BACKEND:
+        return OnnxEncoder(folder, cache_dir=settings.GOLDSET_MODEL_CACHE_DIR)
+    return Encoder(folder)
+
+
 def _check_model(model_path: str) -> str:
     try:
         Encoder(_model_folder(model_path))
@@ -428,7 +442,7 @@ def _embed(
     advance: Progress | None,
 ) -> VectorIndex:
     """Vectors of every passage: from the cache where known, encoded (and cached) otherwise."""
-    encoder = Encoder(_model_folder(retriever.model_path))
+    encoder = _encoder(retriever)
     info = encoder.info
     index.model_name, index.model_version, index.dimension = info.name, info.version, info.dimension
     hashes = list(dict.fromkeys(text_hash for *_, text_hash, _ in passages))

@@ -425,7 +425,7 @@ def test_an_embedding_retriever_can_store_float16_vectors(project, scheme, minil
     half = retrieval.add_retriever(
         project=project, name="half", kind="embedding", scheme=scheme, vectors="float16"
     )
-    assert half.params == {"vectors": "float16"}
+    assert half.params == {"vectors": "float16", "backend": "torch"}
     index = retrieval.build_index(retriever=half)
     assert index.artifact_size < 0.8 * minilm.active_index.artifact_size
     question = ["how many vacation days do i get each year"]

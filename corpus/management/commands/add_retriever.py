@@ -49,6 +49,13 @@ class Command(BaseCommand):
             help="embedding: stored vector precision (float16 halves the artefact)",
         )
         parser.add_argument(
+            "--backend",
+            choices=("torch", "onnx-int8"),
+            default=None,
+            help="embedding: the torch model or its int8 ONNX build (default: "
+            "GOLDSET_EMBEDDING_BACKEND)",
+        )
+        parser.add_argument(
             "--model",
             default="",
             help="embedding: a sentence-transformers model folder (default: "
@@ -106,6 +113,7 @@ class Command(BaseCommand):
         idf,
         title,
         vectors,
+        backend,
         model,
         **opts,
     ):
@@ -133,6 +141,7 @@ class Command(BaseCommand):
                 idf=idf,
                 title=title,
                 vectors=vectors,
+                backend=backend,
                 model_path=model,
                 endpoint=endpoint,
             )
