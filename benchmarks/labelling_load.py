@@ -52,6 +52,7 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# --db-name and --redis-url replace these (parallel runs on one machine must not share them).
 DB_NAME = "goldset_load"
 PG_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
 BUILD_REDIS_URL = "redis://127.0.0.1:6379/9"
@@ -67,6 +68,14 @@ WORDS = (  # noqa: SIM905 - one readable block of vocabulary
 
 
 # Database and data -----------------------------------------------------------------------------
+
+
+def configure(*, db_name: str, redis_url: str) -> None:
+    global DB_NAME, PG_URL, BUILD_REDIS_URL
+    if not db_name.replace("_", "").isalnum():
+        raise SystemExit(f"--db-name is letters, digits and _, not {db_name!r}")
+    DB_NAME, BUILD_REDIS_URL = db_name, redis_url
+    PG_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
 
 
 def recreate_database() -> None:
@@ -199,15 +208,22 @@ def saved_judgements() -> list[tuple[str, str]]:
 # The concurrent index build ------------------------------------------------------------------
 
 
-def start_build_worker(env: dict) -> subprocess.Popen:
+def start_build_worker(env: dict, *, nice: int = 0, threads: int = 0) -> subprocess.Popen:
+    """The Celery worker of the build; ``nice`` starts it at a lower CPU priority (as
+    `nice -n N celery worker` would in production), ``threads`` caps the encoder's threads
+    (GOLDSET_ENCODER_THREADS)."""
     import redis
 
     redis.Redis.from_url(BUILD_REDIS_URL).flushdb()
+    worker_env = {**env, "REDIS_URL": BUILD_REDIS_URL}
+    if threads:
+        worker_env["GOLDSET_ENCODER_THREADS"] = str(threads)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "goldset", "worker", "--concurrency=1"]
+        (["nice", "-n", str(nice)] if nice else [])
+        + [sys.executable, "-m", "celery", "-A", "goldset", "worker", "--concurrency=1"]
         + ["--pool=prefork", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
         cwd=REPO,
-        env={**env, "REDIS_URL": BUILD_REDIS_URL},
+        env=worker_env,
         stdout=subprocess.DEVNULL,  # the banner; warnings and errors still reach stderr
         start_new_session=True,
     )
@@ -463,7 +479,14 @@ def main() -> None:
         action="store_true",
         help="build an embedding index of the corpus in a real Celery worker meanwhile",
     )
+    parser.add_argument("--build-nice", type=int, default=0, help="nice value of the build")
+    parser.add_argument(
+        "--build-threads", type=int, default=0, help="encoder threads of the build (0: all)"
+    )
+    parser.add_argument("--db-name", default=DB_NAME, help="scratch PostgreSQL database")
+    parser.add_argument("--redis-url", default=BUILD_REDIS_URL, help="broker of the build")
     args = parser.parse_args()
+    configure(db_name=args.db_name, redis_url=args.redis_url)
     questions = args.questions or max(200, int(args.labellers * args.duration * 2))
 
     print(f"Preparing {DB_NAME}: {args.labellers} labellers, {questions} questions ...", flush=True)
@@ -516,8 +539,9 @@ def main() -> None:
             labeller.log_in()
         warm_up(labellers)
         if args.index_build:
-            build_worker = start_build_worker(env)
+            build_worker = start_build_worker(env, nice=args.build_nice, threads=args.build_threads)
             build = start_index_build(data["retriever"])
+            build_started, build_done_before = time.monotonic(), build.done
         cpu_before = cpu_seconds(server.pid)
         machine_before, me_before = machine_busy_seconds(), sum(os.times()[:2])
         stop_at[0] = time.monotonic() + args.duration
@@ -532,6 +556,7 @@ def main() -> None:
         client = sum(os.times()[:2]) - me_before
         if build is not None:
             build.refresh_from_db()
+            build_minutes = (time.monotonic() - build_started) / 60
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -555,9 +580,12 @@ def main() -> None:
         f"gunicorn {args.workers}x{args.threads} {args.worker_class}, PostgreSQL, DEBUG off"
     )
     if build is not None:
+        rate = (build.done - build_done_before) / build_minutes
         print(
-            f"index build alongside (MiniLM, Celery worker): {build.state}, "
-            f"{build.done} of {build.total} passages embedded when the window closed"
+            f"index build alongside (MiniLM, Celery worker, nice {args.build_nice}, encoder "
+            f"threads {args.build_threads or 'all'}): {build.state}, {build.done} of "
+            f"{build.total} passages embedded when the window closed (~{rate:.0f} per minute; "
+            "the job reports progress per batch, so this is coarse)"
         )
     print(
         f"{'request':<9}{'count':>8}{'per s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"
@@ -571,7 +599,7 @@ def main() -> None:
                 f"{percentile(values, 50) * 1000:>9.1f}{percentile(values, 95) * 1000:>9.1f}"
                 f"{percentile(values, 99) * 1000:>9.1f}{max(values) * 1000:>9.1f}"
             )
-    requests = sum(len(v) for v in timings.values())
+    requests = max(1, sum(len(v) for v in timings.values()))
     web, db = (after - before for after, before in zip(cpu_after, cpu_before, strict=True))
     others = max(0.0, machine - web - db - client)
     print(

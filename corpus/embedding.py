@@ -75,9 +75,14 @@ def default_model_path() -> Path:
 class Encoder:
     """Encodes texts with a sentence-transformers model loaded once per process and folder."""
 
-    def __init__(self, model_path: str | Path | None = None, *, batch_size: int = 32) -> None:
+    def __init__(
+        self, model_path: str | Path | None = None, *, batch_size: int = 32, threads: int = 0
+    ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+        # torch's intra-op threads for this process (0: torch's default, one per core); a
+        # worker that shares its cores with web processes may cap them.
+        self.threads = threads
         path = Path(model_path) if model_path is not None else default_model_path()
         _check_model_folder(path)
         self.model_path = path.resolve()
@@ -102,6 +107,11 @@ class Encoder:
         model, info = _load(self.model_path)
         if not texts:
             return np.zeros((0, info.dimension), dtype=np.float32)
+        if self.threads:
+            import torch
+
+            if torch.get_num_threads() != self.threads:
+                torch.set_num_threads(self.threads)
         # One call for all texts: the library batches and sorts by length itself, so any
         # per-text work here would only make us slower than calling it directly.
         vectors = model.encode(

@@ -170,6 +170,9 @@ GOLDSET_EMBEDDING_MODEL = os.environ.get("GOLDSET_EMBEDDING_MODEL", "")
 # New embedding retrievers encode with the torch model ("torch") or its int8 ONNX build
 # ("onnx-int8", corpus/onnx_encoder.py), which is built on first use into the cache folder.
 GOLDSET_EMBEDDING_BACKEND = os.environ.get("GOLDSET_EMBEDDING_BACKEND", "torch")
+# Encoder threads per process (0: one per core). Index-build workers run best at a lower CPU
+# priority instead (`nice -n 10 celery worker`, README "Running on more than one machine").
+GOLDSET_ENCODER_THREADS = int(os.environ.get("GOLDSET_ENCODER_THREADS", "0"))
 GOLDSET_MODEL_CACHE_DIR = Path(os.environ.get("GOLDSET_MODEL_CACHE_DIR", BASE_DIR / ".model-cache"))
 
 # Index artifacts (corpus.services.artifacts): a folder by default; any Django storage backend

@@ -382,10 +382,10 @@ def _model_folder(model_path: str) -> Path | None:
 
 def _encoder(retriever: Retriever) -> Encoder | OnnxEncoder:
     """The retriever's encoder: the torch model, or its int8 ONNX build (a model of its own)."""
-    folder = _model_folder(retriever.model_path)
+    folder, threads = _model_folder(retriever.model_path), settings.GOLDSET_ENCODER_THREADS
     if retriever.params.get("backend", "torch") == ONNX_BACKEND:
-        return OnnxEncoder(folder, cache_dir=settings.GOLDSET_MODEL_CACHE_DIR)
-    return Encoder(folder)
+        return OnnxEncoder(folder, cache_dir=settings.GOLDSET_MODEL_CACHE_DIR, threads=threads)
+    return Encoder(folder, threads=threads)
 
 
 def _check_model(model_path: str) -> str:
