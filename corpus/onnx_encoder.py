@@ -104,6 +104,9 @@ class OnnxEncoder:
                 if not model_file.is_file():
                     build_int8(path, model_file)
                 options = onnxruntime.SessionOptions()
+                # Idle threads sleep instead of spinning: on cores shared with web workers a
+                # spinning pool takes CPU from labellers' requests for nothing.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 if self.threads:
                     options.intra_op_num_threads = self.threads
                     options.inter_op_num_threads = 1

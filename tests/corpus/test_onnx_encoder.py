@@ -88,7 +88,9 @@ def test_a_retriever_on_the_int8_build_never_mixes_with_torch_vectors(project, s
     fast = retrieval.add_retriever(
         project=project, name="fast", kind="embedding", scheme=scheme, backend="onnx-int8"
     )
-    torch = retrieval.add_retriever(project=project, name="torch", kind="embedding", scheme=scheme)
+    torch = retrieval.add_retriever(
+        project=project, name="torch", kind="embedding", scheme=scheme, backend="torch"
+    )
     assert (fast.params["backend"], torch.params["backend"]) == ("onnx-int8", "torch")
     fast_index = retrieval.build_index(retriever=fast)
     torch_index = retrieval.build_index(retriever=torch)

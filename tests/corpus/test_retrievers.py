@@ -12,7 +12,6 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from corpus.bm25 import BM25Index
-from corpus.embedding import Encoder
 from corpus.models import (
     Chunk,
     ChunkingScheme,
@@ -201,8 +200,11 @@ def test_embedding_ranks_a_paraphrase_above_unrelated_text(project, minilm):
     )
     assert hits[0].score > hits[1].score
     index = minilm.active_index
-    assert index.model_name == "sentence-transformers/all-MiniLM-L6-v2"
-    assert index.dimension == 384 and index.model_version.startswith("sha256:")
+    # New embedding retrievers use the int8 ONNX build by default (issue 19).
+    assert minilm.params["backend"] == "onnx-int8"
+    assert index.model_name == "sentence-transformers/all-MiniLM-L6-v2 (onnx-int8)"
+    assert index.dimension == 384
+    assert index.model_version.startswith("sha256:") and "+onnx-int8:" in index.model_version
 
 
 def test_the_loaded_index_is_cached_in_process_memory(project, bm25, django_assert_num_queries):
@@ -251,13 +253,14 @@ def test_only_the_newest_version_of_a_searchable_document_is_returned(project, b
 def test_adding_one_document_embeds_only_that_documents_passages(project, minilm, monkeypatch):
     assert EmbeddingCache.objects.count() == Chunk.objects.filter(scheme=minilm.scheme).count()
     encoded: list[str] = []
-    original = Encoder.encode
+    encoder_type = type(retrieval._encoder(minilm))  # the int8 ONNX build by default
+    original = encoder_type.encode
 
     def counting(self, texts):
         encoded.extend(texts)
         return original(self, texts)
 
-    monkeypatch.setattr(Encoder, "encode", counting)
+    monkeypatch.setattr(encoder_type, "encode", counting)
     first_index = minilm.active_index_id
     add_documents(project, ("badges", "Office badges\n\nLost badges are replaced at reception."))
     new_version = Document.objects.get(doc_id="badges").latest_version
@@ -425,7 +428,7 @@ def test_an_embedding_retriever_can_store_float16_vectors(project, scheme, minil
     half = retrieval.add_retriever(
         project=project, name="half", kind="embedding", scheme=scheme, vectors="float16"
     )
-    assert half.params == {"vectors": "float16", "backend": "torch"}
+    assert half.params == {"vectors": "float16", "backend": "onnx-int8"}
     index = retrieval.build_index(retriever=half)
     assert index.artifact_size < 0.8 * minilm.active_index.artifact_size
     question = ["how many vacation days do i get each year"]
