@@ -222,6 +222,13 @@ elif LOCAL_WORKER:
 else:
     CELERY_BROKER_URL = "memory://localhost//"
 CELERY_RESULT_BACKEND = None
+# Queues per job kind: with GOLDSET_BUILD_QUEUE set (docker-compose: "builds"), index builds go
+# to that queue, served by workers of their own (started with `-Q builds`, at a lower CPU
+# priority), so a long MiniLM build never delays pooling, imports or evaluation runs on the
+# default queue. Unset: one queue for every job.
+GOLDSET_BUILD_QUEUE = os.environ.get("GOLDSET_BUILD_QUEUE", "")
+if GOLDSET_BUILD_QUEUE:
+    CELERY_TASK_ROUTES = {"corpus.tasks.build_index": {"queue": GOLDSET_BUILD_QUEUE}}
 CELERY_TASK_ALWAYS_EAGER = not (REDIS_URL or LOCAL_WORKER)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
