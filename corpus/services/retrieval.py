@@ -332,10 +332,17 @@ def load_index(retriever: Retriever) -> LoadedIndex:
         f"Rebuild it: the Build index button on the retriever's page, or `manage.py build_index "
         f"--project {retriever.project.slug} --retriever {retriever.name}`."
     )
-    with artifacts.open_artifact(
-        artifact=stored, what=f"the index of {retriever.name}", rebuild=rebuild
-    ) as handle:
-        loaded = indexfile.unpack(index_id, built_at, handle, rebuild=rebuild)
+    try:
+        with artifacts.open_artifact(
+            artifact=stored, what=f"the index of {retriever.name}", rebuild=rebuild
+        ) as handle:
+            loaded = indexfile.unpack(index_id, built_at, handle, rebuild=rebuild)
+    except artifacts.ArtifactError:
+        # A rebuild that switched indexes since the row was read deletes the old file: read
+        # the new active one instead of reporting a file that is gone on purpose.
+        if Retriever.objects.filter(pk=retriever.pk, active_index_id=index_id).exists():
+            raise
+        return load_index(retriever)
     with _loaded_lock:
         _loaded[key] = loaded
         while len(_loaded) > LOADED_INDEXES:
