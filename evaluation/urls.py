@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation import views
+from evaluation import production_views, views
 
 app_name = "evaluation"
 
@@ -34,5 +34,15 @@ urlpatterns = [
         "p/<slug:slug>/permissions/<int:replay_id>/",
         views.show_permission_replay,
         name="show-permission-replay",
+    ),
+    path(
+        "p/<slug:slug>/samples/<int:sample_id>/misses/",
+        production_views.show_misses,
+        name="show-misses",
+    ),
+    path(
+        "p/<slug:slug>/samples/<int:sample_id>/promote/",
+        production_views.promote_sample,
+        name="promote-sample",
     ),
 ]

@@ -17,6 +17,7 @@ from corpus.management.commands._jobs import wait_for_job
 from corpus.models import ChunkingScheme, JobState, Project, Retriever, Role
 from corpus.services import documents, projects, retrieval
 from corpus.sources import read_folder
+from labelling.management.commands._demo_traces import load_demo_traces
 from labelling.models import PoolState
 from labelling.services.assignments import plan_assignments
 from labelling.services.guidelines import current_guideline, save_guideline
@@ -99,6 +100,9 @@ class Command(BaseCommand):
         retrievers = self._retrievers(project)
         self._pool(question_set, retrievers)
         self._labelling(project, question_set, users)
+        load_demo_traces(
+            project=project, users=users, demo_dir=DEMO_DIR, wait=self._wait, out=self.stdout
+        )
         if options["no_logins"]:
             self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready."))
             return
