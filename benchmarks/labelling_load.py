@@ -3,9 +3,12 @@
     .venv/bin/python benchmarks/labelling_load.py [--labellers 20] [--duration 60]
         [--think-ms 1000] [--workers 4] [--worker-class sync|gthread] [--threads 1]
         [--questions 0] [--passages 10] [--documents 400] [--index-build]
+        [--build-nice 0] [--build-threads 0] [--db-name goldset_load]
+        [--redis-url redis://127.0.0.1:6379/9]
 
 Everything runs on loopback. The script (re)creates a scratch PostgreSQL database
-`goldset_load` on 127.0.0.1 (as postgres), migrates it and loads a synthetic project: documents
+(`--db-name`, default `goldset_load`: give each parallel run its own) on 127.0.0.1 (as
+postgres), migrates it and loads a synthetic project: documents
 of policy-like text, a ready pool with `--passages` candidates per question, and one labeller
 account per simulated labeller, with assignments planned by the app's own `plan_assignments`
 (20% double-labelled). It then starts gunicorn (DEBUG off, SECRET_KEY and ALLOWED_HOSTS set,
@@ -20,8 +23,10 @@ would), and a verdict (timed as `verdict`). Between actions it pauses `--think-m
 (uniformly 0.5x to 1.5x); 1000 ms is a very fast human, 0 measures the server's saturation.
 
 With `--index-build`, the heaviest job Goldset has runs alongside: an embedding (MiniLM) index of
-the whole corpus, queued through Redis (db 9 at 127.0.0.1:6379, flushed) to a real Celery
-worker started by this script, as a lead would start it from the retriever page. The window
+the whole corpus, queued through Redis (`--redis-url`, default db 9 at 127.0.0.1:6379, flushed)
+to a real Celery worker started by this script, as a lead would start it from the retriever
+page; `--build-nice N` starts that worker under `nice -n N`, `--build-threads N` caps its
+encoder's threads (issue 19 compares the two). The window
 opens once the worker has claimed the job; the report says how far the build got.
 
 Printed: requests, p50/p95/p99/max per kind, errors, CPU used (web per request; cores used by the
