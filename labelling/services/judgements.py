@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, Prefetch, Subquery
 from django.db.models.functions import Length, Substr
 
 from corpus.models import DocumentVersion
@@ -323,11 +323,7 @@ def undo_last_change(
                 raise StaleEdit(STALE_MESSAGE)
             _write_verdict(locked, verdict, last.before, revision=revision)
         else:
-            judgement = (
-                Judgement.objects.filter(assignment=locked, candidate=last.candidate)
-                .prefetch_related("spans")
-                .first()
-            )
+            judgement = _judgement(locked, last.candidate)
             current = _judgement_state(judgement)
             if current != last.after:
                 raise StaleEdit(STALE_MESSAGE)
@@ -413,11 +409,7 @@ def _edit_judgement(
                 locked = _locked(assignment, labeller, guideline_version)
                 passages = _passages(locked, labeller)
                 candidate = _candidate(locked, candidate_id, labeller, passages)
-                judgement = (
-                    Judgement.objects.filter(assignment=locked, candidate=candidate)
-                    .prefetch_related("spans")
-                    .first()
-                )
+                judgement = None if candidate.grade is None else _judgement(locked, candidate)
                 before = _judgement_state(judgement)
                 after = apply(before, candidate)
                 if after == before:
@@ -437,7 +429,9 @@ def _edit_judgement(
                 candidate.revision = current + 1
                 candidate.grade = after["grade"] if after is not None else None
                 candidate.graded = after is not None
-                progress = update_completion(locked, labeller, passages=passages)
+                progress = update_completion(
+                    locked, labeller, passages=passages, verdict=locked.verdict_outcome
+                )
                 return Outcome(
                     ChangeSubject.JUDGEMENT, candidate, changed=True, revision=current + 1,
                     progress=progress, judgement=judgement, judgement_saved=True,
@@ -460,6 +454,9 @@ def _locked(assignment: Assignment, labeller, guideline_version: int | None = No
     annotations = {
         "current_guideline_id": Subquery(newest.values("pk")[:1]),
         "current_guideline_version": Subquery(newest.values("version")[:1]),
+        "verdict_outcome": Subquery(  # for the progress a judgement write answers with
+            Verdict.objects.filter(assignment_id=OuterRef("pk")).values("outcome")[:1]
+        ),
     }
     if guideline_version:
         annotations["shown_guideline_id"] = Subquery(
@@ -563,6 +560,12 @@ def _copy(state: JudgementState) -> JudgementState:
         "note": state["note"],
         "spans": [list(s) for s in state["spans"]],
     }
+
+
+def _judgement(assignment: Assignment, candidate: Candidate) -> Judgement | None:
+    spans = Prefetch("spans", queryset=Span.objects.order_by())  # `_judgement_state` sorts
+    judgements = Judgement.objects.filter(assignment=assignment, candidate=candidate)
+    return judgements.prefetch_related(spans).first()
 
 
 def _judgement_state(judgement: Judgement | None) -> JudgementState:

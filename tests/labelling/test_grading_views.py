@@ -596,11 +596,16 @@ def test_a_grade_request_reads_the_database_no_more_than_before(
 ):
     client = client_for(world.ana)
     url = world.url("grade-candidate", candidate=world.c1)
-    post(client, url, {"grade": "2", "revision": "0"})
+    # A first grade reads no judgement and no spans (the passages' read says there are none)
+    # but writes its default span: 11
+    with django_assert_max_num_queries(11):
+        assert post(client, url, {"grade": "2", "revision": "0"}).status_code == 200
     fields = {"grade": "1", "revision": "1", "guideline": "0", "labeller": str(world.ana.pk)}
-    # 15 before issue 14 (the frozen-item check), 14 before issue 19 (the card read again)
-    with django_assert_max_num_queries(13):
+    # 15 before issue 14 (the frozen-item check), 14 before issue 19 (the card read again), 13
+    # before the verdict was read with the locked assignment
+    with django_assert_max_num_queries(12):
         assert post(client, url, fields).status_code == 200
+    assert Judgement.objects.get(assignment__labeller=world.ana, candidate=world.c1).grade == 1
 
 
 def test_the_page_and_next_question_read_the_database_no_more_than_before(
