@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, transaction
-from django.db.models import OuterRef, Prefetch, Subquery
+from django.db.models import Prefetch
 from django.db.models.functions import Length, Substr
 
 from corpus.models import DocumentVersion
@@ -38,13 +38,13 @@ from labelling.models import (
     Candidate,
     Change,
     ChangeSubject,
-    Guideline,
     Judgement,
     Span,
     Verdict,
     VerdictOutcome,
 )
 from labelling.services.completion import Progress, update_completion
+from labelling.services.write_lock import locked_assignment
 
 GRADES = {0: "Not relevant", 1: "Partly answers", 2: "Fully answers"}
 MAX_NOTE_CHARS = 5_000
@@ -446,28 +446,14 @@ def _edit_judgement(
 
 
 def _locked(assignment: Assignment, labeller, guideline_version: int | None = None) -> Assignment:
-    """The assignment, locked for this write, with `write_guideline_id` (the guideline the write
-    records: the version the page showed, or the current one) and `newer_guideline` (the
-    current version when it is newer than the page's), read in the same query."""
-    guidelines = Guideline.objects.filter(project_id=OuterRef("pool__question_set__project_id"))
-    newest = guidelines.order_by("-version")
-    annotations = {
-        "current_guideline_id": Subquery(newest.values("pk")[:1]),
-        "current_guideline_version": Subquery(newest.values("version")[:1]),
-        "verdict_outcome": Subquery(  # for the progress a judgement write answers with
-            Verdict.objects.filter(assignment_id=OuterRef("pk")).values("outcome")[:1]
-        ),
-    }
-    if guideline_version:
-        annotations["shown_guideline_id"] = Subquery(
-            guidelines.filter(version=guideline_version).values("pk")[:1]
-        )
-    locked = (
-        Assignment.objects.select_for_update(of=("self",))
-        .filter(pk=assignment.pk, labeller_id=getattr(labeller, "pk", None))
-        .annotate(**annotations)
-        .order_by()
-        .first()
+    """The assignment, locked for this write (`write_lock`), with `write_guideline_id` (the
+    guideline the write records: the version the page showed, or the current one),
+    `newer_guideline` (the current version when it is newer than the page's) and
+    `verdict_outcome`, read in the same query."""
+    locked = locked_assignment(
+        assignment_id=assignment.pk,
+        labeller_id=getattr(labeller, "pk", None),
+        guideline_version=guideline_version or 0,
     )
     if locked is None:
         raise NotInQueue("This question is not in your queue.")
