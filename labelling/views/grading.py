@@ -48,6 +48,7 @@ from labelling.models import (
 from labelling.services import judgements as services
 from labelling.services.completion import Progress, assignment_progress
 from labelling.services.guidelines import current_guideline, render_guideline
+from labelling.services.write_lock import held_assignment
 
 # Characters of document text shown on each side of a passage when its context is expanded
 # (a write reads them with the passages it locks, so its answer needs no second read).
@@ -182,17 +183,22 @@ def _assignment_for(
     """The user's own assignment for (pool, question), or 404. Writes (`page=False`) need only
     its ids; the services lock and read the row themselves."""
     access = project_access(request.user, slug)
-    assignments = (
-        Assignment.objects.in_project(access.project)
-        .held_by(request.user)
-        .for_question(pool_id=pool_id, question_id=question_id)
-        .order_by()
-    )
     if page:
-        assignments = assignments.select_related("pool__question_set", "question")
-    else:
-        assignments = assignments.only("pk", "pool_id", "question_id", "labeller_id")
-    assignment = assignments.first()
+        assignment = (
+            Assignment.objects.in_project(access.project)
+            .held_by(request.user)
+            .for_question(pool_id=pool_id, question_id=question_id)
+            .select_related("pool__question_set", "question")
+            .order_by()
+            .first()
+        )
+    else:  # the same query, written out (`write_lock`): a write runs it on every keystroke
+        assignment = held_assignment(
+            project_id=access.project.pk,
+            labeller_id=request.user.pk,
+            pool_id=pool_id,
+            question_id=question_id,
+        )
     if assignment is None:
         raise Http404("This question is not in your queue.")
     return access, assignment

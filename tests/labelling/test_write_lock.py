@@ -8,7 +8,7 @@ from django.db.models import OuterRef, Subquery
 
 from labelling.models import Assignment, Guideline, Verdict
 from labelling.services.guidelines import save_guideline
-from labelling.services.write_lock import locked_assignment
+from labelling.services.write_lock import held_assignment, locked_assignment
 from tests.labelling.test_grading_views import World
 
 FIELDS = [field.attname for field in Assignment._meta.concrete_fields]
@@ -67,3 +67,36 @@ def test_the_write_lock_reads_what_the_orm_reads(project):
     assert raw_answer(world.a2, world.ana, 1)["verdict_outcome"] is None
     assert raw_answer(a1, world.ben, 0) is None  # ana's assignment is not ben's to write
     assert raw_answer(world.b1, world.ben, 0)["id"] == world.b1.pk
+
+
+def held(world, user, question, project=None):
+    project = project or world.project
+    ids = {"pool_id": world.pool.pk, "question_id": question.pk}
+    raw = held_assignment(project_id=project.pk, labeller_id=user.pk, **ids)
+    orm = Assignment.objects.in_project(project).held_by(user).for_question(**ids).first()
+    assert (raw and raw.pk, raw and raw.labeller_id) == (orm and orm.pk, orm and orm.labeller_id)
+    return raw
+
+
+@pytest.mark.django_db
+def test_the_assignment_a_write_is_for_is_the_one_the_orm_finds(project):
+    from django.utils import timezone
+
+    from corpus.models import Project
+
+    world = World(project)
+    assert held(world, world.ana, world.q1).pk == world.a1.pk
+    assert held(world, world.ben, world.q1).pk == world.b1.pk
+    second = held(world, world.ana, world.q2)
+    assert (second.pk, second.pool_id, second.question_id) == (
+        world.a2.pk,
+        world.pool.pk,
+        world.q2.pk,
+    )
+    assert held(world, world.ben, world.q2) is None  # not his question
+    assert held(world, world.lead, world.q1) is None  # nobody's slot is the lead's
+    other = Project.objects.create(slug="other", name="Other")
+    assert held(world, world.ana, world.q1, project=other) is None
+    world.q2.excluded_at = timezone.now()
+    world.q2.save(update_fields=["excluded_at"])
+    assert held(world, world.ana, world.q2) is None  # an excluded question is nobody's work
