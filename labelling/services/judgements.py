@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, transaction
-from django.db.models import Prefetch
 from django.db.models.functions import Length, Substr
 
 from corpus.models import DocumentVersion
@@ -549,9 +548,22 @@ def _copy(state: JudgementState) -> JudgementState:
 
 
 def _judgement(assignment: Assignment, candidate: Candidate) -> Judgement | None:
-    spans = Prefetch("spans", queryset=Span.objects.order_by())  # `_judgement_state` sorts
-    judgements = Judgement.objects.filter(assignment=assignment, candidate=candidate)
-    return judgements.prefetch_related(spans).first()
+    """The judgement with its spans (`judgement.spans.all()`, unordered: `_judgement_state`
+    sorts), read in one query when it has spans (a grade 1 or 2 always has), else two."""
+    spans = list(
+        Span.objects.filter(judgement__assignment=assignment, judgement__candidate=candidate)
+        .select_related("judgement")
+        .order_by()
+    )
+    if not spans:
+        judgement = Judgement.objects.filter(assignment=assignment, candidate=candidate).first()
+    else:
+        judgement = spans[0].judgement
+        for span in spans:
+            span.judgement = judgement
+    if judgement is not None:  # what prefetch_related("spans") would have left
+        judgement._prefetched_objects_cache = {"spans": spans}
+    return judgement
 
 
 def _judgement_state(judgement: Judgement | None) -> JudgementState:
