@@ -618,9 +618,15 @@ def test_the_page_and_next_question_read_the_database_no_more_than_before(
     with django_assert_max_num_queries(11):
         page = client.get(world.url("grade-question"))
     assert page.status_code == 200 and world.q1.text in page.content.decode()
+    next_url = reverse("labelling:next-question", kwargs={"slug": world.project.slug})
     with django_assert_max_num_queries(5):
-        moved = client.post(reverse("labelling:next-question", kwargs={"slug": world.project.slug}))
+        moved = client.post(next_url)
     assert moved.status_code == 302
+    # From q1 to ana's other open question: her open rows are the only read after the
+    # membership (6 before: the question she was on, then the next row, were read again)
+    with django_assert_max_num_queries(4):
+        moved = client.post(next_url, {"pool": world.pool.pk, "question": world.q1.pk})
+    assert moved["Location"] == world.url("grade-question", question=world.q2)
 
 
 def test_an_action_made_on_another_accounts_page_is_refused_and_writes_nothing(world):
