@@ -188,7 +188,7 @@ def _assignment_for(
             Assignment.objects.in_project(access.project)
             .held_by(request.user)
             .for_question(pool_id=pool_id, question_id=question_id)
-            .select_related("pool__question_set", "question")
+            .select_related("pool__question_set", "question", "verdict")
             .order_by()
             .first()
         )
@@ -207,7 +207,7 @@ def _assignment_for(
 def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
     verdict_revision = services.verdict_revision(assignment)
     cards = _cards(assignment, user, slug=access.project.slug)
-    verdict = Verdict.objects.filter(assignment=assignment).first()
+    verdict = _verdict_of(assignment)
     guideline = current_guideline(access.project)
     progress = Progress(
         candidate_ids=[card.candidate.pk for card in cards],
@@ -232,6 +232,14 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
         "guideline_html": render_guideline(guideline.text) if guideline else "",
         "queue": own.queue_counts(),
     }
+
+
+def _verdict_of(assignment: Assignment) -> Verdict | None:
+    """The verdict `_assignment_for` read with the assignment (None if there is none)."""
+    try:
+        return assignment.verdict
+    except Verdict.DoesNotExist:
+        return None
 
 
 def _fixed_context(assignment: Assignment, guideline_version: int | None = None) -> dict:
