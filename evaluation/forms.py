@@ -7,7 +7,7 @@ from django import forms
 from django.db.models import Q
 
 from corpus.models import PermissionProfile, Retriever, RetrieverKind
-from evaluation.models import GoldSet
+from evaluation.models import GoldSet, IndexHealthThresholds
 from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
 from evaluation.services.permission_replays import MAX_K, Upload
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
@@ -119,3 +119,37 @@ class PermissionReplayForm(forms.Form):
             "uploads": data.get("uploads"),
             "with_canaries": data["with_canaries"],
         }
+
+
+class ManifestUploadForm(forms.Form):
+    retriever = forms.ModelChoiceField(queryset=Retriever.objects.none())
+    file = forms.FileField(label="Manifest (CSV or JSONL)")
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["retriever"].queryset = Retriever.objects.filter(project=project).order_by(
+            "name"
+        )
+
+
+class HealthThresholdsForm(forms.ModelForm):
+    class Meta:
+        model = IndexHealthThresholds
+        fields = ["max_stale", "max_lag_days", "fail_on_model_mix", "max_crowding"]
+        labels = {
+            "max_stale": "Most stale share (0–1)",
+            "max_lag_days": "Longest lag (days)",
+            "fail_on_model_mix": "Alert on any model mix",
+            "max_crowding": "Most crowding (0–1)",
+        }
+
+    def clean(self):
+        cleaned = super().clean()
+        for name in ("max_stale", "max_crowding"):
+            value = cleaned.get(name)
+            if value is not None and not 0 <= value <= 1:
+                self.add_error(name, "A share between 0 and 1.")
+        lag = cleaned.get("max_lag_days")
+        if lag is not None and lag < 0:
+            self.add_error("max_lag_days", "Zero days or more.")
+        return cleaned

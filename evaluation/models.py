@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Exists, OuterRef
 
-from corpus.models import Document, Job, PermissionProfile, Retriever
+from corpus.models import Document, Job, PermissionProfile, Project, Retriever
 
 
 class GoldSetQuerySet(models.QuerySet):
@@ -220,3 +220,44 @@ class EvaluationReport(models.Model):
 
     def __str__(self) -> str:
         return f"report of {self.gold_set} ({self.key[:8]})"
+
+
+class IndexHealthThresholds(models.Model):
+    """A project's alert thresholds for index health; a blank limit is not checked."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, related_name="index_health_thresholds"
+    )
+    max_stale = models.FloatField(
+        null=True, blank=True, default=0.01, help_text="Share of searchable documents, 0–1."
+    )
+    max_lag_days = models.FloatField(null=True, blank=True, default=7)
+    fail_on_model_mix = models.BooleanField(default=True)
+    max_crowding = models.FloatField(
+        null=True, blank=True, help_text="A run's mean share of top-k slots, 0–1."
+    )
+
+    def __str__(self) -> str:
+        return f"index health thresholds of {self.project}"
+
+
+class IndexHealthCheck(models.Model):
+    """One recorded check of one retriever's index over the whole corpus (the daily task):
+    the history plotted on the Index health page, and what the banner and emails say."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="health_checks")
+    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="+")
+    checked_at = models.DateTimeField()
+    source = models.CharField(max_length=16, help_text="manifest or built-in")
+    stale_share = models.FloatField()
+    lag_p95_days = models.FloatField(null=True)
+    lag_oldest_days = models.FloatField(null=True)
+    mixed_models = models.BooleanField(default=False)
+    crossed = models.JSONField(default=list, help_text="[{check, value, limit, message}]")
+    notified = models.BooleanField(default=False, help_text="Admins were emailed about it.")
+
+    class Meta:
+        ordering = ["retriever", "checked_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.retriever} checked {self.checked_at:%Y-%m-%d}"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation import views
+from evaluation import health_views, views
 
 app_name = "evaluation"
 
@@ -34,5 +34,21 @@ urlpatterns = [
         "p/<slug:slug>/permissions/<int:replay_id>/",
         views.show_permission_replay,
         name="show-permission-replay",
+    ),
+    path("p/<slug:slug>/index-health/", health_views.show_index_health, name="show-index-health"),
+    path(
+        "p/<slug:slug>/index-health/manifest/",
+        health_views.upload_manifest,
+        name="upload-manifest",
+    ),
+    path(
+        "p/<slug:slug>/index-health/thresholds/",
+        health_views.edit_health_thresholds,
+        name="edit-health-thresholds",
+    ),
+    path(
+        "p/<slug:slug>/index-health/banner/",
+        health_views.show_health_banner,
+        name="show-health-banner",
     ),
 ]

@@ -9,14 +9,23 @@ from corpus.models import Document, Project
 from evaluation.gold import DocumentState
 
 
-def document_states(project: Project) -> list[DocumentState]:
+def document_states(project: Project, *, viewer=None) -> list[DocumentState]:
     """Every document's newest version as the index health checks need it (documents.jsonl),
-    by doc_id; a document without a version yet is left out."""
-    searchable = set(
-        Document.objects.filter(project=project).searchable().values_list("pk", flat=True)
-    )
+    by doc_id; a document without a version yet is left out. With a ``viewer``, only the
+    documents they may see, searchable as their searches see the corpus."""
+    documents = Document.objects.filter(project=project)
+    if viewer is None:
+        searchable = set(documents.searchable().values_list("pk", flat=True))
+    else:
+        # An anonymous viewer stands for "anyone": the documents no access group restricts.
+        documents = (
+            documents.visible_to(viewer)
+            if viewer.is_authenticated
+            else documents.filter(access_groups__isnull=True)
+        )
+        searchable = set(documents.searchable_for(viewer).values_list("pk", flat=True))
     rows = (
-        Document.objects.filter(project=project, latest_version__isnull=False)
+        documents.filter(latest_version__isnull=False)
         .order_by("doc_id")
         .values_list(
             "pk",

@@ -1,0 +1,82 @@
+"""The Index health page: each retriever's index checked against the corpus the viewer may see,
+the manifest upload, the project's thresholds, and the banner the project page loads.
+
+Leads and admins; every figure is over the documents the viewer may see (`index_health`).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from corpus.access import project_access
+from corpus.models import Role
+from corpus.services import manifests
+from evaluation.forms import HealthThresholdsForm, ManifestUploadForm
+from evaluation.services import index_health
+
+
+@login_required
+@require_GET
+def show_index_health(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    return _render(request, access)
+
+
+def _render(request, access, *, upload_form=None, thresholds_form=None, status=200):
+    project = access.project
+    thresholds = index_health.thresholds_of(project)
+    history = index_health.history(project, request.user)
+    context = {
+        "access": access,
+        "project": project,
+        "healths": index_health.project_health(project=project, viewer=request.user),
+        "upload_form": upload_form or ManifestUploadForm(project=project),
+        "thresholds_form": thresholds_form or HealthThresholdsForm(instance=thresholds),
+        "history": {name: index_health.plot_of(checks) for name, checks in history.items()},
+        "crossed": index_health.latest_crossed(project, request.user),
+    }
+    return render(request, "evaluation/show_index_health.html", context, status=status)
+
+
+@login_required
+@require_POST
+def upload_manifest(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    form = ManifestUploadForm(request.POST, request.FILES, project=access.project)
+    if not form.is_valid():
+        return _render(request, access, upload_form=form, status=400)
+    job = manifests.start_manifest_import(
+        retriever=form.cleaned_data["retriever"],
+        upload=form.cleaned_data["file"],
+        user=request.user,
+    )
+    return redirect("corpus:show-job", slug=access.project.slug, job_id=job.pk)
+
+
+@login_required
+@require_POST
+def edit_health_thresholds(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    form = HealthThresholdsForm(request.POST, instance=index_health.thresholds_of(access.project))
+    if not form.is_valid():
+        return _render(request, access, thresholds_form=form, status=400)
+    index_health.set_thresholds(project=access.project, **form.cleaned_data)
+    messages.success(request, "Thresholds saved; the figures below use them.")
+    return redirect("evaluation:show-index-health", slug=access.project.slug)
+
+
+@login_required
+@require_GET
+def show_health_banner(request: HttpRequest, slug: str) -> HttpResponse:
+    """The project page's banner (loaded by htmx): thresholds the newest daily check crossed."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    crossed = index_health.latest_crossed(access.project, request.user)
+    return render(
+        request,
+        "evaluation/show_index_health.html#banner",
+        {"project": access.project, "crossed": crossed},
+    )
