@@ -3,7 +3,8 @@
 from celery import shared_task
 
 from corpus import jobs
-from evaluation.services import permission_replays, reports
+from corpus.models import Project
+from evaluation.services import index_health, permission_replays, reports
 
 # A database that went away mid-job is retried; the job's own errors finish it (jobs.run).
 RETRY = {
@@ -38,3 +39,12 @@ def evaluation_report(job_id: int) -> None:
 @shared_task(**RETRY)
 def permission_replay(job_id: int) -> None:
     jobs.run(job_id, permission_replays.run_permission_replay)
+
+
+@shared_task(acks_late=True)
+def check_index_health() -> int:
+    """Celery beat, daily: record each project's index health and email first crossings."""
+    recorded = 0
+    for project in Project.objects.filter(retrievers__isnull=False).distinct().order_by("pk"):
+        recorded += len(index_health.record_health_checks(project=project))
+    return recorded

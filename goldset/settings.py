@@ -206,9 +206,24 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 # `celery -A goldset beat` re-queues jobs whose message was lost or whose worker died.
+# It also runs the daily index health check (issue 17), which records history and emails alerts.
 CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {"task": "corpus.tasks.reconcile_jobs", "schedule": 60.0},
+    "check-index-health": {"task": "evaluation.tasks.check_index_health", "schedule": 86400.0},
 }
+
+# Alert emails (index health). Unset in development: printed to the console.
+EMAIL_BACKEND = os.environ.get(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if os.environ.get("EMAIL_HOST")
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "goldset@localhost")
+# Links in emails: the site's address as users reach it (no trailing slash).
+GOLDSET_BASE_URL = os.environ.get("GOLDSET_BASE_URL", "").rstrip("/")
 
 # Security. Cookies are secure whenever DEBUG is off; the CSP is enforced, never report-only.
 SESSION_COOKIE_HTTPONLY = True

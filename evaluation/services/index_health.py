@@ -230,7 +230,7 @@ def _email_admins(project: Project, check: IndexHealthCheck) -> None:
         message=(
             f"The daily index health check of {check.retriever.name} in {project.name} "
             f"({check.checked_at:%Y-%m-%d %H:%M} UTC) crossed a threshold:\n\n{lines}\n\n"
-            f"Index health page: {getattr(settings, 'GOLDSET_BASE_URL', '')}{url}\n"
+            f"Index health page: {settings.GOLDSET_BASE_URL}{url}\n"
         ),
         from_email=None,
         recipient_list=recipients,
