@@ -122,6 +122,8 @@ class Gold:
     corpus: dict[str, CorpusDocument] | None = None
     manifest: dict[str, Any] | None = None
     unanchored: list[UnanchoredSpan] = field(default_factory=list)
+    # Spans that pointed at an older version and were moved onto the newest one.
+    reanchored: int = 0
     source: Path | None = None
     # Every document's newest version, when the bundle carries documents.jsonl.
     documents: dict[str, DocumentState] | None = None
@@ -174,7 +176,9 @@ def _read_bundle(files: Mapping[str, bytes], *, folder: Path | None) -> Gold:
         )
         _check_span_offsets(questions, versions, gold_path=gold_path)
         gold.corpus = {doc_id: by_version[-1] for doc_id, by_version in versions.items()}
-        gold.questions, gold.unanchored = _reanchor_to_newest(questions, gold.corpus)
+        gold.questions, gold.unanchored, gold.reanchored = _reanchor_to_newest(
+            questions, gold.corpus
+        )
     if DOCUMENTS_FILE in files:
         documents_path = where(DOCUMENTS_FILE)
         gold.documents = _read_documents(
@@ -477,9 +481,11 @@ def _check_span_offsets(
 
 def _reanchor_to_newest(
     questions: dict[str, GoldQuestion], corpus: dict[str, CorpusDocument]
-) -> tuple[dict[str, GoldQuestion], list[UnanchoredSpan]]:
-    """Move spans that point at an older version onto the newest one (the one runs search)."""
+) -> tuple[dict[str, GoldQuestion], list[UnanchoredSpan], int]:
+    """Move spans that point at an older version onto the newest one (the one runs search);
+    the spans that could not be, and how many were moved."""
     unanchored: list[UnanchoredSpan] = []
+    moved_spans = 0
     moved: dict[str, GoldQuestion] = {}
     for question_id, question in questions.items():
         spans = []
@@ -493,11 +499,12 @@ def _reanchor_to_newest(
                 unanchored.append(UnanchoredSpan(question_id, span, document.version))
                 spans.append(span)
             else:
+                moved_spans += 1
                 spans.append(
                     replace(span, start=offsets[0], end=offsets[1], version=document.version)
                 )
         moved[question_id] = replace(question, spans=tuple(spans))
-    return moved, unanchored
+    return moved, unanchored, moved_spans
 
 
 def reanchor(span: GoldSpan, text: str) -> tuple[int, int] | None:

@@ -104,6 +104,8 @@ def check_index(
         for run in runs
     }
     report["test_users"] = {user.name: _short_lists(user, k=k) for user in test_users}
+    if gold is not None:
+        report["gold_spans"] = stale_gold(gold)
     crossed = _crossed(report, thresholds)
     report["thresholds"] = {
         "max_stale": thresholds.max_stale,
@@ -382,6 +384,31 @@ def _extraction_split(
             ],
         }
     return {"metric": name, "groups": split}
+
+
+def stale_gold(gold: Gold) -> dict[str, Any]:
+    """Gold spans whose document changed after labelling: re-anchored onto the newest version
+    when the gold set was read (`evaluation.gold.reanchor`, i.e. `corpus.anchoring.locate`),
+    and the ones that could not be, with their questions (they still count, unreachable)."""
+    lost = [
+        {
+            "question_id": item.question_id,
+            "question": gold.questions[item.question_id].question,
+            "doc_id": item.span.doc_id,
+            "version": item.span.version,
+            "newest_version": item.corpus_version,
+            "start": item.span.start,
+            "end": item.span.end,
+            "quote": (item.span.quote or "")[:300],
+        }
+        for item in gold.unanchored
+    ]
+    return {
+        "on_older_versions": gold.reanchored + len(lost),
+        "reanchored": gold.reanchored,
+        "not_reanchored": len(lost),
+        "rows": lost[:ROWS_SHOWN],
+    }
 
 
 # --- thresholds ---------------------------------------------------------------------------------

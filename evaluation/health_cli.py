@@ -124,6 +124,10 @@ def _days(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f} d"
 
 
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     index, stale = report["index"], report["stale"]
     lag = stale["lag_days"]
@@ -206,6 +210,27 @@ def render_markdown(report: dict[str, Any]) -> str:
                 f"| {name} | {short['short']} of {short['questions']} | {_share(short['share'])} |"
             )
         lines.append("")
+    spans = report.get("gold_spans")
+    if spans and spans["on_older_versions"]:
+        lines += [
+            "## Gold spans on changed documents",
+            "",
+            f"{spans['on_older_versions']} span(s) point at an older version: "
+            f"{spans['reanchored']} re-anchored onto the newest, {spans['not_reanchored']} not "
+            "(they still count, and no passage can reach them).",
+            "",
+        ]
+        if spans["rows"]:
+            lines += [
+                "| question | doc_id | version | span | quote |",
+                "| --- | --- | --- | --- | --- |",
+            ]
+            lines += [
+                f"| {r['question_id']} | {r['doc_id']} | v{r['version']} → v{r['newest_version']} "
+                f"| [{r['start']}, {r['end']}) | {_cell(r['quote'][:80])} |"
+                for r in spans["rows"][:50]
+            ]
+            lines.append("")
     if report["crossed"]:
         lines += ["## Thresholds crossed", ""] + [f"- {c['message']}" for c in report["crossed"]]
         lines.append("")

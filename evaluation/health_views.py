@@ -17,6 +17,7 @@ from corpus.models import Role
 from corpus.services import manifests
 from evaluation.forms import HealthThresholdsForm, ManifestUploadForm
 from evaluation.services import index_health
+from labelling.services.recheck import stale_spans
 
 
 @login_required
@@ -38,6 +39,7 @@ def _render(request, access, *, upload_form=None, thresholds_form=None, status=2
         "thresholds_form": thresholds_form or HealthThresholdsForm(instance=thresholds),
         "history": {name: index_health.plot_of(checks) for name, checks in history.items()},
         "crossed": index_health.latest_crossed(project, request.user),
+        "stale_spans": stale_spans(project=project, viewer=request.user),
     }
     return render(request, "evaluation/show_index_health.html", context, status=status)
 

@@ -102,3 +102,8 @@ urlpatterns += [
         name="include-question",
     ),
 ]
+
+# A labeller's spans on changed documents (labelling/views/recheck.py) -----------------------
+from labelling.views import recheck  # noqa: E402
+
+urlpatterns += [path("p/<slug:slug>/recheck/", recheck.show_recheck, name="show-recheck")]

@@ -276,3 +276,42 @@ def test_a_bundle_from_before_documents_jsonl_is_checked_by_its_corpus(bundle, t
     documents = documents_of(load_gold(bundle))
     assert sorted(documents) == ["policy", "vpn"] and documents["policy"].version == 2
     assert documents["policy"].source_modified_at is None
+
+
+OLD_TEXT = (
+    "Employees may carry over at most five days of unused annual leave into the next year.\n\n"
+    "Laptops are returned to the service desk on the last working day of the contract."
+)
+NEW_TEXT = "Employees may carry over at most ten days of unused annual leave into the next year.\n"
+
+
+def test_gold_spans_on_a_changed_document_are_reanchored_or_listed(bundle, tmp_path, capsys):
+    changed = OLD_TEXT.index("Laptops")
+    (bundle / "gold.jsonl").write_text(
+        json.dumps({"question_id": "q1", "question": "How many days carry over?", "spans": [
+            {"doc_id": "policy", "start": 0, "end": 86, "grade": 2, "version": 1,
+             "quote": OLD_TEXT[:86]},
+        ]}) + "\n"
+        + json.dumps({"question_id": "q2", "question": "Where do laptops go?", "spans": [
+            {"doc_id": "policy", "start": changed, "end": len(OLD_TEXT), "grade": 2, "version": 1,
+             "quote": OLD_TEXT[changed:]},
+        ]}) + "\n"
+    )  # fmt: skip
+    (bundle / "corpus.jsonl").write_text(
+        json.dumps({"doc_id": "policy", "version": 1, "title": "", "text": OLD_TEXT}) + "\n"
+        + json.dumps({"doc_id": "policy", "version": 2, "title": "", "text": NEW_TEXT}) + "\n"
+        + json.dumps({"doc_id": "vpn", "version": 1, "title": "", "text": "VPN text."}) + "\n"
+    )  # fmt: skip
+    path = write_manifest(tmp_path, f"policy,2,{H2},,,2026-11-30T00:00:00Z,minilm,r1,384\n")
+    arguments = ["health", "--gold", str(bundle), "--manifest", str(path)]
+    assert main([*arguments, "--format", "json"]) == 0
+    spans = json.loads(capsys.readouterr().out)["gold_spans"]
+    assert (spans["on_older_versions"], spans["reanchored"], spans["not_reanchored"]) == (2, 1, 1)
+    (lost,) = spans["rows"]
+    assert (lost["question_id"], lost["question"], lost["version"], lost["newest_version"]) == (
+        "q2", "Where do laptops go?", 1, 2,
+    )  # fmt: skip
+    assert main(arguments) == 0
+    out = capsys.readouterr().out
+    assert "2 span(s) point at an older version: 1 re-anchored onto the newest, 1 not" in out
+    assert "| q2 | policy | v1 → v2 |" in out
