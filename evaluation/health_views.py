@@ -9,14 +9,15 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from corpus.access import project_access
-from corpus.models import Role
+from corpus.models import Retriever, Role
 from corpus.services import manifests
 from evaluation.forms import HealthThresholdsForm, ManifestUploadForm
-from evaluation.services import index_health
+from evaluation.models import IndexEvaluation
+from evaluation.services import index_evaluations, index_health
 from labelling.services.recheck import stale_spans
 
 
@@ -81,4 +82,28 @@ def show_health_banner(request: HttpRequest, slug: str) -> HttpResponse:
         request,
         "evaluation/show_index_health.html#banner",
         {"project": access.project, "crossed": crossed},
+    )
+
+
+@login_required
+@require_GET
+def show_retriever_builds(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
+    """The retriever page's plot (loaded by htmx): recall@k and nDCG@10 over its builds, on
+    the newest gold set, unless its bundle is refused to the viewer (count-free)."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    retriever = get_object_or_404(Retriever, project=access.project, pk=retriever_id)
+    gold_set = index_evaluations.newest_gold_set(access.project)
+    refused = gold_set is not None and gold_set.hidden_document_count(request.user) > 0
+    evaluations = []
+    if gold_set is not None and not refused:
+        evaluations = list(IndexEvaluation.objects.filter(retriever=retriever, gold_set=gold_set))
+    return render(
+        request,
+        "evaluation/retriever_builds.html",
+        {
+            "project": access.project,
+            "gold_set": gold_set,
+            "refused": refused,
+            "plot": index_evaluations.build_plot(evaluations),
+        },
     )

@@ -261,3 +261,26 @@ class IndexHealthCheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.retriever} checked {self.checked_at:%Y-%m-%d}"
+
+
+class IndexEvaluation(models.Model):
+    """A retriever's figures on the newest gold set right after one of its index builds (a
+    job), so the retriever page shows which change moved which metric."""
+
+    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="+")
+    gold_set = models.ForeignKey(GoldSet, on_delete=models.CASCADE, related_name="+")
+    built_at = models.DateTimeField()
+    change = models.CharField(max_length=40, help_text="What changed since the previous build.")
+    scheme = models.CharField(max_length=200, blank=True)
+    model = models.CharField(max_length=300, blank=True)
+    k = models.PositiveIntegerField()
+    metrics = models.JSONField(default=dict)
+    questions = models.PositiveIntegerField(default=0)
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["retriever", "built_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.retriever} built {self.built_at:%Y-%m-%d %H:%M} on {self.gold_set}"

@@ -4,7 +4,7 @@ from celery import shared_task
 
 from corpus import jobs
 from corpus.models import Project
-from evaluation.services import index_health, permission_replays, reports
+from evaluation.services import index_evaluations, index_health, permission_replays, reports
 
 # A database that went away mid-job is retried; the job's own errors finish it (jobs.run).
 RETRY = {
@@ -39,6 +39,12 @@ def evaluation_report(job_id: int) -> None:
 @shared_task(**RETRY)
 def permission_replay(job_id: int) -> None:
     jobs.run(job_id, permission_replays.run_permission_replay)
+
+
+@shared_task(**RETRY)
+def index_evaluation(job_id: int) -> None:
+    """A new index scored on the newest gold set."""
+    jobs.run(job_id, index_evaluations.run_index_evaluation)
 
 
 @shared_task(acks_late=True)

@@ -51,4 +51,9 @@ urlpatterns = [
         health_views.show_health_banner,
         name="show-health-banner",
     ),
+    path(
+        "p/<slug:slug>/retrievers/<int:retriever_id>/builds/",
+        health_views.show_retriever_builds,
+        name="show-retriever-builds",
+    ),
 ]

@@ -1,0 +1,148 @@
+"""Evaluation on every index change: each build of a built-in retriever's index is scored on
+the project's newest gold set by a job, and the retriever page plots recall@k (at the k sent
+to the model) and nDCG@10 over its builds, each tagged with what changed (chunking, embedding
+model, or the corpus alone).
+
+The run searches as someone in no access group (only unrestricted documents come back), so
+its figures are the same for every member; the plot is shown to those the gold set's bundle
+is not refused to, as on the evaluation page.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from corpus import jobs
+from corpus.models import Index, Job, JobState, Retriever, RetrieverKind
+from corpus.runfiles import jsonl_run_line
+from corpus.services.retrieval import retrieve
+from evaluation.metrics import MetricOptions, evaluate_run
+from evaluation.models import GoldSet, IndexEvaluation
+from evaluation.runs import read_run
+from evaluation.services.evaluation_runs import evaluation_depth
+from evaluation.services.gold_sets import load_gold_set
+from labelling.charts import time_chart
+
+BATCH = 64
+
+
+def newest_gold_set(project) -> GoldSet | None:
+    return GoldSet.objects.in_project(project).order_by("-created_at", "-pk").first()
+
+
+def evaluate_after_build(retriever: Retriever, index: Index) -> Job | None:
+    """The corpus's build listener: queue the evaluation of the new index, if there is a gold
+    set to score it on."""
+    if retriever.kind not in (RetrieverKind.BM25, RetrieverKind.EMBEDDING):
+        return None
+    gold_set = newest_gold_set(retriever.project)
+    if gold_set is None:
+        return None
+    return jobs.start(
+        project=retriever.project,
+        task="evaluation.tasks.index_evaluation",
+        kind="index_evaluation",
+        params={"retriever_id": retriever.pk, "index_id": index.pk, "gold_set_id": gold_set.pk},
+        total=int(gold_set.manifest.get("questions", 0)),
+        description=f"Evaluate the new index of {retriever.name} on {gold_set}",
+    )
+
+
+def _model_of(retriever: Retriever, index: Index) -> str:
+    if retriever.kind == RetrieverKind.BM25:
+        return "bm25 " + ", ".join(f"{k}={v}" for k, v in sorted(retriever.params.items()))
+    return f"{index.model_name}@{index.model_version} ({index.dimension})"
+
+
+def _change(retriever: Retriever, *, scheme: str, model: str) -> str:
+    previous = IndexEvaluation.objects.filter(retriever=retriever).order_by("-built_at").first()
+    if previous is None:
+        return "first build"
+    changed = [
+        name
+        for name, differs in (
+            ("chunking", previous.scheme != scheme),
+            ("embeddings", previous.model != model),
+        )
+        if differs
+    ]
+    return " and ".join(changed) or "corpus"
+
+
+def run_index_evaluation(job: Job) -> None:
+    """The job of `evaluate_after_build`: retrieve the gold questions, score, store the row."""
+    retriever = Retriever.objects.select_related("scheme", "project").get(
+        pk=job.params["retriever_id"], project=job.project
+    )
+    gold_set = GoldSet.objects.get(pk=job.params["gold_set_id"])
+    index = Index.objects.filter(pk=job.params["index_id"]).first()
+    if index is None or retriever.active_index_id != index.pk:
+        jobs.finish(
+            job, JobState.SUCCEEDED, "A newer index replaced this one; it is evaluated instead."
+        )
+        return
+    if IndexEvaluation.objects.filter(job=job).exists():
+        jobs.finish(job, JobState.SUCCEEDED, "Already evaluated.")
+        return
+    gold = load_gold_set(gold_set)
+    project = retriever.project
+    depth, k = evaluation_depth(project), project.k_sent_to_model
+    questions = list(gold.questions.values())
+    advance = jobs.progress(job)
+    lines = []
+    for first in range(0, len(questions), BATCH):
+        batch = questions[first : first + BATCH]
+        # groups=(): as someone in no group, so the figures are everyone's.
+        found = retrieve(
+            retriever=retriever, questions=[q.question for q in batch], k=depth, groups=()
+        )
+        lines += [
+            jsonl_run_line(question_id=q.question_id, results=hits)
+            for q, hits in zip(batch, found, strict=True)
+        ]
+        advance(len(batch))
+    run = read_run("".join(lines).encode("utf-8"), name=retriever.name)
+    ks = tuple(sorted({k, 10}))
+    evaluation = evaluate_run(gold=gold, run=run, options=MetricOptions(ks=ks))
+    scheme = retriever.scheme.describe() if retriever.scheme else ""
+    model = _model_of(retriever, index)
+    with transaction.atomic():
+        IndexEvaluation.objects.create(
+            retriever=retriever,
+            gold_set=gold_set,
+            built_at=index.built_at,
+            change=_change(retriever, scheme=scheme, model=model),
+            scheme=scheme,
+            model=model,
+            k=k,
+            metrics={
+                f"recall@{k}": evaluation.metrics[f"recall@{k}"],
+                "ndcg@10": evaluation.metrics["ndcg@10"],
+            },
+            questions=len(questions),
+            job=job,
+        )
+    recall = evaluation.metrics[f"recall@{k}"]
+    shown = "–" if recall is None else f"{recall:.3f}"
+    jobs.finish(job, JobState.SUCCEEDED, f"{retriever.name}: recall@{k} {shown} on {gold_set}.")
+
+
+def build_plot(evaluations: list[IndexEvaluation]) -> dict:
+    """recall@k and nDCG@10 over the builds, and the rows behind the lines."""
+    if not evaluations:
+        return {}
+    k = evaluations[-1].k
+    series = [
+        (f"recall@{k}", [(e.built_at, e.metrics.get(f"recall@{e.k}") or 0.0) for e in evaluations]),
+        ("nDCG@10", [(e.built_at, e.metrics.get("ndcg@10") or 0.0) for e in evaluations]),
+    ]
+    chart = time_chart(series, start=evaluations[0].built_at, end=evaluations[-1].built_at)
+    rows = [
+        {
+            "evaluation": e,
+            "recall": e.metrics.get(f"recall@{e.k}"),
+            "ndcg": e.metrics.get("ndcg@10"),
+        }
+        for e in reversed(evaluations)
+    ]
+    return {"chart": chart, "rows": rows, "k": k}

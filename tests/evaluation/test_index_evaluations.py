@@ -1,0 +1,67 @@
+"""Every index build is scored on the newest gold set (a job); the retriever page plots it."""
+
+from django.urls import reverse
+
+from corpus.models import Job, JobState
+from corpus.services import documents, retrieval
+from evaluation.models import IndexEvaluation
+from evaluation.services.gold_sets import finalise_gold_set
+from tests.factories import labelled_question_set, login
+
+
+def test_each_build_is_evaluated_and_tagged_with_what_changed(
+    project, member, django_capture_on_commit_callbacks
+):
+    people = {r: member(r, username=r) for r in ("ann", "bob", "lead", "admin")}
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"]
+    )
+    gold_set = finalise_gold_set(question_set=question_set, user=people["admin"])
+    scheme = documents.add_chunking_scheme(
+        project=project, name="w50", strategy="fixed", size=50, overlap=0
+    )
+    documents.chunk_corpus(scheme=scheme)
+    bm25 = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=scheme)
+    with django_capture_on_commit_callbacks(execute=True):
+        retrieval.build_index(retriever=bm25)
+    (first,) = IndexEvaluation.objects.all()
+    job = Job.objects.get(kind="index_evaluation")
+    assert job.state == JobState.SUCCEEDED and job.task == "evaluation.tasks.index_evaluation"
+    assert first.gold_set == gold_set and first.change == "first build" and first.questions == 3
+    k = project.k_sent_to_model
+    assert set(first.metrics) == {f"recall@{k}", "ndcg@10"} and first.metrics[f"recall@{k}"] > 0
+
+    documents.change_chunking_scheme(
+        scheme=scheme, strategy="fixed", unit="words", size=20, overlap=5
+    )
+    documents.chunk_corpus(scheme=scheme)
+    with django_capture_on_commit_callbacks(execute=True):
+        retrieval.build_index(retriever=bm25)
+    second = IndexEvaluation.objects.latest("pk")
+    assert second.change == "chunking" and second.scheme != first.scheme
+
+    page = login(people["lead"]).get(
+        reverse("evaluation:show-retriever-builds", args=[project.slug, bm25.pk])
+    )
+    html = page.content.decode()
+    assert page.status_code == 200 and html.count("<polyline") == 2
+    assert html.count("<td>chunking</td>") == 1 and html.count("<td>first build</td>") == 1
+    retriever_page = login(people["lead"]).get(
+        reverse("corpus:show-retriever", args=[project.slug, bm25.pk])
+    )
+    assert (
+        reverse("evaluation:show-retriever-builds", args=[project.slug, bm25.pk])
+        in retriever_page.content.decode()
+    )
+
+
+def test_without_a_gold_set_a_build_queues_nothing(project, django_capture_on_commit_callbacks):
+    from tests.factories import add_documents
+
+    add_documents(project, ("a", "Some words about leave and holidays in the summer."))
+    scheme = documents.add_chunking_scheme(project=project, name="doc", strategy="document")
+    documents.chunk_corpus(scheme=scheme)
+    bm25 = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=scheme)
+    with django_capture_on_commit_callbacks(execute=True):
+        retrieval.build_index(retriever=bm25)
+    assert not Job.objects.filter(kind="index_evaluation").exists()
