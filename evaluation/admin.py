@@ -8,6 +8,9 @@ from evaluation.models import (
     EvaluationRun,
     GoldSet,
     GoldSetFile,
+    IndexEvaluation,
+    IndexHealthCheck,
+    IndexHealthThresholds,
     PermissionReplay,
     PermissionReplayRun,
 )
@@ -73,4 +76,27 @@ class PermissionReplayRunAdmin(ReadOnlyAdmin):
 class EvaluationReportAdmin(ReadOnlyAdmin):
     list_display = ["gold_set", "key", "created_at"]
     fields = ["gold_set", "key", "choice", "created_at"]
+    readonly_fields = fields
+
+
+@admin.register(IndexHealthThresholds)
+class IndexHealthThresholdsAdmin(admin.ModelAdmin):
+    list_display = ["project", "max_stale", "max_lag_days", "fail_on_model_mix", "max_crowding"]
+
+
+@admin.register(IndexHealthCheck)
+class IndexHealthCheckAdmin(ReadOnlyAdmin):
+    list_display = ["retriever", "checked_at", "stale_share", "lag_oldest_days", "notified"]
+    list_filter = ["project"]
+    fields = [
+        "project", "retriever", "checked_at", "source", "stale_share", "lag_p95_days",
+        "lag_oldest_days", "mixed_models", "crossed", "notified",
+    ]  # fmt: skip
+    readonly_fields = fields
+
+
+@admin.register(IndexEvaluation)
+class IndexEvaluationAdmin(ReadOnlyAdmin):
+    list_display = ["retriever", "built_at", "gold_set", "change", "k"]
+    fields = ["retriever", "gold_set", "built_at", "change", "scheme", "model", "k", "metrics"]
     readonly_fields = fields
