@@ -10,7 +10,7 @@ from tests.factories import labelled_question_set, login
 
 
 def test_each_build_is_evaluated_and_tagged_with_what_changed(
-    project, member, django_capture_on_commit_callbacks
+    project, member, django_capture_on_commit_callbacks, inline_jobs
 ):
     people = {r: member(r, username=r) for r in ("ann", "bob", "lead", "admin")}
     question_set = labelled_question_set(

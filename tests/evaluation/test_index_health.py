@@ -89,7 +89,9 @@ def test_import_manifest_exits_2_with_lines_and_stores_nothing(team, tmp_path, c
     assert not IndexManifest.objects.exists() and not IndexManifestRow.objects.exists()
 
 
-def test_a_lead_uploads_a_manifest_in_the_browser(team, member, django_capture_on_commit_callbacks):
+def test_a_lead_uploads_a_manifest_in_the_browser(
+    team, member, django_capture_on_commit_callbacks, inline_jobs
+):
     lead = login(member("lead"))
     url = reverse("evaluation:upload-manifest", args=[team.project.slug])
     with django_capture_on_commit_callbacks(execute=True):
