@@ -80,7 +80,8 @@ class ManifestFile:
 
 def describe_model(key: tuple[str, str, int]) -> str:
     model, revision, dimension = key
-    return f"{model}{'@' + revision if revision else ''} ({dimension} dimensions)"
+    name = f"{model}@{revision}" if revision else model
+    return f"{name} ({dimension} dimensions)" if dimension else name
 
 
 def read_manifest(data: bytes | str) -> ManifestFile:

@@ -101,8 +101,8 @@ def manifest_rows(manifest: IndexManifest, *, hidden: set[str] = frozenset()) ->
 
 
 def built_in_rows(retriever: Retriever, *, hidden: set[str] = frozenset()) -> list[ManifestRow]:
-    """A built-in index described by its records: for each document, the newest version
-    created before the index was built (what it read), with the index's model."""
+    """A built-in index described by its records: for each searchable document, the newest
+    version created before the index was built (what it read), with the index's model."""
     index = retriever.active_index
     if index is None or index.state != IndexState.READY or index.built_at is None:
         return []
@@ -113,9 +113,11 @@ def built_in_rows(retriever: Retriever, *, hidden: set[str] = frozenset()) -> li
         .order_by("-version")
         .values("pk")[:1]
     )
+    # What its searches can return: the index's own filter leaves the rest out.
+    searchable = Document.objects.filter(project=retriever.project_id).searchable()
     versions = (
         DocumentVersion.objects.filter(
-            document__project=retriever.project_id,
+            document__in=searchable.values("pk"),
             document__is_canary=False,
             created_at__lte=index.built_at,
             pk=Subquery(newest_then),
@@ -275,6 +277,6 @@ def plot_of(checks: list[IndexHealthCheck]) -> dict[str, Any]:
         [("oldest lag", [(c.checked_at, (c.lag_oldest_days or 0) / top) for c in checks])],
         start=start,
         end=end,
-        y_label=lambda value: f"{value * top:.0f} d",
+        y_label=lambda value: f"{value * top:.0f} d" if top >= 10 else f"{value * top:.1f} d",
     )
     return {"charts": [stale, lag], "rows": list(reversed(checks))[:30]}

@@ -105,3 +105,11 @@ def test_the_alert_path_end_to_end(stale_project, member):
         .content.decode()
     )
     assert health.count("<polyline") == 2 and health.count("<td>50%</td>") == 3
+
+
+def test_the_check_index_health_command_records_and_prints(stale_project, capsys):
+    from django.core.management import call_command
+
+    call_command("check_index_health", "--project", stale_project.project.slug)
+    assert IndexHealthCheck.objects.count() == 1
+    assert "team: 1 of 2 searchable documents are stale" in capsys.readouterr().out

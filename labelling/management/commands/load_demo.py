@@ -87,7 +87,7 @@ DEMO_TEAM_INDEX = {
         "hr-pol-021-remote-and-flexible-work.md",
     ],
     "mixed": ["it-proc-015-vpn-access.txt", "it-sec-007-passwords-and-mfa.md"],
-    "missing": ["fin-rates-2026-mileage-table.txt"],
+    "missing": ["it-proc-022-software-requests.md"],
     "deleted": ["fin-pol-007-travel-booking-2024.md"],
 }
 
