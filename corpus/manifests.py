@@ -43,6 +43,7 @@ COLUMNS = ("doc_id", "version", "content_sha256", "start", "end", "indexed_at",
            "embedding_model", "embedding_revision", "dimension")  # fmt: skip
 MAX_PROBLEMS = 50  # listed per file; the count says how many more there were
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_INTEGER = re.compile(r"\s*[+-]?\d{1,18}\s*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +229,7 @@ def _integer(value: Any) -> int | None | bool:
         return False
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,18}\s*", value):
+    if isinstance(value, str) and _INTEGER.fullmatch(value):
         return int(value)
     return False
 
