@@ -41,6 +41,7 @@ def _render(request, access, *, upload_form=None, thresholds_form=None, status=2
         "history": {name: index_health.plot_of(checks) for name, checks in history.items()},
         "crossed": index_health.latest_crossed(project, request.user),
         "stale_spans": stale_spans(project=project, viewer=request.user),
+        "runs_health": index_health.runs_health(project=project, viewer=request.user),
     }
     return render(request, "evaluation/show_index_health.html", context, status=status)
 

@@ -39,8 +39,17 @@ from corpus.models import (
 )
 from evaluation.gold import DocumentState
 from evaluation.health import Thresholds, check_index
-from evaluation.models import IndexHealthCheck, IndexHealthThresholds
+from evaluation.models import (
+    EvaluationRun,
+    GoldSet,
+    IndexHealthCheck,
+    IndexHealthThresholds,
+    PermissionReplay,
+)
+from evaluation.runs import Ranking, Run, read_run
 from evaluation.services.corpus_state import document_states
+from evaluation.services.evaluation_runs import load_stored_run
+from evaluation.services.gold_sets import load_gold_set
 from labelling.charts import time_chart
 
 # The viewer the recorded checks are made for: no group, so only unrestricted documents.
@@ -280,3 +289,61 @@ def plot_of(checks: list[IndexHealthCheck]) -> dict[str, Any]:
         y_label=lambda value: f"{value * top:.0f} d" if top >= 10 else f"{value * top:.1f} d",
     )
     return {"charts": [stale, lag], "rows": list(reversed(checks))[:30]}
+
+
+# --- runs of the newest gold set ----------------------------------------------------------------
+
+
+def _without(run: Run, hidden: set[str]) -> Run:
+    """The run as the viewer may see it: results of documents hidden from them dropped."""
+    if not hidden:
+        return run
+    return Run(
+        name=run.name,
+        rankings={
+            question_id: Ranking([p for p in ranking.passages if p.doc_id not in hidden])
+            for question_id, ranking in run.rankings.items()
+        },
+    )
+
+
+def runs_health(*, project: Project, viewer, now=None) -> dict[str, Any] | None:
+    """The run checks (mixed models, crowding, extraction split, short lists, results from
+    documents runs must not return) of the newest gold set's stored runs, and short lists per
+    test user of its newest permission replay; None without a gold set. Refused (count-free)
+    to a viewer the bundle is refused to, as on the evaluation page."""
+    gold_set = GoldSet.objects.in_project(project).order_by("-created_at", "-pk").first()
+    if gold_set is None:
+        return None
+    if gold_set.hidden_document_count(viewer):
+        return {"gold_set": gold_set, "refused": True}
+    now = now or timezone.now()
+    gold = load_gold_set(gold_set)
+    hidden = _hidden_doc_ids(project, viewer)
+    documents = _documents(project, viewer)
+    k = project.k_sent_to_model or 10
+    runs = {}
+    for record in EvaluationRun.objects.of_gold_set(gold_set).select_related("retriever"):
+        run = _without(load_stored_run(record, gold=gold), hidden)
+        retriever = record.retriever
+        rows: list[ManifestRow] = []
+        if retriever is not None:
+            manifest = retriever.manifests.first()
+            rows = (
+                manifest_rows(manifest, hidden=hidden)
+                if manifest is not None
+                else built_in_rows(retriever, hidden=hidden)
+            )
+        report = check_index(documents=documents, rows=rows, now=now, runs=[run], gold=gold, k=k)
+        runs[record.name] = report["runs"][run.name]
+    users = {}
+    replay = PermissionReplay.objects.filter(gold_set=gold_set).order_by("-pk").first()
+    if replay is not None:
+        user_runs = [
+            _without(read_run(bytes(r.content), name=r.user_name), hidden)
+            for r in replay.runs.order_by("user_name")
+        ]
+        users = check_index(documents=documents, rows=[], now=now, test_users=user_runs, k=k)[
+            "test_users"
+        ]
+    return {"gold_set": gold_set, "refused": False, "k": k, "runs": runs, "test_users": users}

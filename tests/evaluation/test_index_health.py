@@ -164,3 +164,39 @@ def test_a_built_in_index_is_checked_from_its_own_records(corpus, member):
     assert [row["doc_id"] for row in report["stale"]["rows"]] == ["vpn"]
     assert report["stale"]["rows"][0]["basis"] == "hash"
     assert report["index"]["models"][0]["model"] == "bm25"
+
+
+def test_the_runs_of_the_newest_gold_set_are_checked_and_refused_to_outsiders(project, member):
+    from evaluation.models import EvaluationRun
+    from evaluation.services.gold_sets import finalise_gold_set
+    from tests.factories import labelled_question_set
+
+    people = {r: member(r, username=r) for r in ("ann", "bob", "lead", "admin")}
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"], restricted=True
+    )
+    projects.set_access_group_members(
+        project=project, name="hr-confidential", users=[people["lead"], people["admin"]]
+    )
+    gold_set = finalise_gold_set(question_set=question_set, user=people["admin"])
+    content = (
+        b'{"question_id": "q1", "results": [{"doc_id": "leave", "start": 0, "end": 100}]}\n'
+        b'{"question_id": "q2", "results": [{"doc_id": "vpn"}, {"doc_id": "leave"}, '
+        b'{"doc_id": "vpn", "start": 0, "end": 40}, {"doc_id": "salaries"}, {"doc_id": "leave"}]}\n'
+    )
+    EvaluationRun.objects.create(
+        gold_set=gold_set, name="team", source="upload", file_name="team.jsonl",
+        content=content, sha256="0" * 64,
+    )  # fmt: skip
+    report = index_health.runs_health(project=project, viewer=people["lead"])
+    team = report["runs"]["team"]
+    assert team["short_lists"]["per_question"] == {"q1": 1} and team["questions"] == 2
+    assert team["extraction"]["groups"]["clean"]["questions"] == 2
+    html = login(people["lead"]).get(reverse("evaluation:show-index-health", args=[project.slug]))
+    assert (
+        '<tr id="run-team"><td>team</td><td>0</td><td>0%</td><td>1 of 2</td>'
+        in html.content.decode()
+    )
+    outsider = member("lead", username="outsider")
+    page = login(outsider).get(reverse("evaluation:show-index-health", args=[project.slug]))
+    assert "the checks of its runs are not available to you" in page.content.decode()
