@@ -10,8 +10,10 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from corpus import jobs
 from corpus.access import project_access
 from corpus.models import Retriever, Role
 from corpus.services import manifests
@@ -53,12 +55,21 @@ def upload_manifest(request: HttpRequest, slug: str) -> HttpResponse:
     form = ManifestUploadForm(request.POST, request.FILES, project=access.project)
     if not form.is_valid():
         return _render(request, access, upload_form=form, status=400)
+    then = {
+        "url": reverse("evaluation:show-index-health", args=[access.project.slug]),
+        "text": "Open Index health",
+    }
     job = manifests.start_manifest_import(
         retriever=form.cleaned_data["retriever"],
         upload=form.cleaned_data["file"],
         user=request.user,
+        then=then,
     )
-    return redirect("corpus:show-job", slug=access.project.slug, job_id=job.pk)
+    url = jobs.next_url(job)
+    if url is None:
+        return redirect("corpus:show-job", slug=access.project.slug, job_id=job.pk)
+    messages.success(request, job.message)
+    return redirect(url)
 
 
 @login_required

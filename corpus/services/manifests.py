@@ -85,8 +85,11 @@ def import_manifest(
     return stored
 
 
-def start_manifest_import(*, retriever: Retriever, upload, user) -> Job:
-    """Keep the uploaded file and queue its import (`run_manifest_import`)."""
+def start_manifest_import(
+    *, retriever: Retriever, upload, user, then: dict[str, str] | None = None
+) -> Job:
+    """Keep the uploaded file and queue its import (`run_manifest_import`); ``then`` (a
+    ``{"url", "text"}`` link) is where the job page sends the browser once it succeeded."""
     data = upload.read()
     with transaction.atomic():
         job = jobs.start(
@@ -95,7 +98,7 @@ def start_manifest_import(*, retriever: Retriever, upload, user) -> Job:
             kind="import_manifest",
             user=user,
             total=1,
-            params={"retriever_id": retriever.pk},
+            params={"retriever_id": retriever.pk, **({"then": then} if then else {})},
             description=f"Import the index manifest of {retriever.name}",
         )
         Upload.objects.create(
@@ -138,4 +141,6 @@ def run_manifest_import(job: Job) -> None:
         return
     job.done = 1
     job.result = {"manifest_id": stored.pk, "rows": stored.rows}
+    if job.params.get("then"):
+        job.result |= {"link": job.params["then"], "redirect": True}
     jobs.finish(job, JobState.SUCCEEDED, f"{retriever.name}: {stored.rows:,} manifest rows stored.")

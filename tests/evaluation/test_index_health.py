@@ -98,6 +98,10 @@ def test_a_lead_uploads_a_manifest_in_the_browser(
         response = lead.post(url, {"retriever": team.pk, "file": SimpleUploadedFile("i.csv", GOOD)})
     job = Job.objects.get(kind="import_manifest")
     assert response.status_code == 302 and job.state == JobState.SUCCEEDED
+    # The job page sends the browser back to Index health.
+    assert job.result["link"]["url"] == reverse(
+        "evaluation:show-index-health", args=[team.project.slug]
+    )
     assert IndexManifest.objects.get().rows == 4
     bad = SimpleUploadedFile("bad.csv", b"doc_id,indexed_at\npolicy,2026-11-20\n")
     with django_capture_on_commit_callbacks(execute=True):
