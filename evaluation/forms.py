@@ -23,11 +23,40 @@ class FinaliseForm(forms.Form):
     )
 
 
+CHANGES = [
+    ("", "—"),
+    ("chunking", "chunking"),
+    ("embeddings", "embeddings"),
+    ("filters", "filters"),
+    ("index settings", "index settings"),
+    ("corpus", "corpus (re-indexed)"),
+]
+
+
 class UploadRunForm(forms.Form):
     name = forms.CharField(
         max_length=100, required=False, help_text="Defaults to the file name without extension."
     )
     file = forms.FileField(label="Run file (JSONL or TREC)")
+    # Optional: the team's system it came from and what changed in it, for that retriever
+    # page's plot of figures over changes (issue 17).
+    retriever = forms.ModelChoiceField(
+        queryset=Retriever.objects.none(), required=False, label="The team's system"
+    )
+    change = forms.ChoiceField(choices=CHANGES, required=False, label="What changed")
+
+    def __init__(self, *args, project=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if project is not None:
+            self.fields["retriever"].queryset = Retriever.objects.filter(
+                project=project, kind=RetrieverKind.RUN
+            ).order_by("name")
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("change") and not cleaned.get("retriever"):
+            self.add_error("retriever", "Choose the system whose change this run shows.")
+        return cleaned
 
 
 class RetrieverRunForm(forms.Form):

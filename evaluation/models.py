@@ -277,6 +277,10 @@ class IndexEvaluation(models.Model):
     metrics = models.JSONField(default=dict)
     questions = models.PositiveIntegerField(default=0)
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # An uploaded run of the team's system, tagged with what changed (instead of a build).
+    run = models.ForeignKey(
+        EvaluationRun, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -1,5 +1,6 @@
 """Evaluation on every index change: each build of a built-in retriever's index is scored on
-the project's newest gold set by a job, and the retriever page plots recall@k (at the k sent
+the project's newest gold set by a job (and an uploaded run of the team's system, tagged with
+what changed, joins its retriever's plot), and the retriever page plots recall@k (at the k sent
 to the model) and nDCG@10 over its builds, each tagged with what changed (chunking, embedding
 model, or the corpus alone).
 
@@ -17,9 +18,9 @@ from corpus.models import Index, Job, JobState, Retriever, RetrieverKind
 from corpus.runfiles import jsonl_run_line
 from corpus.services.retrieval import retrieve
 from evaluation.metrics import MetricOptions, evaluate_run
-from evaluation.models import GoldSet, IndexEvaluation
+from evaluation.models import EvaluationRun, GoldSet, IndexEvaluation
 from evaluation.runs import read_run
-from evaluation.services.evaluation_runs import evaluation_depth
+from evaluation.services.evaluation_runs import evaluation_depth, load_stored_run
 from evaluation.services.gold_sets import load_gold_set
 from labelling.charts import time_chart
 
@@ -146,3 +147,36 @@ def build_plot(evaluations: list[IndexEvaluation]) -> dict:
         for e in reversed(evaluations)
     ]
     return {"chart": chart, "rows": rows, "k": k}
+
+
+def record_run_evaluation(*, run: EvaluationRun, retriever_id: int, change: str) -> IndexEvaluation:
+    """An uploaded run of the team's system, tagged with what changed in it, on the retriever's
+    plot over changes (once per run)."""
+    retriever = Retriever.objects.select_related("project").get(
+        pk=retriever_id, project=run.gold_set.question_set.project_id
+    )
+    existing = IndexEvaluation.objects.filter(retriever=retriever, run=run).first()
+    if existing is not None:
+        return existing
+    gold = load_gold_set(run.gold_set)
+    k = retriever.project.k_sent_to_model
+    evaluation = evaluate_run(
+        gold=gold,
+        run=load_stored_run(run, gold=gold),
+        options=MetricOptions(ks=tuple(sorted({k, 10}))),
+    )
+    return IndexEvaluation.objects.create(
+        retriever=retriever,
+        gold_set=run.gold_set,
+        run=run,
+        built_at=run.created_at,
+        change=change or "uploaded run",
+        scheme="",
+        model=f"run {run.name}",
+        k=k,
+        metrics={
+            f"recall@{k}": evaluation.metrics[f"recall@{k}"],
+            "ndcg@10": evaluation.metrics["ndcg@10"],
+        },
+        questions=len(gold.questions),
+    )

@@ -65,3 +65,32 @@ def test_without_a_gold_set_a_build_queues_nothing(project, django_capture_on_co
     with django_capture_on_commit_callbacks(execute=True):
         retrieval.build_index(retriever=bm25)
     assert not Job.objects.filter(kind="index_evaluation").exists()
+
+
+def test_an_uploaded_run_tagged_with_what_changed_joins_its_systems_plot(
+    project, member, django_capture_on_commit_callbacks, inline_jobs
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    people = {r: member(r, username=r) for r in ("ann", "bob", "lead", "admin")}
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"]
+    )
+    gold_set = finalise_gold_set(question_set=question_set, user=people["admin"])
+    team = retrieval.add_retriever(project=project, name="team", kind="run")
+    lead = login(people["lead"])
+    url = reverse("evaluation:upload-run", args=[project.slug, gold_set.pk])
+    run = b'{"question_id": "q2", "results": [{"doc_id": "vpn", "start": 0, "end": 40}]}\n'
+    refused = lead.post(url, {"file": SimpleUploadedFile("r.jsonl", run), "change": "filters"})
+    assert refused.status_code == 302 and not Job.objects.filter(kind="evaluation_upload").exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        lead.post(url, {
+            "file": SimpleUploadedFile("r.jsonl", run), "name": "after-filters",
+            "retriever": team.pk, "change": "filters",
+        })  # fmt: skip
+    (row,) = IndexEvaluation.objects.filter(retriever=team)
+    assert row.change == "filters" and row.run.name == "after-filters"
+    # q2 reaches one of its two spans, q1 is missing: (0.5 + 0) / 2 answerable questions.
+    assert row.metrics[f"recall@{project.k_sent_to_model}"] == 0.25
+    html = lead.get(reverse("evaluation:show-retriever-builds", args=[project.slug, team.pk]))
+    assert "<td>filters</td>" in html.content.decode()
