@@ -152,7 +152,23 @@ class PermissionReplayForm(forms.Form):
 
 class ManifestUploadForm(forms.Form):
     retriever = forms.ModelChoiceField(queryset=Retriever.objects.none())
-    file = forms.FileField(label="Manifest (CSV or JSONL)")
+    file = forms.FileField(label="Manifest (CSV or JSONL)", required=False)
+    url = forms.URLField(
+        label="Or its URL",
+        assume_scheme="https",
+        required=False,
+        max_length=2000,
+        help_text="HTTP retrievers: fetched from their own host, with their headers.",
+    )
+
+    def clean(self):
+        cleaned = super().clean()
+        if bool(cleaned.get("file")) == bool(cleaned.get("url")):
+            raise forms.ValidationError("Upload a file or give a URL (one of the two).")
+        retriever = cleaned.get("retriever")
+        if cleaned.get("url") and retriever is not None and retriever.kind != RetrieverKind.HTTP:
+            self.add_error("url", f"{retriever.name} is not an HTTP retriever: upload the file.")
+        return cleaned
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)

@@ -61,7 +61,8 @@ def upload_manifest(request: HttpRequest, slug: str) -> HttpResponse:
     }
     job = manifests.start_manifest_import(
         retriever=form.cleaned_data["retriever"],
-        upload=form.cleaned_data["file"],
+        upload=form.cleaned_data["file"] or None,
+        url=form.cleaned_data["url"],
         user=request.user,
         then=then,
     )
