@@ -486,12 +486,13 @@ def report_of(board: Scoreboard) -> dict[str, Any]:
         # Run against run, with each run in turn as the reference (a lead picks one on the page),
         # and why a built-in BM25 differs from the baseline: both need the scored runs, so they
         # are stored with the figures.
-        "deltas": {
-            scored.name: _deltas_content(run_deltas(board, reference=scored.name))
-            for scored in board.runs
-        }
+        # A list, not a mapping keyed by run: PostgreSQL's jsonb does not keep key order, and
+        # the first run is the default reference.
+        "deltas": [
+            _deltas_content(run_deltas(board, reference=scored.name)) for scored in board.runs
+        ]
         if len(board.runs) > 1
-        else {},
+        else [],
         "bm25_notes": [
             {"retriever": note.retriever, "differences": note.differences}
             for note in bm25_differences(board)
