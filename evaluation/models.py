@@ -288,3 +288,24 @@ class IndexEvaluation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.retriever} built {self.built_at:%Y-%m-%d %H:%M} on {self.gold_set}"
+
+
+class BuildEvaluationStart(models.Model):
+    """One index build whose evaluation was started by `evaluation.tasks.evaluate_index_builds`
+    (Celery beat): unique per build, so a second start of the same build is refused by the
+    database and does nothing."""
+
+    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="+")
+    built_at = models.DateTimeField()
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["retriever", "built_at"], name="one_evaluation_start_per_build"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.retriever} built {self.built_at:%Y-%m-%d %H:%M}"

@@ -54,3 +54,9 @@ def check_index_health() -> int:
     for project in Project.objects.filter(retrievers__isnull=False).distinct().order_by("pk"):
         recorded += len(index_health.record_health_checks(project=project))
     return recorded
+
+
+@shared_task(acks_late=True)
+def evaluate_index_builds() -> int:
+    """Celery beat, every minute: start the evaluation job of each index build not evaluated yet."""
+    return len(index_evaluations.start_build_evaluations())

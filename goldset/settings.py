@@ -206,10 +206,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 # `celery -A goldset beat` re-queues jobs whose message was lost or whose worker died.
-# It also runs the daily index health check (issue 17), which records history and emails alerts.
+# It also runs the daily index health check (issue 17), which records history and emails alerts,
+# and, every minute, starts the evaluation of each new index build on the newest gold set.
 CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {"task": "corpus.tasks.reconcile_jobs", "schedule": 60.0},
     "check-index-health": {"task": "evaluation.tasks.check_index_health", "schedule": 86400.0},
+    "evaluate-index-builds": {"task": "evaluation.tasks.evaluate_index_builds", "schedule": 60.0},
 }
 
 # Alert emails (index health). Unset in development: printed to the console.

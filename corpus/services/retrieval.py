@@ -6,7 +6,7 @@ import io
 import threading
 import zipfile
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -215,21 +215,7 @@ def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
     except BaseException:
         Index.objects.filter(pk=index.pk).update(state=IndexState.FAILED, artifact=b"")
         raise
-    if _build_listener is not None:
-        _build_listener(retriever, index)
     return index
-
-
-# Every index build is evaluated on the newest gold set (issue 17): evaluation reacts, and the
-# corpus cannot import it, so evaluation hands its listener over in `EvaluationConfig.ready()`.
-BuildListener = Callable[[Retriever, Index], None]
-_build_listener: BuildListener | None = None
-
-
-def listen_for_index_builds(listener: BuildListener | None) -> None:
-    """Name the function to call after each index build (replacing any earlier one)."""
-    global _build_listener
-    _build_listener = listener
 
 
 def retrieve(

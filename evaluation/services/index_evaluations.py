@@ -1,5 +1,6 @@
 """Evaluation on every index change: each build of a built-in retriever's index is scored on
-the project's newest gold set by a job (and an uploaded run of the team's system, tagged with
+the project's newest gold set by a job (started by a Celery beat task that finds new builds;
+the corpus never calls evaluation) (and an uploaded run of the team's system, tagged with
 what changed, joins its retriever's plot), and the retriever page plots recall@k (at the k sent
 to the model) and nDCG@10 over its builds, each tagged with what changed (chunking, embedding
 model, or the corpus alone).
@@ -11,14 +12,14 @@ is not refused to, as on the evaluation page.
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from corpus import jobs
-from corpus.models import Index, Job, JobState, Retriever, RetrieverKind
+from corpus.models import Index, IndexState, Job, JobState, Project, Retriever, RetrieverKind
 from corpus.runfiles import jsonl_run_line
 from corpus.services.retrieval import retrieve
 from evaluation.metrics import MetricOptions, evaluate_run
-from evaluation.models import EvaluationRun, GoldSet, IndexEvaluation
+from evaluation.models import BuildEvaluationStart, EvaluationRun, GoldSet, IndexEvaluation
 from evaluation.runs import read_run
 from evaluation.services.evaluation_runs import evaluation_depth, load_stored_run
 from evaluation.services.gold_sets import load_gold_set
@@ -31,22 +32,53 @@ def newest_gold_set(project) -> GoldSet | None:
     return GoldSet.objects.in_project(project).order_by("-created_at", "-pk").first()
 
 
-def evaluate_after_build(retriever: Retriever, index: Index) -> Job | None:
-    """The corpus's build listener: queue the evaluation of the new index, if there is a gold
-    set to score it on."""
-    if retriever.kind not in (RetrieverKind.BM25, RetrieverKind.EMBEDDING):
-        return None
-    gold_set = newest_gold_set(retriever.project)
-    if gold_set is None:
-        return None
-    return jobs.start(
-        project=retriever.project,
-        task="evaluation.tasks.index_evaluation",
-        kind="index_evaluation",
-        params={"retriever_id": retriever.pk, "index_id": index.pk, "gold_set_id": gold_set.pk},
-        total=int(gold_set.manifest.get("questions", 0)),
-        description=f"Evaluate the new index of {retriever.name} on {gold_set}",
-    )
+def start_build_evaluations(*, project: Project | None = None) -> list[Job]:
+    """Start one evaluation job per built-in index build not evaluated yet (of one project, or
+    of all): evaluation finds the builds itself, Celery beat calls this every minute, and the
+    corpus knows nothing of it. Idempotent: a build already started (`BuildEvaluationStart`,
+    unique per build) or already evaluated is skipped, so a double start does nothing."""
+    retrievers = Retriever.objects.filter(
+        kind__in=(RetrieverKind.BM25, RetrieverKind.EMBEDDING),
+        active_index__state=IndexState.READY,
+        active_index__built_at__isnull=False,
+    ).select_related("active_index", "project")
+    if project is not None:
+        retrievers = retrievers.filter(project=project)
+    started = []
+    for retriever in retrievers.order_by("pk"):
+        index = retriever.active_index
+        seen = BuildEvaluationStart.objects.filter(retriever=retriever, built_at=index.built_at)
+        evaluated = IndexEvaluation.objects.filter(
+            retriever=retriever, built_at=index.built_at, run__isnull=True
+        )
+        if seen.exists() or evaluated.exists():
+            continue
+        # Without a gold set there is nothing to score on: the build waits for the first one.
+        gold_set = newest_gold_set(retriever.project)
+        if gold_set is None:
+            continue
+        try:
+            with transaction.atomic():
+                start = BuildEvaluationStart.objects.create(
+                    retriever=retriever, built_at=index.built_at
+                )
+                start.job = jobs.start(
+                    project=retriever.project,
+                    task="evaluation.tasks.index_evaluation",
+                    kind="index_evaluation",
+                    params={
+                        "retriever_id": retriever.pk,
+                        "index_id": index.pk,
+                        "gold_set_id": gold_set.pk,
+                    },
+                    total=int(gold_set.manifest.get("questions", 0)),
+                    description=f"Evaluate the new index of {retriever.name} on {gold_set}",
+                )
+                start.save(update_fields=["job"])
+        except IntegrityError:
+            continue  # another beat or command started this build's evaluation meanwhile
+        started.append(start.job)
+    return started
 
 
 def _model_of(retriever: Retriever, index: Index) -> str:
@@ -71,7 +103,7 @@ def _change(retriever: Retriever, *, scheme: str, model: str) -> str:
 
 
 def run_index_evaluation(job: Job) -> None:
-    """The job of `evaluate_after_build`: retrieve the gold questions, score, store the row."""
+    """The job of `start_build_evaluations`: retrieve the gold questions, score, store the row."""
     retriever = Retriever.objects.select_related("scheme", "project").get(
         pk=job.params["retriever_id"], project=job.project
     )

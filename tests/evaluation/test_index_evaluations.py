@@ -1,11 +1,18 @@
 """Every index build is scored on the newest gold set (a job); the retriever page plots it."""
 
+import io
+
+import pytest
+from django.core.management import call_command
+from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from corpus.models import Job, JobState
 from corpus.services import documents, retrieval
-from evaluation.models import IndexEvaluation
+from evaluation.models import BuildEvaluationStart, IndexEvaluation
 from evaluation.services.gold_sets import finalise_gold_set
+from evaluation.services.index_evaluations import start_build_evaluations
+from evaluation.tasks import evaluate_index_builds
 from tests.factories import labelled_question_set, login
 
 
@@ -22,10 +29,16 @@ def test_each_build_is_evaluated_and_tagged_with_what_changed(
     )
     documents.chunk_corpus(scheme=scheme)
     bm25 = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=scheme)
+    retrieval.build_index(retriever=bm25)
+    assert not Job.objects.filter(kind="index_evaluation").exists()  # the corpus calls nobody
     with django_capture_on_commit_callbacks(execute=True):
-        retrieval.build_index(retriever=bm25)
+        assert evaluate_index_builds.apply().get() == 1  # the beat task, as the worker runs it
     (first,) = IndexEvaluation.objects.all()
     job = Job.objects.get(kind="index_evaluation")
+    assert BuildEvaluationStart.objects.get(retriever=bm25).job == job
+    # The next beat finds nothing new: one job per build.
+    assert evaluate_index_builds.apply().get() == 0
+    assert Job.objects.filter(kind="index_evaluation").count() == 1
     assert job.state == JobState.SUCCEEDED and job.task == "evaluation.tasks.index_evaluation"
     assert first.gold_set == gold_set and first.change == "first build" and first.questions == 3
     k = project.k_sent_to_model
@@ -35,8 +48,9 @@ def test_each_build_is_evaluated_and_tagged_with_what_changed(
         scheme=scheme, strategy="fixed", unit="words", size=20, overlap=5
     )
     documents.chunk_corpus(scheme=scheme)
+    retrieval.build_index(retriever=bm25)
     with django_capture_on_commit_callbacks(execute=True):
-        retrieval.build_index(retriever=bm25)
+        call_command("evaluate_index_builds", "--project", project.slug, stdout=io.StringIO())
     second = IndexEvaluation.objects.latest("pk")
     assert second.change == "chunking" and second.scheme != first.scheme
 
@@ -55,6 +69,24 @@ def test_each_build_is_evaluated_and_tagged_with_what_changed(
     )
 
 
+def test_a_second_start_of_one_build_is_refused_by_the_database(project, member):
+    people = {r: member(r, username=r) for r in ("ann", "bob", "lead", "admin")}
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"]
+    )
+    finalise_gold_set(question_set=question_set, user=people["admin"])
+    scheme = documents.add_chunking_scheme(project=project, name="doc", strategy="document")
+    documents.chunk_corpus(scheme=scheme)
+    bm25 = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=scheme)
+    index = retrieval.build_index(retriever=bm25)
+    # Another beat started this build a moment ago (its row is there): nothing more is started.
+    BuildEvaluationStart.objects.create(retriever=bm25, built_at=index.built_at)
+    assert start_build_evaluations(project=project) == []
+    with pytest.raises(IntegrityError), transaction.atomic():
+        BuildEvaluationStart.objects.create(retriever=bm25, built_at=index.built_at)
+    assert not Job.objects.filter(kind="index_evaluation").exists()
+
+
 def test_without_a_gold_set_a_build_queues_nothing(project, django_capture_on_commit_callbacks):
     from tests.factories import add_documents
 
@@ -62,8 +94,9 @@ def test_without_a_gold_set_a_build_queues_nothing(project, django_capture_on_co
     scheme = documents.add_chunking_scheme(project=project, name="doc", strategy="document")
     documents.chunk_corpus(scheme=scheme)
     bm25 = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=scheme)
+    retrieval.build_index(retriever=bm25)
     with django_capture_on_commit_callbacks(execute=True):
-        retrieval.build_index(retriever=bm25)
+        assert evaluate_index_builds.apply().get() == 0
     assert not Job.objects.filter(kind="index_evaluation").exists()
 
 
