@@ -525,6 +525,25 @@ class Span(models.Model):
         return f"{self.version} [{self.start}:{self.end})"
 
 
+class SpanRecheck(models.Model):
+    """A labeller's answer for their span on a changed document, which the gold rule uses;
+    its history is `Change` rows (subject recheck)."""
+
+    span = models.OneToOneField(Span, on_delete=models.CASCADE, related_name="recheck")
+    outcome = models.CharField(max_length=16)  # "confirmed", "re-marked" or "gone"
+    version = models.ForeignKey(DocumentVersion, on_delete=models.PROTECT, related_name="+")
+    start = models.PositiveIntegerField(null=True, blank=True)
+    end = models.PositiveIntegerField(null=True, blank=True)
+    quote = models.TextField(blank=True)
+    made_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    made_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.span}: {self.outcome}"
+
+
 class VerdictOutcome(models.TextChoices):
     ANSWERABLE = "answerable", "Answerable"
     UNANSWERABLE = "unanswerable", "No passage answers this question"
@@ -551,6 +570,7 @@ class ChangeSubject(models.TextChoices):
     JUDGEMENT = "judgement", "Judgement"
     VERDICT = "verdict", "Verdict"
     ASSIGNMENT = "assignment", "Assignment"
+    RECHECK = "recheck", "Re-check of evidence on a changed document"
 
 
 class Change(models.Model):
