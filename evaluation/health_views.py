@@ -19,7 +19,7 @@ from corpus.models import Retriever, Role
 from corpus.services import manifests
 from evaluation.forms import HealthThresholdsForm, ManifestUploadForm
 from evaluation.models import IndexEvaluation
-from evaluation.services import index_evaluations, index_health
+from evaluation.services import health_reports, index_evaluations, index_health
 from labelling.services.recheck import stale_spans
 
 
@@ -37,7 +37,12 @@ def _render(request, access, *, upload_form=None, thresholds_form=None, status=2
     context = {
         "access": access,
         "project": project,
-        "healths": index_health.project_health(project=project, viewer=request.user),
+        "healths": [
+            health_reports.shown_health(retriever=retriever, viewer=request.user)
+            for retriever in project.retrievers.select_related("active_index", "project")
+            .prefetch_related("manifests")
+            .order_by("name")
+        ],
         "upload_form": upload_form or ManifestUploadForm(project=project),
         "thresholds_form": thresholds_form or HealthThresholdsForm(instance=thresholds),
         "history": {name: index_health.plot_of(checks) for name, checks in history.items()},
@@ -66,6 +71,20 @@ def upload_manifest(request: HttpRequest, slug: str) -> HttpResponse:
         user=request.user,
         then=then,
     )
+    url = jobs.next_url(job)
+    if url is None:
+        return redirect("corpus:show-job", slug=access.project.slug, job_id=job.pk)
+    messages.success(request, job.message)
+    return redirect(url)
+
+
+@login_required
+@require_POST
+def check_index_now(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
+    """Queue the check of a large index (too many rows to check in a request)."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    retriever = get_object_or_404(Retriever, project=access.project, pk=retriever_id)
+    job = health_reports.start_health_report(retriever=retriever, user=request.user)
     url = jobs.next_url(job)
     if url is None:
         return redirect("corpus:show-job", slug=access.project.slug, job_id=job.pk)

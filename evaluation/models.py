@@ -309,3 +309,25 @@ class BuildEvaluationStart(models.Model):
 
     def __str__(self) -> str:
         return f"{self.retriever} built {self.built_at:%Y-%m-%d %H:%M}"
+
+
+class IndexHealthReport(models.Model):
+    """Index health figures of one retriever's large index for one state of its inputs (the
+    documents a viewer may see and their versions, the manifest or index, the thresholds, k),
+    computed by a job and stored, so the page reads no manifest rows itself. Another state of
+    the inputs is another report."""
+
+    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=64, help_text="SHA-256 of the inputs.")
+    source = models.CharField(max_length=16)
+    described = models.CharField(max_length=300)
+    report = models.JSONField(help_text="evaluation.health.check_index's report.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["retriever", "key"], name="one_health_report_per_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.retriever} health {self.key[:8]}"

@@ -4,7 +4,13 @@ from celery import shared_task
 
 from corpus import jobs
 from corpus.models import Project
-from evaluation.services import index_evaluations, index_health, permission_replays, reports
+from evaluation.services import (
+    health_reports,
+    index_evaluations,
+    index_health,
+    permission_replays,
+    reports,
+)
 
 # A database that went away mid-job is retried; the job's own errors finish it (jobs.run).
 RETRY = {
@@ -45,6 +51,12 @@ def permission_replay(job_id: int) -> None:
 def index_evaluation(job_id: int) -> None:
     """A new index scored on the newest gold set."""
     jobs.run(job_id, index_evaluations.run_index_evaluation)
+
+
+@shared_task(**RETRY)
+def index_health_report(job_id: int) -> None:
+    """A large index's health figures, as the lead who asked may see them, stored."""
+    jobs.run(job_id, health_reports.run_health_report)
 
 
 @shared_task(acks_late=True)

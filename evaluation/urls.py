@@ -37,6 +37,11 @@ urlpatterns = [
     ),
     path("p/<slug:slug>/index-health/", health_views.show_index_health, name="show-index-health"),
     path(
+        "p/<slug:slug>/index-health/<int:retriever_id>/check/",
+        health_views.check_index_now,
+        name="check-index-now",
+    ),
+    path(
         "p/<slug:slug>/index-health/manifest/",
         health_views.upload_manifest,
         name="upload-manifest",

@@ -263,3 +263,43 @@ def test_the_form_asks_for_a_file_or_a_url(team, member):
     )
     assert response.status_code == 400
     assert "Upload a file or give a URL (one of the two)." in response.content.decode()
+
+
+def test_a_large_index_is_checked_by_a_job_and_its_stored_figures_shown_until_inputs_change(
+    team, member, monkeypatch, django_capture_on_commit_callbacks, inline_jobs
+):
+    from evaluation.models import IndexHealthReport
+    from evaluation.services import health_reports
+
+    monkeypatch.setattr(health_reports, "INLINE_ROWS", 3)  # this manifest's 4 rows are "large"
+    manifests.import_manifest(retriever=team, data=GOOD, file_name="i.csv")
+    outsider = member("lead", username="outsider")
+    insider = member("lead", username="insider")
+    projects.set_access_group_members(project=team.project, name="hr", users=[insider])
+    page_url = reverse("evaluation:show-index-health", args=[team.project.slug])
+    lead = login(outsider)
+    html = lead.get(page_url).content.decode()
+    assert "too many to check while the page loads" in html and "Check team now" in html
+    assert "ghost" not in html  # nothing computed in the request
+    assert not Job.objects.filter(kind="index_health_report").exists()  # a GET starts nothing
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = lead.post(
+            reverse("evaluation:check-index-now", args=[team.project.slug, team.pk])
+        )
+    job = Job.objects.get(kind="index_health_report")
+    assert job.state == JobState.SUCCEEDED and job.task == "evaluation.tasks.index_health_report"
+    # The job page follows it, then sends the browser back to Index health.
+    assert response.status_code == 302 and job.result["link"]["url"] == page_url
+    (stored,) = IndexHealthReport.objects.all()
+    assert stored.retriever == team and stored.report["unknown"]["documents"] == 1
+    html = lead.get(page_url).content.decode()
+    assert "Computed by a job at" in html and "ghost" in html and "secret" not in html
+
+    # Someone who may see more documents does not get the outsider's figures.
+    html = login(insider).get(page_url).content.decode()
+    assert "Check team now" in html and "Computed by a job" not in html
+    # A re-imported document changes the inputs: the stored figures are no longer shown.
+    reimport(team.project, "policy", NEW_POLICY, datetime.datetime.now(datetime.UTC))
+    html = lead.get(page_url).content.decode()
+    assert "Check team now" in html and "Computed by a job" not in html
