@@ -4,12 +4,14 @@ admin bypasses every access-group check, so it shows metadata, never file conten
 from django.contrib import admin
 
 from evaluation.models import (
+    BuildEvaluationStart,
     EvaluationReport,
     EvaluationRun,
     GoldSet,
     GoldSetFile,
     IndexEvaluation,
     IndexHealthCheck,
+    IndexHealthReport,
     IndexHealthThresholds,
     PermissionReplay,
     PermissionReplayRun,
@@ -99,4 +101,20 @@ class IndexHealthCheckAdmin(ReadOnlyAdmin):
 class IndexEvaluationAdmin(ReadOnlyAdmin):
     list_display = ["retriever", "built_at", "gold_set", "change", "k"]
     fields = ["retriever", "gold_set", "built_at", "change", "scheme", "model", "k", "metrics"]
+    readonly_fields = fields
+
+
+@admin.register(BuildEvaluationStart)
+class BuildEvaluationStartAdmin(ReadOnlyAdmin):
+    list_display = ["retriever", "built_at", "job", "created_at"]
+    fields = list_display
+    readonly_fields = fields
+
+
+@admin.register(IndexHealthReport)
+class IndexHealthReportAdmin(ReadOnlyAdmin):
+    """Metadata only: the report names documents an access group may hide."""
+
+    list_display = ["retriever", "key", "source", "created_at"]
+    fields = list_display
     readonly_fields = fields
