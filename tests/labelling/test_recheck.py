@@ -110,6 +110,12 @@ def test_confirming_and_saying_gone_are_stored_with_history_and_the_gold_takes_t
     assert all(c.made_by == people["ann"] for c in history)
     # The gold takes the answers: the confirmed span on version 2, the gone one no more.
     assert _gold_spans(question_set, "q2") == [("vpn", 2, 13, 53, VPN_TEXT[:40])]
+    health = (
+        login(people["lead"])
+        .get(reverse("evaluation:show-index-health", args=[project.slug]))
+        .content.decode()
+    )
+    assert "confirmed at [13, 53)" in health and "gone: no longer in the gold" in health
     # The same answer again writes nothing more.
     _answer(ann, project, spans[(0, 40)], outcome="confirmed")
     assert Change.objects.filter(subject="recheck").count() == 2
