@@ -160,3 +160,16 @@ def test_a_labeller_answers_for_their_own_spans_only(project, member):
         remark = client.get(reverse("labelling:remark-span", args=[project.slug, anns]))
         assert remark.status_code == 404 and "vpn client install" not in remark.content.decode()
     assert not SpanRecheck.objects.exists() and not Change.objects.filter(subject="recheck")
+
+
+def test_a_gold_set_finalised_after_the_answers_carries_them(project, member):
+    from evaluation.services.gold_sets import finalise_gold_set, load_gold_set
+
+    people, question_set, spans = _changed_vpn(project, member)
+    ann = login(people["ann"])
+    _answer(ann, project, spans[(0, 40)], outcome="confirmed")
+    _answer(ann, project, spans[(100, 150)], outcome="gone")
+    gold_set = finalise_gold_set(question_set=question_set, user=member("admin"))
+    gold = load_gold_set(gold_set)
+    q2 = gold.questions["q2"]
+    assert [(s.doc_id, s.start, s.end) for s in q2.spans] == [("vpn", 13, 53)]
