@@ -117,6 +117,8 @@ class BundleInfo:
     created_at: datetime.datetime
     min_span_f1: float
     guideline_versions: Sequence[int] = ()
+    # Questions promoted from production samples: {question_id, trace_id, sample, rule, ...}.
+    production: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass
@@ -238,6 +240,8 @@ def build_bundle(
             for name, content in sorted(files.items())
         },
     }
+    if info.production:
+        manifest["production_questions"] = [dict(item) for item in info.production]
     files[MANIFEST_FILE] = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
     return Bundle(files=files, manifest=manifest)
 

@@ -10,7 +10,9 @@ from corpus.models import PermissionProfile, Retriever, RetrieverKind
 from evaluation.models import GoldSet, IndexHealthThresholds
 from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
 from evaluation.services.permission_replays import MAX_K, Upload
+from labelling.models import QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
+from labelling.trace_models import Sample
 
 
 class FinaliseForm(forms.Form):
@@ -198,3 +200,26 @@ class HealthThresholdsForm(forms.ModelForm):
         if lag is not None and lag < 0:
             self.add_error("max_lag_days", "Zero days or more.")
         return cleaned
+
+
+class PromotionForm(forms.Form):
+    target = forms.ModelChoiceField(
+        queryset=QuestionSet.objects.none(),
+        empty_label=None,
+        label="Into the question set",
+        help_text="Its next gold set version will hold them; versions already finalised stay "
+        "as they are.",
+    )
+    only_misses = forms.TypedChoiceField(
+        choices=[("1", "Only the misses"), ("0", "Every labelled question")],
+        coerce=lambda value: value == "1",
+        widget=forms.RadioSelect,
+        initial="1",
+        label="Which questions",
+    )
+
+    def __init__(self, *args, sample: Sample, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["target"].queryset = QuestionSet.objects.filter(
+            project=sample.project, sample__isnull=True
+        ).order_by("name")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation import health_views, views
+from evaluation import health_views, production_views, views
 
 app_name = "evaluation"
 
@@ -60,5 +60,15 @@ urlpatterns = [
         "p/<slug:slug>/retrievers/<int:retriever_id>/builds/",
         health_views.show_retriever_builds,
         name="show-retriever-builds",
+    ),
+    path(
+        "p/<slug:slug>/samples/<int:sample_id>/misses/",
+        production_views.show_misses,
+        name="show-misses",
+    ),
+    path(
+        "p/<slug:slug>/samples/<int:sample_id>/promote/",
+        production_views.promote_sample,
+        name="promote-sample",
     ),
 ]

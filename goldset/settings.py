@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -205,14 +206,48 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# The weekly sample (labelling.tasks.draw_weekly_samples): Monday 06:00 UTC by default
+# (crontab day of week: 0 = Sunday). Emails link to GOLDSET_SITE_URL.
+GOLDSET_SAMPLE_WEEKDAY = os.environ.get("GOLDSET_SAMPLE_WEEKDAY", "1")
+GOLDSET_SAMPLE_HOUR = os.environ.get("GOLDSET_SAMPLE_HOUR", "6")
+GOLDSET_SITE_URL = os.environ.get("GOLDSET_SITE_URL", "http://localhost:8000")
 # `celery -A goldset beat` re-queues jobs whose message was lost or whose worker died.
 # It also runs the daily index health check (issue 17), which records history and emails alerts,
 # and, every minute, starts the evaluation of each new index build on the newest gold set.
+# And it draws the production sample of every active sampling rule once a week.
 CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {"task": "corpus.tasks.reconcile_jobs", "schedule": 60.0},
     "check-index-health": {"task": "evaluation.tasks.check_index_health", "schedule": 86400.0},
     "evaluate-index-builds": {"task": "evaluation.tasks.evaluate_index_builds", "schedule": 60.0},
+    "weekly-production-samples": {
+        "task": "labelling.tasks.draw_weekly_samples",
+        "schedule": crontab(
+            minute="0", hour=GOLDSET_SAMPLE_HOUR, day_of_week=GOLDSET_SAMPLE_WEEKDAY
+        ),
+    },
+    "purge-expired-traces": {
+        "task": "labelling.tasks.purge_expired_traces",
+        "schedule": crontab(minute="30", hour="3"),
+    },
 }
+
+# Production traces (labelling/services/traces.py): kept this many days unless a sample holds
+# them (0: forever); the endpoint's body cap, batch cap and per-token request rate.
+GOLDSET_TRACE_RETENTION_DAYS = int(os.environ.get("GOLDSET_TRACE_RETENTION_DAYS", "180"))
+GOLDSET_TRACE_MAX_BODY_BYTES = int(os.environ.get("GOLDSET_TRACE_MAX_BODY_BYTES", str(5 * 2**20)))
+GOLDSET_TRACE_MAX_BATCH = int(os.environ.get("GOLDSET_TRACE_MAX_BATCH", "1000"))
+GOLDSET_TRACE_REQUESTS_PER_MINUTE = int(os.environ.get("GOLDSET_TRACE_REQUESTS_PER_MINUTE", "600"))
+
+# The cache holds the endpoint's rate counters: Redis when there is one, so every web replica
+# counts the same requests; the process's memory otherwise (the quickstart, one process).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "goldset",
+        }
+    }
 
 # Alert emails (index health). Unset in development: printed to the console.
 EMAIL_BACKEND = os.environ.get(

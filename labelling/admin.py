@@ -21,6 +21,14 @@ from labelling.models import (
     Verdict,
 )
 from labelling.services import assignments as services
+from labelling.trace_models import (
+    ApiToken,
+    PromotedQuestion,
+    Sample,
+    SampledTrace,
+    SamplingRule,
+    Trace,
+)
 
 
 @admin.register(QuestionSet)
@@ -246,3 +254,40 @@ def _release_unstarted(user, *, by) -> int:
             continue  # started meanwhile: it stays theirs
         released += 1
     return released
+
+
+# The production loop (labelling/trace_models.py). Read-mostly: traces come from the team's
+# system, tokens are made on the project's token page (the secret is never stored).
+@admin.register(Trace)
+class TraceAdmin(admin.ModelAdmin):
+    list_display = ["trace_id", "project", "occurred_at", "thumb", "refused"]
+    list_filter = ["has_unknown_documents"]
+    search_fields = ["trace_id"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "prefix", "created_at", "expires_at", "revoked_at"]
+    readonly_fields = ["digest", "prefix"]
+
+
+@admin.register(SamplingRule)
+class SamplingRuleAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "project", "strategy", "size", "active"]
+
+
+@admin.register(Sample)
+class SampleAdmin(admin.ModelAdmin):
+    list_display = ["pk", "project", "rule", "window_end", "population", "question_set"]
+
+
+@admin.register(SampledTrace)
+class SampledTraceAdmin(admin.ModelAdmin):
+    list_display = ["sample", "trace", "stratum", "inclusion_probability"]
+    raw_id_fields = ["sample", "trace", "question"]
+
+
+@admin.register(PromotedQuestion)
+class PromotedQuestionAdmin(admin.ModelAdmin):
+    list_display = ["question", "sampled_trace", "promoted_at"]
+    raw_id_fields = ["question", "sampled_trace"]

@@ -525,25 +525,6 @@ class Span(models.Model):
         return f"{self.version} [{self.start}:{self.end})"
 
 
-class SpanRecheck(models.Model):
-    """A labeller's answer for their span on a changed document, which the gold rule uses;
-    its history is `Change` rows (subject recheck)."""
-
-    span = models.OneToOneField(Span, on_delete=models.CASCADE, related_name="recheck")
-    outcome = models.CharField(max_length=16)  # "confirmed", "re-marked" or "gone"
-    version = models.ForeignKey(DocumentVersion, on_delete=models.PROTECT, related_name="+")
-    start = models.PositiveIntegerField(null=True, blank=True)
-    end = models.PositiveIntegerField(null=True, blank=True)
-    quote = models.TextField(blank=True)
-    made_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
-    )
-    made_at = models.DateTimeField(auto_now=True)
-
-    def __str__(self) -> str:
-        return f"{self.span}: {self.outcome}"
-
-
 class VerdictOutcome(models.TextChoices):
     ANSWERABLE = "answerable", "Answerable"
     UNANSWERABLE = "unanswerable", "No passage answers this question"
@@ -642,3 +623,14 @@ class Resolution(models.Model):
 
     def __str__(self) -> str:
         return f"resolution of {self.question} {self.candidate or 'verdict'}"
+
+
+# The production loop's rows and the Re-check answers live in their own modules; named here so
+# Django finds them.
+from labelling.recheck_models import SpanRecheck as SpanRecheck  # noqa: E402
+from labelling.trace_models import ApiToken as ApiToken  # noqa: E402
+from labelling.trace_models import PromotedQuestion as PromotedQuestion  # noqa: E402
+from labelling.trace_models import Sample as Sample  # noqa: E402
+from labelling.trace_models import SampledTrace as SampledTrace  # noqa: E402
+from labelling.trace_models import SamplingRule as SamplingRule  # noqa: E402
+from labelling.trace_models import Trace as Trace  # noqa: E402

@@ -46,6 +46,7 @@ from labelling.models import (
 )
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
 from labelling.services.gold import FrozenQuestion, UnresolvedItem, collect_gold
+from labelling.trace_models import PromotedQuestion
 
 
 class GoldSetError(ServiceError):
@@ -392,6 +393,7 @@ def _bundle(
             created_at=created_at,
             min_span_f1=min_span_f1,
             guideline_versions=_guideline_versions(question_set),
+            production=_production_questions(question_set, questions),
         ),
         questions=questions,
         corpus=[
@@ -479,6 +481,28 @@ def _judged_texts(
             "pk", "text"
         )
     }
+
+
+def _production_questions(question_set: QuestionSet, questions) -> list[dict]:
+    """Where each question promoted from a production sample came from."""
+    kept = {q.question_id for q in questions}
+    promoted = PromotedQuestion.objects.filter(question__question_set=question_set).select_related(
+        "question", "sampled_trace__trace", "sampled_trace__sample__rule"
+    )
+    return [
+        {
+            "question_id": p.question.external_id,
+            "trace_id": p.sampled_trace.trace.trace_id,
+            "sample": p.sampled_trace.sample_id,
+            "rule": p.sampled_trace.sample.rule.name,
+            "rule_version": p.sampled_trace.sample.rule.version,
+            "stratum": p.sampled_trace.stratum,
+            "inclusion_probability": p.sampled_trace.inclusion_probability,
+            "promoted_at": p.promoted_at.isoformat(),
+        }
+        for p in promoted.order_by("pk")
+        if p.question.external_id in kept
+    ]
 
 
 def _guideline_versions(question_set: QuestionSet) -> list[int]:

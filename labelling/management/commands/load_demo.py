@@ -29,6 +29,7 @@ from corpus.models import (
 )
 from corpus.services import documents, manifests, projects, retrieval
 from corpus.sources import read_folder
+from labelling.management.commands._demo_traces import load_demo_traces
 from labelling.models import PoolState
 from labelling.services.assignments import plan_assignments
 from labelling.services.guidelines import current_guideline, save_guideline
@@ -161,6 +162,9 @@ class Command(BaseCommand):
         self._pool(question_set, retrievers)
         self._labelling(project, question_set, users)
         self._team_index(project)
+        load_demo_traces(
+            project=project, users=users, demo_dir=DEMO_DIR, wait=self._wait, out=self.stdout
+        )
         if options["no_logins"]:
             self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready."))
             return
