@@ -186,8 +186,9 @@ def test_the_runs_of_the_newest_gold_set_are_checked_and_refused_to_outsiders(pr
     content = (
         b'{"question_id": "q1", "results": [{"doc_id": "leave", "start": 0, "end": 100}]}\n'
         b'{"question_id": "q2", "results": [{"doc_id": "vpn"}, {"doc_id": "leave"}, '
-        b'{"doc_id": "vpn", "start": 0, "end": 40}, {"doc_id": "salaries"}, {"doc_id": "leave"}]}\n'
-    )
+        b'{"doc_id": "vpn", "start": 0, "end": 40}, {"doc_id": "salaries"}, '
+        b'{"doc_id": "leave", "start": 0, "end": 50}]}\n'
+    )  # five distinct results: a repeated one is dropped when the run is read (issue 13)
     EvaluationRun.objects.create(
         gold_set=gold_set, name="team", source="upload", file_name="team.jsonl",
         content=content, sha256="0" * 64,
