@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('corpus', '0008_issue17_index_manifest'),
+        ('corpus', '0009_issue17_index_manifest'),
         ('evaluation', '0005_issue17_index_health'),
     ]
 

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('corpus', '0008_issue17_index_manifest'),
+        ('corpus', '0009_issue17_index_manifest'),
         ('labelling', '0010_issue18_promotion'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

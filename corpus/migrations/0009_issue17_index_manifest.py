@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('corpus', '0007_issue16_http_retriever'),
+        ('corpus', '0008_issue19_artifact_storage'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
