@@ -139,3 +139,59 @@ def misses_report(questions: Sequence[SampledQuestion], *, k: int) -> MissesRepo
         answered_unanswerable=[q for q in unanswerable if q.answered],
         unanswerable=len(unanswerable),
     )
+
+
+def _estimate(estimate: Estimate) -> dict:
+    return {
+        "mean": estimate.mean,
+        "low": estimate.low,
+        "high": estimate.high,
+        "n": estimate.n,
+        "defined": estimate.defined,
+    }
+
+
+def _span(span: GoldSpan) -> dict:
+    return {
+        "doc_id": span.doc_id,
+        "version": span.version,
+        "start": span.start,
+        "end": span.end,
+        "grade": span.grade,
+        "quote": span.quote,
+    }
+
+
+def report_content(report: MissesReport) -> dict:
+    """What the misses page shows of a report, as JSON (stored by the job that computes it)."""
+    return {
+        "k": report.k,
+        "questions": report.questions,
+        "decided": report.decided,
+        "answerable": report.answerable,
+        "unanswerable": report.unanswerable,
+        "recall": _estimate(report.recall),
+        "mrr": _estimate(report.mrr),
+        "missed": [
+            {
+                "text": row.question.text,
+                "question_id": row.question.question_id,
+                "trace_id": row.question.trace_id,
+                "recall": row.recall,
+                "reciprocal_rank": row.reciprocal_rank,
+                "misses": [
+                    {
+                        "span": _span(miss.span),
+                        "production_rank": miss.production_rank,
+                        "found_by": [list(found) for found in miss.found_by],
+                    }
+                    for miss in row.misses
+                ],
+            }
+            for row in report.missed
+        ],
+        "answered_unanswerable": [
+            {"text": q.text, "question_id": q.question_id, "trace_id": q.trace_id}
+            for q in report.answered_unanswerable
+        ],
+    }
