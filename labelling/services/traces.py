@@ -73,6 +73,7 @@ def _row(project: Project, record: TraceRecord, known: set[str], now) -> dict:
                     ("score", p.score),
                     ("start", p.start),
                     ("end", p.end),
+                    ("version", p.version),
                 )
                 if value is not None
             }
