@@ -216,6 +216,10 @@ def compute_report(
             )
     except IntegrityError:  # another job stored the same figures first
         report = ProductionReport.objects.get(sample=sample, key=key)
+    # Older figures for the same viewers are out of date for good: only the newest is kept.
+    ProductionReport.objects.filter(sample=sample, visibility=visibility).exclude(
+        pk=report.pk
+    ).delete()
     return report
 
 

@@ -75,7 +75,7 @@ def test_a_label_changed_marks_the_figures_out_of_date_and_computes_them_again(w
     assert "The labels changed since these figures were computed" in stale
     assert "0.500" in stale  # the old figures, meanwhile
     assert run_queued() == 1
-    assert ProductionReport.objects.count() == 2
+    assert ProductionReport.objects.count() == 1  # the old figures are gone
     fresh = browser.get(world["url"]).content.decode()
     assert "labels changed" not in fresh and "being computed" not in fresh
     report = production_reports.stored_report(
