@@ -135,7 +135,7 @@ class PermissionProfileAdmin(admin.ModelAdmin):
 @admin.register(Index)
 class IndexAdmin(admin.ModelAdmin):
     list_display = ["pk", "retriever", "state", "built_at", "passages", "model_name", "dimension"]
-    exclude = ["artifact"]
+    readonly_fields = ["artifact_name", "artifact_size", "artifact_sha256"]
     raw_id_fields = ["job"]
 
 

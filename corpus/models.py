@@ -566,7 +566,11 @@ class Index(models.Model):
     model_name = models.CharField(max_length=200, blank=True)
     model_version = models.CharField(max_length=100, blank=True)
     dimension = models.PositiveIntegerField(null=True, blank=True)
-    artifact = models.BinaryField(default=b"", editable=False)
+    # The artefact is a file in the "artifacts" storage (corpus.services.artifacts); the row
+    # keeps where it is and what it must hash to.
+    artifact_name = models.CharField(max_length=500, blank=True, editable=False)
+    artifact_size = models.BigIntegerField(default=0, editable=False)
+    artifact_sha256 = models.CharField(max_length=64, blank=True, editable=False)
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -4,6 +4,7 @@ Quickstart default: DEBUG on, a SQLite file, tasks run in-process. Production: s
 ALLOWED_HOSTS, DATABASE_URL and REDIS_URL; DEBUG defaults to off.
 """
 
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -167,6 +168,31 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 2**20
 DATA_UPLOAD_MAX_NUMBER_FILES = max(1000, 10 * GOLDSET_MAX_UPLOAD_FILES)
 
 GOLDSET_EMBEDDING_MODEL = os.environ.get("GOLDSET_EMBEDDING_MODEL", "")
+# New embedding retrievers encode with the int8 ONNX build of the model ("onnx-int8",
+# corpus/onnx_encoder.py, built on first use into the cache folder; measured 1.9-2.5x torch with
+# the same Cranfield nDCG@10) or the torch model itself ("torch").
+GOLDSET_EMBEDDING_BACKEND = os.environ.get("GOLDSET_EMBEDDING_BACKEND", "onnx-int8")
+# Encoder threads per process (0: one per core). Index-build workers run best at a lower CPU
+# priority instead (`nice -n 10 celery worker`, README "Running on more than one machine").
+GOLDSET_ENCODER_THREADS = int(os.environ.get("GOLDSET_ENCODER_THREADS", "0"))
+GOLDSET_MODEL_CACHE_DIR = Path(os.environ.get("GOLDSET_MODEL_CACHE_DIR", BASE_DIR / ".model-cache"))
+
+# Index artifacts (corpus.services.artifacts): a folder by default; any Django storage backend
+# with GOLDSET_ARTIFACT_STORAGE (e.g. storages.backends.s3.S3Storage from django-storages) and
+# its options as JSON in GOLDSET_ARTIFACT_STORAGE_OPTIONS. Every web and worker process of one
+# deployment must see the same storage: workers write indexes, web processes read them.
+GOLDSET_ARTIFACT_DIR = Path(os.environ.get("GOLDSET_ARTIFACT_DIR", BASE_DIR / "artifacts"))
+_ARTIFACT_BACKEND = os.environ.get(
+    "GOLDSET_ARTIFACT_STORAGE", "django.core.files.storage.FileSystemStorage"
+)
+_ARTIFACT_OPTIONS = json.loads(os.environ.get("GOLDSET_ARTIFACT_STORAGE_OPTIONS", "{}") or "{}")
+if _ARTIFACT_BACKEND == "django.core.files.storage.FileSystemStorage":
+    _ARTIFACT_OPTIONS.setdefault("location", str(GOLDSET_ARTIFACT_DIR))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "artifacts": {"BACKEND": _ARTIFACT_BACKEND, "OPTIONS": _ARTIFACT_OPTIONS},
+}
 
 # The HTTP retriever calls only these hosts (comma-separated: names, *.domain, addresses or
 # networks, each with an optional :port). Loopback, link-local and private addresses are called
@@ -197,6 +223,13 @@ elif LOCAL_WORKER:
 else:
     CELERY_BROKER_URL = "memory://localhost//"
 CELERY_RESULT_BACKEND = None
+# Queues per job kind: with GOLDSET_BUILD_QUEUE set (docker-compose: "builds"), index builds go
+# to that queue, served by workers of their own (started with `-Q builds`, at a lower CPU
+# priority), so a long MiniLM build never delays pooling, imports or evaluation runs on the
+# default queue. Unset: one queue for every job.
+GOLDSET_BUILD_QUEUE = os.environ.get("GOLDSET_BUILD_QUEUE", "")
+if GOLDSET_BUILD_QUEUE:
+    CELERY_TASK_ROUTES = {"corpus.tasks.build_index": {"queue": GOLDSET_BUILD_QUEUE}}
 CELERY_TASK_ALWAYS_EAGER = not (REDIS_URL or LOCAL_WORKER)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
