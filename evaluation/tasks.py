@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from corpus import jobs
-from evaluation.services import permission_replays, reports
+from evaluation.services import permission_replays, production_reports, reports
 
 # A database that went away mid-job is retried; the job's own errors finish it (jobs.run).
 RETRY = {
@@ -38,3 +38,9 @@ def evaluation_report(job_id: int) -> None:
 @shared_task(**RETRY)
 def permission_replay(job_id: int) -> None:
     jobs.run(job_id, permission_replays.run_permission_replay)
+
+
+@shared_task(**RETRY)
+def misses_report(job_id: int) -> None:
+    """A production sample's misses report and the trend, as its viewer may see them."""
+    jobs.run(job_id, production_reports.run_misses_report)
