@@ -331,3 +331,27 @@ class IndexHealthReport(models.Model):
 
     def __str__(self) -> str:
         return f"{self.retriever} health {self.key[:8]}"
+
+
+class ProductionReport(models.Model):
+    """A production sample's misses report and the trend over samples, computed by a job and
+    stored (`evaluation.services.production_reports`): the page renders it and computes
+    nothing. One report per sample and key: the key names the viewers' visibility (their access
+    groups) and the state of the labels they may see, so a label changed, a pool rebuilt or a
+    document re-grouped is another key, and nobody is shown figures computed over documents
+    hidden from them."""
+
+    sample = models.ForeignKey("labelling.Sample", on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=64, help_text="SHA-256 of visibility and label state.")
+    visibility = models.CharField(max_length=64, help_text="SHA-256 of the viewers' groups.")
+    content = models.JSONField(help_text="What the misses page shows.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["sample", "-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["sample", "key"], name="one_production_report_per_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"misses report of sample {self.sample_id} ({self.key[:8]})"

@@ -9,6 +9,7 @@ from evaluation.services import (
     index_evaluations,
     index_health,
     permission_replays,
+    production_reports,
     reports,
 )
 
@@ -72,3 +73,9 @@ def check_index_health() -> int:
 def evaluate_index_builds() -> int:
     """Celery beat, every minute: start the evaluation job of each index build not evaluated yet."""
     return len(index_evaluations.start_build_evaluations())
+
+
+@shared_task(**RETRY)
+def misses_report(job_id: int) -> None:
+    """A production sample's misses report and the trend, as its viewer may see them."""
+    jobs.run(job_id, production_reports.run_misses_report)

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('corpus', '0009_issue17_index_manifest'),
-        ('evaluation', '0005_issue17_index_health'),
+        ('evaluation', '0006_issue17_index_health'),
     ]
 
     operations = [

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('corpus', '0009_issue17_index_manifest'),
-        ('evaluation', '0004_issue12_evaluation_reports'),
+        ('evaluation', '0005_issue18_production_reports'),
     ]
 
     operations = [
