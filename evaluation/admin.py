@@ -15,6 +15,7 @@ from evaluation.models import (
     IndexHealthThresholds,
     PermissionReplay,
     PermissionReplayRun,
+    ProductionReport,
 )
 
 
@@ -116,5 +117,14 @@ class IndexHealthReportAdmin(ReadOnlyAdmin):
     """Metadata only: the report names documents an access group may hide."""
 
     list_display = ["retriever", "key", "source", "created_at"]
+    fields = list_display
+    readonly_fields = fields
+
+
+@admin.register(ProductionReport)
+class ProductionReportAdmin(ReadOnlyAdmin):
+    """Metadata only: the report quotes passages an access group may hide."""
+
+    list_display = ["sample", "key", "created_at"]
     fields = list_display
     readonly_fields = fields
