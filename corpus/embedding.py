@@ -39,6 +39,17 @@ _OTHER_BACKENDS = frozenset({"onnx", "openvino"})
 _SCORES_PER_BLOCK = 8_000_000
 
 
+def texts_to_encode(texts: Sequence[str]) -> list[str]:
+    """The texts as a list, refusing a lone string (it would be encoded character by
+    character) and anything that is not text. Every encoder checks its input this way."""
+    if isinstance(texts, str):
+        raise TypeError("encode() takes a sequence of texts, not a single string.")
+    texts = list(texts)
+    if not all(isinstance(text, str) for text in texts):
+        raise TypeError("encode() takes texts (str) only.")
+    return texts
+
+
 class ModelNotFoundError(Exception):
     """The embedding model folder is missing or does not hold a sentence-transformers model."""
 
@@ -99,11 +110,7 @@ class Encoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised float32 vectors, one row per text, in input order."""
-        if isinstance(texts, str):
-            raise TypeError("encode() takes a sequence of texts, not a single string.")
-        texts = list(texts)
-        if not all(isinstance(text, str) for text in texts):
-            raise TypeError("encode() takes texts (str) only.")
+        texts = texts_to_encode(texts)
         model, info = _load(self.model_path)
         if not texts:
             return np.zeros((0, info.dimension), dtype=np.float32)

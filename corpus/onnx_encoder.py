@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from corpus.embedding import Encoder, ModelInfo, ModelNotFoundError
+from corpus.embedding import Encoder, ModelInfo, ModelNotFoundError, texts_to_encode
 
 BACKEND = "onnx-int8"
 _MAX_BATCH = 32
@@ -64,11 +64,7 @@ class OnnxEncoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised float32 vectors, one row per text, in input order."""
-        if isinstance(texts, str):
-            raise TypeError("encode() takes a sequence of texts, not a single string.")
-        texts = list(texts)
-        if not all(isinstance(text, str) for text in texts):
-            raise TypeError("encode() takes texts (str) only.")
+        texts = texts_to_encode(texts)
         session, tokenizer, info, max_length = self._session()
         out = np.zeros((len(texts), info.dimension), dtype=np.float32)
         # Texts of similar length share a batch (as sentence-transformers sorts them), so little

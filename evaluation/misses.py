@@ -8,8 +8,11 @@ that over-draws negative feedback still estimates the whole of production; and t
 unanswerable questions production answered instead of refusing.
 
 The span rules are the metrics' (`evaluation.metrics`): a passage reaches a span when they
-overlap in the same document, each span is credited once. Production passages name documents
-by id only, so they meet spans of any version of the document.
+overlap in the same document, each span is credited once. A passage's offsets are in the version
+it names, else the version current when the trace occurred; where that is not the version of
+the question's gold spans of the document, the passage is placed on the gold's version first
+(`place_on`: its text found again with `corpus.anchoring`), so offsets of one version never meet
+spans of another by accident. A passage whose text is not found there reaches nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from corpus.anchoring import locate
 from corpus.runfiles import Passage
 from evaluation.gold import Gold, GoldQuestion, GoldSpan
 from evaluation.metrics import MetricOptions, evaluate_run, first_reaching_ranks
@@ -24,6 +28,24 @@ from evaluation.runs import Ranking, Run
 from labelling.sampling import Estimate, Observation, weighted_mean
 
 MRR_CUTOFF = 10
+
+
+def place_on(passage: Passage, *, text: str, onto: str) -> Passage | None:
+    """``passage``, whose offsets are in ``text`` (one version of its document), placed on
+    ``onto`` (another version of it): where its text is found again (exactly, nearest its old
+    offset, else fuzzily above `corpus.anchoring`'s floor). None when it is not there: the
+    passage reaches nothing in that version. A whole-document passage stays as it is."""
+    if passage.start is None or passage.end is None:
+        return passage
+    found = locate(text[passage.start : passage.end], onto, near=passage.start)
+    if found is None:
+        return None
+    return Passage(passage.doc_id, found.start, found.end)
+
+
+def unplaced(doc_id: str) -> Passage:
+    """A passage that reaches nothing (an empty stretch): it keeps its rank in the ranking."""
+    return Passage(doc_id, 0, 0)
 
 
 @dataclass(frozen=True)
@@ -39,6 +61,7 @@ class SampledQuestion:
     refused: bool | None
     answered: bool  # production gave an answer (not refused, with text)
     built_in: dict[str, Sequence[Passage]] = field(default_factory=dict)  # retriever → ranking
+    unplaced: int = 0  # production passages whose text is not in the gold's version
 
 
 @dataclass(frozen=True)
@@ -67,6 +90,7 @@ class MissesReport:
     per_question: list[QuestionMisses]
     answered_unanswerable: list[SampledQuestion]
     unanswerable: int
+    unplaced: int = 0
 
     @property
     def missed(self) -> list[QuestionMisses]:
@@ -138,4 +162,62 @@ def misses_report(questions: Sequence[SampledQuestion], *, k: int) -> MissesRepo
         per_question=per_question,
         answered_unanswerable=[q for q in unanswerable if q.answered],
         unanswerable=len(unanswerable),
+        unplaced=sum(q.unplaced for q in answerable),
     )
+
+
+def _estimate(estimate: Estimate) -> dict:
+    return {
+        "mean": estimate.mean,
+        "low": estimate.low,
+        "high": estimate.high,
+        "n": estimate.n,
+        "defined": estimate.defined,
+    }
+
+
+def _span(span: GoldSpan) -> dict:
+    return {
+        "doc_id": span.doc_id,
+        "version": span.version,
+        "start": span.start,
+        "end": span.end,
+        "grade": span.grade,
+        "quote": span.quote,
+    }
+
+
+def report_content(report: MissesReport) -> dict:
+    """What the misses page shows of a report, as JSON (stored by the job that computes it)."""
+    return {
+        "k": report.k,
+        "questions": report.questions,
+        "decided": report.decided,
+        "answerable": report.answerable,
+        "unanswerable": report.unanswerable,
+        "unplaced": report.unplaced,
+        "recall": _estimate(report.recall),
+        "mrr": _estimate(report.mrr),
+        "missed": [
+            {
+                "text": row.question.text,
+                "question_id": row.question.question_id,
+                "trace_id": row.question.trace_id,
+                "recall": row.recall,
+                "reciprocal_rank": row.reciprocal_rank,
+                "misses": [
+                    {
+                        "span": _span(miss.span),
+                        "production_rank": miss.production_rank,
+                        "found_by": [list(found) for found in miss.found_by],
+                    }
+                    for miss in row.misses
+                ],
+            }
+            for row in report.missed
+        ],
+        "answered_unanswerable": [
+            {"text": q.text, "question_id": q.question_id, "trace_id": q.trace_id}
+            for q in report.answered_unanswerable
+        ],
+    }

@@ -245,9 +245,13 @@ GOLDSET_SAMPLE_WEEKDAY = os.environ.get("GOLDSET_SAMPLE_WEEKDAY", "1")
 GOLDSET_SAMPLE_HOUR = os.environ.get("GOLDSET_SAMPLE_HOUR", "6")
 GOLDSET_SITE_URL = os.environ.get("GOLDSET_SITE_URL", "http://localhost:8000")
 # `celery -A goldset beat` re-queues jobs whose message was lost or whose worker died.
-# It also draws the production sample of every active sampling rule once a week.
+# It also runs the daily index health check (issue 17), which records history and emails alerts,
+# and, every minute, starts the evaluation of each new index build on the newest gold set.
+# And it draws the production sample of every active sampling rule once a week.
 CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {"task": "corpus.tasks.reconcile_jobs", "schedule": 60.0},
+    "check-index-health": {"task": "evaluation.tasks.check_index_health", "schedule": 86400.0},
+    "evaluate-index-builds": {"task": "evaluation.tasks.evaluate_index_builds", "schedule": 60.0},
     "weekly-production-samples": {
         "task": "labelling.tasks.draw_weekly_samples",
         "schedule": crontab(
@@ -277,6 +281,19 @@ if REDIS_URL:
             "KEY_PREFIX": "goldset",
         }
     }
+
+# Alert emails (index health). Unset in development: printed to the console.
+EMAIL_BACKEND = os.environ.get(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if os.environ.get("EMAIL_HOST")
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "goldset@localhost")
+# Links in emails: the site's address as users reach it (no trailing slash).
+GOLDSET_BASE_URL = os.environ.get("GOLDSET_BASE_URL", "").rstrip("/")
 
 # Security. Cookies are secure whenever DEBUG is off; the CSP is enforced, never report-only.
 SESSION_COOKIE_HTTPONLY = True

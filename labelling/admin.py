@@ -17,6 +17,7 @@ from labelling.models import (
     Resolution,
     RunResult,
     Span,
+    SpanRecheck,
     Verdict,
 )
 from labelling.services import assignments as services
@@ -129,6 +130,25 @@ class ResolutionAdmin(admin.ModelAdmin):
 class SpanAdmin(admin.ModelAdmin):
     list_display = ["version", "start", "end", "judgement", "resolution"]
     raw_id_fields = ["version", "judgement", "resolution"]
+
+
+@admin.register(SpanRecheck)
+class SpanRecheckAdmin(admin.ModelAdmin):
+    """Readable, never editable (its history is in `Change`); the quote, document text that the
+    admin would show past every access group, is left out."""
+
+    list_display = ["span", "outcome", "version", "start", "end", "made_by", "made_at"]
+    fields = ["span", "outcome", "version", "start", "end", "made_by", "made_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Change)

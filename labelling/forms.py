@@ -23,6 +23,7 @@ from labelling.models import Pool, PoolState, QuestionSet, VerdictOutcome
 from labelling.services.guidelines import MAX_GUIDELINE_CHARS
 from labelling.services.judgements import GRADES, clamp_seconds
 from labelling.services.pools import MAX_DEPTH
+from labelling.services.recheck import OUTCOMES as RECHECK_OUTCOMES
 
 User = get_user_model()
 
@@ -470,3 +471,21 @@ class ResolveItemForm(forms.Form):
 class ResolveVerdictForm(forms.Form):
     outcome = forms.ChoiceField(choices=VerdictOutcome.choices[:2], widget=forms.RadioSelect)
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class RecheckForm(forms.Form):
+    """A labeller's answer for their span on a changed document (the Re-check page)."""
+
+    outcome = forms.ChoiceField(
+        choices=[(o, o) for o in RECHECK_OUTCOMES],
+        error_messages={
+            "required": "Choose: confirm, mark again, or the evidence is gone.",
+            "invalid_choice": "Choose: confirm, mark again, or the evidence is gone.",
+        },
+    )
+    start = OptionalWholeNumberField(meaning="start of the selection")
+    end = OptionalWholeNumberField(meaning="end of the selection")
+    quote = TextAsSentField()
+
+    def first_problem(self) -> str:
+        return next(iter(self.errors.values()))[0]

@@ -551,6 +551,7 @@ class ChangeSubject(models.TextChoices):
     JUDGEMENT = "judgement", "Judgement"
     VERDICT = "verdict", "Verdict"
     ASSIGNMENT = "assignment", "Assignment"
+    RECHECK = "recheck", "Re-check of evidence on a changed document"
 
 
 class Change(models.Model):
@@ -624,7 +625,9 @@ class Resolution(models.Model):
         return f"resolution of {self.question} {self.candidate or 'verdict'}"
 
 
-# The production loop's rows live in their own module; named here so Django finds them.
+# The production loop's rows and the Re-check answers live in their own modules; named here so
+# Django finds them.
+from labelling.recheck_models import SpanRecheck as SpanRecheck  # noqa: E402
 from labelling.trace_models import ApiToken as ApiToken  # noqa: E402
 from labelling.trace_models import PromotedQuestion as PromotedQuestion  # noqa: E402
 from labelling.trace_models import Sample as Sample  # noqa: E402

@@ -2,7 +2,7 @@
 the endpoint's batch), read into a `TraceRecord` or the problems that stop it. Django-free.
 
 A trace holds what the team's system did for one question: `trace_id, occurred_at, user
-(and their groups), question (verbatim), retrieved [{doc_id, start?, end?, rank, score}],
+(and their groups), question (verbatim), retrieved [{doc_id, start?, end?, version?, rank, score}],
 answer?, citations?, refused?, feedback? {thumb, comment}, system_version, index_manifest?`.
 
 OpenInference names are accepted too, so a span exported from an OpenInference-instrumented
@@ -53,6 +53,9 @@ class RetrievedPassage:
     score: float | None = None
     start: int | None = None
     end: int | None = None
+    # The document version the offsets are in (Goldset's version number), when the system
+    # knows it; else the version current when the trace occurred is meant.
+    version: int | None = None
 
 
 @dataclass(frozen=True)
@@ -220,7 +223,13 @@ def _passages(reader: _Reader) -> tuple[RetrievedPassage, ...]:
         if start is not None and end <= start:
             reader.problems.append(f"{where}: end must be after start")
             continue
-        passages.append(RetrievedPassage(doc_id, rank, score, start, end))
+        version = _first(entry, "version", "document.metadata.version")
+        if version is not None and (
+            isinstance(version, bool) or not isinstance(version, int) or version < 1
+        ):
+            reader.problems.append(f"{where}.version must be a whole number from 1")
+            continue
+        passages.append(RetrievedPassage(doc_id, rank, score, start, end, version))
     return tuple(sorted(passages, key=lambda p: p.rank))
 
 

@@ -103,6 +103,19 @@ urlpatterns += [
     ),
 ]
 
+# A labeller's spans on changed documents (labelling/views/recheck.py) -----------------------
+from labelling.views import recheck  # noqa: E402
+
+urlpatterns += [
+    path("p/<slug:slug>/recheck/", recheck.show_recheck, name="show-recheck"),
+    path("p/<slug:slug>/recheck/<int:span_id>/", recheck.remark_span, name="remark-span"),
+    path(
+        "p/<slug:slug>/recheck/<int:span_id>/answer/",
+        recheck.answer_recheck,
+        name="answer-recheck",
+    ),
+]
+
 # Production traces (labelling/views/traces.py) -------------------------------------------
 from labelling.views import traces  # noqa: E402
 

@@ -27,14 +27,14 @@ from corpus.chunking import ChunkSpec
 from corpus.models import ChunkingScheme, Document, DocumentVersion, Job, JobState, Project
 from evaluation.bundle import Bundle, BundleInfo, CorpusVersion, Vote, build_bundle, sha256
 from evaluation.gold import (
-    CORPUS_FILE,
-    GOLD_FILE,
     MANIFEST_FILE,
+    READ_FILES,
     EvaluationInputError,
     Gold,
     read_bundle,
 )
 from evaluation.models import GoldSet, GoldSetFile
+from evaluation.services.corpus_state import document_pks, document_states
 from goldset.errors import ServiceError
 from labelling.models import (
     Assignment,
@@ -351,7 +351,7 @@ def load_gold_set(gold_set: GoldSet) -> Gold:
         if key in _gold_cache:
             _gold_cache.move_to_end(key)
             return _gold_cache[key]
-    gold = read_bundle(bundle_files(gold_set, names=(GOLD_FILE, CORPUS_FILE, MANIFEST_FILE)))
+    gold = read_bundle(bundle_files(gold_set, names=READ_FILES))
     with _cache_lock:
         _gold_cache[key] = gold
         while len(_gold_cache) > _GOLD_CACHE_SIZE:
@@ -383,6 +383,7 @@ def _bundle(
         for scheme in ChunkingScheme.objects.filter(project=project).order_by("name")
     }
     votes = _votes(question_set)
+    documents = document_states(project)
     bundle = build_bundle(
         info=BundleInfo(
             project=project.slug,
@@ -412,8 +413,10 @@ def _bundle(
         texts=texts,
         schemes=schemes,
         votes=votes,
+        documents=documents,
     )
-    return bundle, _bundle_documents(project, questions, versions, votes)
+    named = _bundle_documents(project, questions, versions, votes)
+    return bundle, named | document_pks(project)
 
 
 def _bundle_documents(

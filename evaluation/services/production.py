@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from corpus.models import Document, Project
+from corpus.models import Document, DocumentVersion, Project
 from corpus.runfiles import Passage
 from evaluation.gold import GoldSpan
-from evaluation.misses import MissesReport, SampledQuestion, misses_report
+from evaluation.misses import MissesReport, SampledQuestion, misses_report, place_on, unplaced
 from goldset.errors import ServiceError
 from labelling.models import Provenance
 from labelling.services import promotion
@@ -64,19 +64,21 @@ def sampled_questions(*, sample: Sample, viewer) -> list[SampledQuestion]:
                 "retriever__name",
                 "rank",
                 "candidate__version__document__doc_id",
+                "candidate__version__version",
                 "start",
                 "end",
             )
         )
-        for question_id, name, rank, doc_id, start, end in provenance:
-            built_in[question_id][name].append((rank, Passage(doc_id, start, end)))
+        for question_id, name, rank, doc_id, version, start, end in provenance:
+            built_in[question_id][name].append((rank, (Passage(doc_id, start, end), version)))
     doc_ids = {p["doc_id"] for row in rows for p in row.trace.retrieved} | {
         passage.doc_id
         for by_name in built_in.values()
         for ranked in by_name.values()
-        for _, passage in ranked
+        for _, (passage, _) in ranked
     }
     visible = _visible(project, viewer, doc_ids)
+    versions = _Versions(project, visible)
     questions = []
     for row in rows:
         trace, question = row.trace, row.question
@@ -90,13 +92,22 @@ def sampled_questions(*, sample: Sample, viewer) -> list[SampledQuestion]:
             for g in golds
             for s in g.spans
         )
-        production = tuple(
-            Passage(p["doc_id"], p.get("start"), p.get("end"))
-            for p in sorted(trace.retrieved, key=lambda p: p["rank"])
-            if p["doc_id"] in visible
-        )
+        target = _gold_versions(spans)
+        production, lost = [], 0
+        for p in sorted(trace.retrieved, key=lambda p: p["rank"]):
+            if p["doc_id"] not in visible:
+                continue
+            version = versions.named_or_current(p["doc_id"], p.get("version"), trace.occurred_at)
+            passage = Passage(p["doc_id"], p.get("start"), p.get("end"))
+            placed = versions.place(passage, version, target)
+            lost += placed != passage and placed == unplaced(passage.doc_id)
+            production.append(placed)
         rankings = {
-            name: [p for _, p in sorted(ranked) if p.doc_id in visible]
+            name: [
+                versions.place(p, v, target)
+                for _, (p, v) in sorted(ranked, key=lambda r: r[0])
+                if p.doc_id in visible
+            ]
             for name, ranked in built_in[question.pk].items()
         }
         questions.append(
@@ -108,13 +119,68 @@ def sampled_questions(*, sample: Sample, viewer) -> list[SampledQuestion]:
                 stratum=row.stratum,
                 answerable=answerable,
                 spans=spans,
-                production=production,
+                production=tuple(production),
                 refused=trace.refused,
                 answered=trace.refused is False or (trace.refused is None and bool(trace.answer)),
                 built_in=rankings,
+                unplaced=lost,
             )
         )
     return questions
+
+
+def _gold_versions(spans) -> dict[str, int]:
+    """Per document, the version of the question's gold spans there (the newest, should they
+    point at several)."""
+    target: dict[str, int] = {}
+    for span in spans:
+        if span.version is not None:
+            target[span.doc_id] = max(span.version, target.get(span.doc_id, span.version))
+    return target
+
+
+class _Versions:
+    """The versions of the visible documents the report meets, their texts read when a passage
+    must be placed on another version than its own."""
+
+    def __init__(self, project: Project, doc_ids: set[str]):
+        self.project = project
+        self.created: dict[str, list[tuple[int, object]]] = defaultdict(list)
+        rows = DocumentVersion.objects.filter(
+            document__project=project, document__doc_id__in=doc_ids
+        ).values_list("document__doc_id", "version", "created_at")
+        for doc_id, version, created_at in rows.order_by("document__doc_id", "version"):
+            self.created[doc_id].append((version, created_at))
+        self.texts: dict[tuple[str, int], str] = {}
+
+    def named_or_current(self, doc_id: str, named: int | None, at) -> int | None:
+        """The version a trace's passage is in: the one it names, else the newest the corpus
+        had when the trace occurred (the oldest, for a trace older than all of them)."""
+        known = self.created.get(doc_id, [])
+        if named is not None and any(v == named for v, _ in known):
+            return named
+        before = [v for v, created_at in known if created_at <= at]
+        return before[-1] if before else (known[0][0] if known else None)
+
+    def text(self, doc_id: str, version: int) -> str:
+        if (doc_id, version) not in self.texts:
+            self.texts[doc_id, version] = DocumentVersion.objects.get(
+                document__project=self.project, document__doc_id=doc_id, version=version
+            ).text
+        return self.texts[doc_id, version]
+
+    def place(self, passage: Passage, version: int | None, target: dict[str, int]) -> Passage:
+        """The passage on the version of the gold spans of its document (re-anchored where the
+        versions differ; reaching nothing when its text is not found there)."""
+        gold = target.get(passage.doc_id)
+        if gold is None or version is None or version == gold or passage.start is None:
+            return passage
+        placed = place_on(
+            passage,
+            text=self.text(passage.doc_id, version),
+            onto=self.text(passage.doc_id, gold),
+        )
+        return placed if placed is not None else unplaced(passage.doc_id)
 
 
 def sample_misses(*, sample: Sample, viewer) -> MissesReport:

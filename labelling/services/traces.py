@@ -73,6 +73,7 @@ def _row(project: Project, record: TraceRecord, known: set[str], now) -> dict:
                     ("score", p.score),
                     ("start", p.start),
                     ("end", p.end),
+                    ("version", p.version),
                 )
                 if value is not None
             }
@@ -103,11 +104,13 @@ def _store(project: Project, rows: list[dict], intake: TraceIntake, *, copy: boo
         return
     fresh = {row["trace_id"]: row for row in rows}  # a repeat inside one batch counts once
     intake.received += len(rows)
-    if copy and connection.vendor == "postgresql":
-        stored, unknown = _copy(list(fresh.values()))
+    if connection.vendor == "postgresql":
+        # The unique index decides what is new (a replayed batch, a concurrent request).
+        stored, unknown = (_copy if copy else _insert)(list(fresh.values()))
         intake.stored += stored
         intake.unknown_documents += unknown
         return
+    # SQLite: the ids already stored are looked up (its INSERT cannot say which rows it kept).
     present = set(
         Trace.objects.filter(project=project, trace_id__in=list(fresh)).values_list(
             "trace_id", flat=True
@@ -123,6 +126,31 @@ def _store(project: Project, rows: list[dict], intake: TraceIntake, *, copy: boo
 
 
 _COLUMNS = [f for f in Trace._meta.concrete_fields if not f.primary_key]
+
+
+def _insert(rows: list[dict]) -> tuple[int, int]:
+    """An endpoint batch on PostgreSQL: INSERT … VALUES … ON CONFLICT DO NOTHING, so a trace id
+    already stored is skipped by the unique index, with no lookup before; returns the traces
+    stored and how many of them name unknown documents (as `_copy`)."""
+    table = connection.ops.quote_name(Trace._meta.db_table)
+    names = ", ".join(connection.ops.quote_name(f.column) for f in _COLUMNS)
+    row_sql = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
+    per_statement = max(1, 60_000 // len(_COLUMNS))  # PostgreSQL takes 65,535 parameters
+    flags = []
+    with connection.cursor() as cursor:
+        for first in range(0, len(rows), per_statement):
+            chunk = rows[first : first + per_statement]
+            params = [
+                f.get_db_prep_save(row[f.attname], connection) for row in chunk for f in _COLUMNS
+            ]
+            cursor.execute(
+                f"INSERT INTO {table} ({names}) VALUES "  # noqa: S608
+                + ", ".join([row_sql] * len(chunk))
+                + " ON CONFLICT DO NOTHING RETURNING has_unknown_documents",
+                params,
+            )
+            flags += [flag for (flag,) in cursor.fetchall()]
+    return len(flags), sum(flags)
 
 
 def _copy(rows: list[dict]) -> tuple[int, int]:

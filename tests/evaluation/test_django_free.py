@@ -33,7 +33,9 @@ def test_import_without_settings_or_django():
         "evaluation.compare, evaluation.report, evaluation.baseline, evaluation.bundle, "
         "evaluation.permissions, evaluation.permissions_cli, corpus.httpsearch, corpus.httpguard, "
         # The file formats the CLI reads, and the question files read the same way.
-        "corpus.textfiles, corpus.runfiles, labelling.sources"
+        "corpus.textfiles, corpus.runfiles, labelling.sources, "
+        # Index health (issue 17): the manifest format and the checks.
+        "corpus.manifests, evaluation.health, evaluation.health_cli"
     )
     result = run_python(GUARD + f"import {modules}")
     assert result.returncode == 0, result.stderr
@@ -91,3 +93,22 @@ def test_the_bundle_is_written_and_read_back_without_django():
     )
     result = run_python(code)
     assert result.returncode == 0, result.stderr
+
+
+def test_index_health_runs_without_django(tmp_path):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "gold.jsonl").write_text('{"question_id": "q1", "spans": []}\n')
+    (bundle / "corpus.jsonl").write_text('{"doc_id": "d1", "version": 1, "text": "Leave"}\n')
+    manifest = tmp_path / "index.csv"
+    manifest.write_text(
+        "doc_id,indexed_at,embedding_model,dimension\nd1,2026-11-30T00:00:00Z,minilm,384\n"
+    )
+    code = (
+        GUARD + "from evaluation.cli import main; "
+        f"raise SystemExit(main(['health', '--gold', {str(bundle)!r}, "
+        f"'--manifest', {str(manifest)!r}, '--format', 'json']))"
+    )
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["index"]["rows"] == 1

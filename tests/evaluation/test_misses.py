@@ -57,3 +57,17 @@ def test_unanswerable_questions_answered_and_undecided_ones_apart():
     assert report.unanswerable == 2 and report.decided == 2 and report.answerable == 0
     assert [q.question_id for q in report.answered_unanswerable] == ["a"]
     assert not report.recall.defined
+
+
+def test_a_passage_is_placed_on_another_version_by_its_text():
+    from evaluation.misses import place_on
+
+    old = "Travel costs are paid back monthly after the trip report is filed."
+    new = "A new preface. " + old.replace("monthly", "each month")
+    start = old.index("are paid")
+    moved = place_on(Passage("travel", start, start + 20), text=old, onto="Intro. " + old)
+    assert moved == Passage("travel", start + 7, start + 27)
+    fuzzy = place_on(Passage("travel", 0, len(old)), text=old, onto=new)
+    assert fuzzy.start == len("A new preface. ") and new[fuzzy.start : fuzzy.end].endswith("filed.")
+    assert place_on(Passage("travel", 0, 14), text=old, onto="Nothing alike here at all") is None
+    assert place_on(Passage("travel"), text=old, onto=new) == Passage("travel")

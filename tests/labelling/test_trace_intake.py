@@ -248,3 +248,24 @@ def test_retention_deletes_old_traces_no_sample_holds(project, settings):
     now = datetime(2026, 12, 1, tzinfo=UTC)
     assert services.purge_expired_traces(now=now) == 1
     assert list(Trace.objects.values_list("trace_id", flat=True)) == ["t-2"]
+
+
+def test_on_postgresql_the_unique_index_decides_what_a_batch_stores(token, project):
+    """No lookup of the stored trace ids before the insert (it could race a concurrent request,
+    and costs a query per batch): INSERT … ON CONFLICT DO NOTHING, as the COPY path does."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from labelling.services.traces import receive_traces
+
+    receive_traces(project=project, items=[trace(1)])
+    with CaptureQueriesContext(connection) as queries:
+        result = receive_traces(project=project, items=[trace(1), trace(2), trace(2)])
+    assert (result.intake.stored, result.intake.already_present) == (1, 2)  # t-1, t-2 again
+    assert Trace.objects.filter(project=project).count() == 2
+    inserts = [q["sql"] for q in queries if q["sql"].lstrip().upper().startswith("INSERT")]
+    if connection.vendor == "postgresql":
+        assert len(inserts) == 1 and "ON CONFLICT DO NOTHING" in inserts[0]
+        assert not [q for q in queries if "trace_id" in q["sql"] and "SELECT" in q["sql"]]
+    else:
+        assert len(inserts) == 1  # SQLite: looked up first, then inserted

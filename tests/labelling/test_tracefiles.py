@@ -112,3 +112,12 @@ def test_a_stream_reads_like_the_whole_file():
         (n, type(v).__name__) for n, v in read_trace_lines(data)
     ]
     assert "not UTF-8" in list(read_trace_stream([b"\xff\n"]))[0][1].message
+
+
+def test_a_passage_may_name_the_document_version_its_offsets_are_in():
+    retrieved = [{"doc_id": "leave", "start": 0, "end": 9, "version": 3, "rank": 1}]
+    record = read_trace({**TRACE, "retrieved": retrieved})
+    assert record.retrieved[0].version == 3
+    assert read_trace({**TRACE, "retrieved": [{"doc_id": "leave"}]}).retrieved[0].version is None
+    problems = read_trace({**TRACE, "retrieved": [{"doc_id": "leave", "version": "v3"}]})
+    assert problems == ["retrieved[0].version must be a whole number from 1"]
