@@ -5,8 +5,11 @@
 
 What a labeller's browser asks for, through Django's test client with a logged-in session: the
 grading page (GET), a grade (htmx POST, a changing grade every time), a span that narrows the
-evidence, a note, a verdict, an undo, and the whole document of a passage. Printed per kind:
-p50 and p95 in ms and the number of SQL queries; the grade request is the one the labelling
+evidence, a note, a verdict, an undo, the whole document of a passage, and "next question"
+(the queue's POST). Printed per kind: p50 and p95 in ms, the CPU time of this process per
+request (`time.process_time`, p50 and mean: what a web worker spends, whatever else the
+machine runs; SQLite's work is in it, PostgreSQL's server is not) and the number of SQL
+queries; the grade request is the one the labelling
 load benchmark (`labelling_load.py`) puts under concurrency. Use it to compare two trees on the
 same machine in the same minute (a ratio), since absolute times on a shared box vary.
 
@@ -106,12 +109,13 @@ def timed(kind, results, send, url, data=None, **headers):
     from django.test.utils import CaptureQueriesContext
 
     with CaptureQueriesContext(connection) as queries:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         response = send(url, data or {}, **headers)
         elapsed = (time.perf_counter() - start) * 1000
+        cpu = (time.process_time() - cpu) * 1000
     if response.status_code not in (200, 302):
         raise SystemExit(f"{kind}: HTTP {response.status_code}: {response.content[:200]!r}")
-    results.setdefault(kind, []).append((elapsed, len(queries)))
+    results.setdefault(kind, []).append((elapsed, len(queries), cpu))
     return response
 
 
@@ -126,6 +130,7 @@ def run(passages: int, rounds: int) -> dict:
     client.force_login(user)
     ids = {"pool_id": assignment.pool_id, "question_id": assignment.question_id}
     page = reverse("labelling:grade-question", kwargs={"slug": "bench", **ids})
+    next_url = reverse("labelling:next-question", kwargs={"slug": "bench"})
     htmx = {"HTTP_HX_REQUEST": "true"}
     results: dict = {}
     revisions = {c.pk: 0 for c in candidates}
@@ -157,6 +162,8 @@ def run(passages: int, rounds: int) -> dict:
         timed("undo", results, client.post, page + "undo/", {}, **htmx)
         verdict_revision += 1
         timed("document", results, client.get, base + "document/", **htmx)
+        after = {"pool": assignment.pool_id, "question": assignment.question_id}
+        timed("next", results, client.post, next_url, after)
     return results
 
 
@@ -170,12 +177,19 @@ def main() -> None:
     configure(args.database, args.pg_name)
     results = run(args.passages, args.rounds)
     print(f"{args.passages} passages, {args.rounds} rounds, {args.database}, one process")
-    print(f"{'request':<10}{'count':>7}{'p50 ms':>9}{'p95 ms':>9}{'queries':>9}")
+    print(
+        f"{'request':<10}{'count':>7}{'p50 ms':>9}{'p95 ms':>9}{'CPU p50':>9}{'CPU mean':>9}"
+        f"{'queries':>9}"
+    )
     for kind, rows in results.items():
-        times = sorted(t for t, _ in rows)
+        times = sorted(t for t, _, _ in rows)
         p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
-        queries = statistics.median(q for _, q in rows)
-        print(f"{kind:<10}{len(rows):>7}{statistics.median(times):>9.1f}{p95:>9.1f}{queries:>9.0f}")
+        queries = statistics.median(q for _, q, _ in rows)
+        cpu = [c for _, _, c in rows]
+        print(
+            f"{kind:<10}{len(rows):>7}{statistics.median(times):>9.1f}{p95:>9.1f}"
+            f"{statistics.median(cpu):>9.2f}{statistics.mean(cpu):>9.2f}{queries:>9.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -342,26 +342,25 @@ def next_assignment(
 ) -> Assignment | None:
     """The labeller's next question: their own open work first (the one after ``after`` in
     queue order, wrapping round), else a newly claimed unclaimed slot, else ``after`` itself if
-    it is still open, else None."""
+    it is still open, else None. Only ``after``'s pool and question are read: it need not be a
+    saved row (the queue's "next" names them), and only the labeller's own rows are returned."""
     own = list(
         Assignment.objects.in_project(project)
         .open_for(labeller)
         .filter(pool__state=PoolState.READY)
         .in_queue_order()
-        .values_list("pk", "pool_id", "question_id")
     )
-    if after is not None:
-        key = (after.pool_id, after.question_id)
-        later = [pk for pk, pool_id, q in own if (pool_id, q) > key]
-        earlier = [pk for pk, pool_id, q in own if (pool_id, q) < key]
-        candidates = later + earlier
+    key = (after.pool_id, after.question_id) if after is not None else None
+    if key is not None:
+        later = [a for a in own if (a.pool_id, a.question_id) > key]
+        candidates = later + [a for a in own if (a.pool_id, a.question_id) < key]
     else:
-        candidates = [pk for pk, _, _ in own]
+        candidates = own
     if candidates:
-        return Assignment.objects.get(pk=candidates[0])
+        return candidates[0]
     claimed = claim_assignment(project=project, labeller=labeller)
-    if claimed is None and after is not None and any(pk == after.pk for pk, _, _ in own):
-        return after  # the only open question left is the one being worked on
+    if claimed is None:  # the only open question left may be the one being worked on
+        return next((a for a in own if (a.pool_id, a.question_id) == key), None)
     return claimed
 
 

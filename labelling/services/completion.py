@@ -46,11 +46,17 @@ class Progress:
         return VerdictOutcome(self.verdict).label if self.verdict else ""
 
 
-def assignment_progress(assignment: Assignment, labeller, *, passages=None) -> Progress:
+_UNREAD = object()
+
+
+def assignment_progress(
+    assignment: Assignment, labeller, *, passages=None, verdict=_UNREAD
+) -> Progress:
     """Done means a verdict and a grade on every passage the labeller can see.
 
     ``passages`` (`Candidate.objects.for_grading`, with `grade` kept up to date by the write
-    that read them) saves reading them again.
+    that read them) saves reading them again; so does ``verdict`` (the verdict's outcome or
+    None, read by the caller under the assignment's lock).
     """
     if passages is not None:
         visible = [(c.pk, c.grade) for c in passages]
@@ -63,8 +69,11 @@ def assignment_progress(assignment: Assignment, labeller, *, passages=None) -> P
             .order_by("shuffle_rank", "pk")
             .values_list("pk", "grade")
         )
-    verdict = Verdict.objects.filter(assignment=assignment).values_list("outcome", flat=True)
-    outcome = verdict.first()
+    if verdict is _UNREAD:
+        outcomes = Verdict.objects.filter(assignment=assignment).values_list("outcome", flat=True)
+        outcome = outcomes.order_by().first()
+    else:
+        outcome = verdict
     graded_visible = sum(1 for _, grade in visible if grade is not None)
     return Progress(
         candidate_ids=[pk for pk, _ in visible],
@@ -75,8 +84,10 @@ def assignment_progress(assignment: Assignment, labeller, *, passages=None) -> P
     )
 
 
-def update_completion(assignment: Assignment, labeller, *, passages=None) -> Progress:
-    progress = assignment_progress(assignment, labeller, passages=passages)
+def update_completion(
+    assignment: Assignment, labeller, *, passages=None, verdict=_UNREAD
+) -> Progress:
+    progress = assignment_progress(assignment, labeller, passages=passages, verdict=verdict)
     if progress.done and assignment.completed_at is None:
         assignment.completed_at = timezone.now()
         assignment.save(update_fields=["completed_at"])

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from django.db import IntegrityError, transaction
-from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Length, Substr
 
 from corpus.models import DocumentVersion
@@ -38,13 +37,13 @@ from labelling.models import (
     Candidate,
     Change,
     ChangeSubject,
-    Guideline,
     Judgement,
     Span,
     Verdict,
     VerdictOutcome,
 )
 from labelling.services.completion import Progress, update_completion
+from labelling.services.write_lock import locked_assignment
 
 GRADES = {0: "Not relevant", 1: "Partly answers", 2: "Fully answers"}
 MAX_NOTE_CHARS = 5_000
@@ -323,11 +322,7 @@ def undo_last_change(
                 raise StaleEdit(STALE_MESSAGE)
             _write_verdict(locked, verdict, last.before, revision=revision)
         else:
-            judgement = (
-                Judgement.objects.filter(assignment=locked, candidate=last.candidate)
-                .prefetch_related("spans")
-                .first()
-            )
+            judgement = _judgement(locked, last.candidate)
             current = _judgement_state(judgement)
             if current != last.after:
                 raise StaleEdit(STALE_MESSAGE)
@@ -413,11 +408,7 @@ def _edit_judgement(
                 locked = _locked(assignment, labeller, guideline_version)
                 passages = _passages(locked, labeller)
                 candidate = _candidate(locked, candidate_id, labeller, passages)
-                judgement = (
-                    Judgement.objects.filter(assignment=locked, candidate=candidate)
-                    .prefetch_related("spans")
-                    .first()
-                )
+                judgement = None if candidate.grade is None else _judgement(locked, candidate)
                 before = _judgement_state(judgement)
                 after = apply(before, candidate)
                 if after == before:
@@ -437,7 +428,9 @@ def _edit_judgement(
                 candidate.revision = current + 1
                 candidate.grade = after["grade"] if after is not None else None
                 candidate.graded = after is not None
-                progress = update_completion(locked, labeller, passages=passages)
+                progress = update_completion(
+                    locked, labeller, passages=passages, verdict=locked.verdict_outcome
+                )
                 return Outcome(
                     ChangeSubject.JUDGEMENT, candidate, changed=True, revision=current + 1,
                     progress=progress, judgement=judgement, judgement_saved=True,
@@ -452,25 +445,14 @@ def _edit_judgement(
 
 
 def _locked(assignment: Assignment, labeller, guideline_version: int | None = None) -> Assignment:
-    """The assignment, locked for this write, with `write_guideline_id` (the guideline the write
-    records: the version the page showed, or the current one) and `newer_guideline` (the
-    current version when it is newer than the page's), read in the same query."""
-    guidelines = Guideline.objects.filter(project_id=OuterRef("pool__question_set__project_id"))
-    newest = guidelines.order_by("-version")
-    annotations = {
-        "current_guideline_id": Subquery(newest.values("pk")[:1]),
-        "current_guideline_version": Subquery(newest.values("version")[:1]),
-    }
-    if guideline_version:
-        annotations["shown_guideline_id"] = Subquery(
-            guidelines.filter(version=guideline_version).values("pk")[:1]
-        )
-    locked = (
-        Assignment.objects.select_for_update(of=("self",))
-        .filter(pk=assignment.pk, labeller_id=getattr(labeller, "pk", None))
-        .annotate(**annotations)
-        .order_by()
-        .first()
+    """The assignment, locked for this write (`write_lock`), with `write_guideline_id` (the
+    guideline the write records: the version the page showed, or the current one),
+    `newer_guideline` (the current version when it is newer than the page's) and
+    `verdict_outcome`, read in the same query."""
+    locked = locked_assignment(
+        assignment_id=assignment.pk,
+        labeller_id=getattr(labeller, "pk", None),
+        guideline_version=guideline_version or 0,
     )
     if locked is None:
         raise NotInQueue("This question is not in your queue.")
@@ -563,6 +545,25 @@ def _copy(state: JudgementState) -> JudgementState:
         "note": state["note"],
         "spans": [list(s) for s in state["spans"]],
     }
+
+
+def _judgement(assignment: Assignment, candidate: Candidate) -> Judgement | None:
+    """The judgement with its spans (`judgement.spans.all()`, unordered: `_judgement_state`
+    sorts), read in one query when it has spans (a grade 1 or 2 always has), else two."""
+    spans = list(
+        Span.objects.filter(judgement__assignment=assignment, judgement__candidate=candidate)
+        .select_related("judgement")
+        .order_by()
+    )
+    if not spans:
+        judgement = Judgement.objects.filter(assignment=assignment, candidate=candidate).first()
+    else:
+        judgement = spans[0].judgement
+        for span in spans:
+            span.judgement = judgement
+    if judgement is not None:  # what prefetch_related("spans") would have left
+        judgement._prefetched_objects_cache = {"spans": spans}
+    return judgement
 
 
 def _judgement_state(judgement: Judgement | None) -> JudgementState:

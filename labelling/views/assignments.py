@@ -70,22 +70,19 @@ def next_question(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug)
     if request.method == "GET":
         return redirect("labelling:show-queue", slug=slug)
-    after = None
+    after = None  # where the labeller is: only its place in queue order is used, never read
     pool_id, question_id = request.POST.get("pool", ""), request.POST.get("question", "")
     if pool_id.isdigit() and question_id.isdigit():
-        after = (
-            Assignment.objects.in_project(access.project)
-            .held_by(request.user)
-            .for_question(pool_id=pool_id, question_id=question_id)
-            .first()
-        )
+        after = Assignment(pool_id=int(pool_id), question_id=int(question_id))
     assignment = services.next_assignment(
         project=access.project, labeller=request.user, after=after
     )
     if assignment is None:
         messages.success(request, "Nothing left to grade. Thank you!")
         return redirect("labelling:show-queue", slug=slug)
-    if after is not None and assignment.pk == after.pk:
+    here = after is not None and (assignment.pool_id, assignment.question_id) == (
+        after.pool_id, after.question_id)  # fmt: skip
+    if here:
         messages.info(
             request, "No other question is waiting: finish this one (a grade for every passage "
             "and a verdict) and your queue is done."

@@ -48,6 +48,7 @@ from labelling.models import (
 from labelling.services import judgements as services
 from labelling.services.completion import Progress, assignment_progress
 from labelling.services.guidelines import current_guideline, render_guideline
+from labelling.services.write_lock import held_assignment
 
 # Characters of document text shown on each side of a passage when its context is expanded
 # (a write reads them with the passages it locks, so its answer needs no second read).
@@ -182,17 +183,22 @@ def _assignment_for(
     """The user's own assignment for (pool, question), or 404. Writes (`page=False`) need only
     its ids; the services lock and read the row themselves."""
     access = project_access(request.user, slug)
-    assignments = (
-        Assignment.objects.in_project(access.project)
-        .held_by(request.user)
-        .for_question(pool_id=pool_id, question_id=question_id)
-        .order_by()
-    )
     if page:
-        assignments = assignments.select_related("pool__question_set", "question")
-    else:
-        assignments = assignments.only("pk", "pool_id", "question_id", "labeller_id")
-    assignment = assignments.first()
+        assignment = (
+            Assignment.objects.in_project(access.project)
+            .held_by(request.user)
+            .for_question(pool_id=pool_id, question_id=question_id)
+            .select_related("pool__question_set", "question", "verdict")
+            .order_by()
+            .first()
+        )
+    else:  # the same query, written out (`write_lock`): a write runs it on every keystroke
+        assignment = held_assignment(
+            project_id=access.project.pk,
+            labeller_id=request.user.pk,
+            pool_id=pool_id,
+            question_id=question_id,
+        )
     if assignment is None:
         raise Http404("This question is not in your queue.")
     return access, assignment
@@ -201,7 +207,7 @@ def _assignment_for(
 def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
     verdict_revision = services.verdict_revision(assignment)
     cards = _cards(assignment, user, slug=access.project.slug)
-    verdict = Verdict.objects.filter(assignment=assignment).first()
+    verdict = _verdict_of(assignment)
     guideline = current_guideline(access.project)
     progress = Progress(
         candidate_ids=[card.candidate.pk for card in cards],
@@ -226,6 +232,14 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
         "guideline_html": render_guideline(guideline.text) if guideline else "",
         "queue": own.queue_counts(),
     }
+
+
+def _verdict_of(assignment: Assignment) -> Verdict | None:
+    """The verdict `_assignment_for` read with the assignment (None if there is none)."""
+    try:
+        return assignment.verdict
+    except Verdict.DoesNotExist:
+        return None
 
 
 def _fixed_context(assignment: Assignment, guideline_version: int | None = None) -> dict:

@@ -596,11 +596,17 @@ def test_a_grade_request_reads_the_database_no_more_than_before(
 ):
     client = client_for(world.ana)
     url = world.url("grade-candidate", candidate=world.c1)
-    post(client, url, {"grade": "2", "revision": "0"})
+    # A first grade reads no judgement and no spans (the passages' read says there are none)
+    # but writes its default span: 11
+    with django_assert_max_num_queries(11):
+        assert post(client, url, {"grade": "2", "revision": "0"}).status_code == 200
     fields = {"grade": "1", "revision": "1", "guideline": "0", "labeller": str(world.ana.pk)}
-    # 15 before issue 14 (the frozen-item check), 14 before issue 19 (the card read again)
-    with django_assert_max_num_queries(13):
+    # 15 before issue 14 (the frozen-item check), 14 before issue 19 (the card read again), 13
+    # before the verdict was read with the locked assignment, 12 before the judgement was read
+    # with its spans
+    with django_assert_max_num_queries(11):
         assert post(client, url, fields).status_code == 200
+    assert Judgement.objects.get(assignment__labeller=world.ana, candidate=world.c1).grade == 1
 
 
 def test_the_page_and_next_question_read_the_database_no_more_than_before(
@@ -609,12 +615,18 @@ def test_the_page_and_next_question_read_the_database_no_more_than_before(
     """Issue 19: labellers first. Session, user and membership are 3 of these."""
     client = client_for(world.ana)
     client.get(world.url("grade-question"))
-    with django_assert_max_num_queries(11):
+    with django_assert_max_num_queries(10):  # 11 before the verdict came with the assignment
         page = client.get(world.url("grade-question"))
     assert page.status_code == 200 and world.q1.text in page.content.decode()
+    next_url = reverse("labelling:next-question", kwargs={"slug": world.project.slug})
     with django_assert_max_num_queries(5):
-        moved = client.post(reverse("labelling:next-question", kwargs={"slug": world.project.slug}))
+        moved = client.post(next_url)
     assert moved.status_code == 302
+    # From q1 to ana's other open question: her open rows are the only read after the
+    # membership (6 before: the question she was on, then the next row, were read again)
+    with django_assert_max_num_queries(4):
+        moved = client.post(next_url, {"pool": world.pool.pk, "question": world.q1.pk})
+    assert moved["Location"] == world.url("grade-question", question=world.q2)
 
 
 def test_an_action_made_on_another_accounts_page_is_refused_and_writes_nothing(world):
