@@ -33,7 +33,10 @@ def test_import_without_settings_or_django():
         "evaluation.compare, evaluation.report, evaluation.baseline, evaluation.bundle, "
         "evaluation.permissions, evaluation.permissions_cli, corpus.httpsearch, corpus.httpguard, "
         # The file formats the CLI reads, and the question files read the same way.
-        "corpus.textfiles, corpus.runfiles, labelling.sources"
+        "corpus.textfiles, corpus.runfiles, labelling.sources, "
+        # Answer runs and their scores.
+        "labelling.answerfiles, evaluation.answers, evaluation.answergold, "
+        "evaluation.answers_report, evaluation.answers_cli"
     )
     result = run_python(GUARD + f"import {modules}")
     assert result.returncode == 0, result.stderr
