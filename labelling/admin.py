@@ -3,6 +3,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
 from labelling.models import (
+    Answer,
+    AnswerPassage,
+    AnswerRun,
+    AnswerSentence,
     Assignment,
     Candidate,
     Change,
@@ -14,6 +18,8 @@ from labelling.models import (
     Provenance,
     Question,
     QuestionSet,
+    ReferenceAnswer,
+    ReferenceFact,
     Resolution,
     RunResult,
     Span,
@@ -226,3 +232,42 @@ def _release_unstarted(user, *, by) -> int:
             continue  # started meanwhile: it stays theirs
         released += 1
     return released
+
+
+# Answer runs and reference answers (issue 15) ---------------------------------------------
+
+
+@admin.register(AnswerRun)
+class AnswerRunAdmin(admin.ModelAdmin):
+    list_display = ["name", "question_set", "system", "system_version", "created_at"]
+    raw_id_fields = ["question_set", "created_by"]
+
+
+@admin.register(Answer)
+class AnswerAdmin(admin.ModelAdmin):
+    list_display = ["run", "question", "refused", "line"]
+    raw_id_fields = ["run", "question"]
+
+
+@admin.register(AnswerSentence)
+class AnswerSentenceAdmin(admin.ModelAdmin):
+    list_display = ["answer", "position", "start", "end"]
+    raw_id_fields = ["answer"]
+
+
+@admin.register(AnswerPassage)
+class AnswerPassageAdmin(admin.ModelAdmin):
+    list_display = ["answer", "role", "position", "version", "start", "end"]
+    raw_id_fields = ["answer", "sentence", "version"]
+
+
+@admin.register(ReferenceAnswer)
+class ReferenceAnswerAdmin(admin.ModelAdmin):
+    list_display = ["question", "version", "created_by", "created_at"]
+    raw_id_fields = ["question", "created_by"]
+
+
+@admin.register(ReferenceFact)
+class ReferenceFactAdmin(admin.ModelAdmin):
+    list_display = ["reference", "position", "vital", "text"]
+    raw_id_fields = ["reference"]

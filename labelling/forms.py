@@ -470,3 +470,50 @@ class ResolveItemForm(forms.Form):
 class ResolveVerdictForm(forms.Form):
     outcome = forms.ChoiceField(choices=VerdictOutcome.choices[:2], widget=forms.RadioSelect)
     note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+# Answer runs and reference answers (issue 15) -----------------------------------------------
+
+ANSWER_SUFFIXES = (".jsonl", ".json", ".txt")
+
+
+class AnswerUploadForm(forms.Form):
+    name = forms.SlugField(
+        max_length=100,
+        label="Answer run name",
+        help_text="How the run is shown on the Answers page, e.g. rag-v3.",
+    )
+    file = forms.FileField(
+        allow_empty_file=True,  # reported by the import as "holds no answers"
+        help_text="JSONL, one line per question: question_id, answer, refused (required), "
+        "sentences with citations (optional), context, system, version.",
+    )
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        if PurePath(upload.name).suffix.lower() not in ANSWER_SUFFIXES:
+            raise forms.ValidationError(f"{upload.name}: use a .jsonl file.")
+        if upload.size > settings.GOLDSET_MAX_UPLOAD_BYTES:
+            raise forms.ValidationError(
+                f"{upload.name} is {filesizeformat(upload.size)}, over the "
+                f"{filesizeformat(settings.GOLDSET_MAX_UPLOAD_BYTES)} limit."
+            )
+        return upload
+
+
+class ReferenceFactForm(forms.Form):
+    text = forms.CharField(
+        required=False,
+        max_length=1000,
+        validators=[ProhibitNullCharactersValidator()],
+        widget=forms.TextInput(attrs={"size": 80, "placeholder": "A fact a correct answer states"}),
+    )
+    vital = forms.TypedChoiceField(
+        choices=[("1", "vital"), ("0", "okay")],
+        coerce=lambda value: value == "1",
+        initial="1",
+        label="Importance",
+    )
+
+
+ReferenceFactFormSet = forms.formset_factory(ReferenceFactForm, extra=3, max_num=30)

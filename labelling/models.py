@@ -8,6 +8,14 @@ from django.db.models import Q
 
 from corpus.models import AccessGroup, Document, DocumentVersion, Job, Project, Retriever
 
+# Answer runs and reference answers live in their own module; named here, Django finds them.
+from labelling.answer_models import Answer as Answer
+from labelling.answer_models import AnswerPassage as AnswerPassage
+from labelling.answer_models import AnswerRun as AnswerRun
+from labelling.answer_models import AnswerSentence as AnswerSentence
+from labelling.answer_models import ReferenceAnswer as ReferenceAnswer
+from labelling.answer_models import ReferenceFact as ReferenceFact
+
 
 class QuestionSetQuerySet(models.QuerySet):
     def with_counts(self) -> QuestionSetQuerySet:

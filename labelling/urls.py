@@ -102,3 +102,15 @@ urlpatterns += [
         name="include-question",
     ),
 ]
+
+# Answer runs and reference answers (labelling/views/answers.py) ---------------------------
+from labelling.views import answers  # noqa: E402
+
+urlpatterns += [
+    path(_set + "answers/", answers.list_answer_runs, name="list-answer-runs"),
+    path(
+        _set + "questions/<int:question_id>/reference/",
+        answers.edit_reference_answer,
+        name="edit-reference-answer",
+    ),
+]

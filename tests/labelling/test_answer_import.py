@@ -1,0 +1,235 @@
+"""Answer runs into the database (service, command, upload page) and reference answers."""
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from corpus.models import AccessGroup
+from goldset.errors import ServiceError
+from labelling.models import (
+    Answer,
+    AnswerPassage,
+    AnswerRun,
+    AnswerSentence,
+    ReferenceAnswer,
+    ReferenceFact,
+)
+from labelling.services.answers import FactInput, import_answers, record_reference_answer
+from labelling.services.questions import InputRejected
+from tests.factories import QuestionFactory, QuestionSetFactory, add_documents, login
+
+LEAVE = "Employees receive 25 days of paid annual leave per calendar year."
+SALARIES = "Band C pays 52,000 to 61,000 euros per year."
+
+
+@pytest.fixture
+def questions(project):
+    add_documents(project, ("leave", LEAVE), ("salaries", SALARIES, ["hr-confidential"]))
+    question_set = QuestionSetFactory(project=project, name="staff")
+    QuestionFactory(question_set=question_set, external_id="q1", text="how many leave days")
+    QuestionFactory(question_set=question_set, external_id="q2", text="is there a gym")
+    return question_set
+
+
+def jsonl(*records) -> bytes:
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+GOOD = jsonl(
+    {
+        "question_id": "q1",
+        "answer": "You get 25 days. Ask HR for more.",
+        "refused": False,
+        "sentences": [
+            {"start": 0, "end": 16, "citations": [{"doc_id": "leave", "start": 0, "end": 46}]},
+            {"start": 17, "end": 33},
+        ],
+        "context": [{"doc_id": "salaries"}, {"doc_id": "leave", "start": 0, "end": 46}],
+        "system": "rag",
+        "version": "3",
+    },
+    {"question_id": "q2", "answer": "", "refused": True},
+)
+
+
+def test_an_answer_run_is_stored_with_sentences_citations_and_context(questions):
+    result = import_answers(question_set=questions, data=GOOD, run_name="rag-v3")
+    run = AnswerRun.objects.get()
+    assert (run.name, run.system, run.system_version) == ("rag-v3", "rag", "3")
+    assert (result.answers, result.refused, result.sentences, result.citations) == (2, 1, 2, 1)
+    answer = Answer.objects.get(question__external_id="q1")
+    assert answer.text == "You get 25 days. Ask HR for more." and not answer.refused
+    assert len(answer.key) == 64
+    assert list(answer.sentences.values_list("start", "end")) == [(0, 16), (17, 33)]
+    context = answer.passages.filter(role="context").order_by("position")
+    assert [(p.version.document.doc_id, p.start, p.end) for p in context] == [
+        ("salaries", None, None),
+        ("leave", 0, 46),
+    ]
+    (citation,) = AnswerPassage.objects.filter(role="citation")
+    assert citation.sentence.position == 0 and citation.version.document.doc_id == "leave"
+
+
+def test_answers_without_sentences_are_split(questions):
+    data = jsonl({"question_id": "q1", "answer": "One. Two!", "refused": False})
+    result = import_answers(question_set=questions, data=data, run_name="split")
+    assert result.split == 1
+    assert list(AnswerSentence.objects.values_list("start", "end")) == [(0, 4), (5, 9)]
+    assert not Answer.objects.get().sentences_given
+
+
+def test_every_bad_line_is_reported_and_nothing_is_written(questions):
+    bad = jsonl(
+        {"question_id": "q9", "answer": "x", "refused": False},
+        {"question_id": "q1", "answer": "x"},
+        {
+            "question_id": "q2",
+            "answer": "x",
+            "refused": False,
+            "context": [{"doc_id": "leave", "start": 0, "end": 999}],
+        },
+        {"question_id": "q2", "answer": "x", "refused": False},
+    )
+    with pytest.raises(InputRejected) as error:
+        import_answers(question_set=questions, data=bad, run_name="bad", source="bad.jsonl")
+    assert [str(p) for p in error.value.problems] == [
+        "bad.jsonl, line 1: question 'q9' is not in the question set",
+        "bad.jsonl, line 2: question 'q1': refused is required (true or false)",
+        "bad.jsonl, line 3: question 'q2': context passage 1 [0, 999) is outside document "
+        "'leave' (65 characters)",
+        "bad.jsonl, line 4: question 'q2' already given on line 3",
+    ]
+    with pytest.raises(InputRejected, match="holds no answers"):
+        import_answers(question_set=questions, data=b"", run_name="empty")
+    assert not AnswerRun.objects.exists() and not Answer.objects.exists()
+
+
+def test_a_document_hidden_from_the_uploader_is_an_unknown_document(questions, member):
+    lead = member("lead")
+    with pytest.raises(InputRejected) as error:
+        import_answers(question_set=questions, data=GOOD, run_name="rag", user=lead)
+    assert [p.error for p in error.value.problems] == [
+        "question 'q1': context passage 1 names document 'salaries', which is not in the corpus"
+    ]
+    AccessGroup.objects.get(name="hr-confidential").members.add(lead)
+    import_answers(question_set=questions, data=GOOD, run_name="rag", user=lead)
+    assert AnswerRun.objects.get().created_by == lead
+
+
+def test_run_names_are_unique_per_set(questions):
+    import_answers(question_set=questions, data=GOOD, run_name="rag")
+    with pytest.raises(ServiceError, match="already has an answer run named 'rag'"):
+        import_answers(question_set=questions, data=GOOD, run_name="rag")
+
+
+def test_the_import_answers_command_and_its_exit_codes(questions, project, tmp_path, capsys):
+    path = tmp_path / "rag-v3.jsonl"
+    path.write_bytes(GOOD)
+    call_command("import_answers", str(path), "--project", project.slug, "--set", "staff")
+    assert "Answer run rag-v3 for staff: 2 answers (1 refused), 2 sentences, 1 citations." in (
+        capsys.readouterr().out
+    )
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(jsonl({"question_id": "q1", "answer": "x", "refused": "no"}))
+    with pytest.raises(CommandError, match="1 problems") as error:
+        call_command("import_answers", str(bad), "--project", project.slug, "--set", "staff")
+    assert error.value.returncode == 2
+    assert f"{bad}, line 1: question 'q1': refused must be true or false" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(CommandError, match="No question set 'nope'") as error:
+        call_command("import_answers", str(path), "--project", project.slug, "--set", "nope")
+    assert error.value.returncode == 2
+    assert AnswerRun.objects.count() == 1
+
+
+def test_a_lead_uploads_an_answer_run_in_the_browser(questions, project, member):
+    client = login(member("lead"))
+    url = reverse("labelling:list-answer-runs", args=[project.slug, questions.pk])
+    bad = SimpleUploadedFile("bad.jsonl", jsonl({"question_id": "q1", "answer": "x"}))
+    response = client.post(url, {"name": "rag", "file": bad})
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert "Nothing was imported from bad.jsonl" in page and "refused is required" in page
+    assert not AnswerRun.objects.exists()
+    leave_only = jsonl({"question_id": "q2", "answer": "", "refused": True})
+    response = client.post(url, {"name": "rag", "file": SimpleUploadedFile("a.jsonl", leave_only)})
+    assert response.status_code == 302
+    page = client.get(url).content.decode()
+    assert "Answer run rag: 1 answers (1 refused), 0 citations." in page
+    assert "<td>rag</td>" in page
+
+
+def test_labellers_cannot_upload_answers_or_edit_reference_answers(questions, project, member):
+    client = login(member("labeller"))
+    url = reverse("labelling:list-answer-runs", args=[project.slug, questions.pk])
+    assert client.get(url).status_code == 403
+    response = client.post(url, {"name": "rag", "file": SimpleUploadedFile("a.jsonl", GOOD)})
+    assert response.status_code == 403 and not AnswerRun.objects.exists()
+    question = questions.questions.get(external_id="q1")
+    edit = reverse(
+        "labelling:edit-reference-answer", args=[project.slug, questions.pk, question.pk]
+    )
+    assert client.get(edit).status_code == 403
+
+
+# Reference answers ---------------------------------------------------------------------------
+
+
+def test_reference_answers_are_versioned_and_an_unchanged_save_adds_no_version(questions, member):
+    lead = member("lead")
+    question = questions.questions.get(external_id="q1")
+    first = record_reference_answer(
+        question=question,
+        facts=[FactInput("25 days a year"), FactInput("ask HR", vital=False), FactInput("  ")],
+        user=lead,
+    )
+    assert first.version == 1
+    assert list(first.facts.values_list("text", "vital")) == [
+        ("25 days a year", True),
+        ("ask HR", False),
+    ]
+    same = record_reference_answer(
+        question=question,
+        facts=[FactInput("25 days a year"), FactInput("ask HR", False)],
+        user=lead,
+    )
+    assert same.pk == first.pk
+    second = record_reference_answer(question=question, facts=[FactInput("25 days")], user=lead)
+    assert second.version == 2
+    # The old version and its facts stay, since grades point at them.
+    assert ReferenceAnswer.objects.count() == 2 and ReferenceFact.objects.count() == 3
+
+
+def test_a_lead_writes_reference_facts_in_the_browser(questions, project, member):
+    client = login(member("lead"))
+    question = questions.questions.get(external_id="q1")
+    url = reverse("labelling:edit-reference-answer", args=[project.slug, questions.pk, question.pk])
+    page = client.get(url).content.decode()
+    assert "how many leave days" in page and 'name="facts-0-text"' in page
+    data = {
+        "facts-TOTAL_FORMS": "3",
+        "facts-INITIAL_FORMS": "0",
+        "facts-0-text": "25 days of paid leave",
+        "facts-0-vital": "1",
+        "facts-1-text": "<b>per calendar year</b>",
+        "facts-1-vital": "0",
+        "facts-2-text": "",
+        "facts-2-vital": "1",
+    }
+    response = client.post(url, data)
+    assert response.status_code == 302
+    reference = ReferenceAnswer.objects.get(question=question)
+    assert list(reference.facts.values_list("text", "vital")) == [
+        ("25 days of paid leave", True),
+        ("<b>per calendar year</b>", False),
+    ]
+    page = client.get(url).content.decode()
+    assert "&lt;b&gt;per calendar year&lt;/b&gt;" in page and "now v1" in page
+    listing = client.get(
+        reverse("labelling:list-answer-runs", args=[project.slug, questions.pk])
+    ).content.decode()
+    assert "v1" in listing and "Edit facts" in listing
