@@ -4,12 +4,16 @@ from django.contrib.auth.admin import UserAdmin
 
 from labelling.models import (
     Answer,
+    AnswerAssignment,
     AnswerPassage,
     AnswerRun,
     AnswerSentence,
     Assignment,
     Candidate,
     Change,
+    CitationJudgement,
+    ClaimJudgement,
+    FactJudgement,
     Guideline,
     ImportedJudgement,
     Judgement,
@@ -271,3 +275,27 @@ class ReferenceAnswerAdmin(admin.ModelAdmin):
 class ReferenceFactAdmin(admin.ModelAdmin):
     list_display = ["reference", "position", "vital", "text"]
     raw_id_fields = ["reference"]
+
+
+@admin.register(AnswerAssignment)
+class AnswerAssignmentAdmin(admin.ModelAdmin):
+    list_display = ["answer", "labeller", "slot", "wrongly_refused", "done_at"]
+    raw_id_fields = ["answer", "labeller", "reference"]
+
+
+@admin.register(ClaimJudgement)
+class ClaimJudgementAdmin(admin.ModelAdmin):
+    list_display = ["assignment", "position", "start", "end", "support"]
+    raw_id_fields = ["assignment"]
+
+
+@admin.register(CitationJudgement)
+class CitationJudgementAdmin(admin.ModelAdmin):
+    list_display = ["claim", "passage", "grade"]
+    raw_id_fields = ["claim", "passage"]
+
+
+@admin.register(FactJudgement)
+class FactJudgementAdmin(admin.ModelAdmin):
+    list_display = ["assignment", "fact", "present"]
+    raw_id_fields = ["assignment", "fact"]

@@ -30,7 +30,7 @@ class AnswerRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["question_set", "name"]
+        ordering = ["question_set_id", "name"]
         constraints = [
             models.UniqueConstraint(fields=["question_set", "name"], name="unique_answer_run_name")
         ]
@@ -53,7 +53,7 @@ class Answer(models.Model):
     line = models.PositiveIntegerField(help_text="The line of the file it was read from.")
 
     class Meta:
-        ordering = ["run", "question"]
+        ordering = ["run_id", "question_id"]
         constraints = [
             models.UniqueConstraint(fields=["run", "question"], name="unique_answer_per_question")
         ]
@@ -71,7 +71,7 @@ class AnswerSentence(models.Model):
     end = models.PositiveIntegerField()
 
     class Meta:
-        ordering = ["answer", "position"]
+        ordering = ["answer_id", "position"]
         constraints = [
             models.UniqueConstraint(
                 fields=["answer", "position"], name="unique_answer_sentence_position"
@@ -106,7 +106,7 @@ class AnswerPassage(models.Model):
     end = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
-        ordering = ["answer", "role", "sentence", "position"]
+        ordering = ["answer_id", "role", "sentence_id", "position"]
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(role="context", sentence__isnull=True)
@@ -133,7 +133,7 @@ class ReferenceAnswer(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["question", "-version"]
+        ordering = ["question_id", "-version"]
         constraints = [
             models.UniqueConstraint(
                 fields=["question", "version"], name="unique_reference_answer_version"
@@ -155,7 +155,7 @@ class ReferenceFact(models.Model):
     spans = models.JSONField(default=list, blank=True)
 
     class Meta:
-        ordering = ["reference", "position"]
+        ordering = ["reference_id", "position"]
         constraints = [
             models.UniqueConstraint(
                 fields=["reference", "position"], name="unique_reference_fact_position"
@@ -164,3 +164,102 @@ class ReferenceFact(models.Model):
 
     def __str__(self) -> str:
         return self.text[:80]
+
+
+# The answer review (issue 15): a labeller's grades of one answer ------------------------------
+
+
+class AnswerAssignment(models.Model):
+    """An answer given to a labeller to review (first or second slot, as passages are)."""
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="assignments")
+    labeller = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="answer_assignments"
+    )
+    slot = models.PositiveSmallIntegerField()
+    # The reference facts graded: the version current at the first fact grade, kept after.
+    reference = models.ForeignKey(
+        ReferenceAnswer, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    # An answerable question's answer refused (the labeller's one key).
+    wrongly_refused = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["answer_id", "slot"]
+        constraints = [
+            models.UniqueConstraint(fields=["answer", "slot"], name="unique_answer_slot"),
+            models.UniqueConstraint(fields=["answer", "labeller"], name="unique_answer_labeller"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.answer} slot {self.slot}"
+
+
+class ClaimSupport(models.TextChoices):
+    FULL = "full", "supported"
+    PARTIAL = "partial", "partly supported"
+    NONE = "none", "not supported"
+
+
+class ClaimJudgement(models.Model):
+    """One claim of the answer, ``[start, end)`` in its text (a sentence unless the labeller
+    split it), and whether the context sent supports it ("" until graded)."""
+
+    assignment = models.ForeignKey(
+        AnswerAssignment, on_delete=models.CASCADE, related_name="claims"
+    )
+    position = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    support = models.CharField(max_length=10, choices=ClaimSupport.choices, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["assignment_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "position"], name="unique_claim_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.assignment_id} claim {self.position}"
+
+
+class CitationJudgement(models.Model):
+    """A citation of the claim's sentence graded against the claim: 2 supports it, 1 partly,
+    0 does not (ALCE's human grades); None until graded."""
+
+    claim = models.ForeignKey(ClaimJudgement, on_delete=models.CASCADE, related_name="citations")
+    passage = models.ForeignKey(AnswerPassage, on_delete=models.CASCADE, related_name="+")
+    grade = models.PositiveSmallIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["claim_id", "passage_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["claim", "passage"], name="unique_citation_grade")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.claim} citation {self.passage_id}"
+
+
+class FactPresence(models.TextChoices):
+    YES = "yes", "present"
+    PARTLY = "partly", "partly"
+    NO = "no", "missing"
+
+
+class FactJudgement(models.Model):
+    assignment = models.ForeignKey(AnswerAssignment, on_delete=models.CASCADE, related_name="facts")
+    fact = models.ForeignKey(ReferenceFact, on_delete=models.PROTECT, related_name="+")
+    present = models.CharField(max_length=10, choices=FactPresence.choices)
+
+    class Meta:
+        ordering = ["assignment_id", "fact_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "fact"], name="unique_fact_grade")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.assignment_id} fact {self.fact_id}"

@@ -517,3 +517,45 @@ class ReferenceFactForm(forms.Form):
 
 
 ReferenceFactFormSet = forms.formset_factory(ReferenceFactForm, extra=3, max_num=30)
+
+
+class AnswerGradeForm(forms.Form):
+    """One grade of the answer review: a claim's support, a citation's grade, a fact's
+    presence, or the refused-wrongly mark."""
+
+    KINDS = ("support", "citation", "fact", "refused")
+    kind = forms.ChoiceField(choices=[(k, k) for k in KINDS])
+    claim = forms.IntegerField(required=False, min_value=0)
+    passage = forms.IntegerField(required=False, min_value=1)
+    fact = forms.IntegerField(required=False, min_value=1)
+    value = forms.CharField(max_length=10)
+
+    def clean(self):
+        data = super().clean()
+        kind = data.get("kind")
+        if kind in ("support", "citation") and data.get("claim") is None:
+            raise forms.ValidationError("Which claim? Reload the page.")
+        if kind == "citation":
+            if data.get("passage") is None or data.get("value") not in ("0", "1", "2"):
+                raise forms.ValidationError("A citation is graded 2, 1 or 0.")
+            data["value"] = int(data["value"])
+        if kind == "fact" and data.get("fact") is None:
+            raise forms.ValidationError("Which fact? Reload the page.")
+        if kind == "refused":
+            data["value"] = data.get("value") == "1"
+        return data
+
+
+class AnswerReviewPlanForm(forms.Form):
+    run = forms.ModelChoiceField(queryset=None, label="Answer run")
+    labellers = forms.ModelMultipleChoiceField(queryset=None, label="Labellers")
+    double_share = forms.FloatField(
+        min_value=0, max_value=1, initial=DEFAULT_DOUBLE_SHARE, label="Double-labelled share"
+    )
+
+    def __init__(self, *args, question_set, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["run"].queryset = question_set.answer_runs.all()
+        self.fields["labellers"].queryset = User.objects.filter(
+            memberships__project_id=question_set.project_id, is_active=True
+        ).order_by("username")

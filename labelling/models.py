@@ -10,9 +10,13 @@ from corpus.models import AccessGroup, Document, DocumentVersion, Job, Project, 
 
 # Answer runs and reference answers live in their own module; named here, Django finds them.
 from labelling.answer_models import Answer as Answer
+from labelling.answer_models import AnswerAssignment as AnswerAssignment
 from labelling.answer_models import AnswerPassage as AnswerPassage
 from labelling.answer_models import AnswerRun as AnswerRun
 from labelling.answer_models import AnswerSentence as AnswerSentence
+from labelling.answer_models import CitationJudgement as CitationJudgement
+from labelling.answer_models import ClaimJudgement as ClaimJudgement
+from labelling.answer_models import FactJudgement as FactJudgement
 from labelling.answer_models import ReferenceAnswer as ReferenceAnswer
 from labelling.answer_models import ReferenceFact as ReferenceFact
 

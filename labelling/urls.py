@@ -108,6 +108,23 @@ from labelling.views import answers  # noqa: E402
 
 urlpatterns += [
     path(_set + "answers/", answers.list_answer_runs, name="list-answer-runs"),
+    path(_set + "answers/plan/", answers.plan_answer_review, name="plan-answer-review"),
+    path("p/<slug:slug>/reviews/", answers.list_answer_reviews, name="list-answer-reviews"),
+    path(
+        "p/<slug:slug>/reviews/<int:answer_assignment_id>/",
+        answers.review_answer,
+        name="review-answer",
+    ),
+    path(
+        "p/<slug:slug>/reviews/<int:answer_assignment_id>/grade/",
+        answers.grade_answer,
+        name="grade-answer",
+    ),
+    path(
+        "p/<slug:slug>/reviews/<int:answer_assignment_id>/finish/",
+        answers.finish_answer_review,
+        name="finish-answer-review",
+    ),
     path(
         _set + "questions/<int:question_id>/reference/",
         answers.edit_reference_answer,

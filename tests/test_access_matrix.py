@@ -4,6 +4,7 @@ project holding object ids of another project. Unsafe methods must leave every r
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -17,7 +18,9 @@ from corpus.models import AccessGroup, Document, DuplicateGroup, Job, Membership
 from corpus.services import documents, retrieval
 from evaluation.models import EvaluationRun, PermissionReplay
 from evaluation.services.gold_sets import finalise_gold_set
-from labelling.models import Assignment, Candidate, Span
+from labelling.models import AnswerAssignment, Assignment, Candidate, Span
+from labelling.services.answer_review import plan_answer_review
+from labelling.services.answers import import_answers
 from tests.factories import (
     POLICY_TEXT,
     MembershipFactory,
@@ -86,6 +89,12 @@ def world(prefix: str) -> dict:
     candidate = Candidate.objects.filter(pool__question_set=question_set).order_by("pk").first()
     profile = PermissionProfile.objects.create(project=project, name="tester")
     replay = PermissionReplay.objects.create(gold_set=gold_set, source="upload", k=5)
+    question = question_set.questions.order_by("pk").first()
+    answer_line = {"question_id": question.external_id, "answer": "An answer.", "refused": False}
+    answer_run = import_answers(
+        question_set=question_set, data=json.dumps(answer_line), run_name="rag"
+    ).run
+    plan_answer_review(run=answer_run, labellers=[people["ann"]], double_share=0)
     return {
         "project": project,
         "people": people,
@@ -114,6 +123,7 @@ def world(prefix: str) -> dict:
             "replay_id": replay.pk,
             "membership_id": Membership.objects.get(project=project, user=people["ann"]).pk,
             "access_group_id": AccessGroup.objects.get(project=project, name="hr-confidential").pk,
+            "answer_assignment_id": AnswerAssignment.objects.get(answer__run=answer_run).pk,
         },
     }
 

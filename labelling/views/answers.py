@@ -1,18 +1,25 @@
-"""Answer runs of a question set (upload, list) and the leads' reference answers."""
+"""Answer runs of a question set (upload, list, plan their review), the leads' reference
+answers, and a labeller's answer review (their own assignments only: blind like grading)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from corpus.access import project_access
-from corpus.models import Role
+from corpus.models import Document, Role
 from goldset.errors import ServiceError
-from labelling.forms import AnswerUploadForm, ReferenceFactFormSet
-from labelling.models import QuestionSet
+from labelling.forms import (
+    AnswerGradeForm,
+    AnswerReviewPlanForm,
+    AnswerUploadForm,
+    ReferenceFactFormSet,
+)
+from labelling.models import AnswerAssignment, QuestionSet
+from labelling.services import answer_review as review
 from labelling.services import answers as services
 from labelling.services.questions import InputRejected
 
@@ -67,11 +74,43 @@ def list_answer_runs(request: HttpRequest, slug: str, set_id: int) -> HttpRespon
             "runs": question_set.answer_runs.order_by("-created_at"),
             "rows": rows,
             "form": form,
+            "plan_form": AnswerReviewPlanForm(question_set=question_set),
             "error": error,
             "problems": problems,
         },
         status=status,
     )
+
+
+@login_required
+@require_http_methods(["POST"])
+def plan_answer_review(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    form = AnswerReviewPlanForm(request.POST, question_set=question_set)
+    if not form.is_valid():
+        messages.error(request, "Choose an answer run, labellers and a share between 0 and 1.")
+        return redirect("labelling:list-answer-runs", slug=slug, set_id=question_set.pk)
+    try:
+        plan = review.plan_answer_review(
+            run=form.cleaned_data["run"],
+            labellers=list(form.cleaned_data["labellers"]),
+            double_share=form.cleaned_data["double_share"],
+        )
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"{plan.assignments} reviews planned for {plan.answers} answers"
+            + (
+                f"; {plan.unreachable} answers cite documents none of them may see"
+                if plan.unreachable
+                else ""
+            )
+            + ".",
+        )
+    return redirect("labelling:list-answer-runs", slug=slug, set_id=question_set.pk)
 
 
 @login_required
@@ -124,3 +163,162 @@ def edit_reference_answer(
         },
         status=status,
     )
+
+
+# The labeller's answer review ----------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET"])
+def list_answer_reviews(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug)
+    assignments = (
+        AnswerAssignment.objects.filter(labeller=request.user, answer__run__project=access.project)
+        .select_related("answer__question", "answer__run")
+        .order_by("done_at", "pk")
+    )
+    return render(
+        request,
+        "labelling/list_answer_reviews.html",
+        {"access": access, "project": access.project, "assignments": assignments},
+    )
+
+
+def _own_assignment(request: HttpRequest, slug: str, answer_assignment_id: int):
+    access = project_access(request.user, slug)
+    assignment = get_object_or_404(
+        AnswerAssignment.objects.select_related("answer__question", "answer__run"),
+        pk=answer_assignment_id,
+        labeller=request.user,
+        answer__run__project=access.project,
+    )
+    # Access changed since planning: a passage the labeller may no longer see hides the review.
+    if assignment.answer.passages.filter(
+        version__document__in=Document.objects.hidden_from(request.user)
+    ).exists():
+        raise Http404
+    return access, assignment
+
+
+def _review_context(access, assignment, *, error: str = "") -> dict:
+    answer = assignment.answer
+    passages = review.passages_of(assignment)
+    by_pk = {passage.pk: passage for passage in passages}
+    claims = []
+    for claim in assignment.claims.prefetch_related("citations").order_by("position"):
+        claims.append(
+            {
+                "claim": claim,
+                "text": answer.text[claim.start : claim.end],
+                "citations": [
+                    {
+                        "judgement": c,
+                        "passage": by_pk[c.passage_id],
+                        "text": _passage_text(by_pk[c.passage_id]),
+                    }
+                    for c in claim.citations.all()
+                ],
+            }
+        )
+    reference = review.reference_for(assignment)
+    presence = dict(assignment.facts.values_list("fact_id", "present"))
+    facts = (
+        [{"fact": fact, "present": presence.get(fact.pk, "")} for fact in reference.facts.all()]
+        if reference is not None
+        else []
+    )
+    context = [{"passage": p, "text": _passage_text(p)} for p in passages if p.role == "context"]
+    return {
+        "access": access,
+        "project": access.project,
+        "assignment": assignment,
+        "answer": answer,
+        "claims": claims,
+        "facts": facts,
+        "context": context,
+        "missing": review.missing_grades(assignment),
+        "error": error,
+    }
+
+
+def _passage_text(passage) -> str:
+    text = passage.version.text
+    if passage.start is None:
+        return text
+    return text[passage.start : passage.end]
+
+
+@login_required
+@require_http_methods(["GET"])
+def review_answer(request: HttpRequest, slug: str, answer_assignment_id: int) -> HttpResponse:
+    access, assignment = _own_assignment(request, slug, answer_assignment_id)
+    return render(request, "labelling/review_answer.html", _review_context(access, assignment))
+
+
+@login_required
+@require_http_methods(["POST"])
+def grade_answer(request: HttpRequest, slug: str, answer_assignment_id: int) -> HttpResponse:
+    """One grade, saved at once (the page sends each change as it is made)."""
+    access, assignment = _own_assignment(request, slug, answer_assignment_id)
+    form = AnswerGradeForm(request.POST)
+    error = ""
+    if not form.is_valid():
+        error = next(iter(form.errors.values()))[0]
+    else:
+        data = form.cleaned_data
+        try:
+            if data["kind"] == "support":
+                review.record_claim_support(
+                    assignment=assignment, labeller=request.user, claim=data["claim"],
+                    support=data["value"],
+                )  # fmt: skip
+            elif data["kind"] == "citation":
+                review.record_citation_grade(
+                    assignment=assignment, labeller=request.user, claim=data["claim"],
+                    passage=data["passage"], grade=data["value"],
+                )  # fmt: skip
+            elif data["kind"] == "fact":
+                review.record_fact_presence(
+                    assignment=assignment, labeller=request.user, fact=data["fact"],
+                    present=data["value"],
+                )  # fmt: skip
+            else:
+                review.set_wrongly_refused(
+                    assignment=assignment, labeller=request.user, value=data["value"]
+                )
+        except ServiceError as exc:
+            error = str(exc)
+    assignment.refresh_from_db()
+    context = _review_context(access, assignment, error=error)
+    template = (
+        "labelling/review_answer.html#review" if request.htmx else "labelling/review_answer.html"
+    )
+    return render(request, template, context, status=400 if error else 200)
+
+
+@login_required
+@require_http_methods(["POST"])
+def finish_answer_review(
+    request: HttpRequest, slug: str, answer_assignment_id: int
+) -> HttpResponse:
+    access, assignment = _own_assignment(request, slug, answer_assignment_id)
+    try:
+        review.finish_answer_review(assignment=assignment, labeller=request.user)
+    except ServiceError as exc:
+        return render(
+            request,
+            "labelling/review_answer.html",
+            _review_context(access, assignment, error=str(exc)),
+            status=400,
+        )
+    following = (
+        AnswerAssignment.objects.filter(
+            labeller=request.user, answer__run__project=access.project, done_at__isnull=True
+        )
+        .order_by("pk")
+        .first()
+    )
+    messages.success(request, "Answer review saved.")
+    if following is not None:
+        return redirect("labelling:review-answer", slug=slug, answer_assignment_id=following.pk)
+    return redirect("labelling:list-answer-reviews", slug=slug)
