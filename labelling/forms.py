@@ -528,7 +528,7 @@ class AnswerGradeForm(forms.Form):
     claim = forms.IntegerField(required=False, min_value=0)
     passage = forms.IntegerField(required=False, min_value=1)
     fact = forms.IntegerField(required=False, min_value=1)
-    value = forms.CharField(max_length=10)
+    value = forms.CharField(max_length=10, required=False)  # an unticked box sends none
 
     def clean(self):
         data = super().clean()

@@ -290,8 +290,9 @@ def grade_answer(request: HttpRequest, slug: str, answer_assignment_id: int) -> 
             error = str(exc)
     assignment.refresh_from_db()
     context = _review_context(access, assignment, error=error)
+    # The page already shows the choice made; an htmx reply brings the status line only.
     template = (
-        "labelling/review_answer.html#review" if request.htmx else "labelling/review_answer.html"
+        "labelling/review_answer.html#status" if request.htmx else "labelling/review_answer.html"
     )
     return render(request, template, context, status=400 if error else 200)
 

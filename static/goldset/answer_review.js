@@ -1,5 +1,7 @@
 // The answer review's keys: j/k move between rows (a claim, a citation, a fact), a row's keys
-// (data-key on its inputs) choose a grade, which htmx saves at once; d finishes the review.
+// (data-key on its inputs) choose a grade, which htmx saves at once (in order, one at a time);
+// r marks a refusal wrong, d finishes the review. The page keeps what was chosen; each reply
+// brings back the status line, with the reason when a grade was refused.
 (function () {
   "use strict";
 
@@ -42,20 +44,29 @@
       const input = all[current].querySelector('input[data-key="' + CSS.escape(event.key) + '"]');
       if (input && !input.checked) {
         input.click();
+        // A grade given with a key moves on to the next row, as grading passages does.
+        current += 1;
+        mark();
         event.preventDefault();
       }
     }
   });
 
-  document.addEventListener("htmx:afterSettle", function (event) {
-    if (!document.getElementById("review")) return;
-    // A graded row moves the labeller on to the next one, as grading passages does.
-    const config = event.detail && event.detail.requestConfig;
-    const source = config ? config.elt : null;
-    if (source && source.type === "radio" && event.detail.xhr && event.detail.xhr.status === 200) {
-      current += 1;
+  // A claim's colour follows its support as soon as it is chosen.
+  document.addEventListener("change", function (event) {
+    const input = event.target;
+    const row = input.closest && input.closest("form[data-row]");
+    if (!row || input.type !== "radio" || !/^claim-/.test(input.id)) return;
+    row.classList.remove("claim-ungraded", "claim-full", "claim-partial", "claim-none");
+    row.classList.add("claim-" + input.value);
+  });
+
+  // A refused grade is answered 400 with the status line saying why: show it.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    if (event.detail.xhr.status === 400) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
     }
-    mark();
   });
 
   document.addEventListener("DOMContentLoaded", mark);
