@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from corpus.chunking import ChunkSpec, chunk_spans
 from corpus.spans import overlaps
+from evaluation.answergold import ANSWERS_GOLD_FILE
 from evaluation.gold import CORPUS_FILE, GOLD_FILE, MANIFEST_FILE
 
 BUNDLE_FORMAT = "goldset-bundle"
@@ -135,6 +136,7 @@ def build_bundle(
     texts: Mapping[tuple[str, int], str],
     schemes: Mapping[str, ChunkSpec],
     votes: Sequence[Vote],
+    answers_gold: Sequence[dict[str, Any]] = (),
 ) -> Bundle:
     """Every file of a gold set's bundle (nothing is written anywhere).
 
@@ -183,6 +185,9 @@ def build_bundle(
         ]
     )
     files[JUDGEMENTS_FILE] = _csv(votes)
+    if answers_gold:
+        # Reference facts and agreed answer grades (`evaluation.answergold` reads them back).
+        files[ANSWERS_GOLD_FILE] = _jsonl(answers_gold)
 
     answerable = sum(1 for q in questions if q.answerable)
     manifest: dict[str, Any] = {

@@ -344,3 +344,33 @@ def _is_int(value: Any) -> bool:
 
 _NO_ANSWER = Answer(question_id="", text="", refused=False, sentences=())
 _NO_PASSAGE = Passage("")
+
+
+def write_answer_file(answers: list[Answer]) -> bytes:
+    """An answer run as the file this module reads back to the same answers (and keys)."""
+
+    def passage(p: Passage) -> dict[str, Any]:
+        return (
+            {"doc_id": p.doc_id}
+            if p.start is None
+            else {"doc_id": p.doc_id, "start": p.start, "end": p.end}
+        )
+
+    lines = []
+    for answer in answers:
+        record: dict[str, Any] = {
+            "question_id": answer.question_id,
+            "answer": answer.text,
+            "refused": answer.refused,
+            "sentences": [
+                {"start": s.start, "end": s.end, "citations": [passage(c) for c in s.citations]}
+                for s in answer.sentences
+            ],
+            "context": [passage(p) for p in answer.context],
+        }
+        if answer.system:
+            record["system"] = answer.system
+        if answer.version:
+            record["version"] = answer.version
+        lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+    return "".join(lines).encode("utf-8")

@@ -124,6 +124,7 @@ def world(prefix: str) -> dict:
             "membership_id": Membership.objects.get(project=project, user=people["ann"]).pk,
             "access_group_id": AccessGroup.objects.get(project=project, name="hr-confidential").pk,
             "answer_assignment_id": AnswerAssignment.objects.get(answer__run=answer_run).pk,
+            "answer_run_id": answer_run.pk,
         },
     }
 
