@@ -18,6 +18,8 @@ from corpus.models import ChunkingScheme, JobState, Project, Retriever, Role
 from corpus.services import documents, projects, retrieval
 from corpus.sources import read_folder
 from labelling.models import PoolState
+from labelling.services.answer_review import plan_answer_review
+from labelling.services.answers import FactInput, import_answers, record_reference_answer
 from labelling.services.assignments import plan_assignments
 from labelling.services.guidelines import current_guideline, save_guideline
 from labelling.services.pools import start_pool
@@ -39,6 +41,7 @@ DEMO_RETRIEVERS = [
     {"name": "minilm", "kind": "embedding"},
 ]
 DEMO_POOL = {"name": "demo-pool", "depth": 10}
+DEMO_ANSWER_RUN = "northwind-rag"
 DEMO_GUIDELINE = """# Relevance guideline
 
 Grade each passage against the question **as the person asked it**.
@@ -99,6 +102,7 @@ class Command(BaseCommand):
         retrievers = self._retrievers(project)
         self._pool(question_set, retrievers)
         self._labelling(project, question_set, users)
+        self._answers(question_set, users)
         if options["no_logins"]:
             self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready."))
             return
@@ -189,6 +193,42 @@ class Command(BaseCommand):
             user=users["lead"],
         )
         self.stdout.write(result.describe())
+
+    def _answers(self, question_set, users):
+        """Reference facts for most questions, and an answer run of the team's system (some
+        answers faithful, some not, some citing the wrong document, some refusing, a few of
+        those refusals wrong), planned for review."""
+        lead = users["lead"]
+        for line in (DEMO_DIR / "reference_facts.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            question = question_set.questions.filter(external_id=record["question_id"]).first()
+            if question is None:
+                continue
+            record_reference_answer(
+                question=question,
+                facts=[
+                    FactInput(text=fact["text"], vital=fact["importance"] == "vital")
+                    for fact in record["facts"]
+                ],
+                user=lead,
+            )  # the same facts again make no new version
+        if question_set.answer_runs.filter(name=DEMO_ANSWER_RUN).exists():
+            return
+        result = import_answers(
+            question_set=question_set,
+            data=(DEMO_DIR / "answers.jsonl").read_bytes(),
+            run_name=DEMO_ANSWER_RUN,
+            source="demo/answers.jsonl",
+        )
+        plan = plan_answer_review(
+            run=result.run,
+            labellers=[users["labeller1"], users["labeller2"]],
+            double_share=0.2,
+        )
+        self.stdout.write(
+            f"Answer run {result.run.name}: {result.answers} answers, {plan.assignments} reviews "
+            "planned."
+        )
 
     def _wait(self, job, what):
         try:
