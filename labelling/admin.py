@@ -6,6 +6,7 @@ from labelling.models import (
     Answer,
     AnswerAssignment,
     AnswerPassage,
+    AnswerResolution,
     AnswerRun,
     AnswerSentence,
     Assignment,
@@ -299,3 +300,9 @@ class CitationJudgementAdmin(admin.ModelAdmin):
 class FactJudgementAdmin(admin.ModelAdmin):
     list_display = ["assignment", "fact", "present"]
     raw_id_fields = ["assignment", "fact"]
+
+
+@admin.register(AnswerResolution)
+class AnswerResolutionAdmin(admin.ModelAdmin):
+    list_display = ["answer", "chosen", "decided_by", "decided_at"]
+    raw_id_fields = ["answer", "chosen", "decided_by"]

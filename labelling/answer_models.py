@@ -263,3 +263,18 @@ class FactJudgement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.assignment_id} fact {self.fact_id}"
+
+
+class AnswerResolution(models.Model):
+    """A lead's decision on an answer whose two reviews disagree: the review that stands. Both
+    reviews stay as they were (every vote is kept)."""
+
+    answer = models.OneToOneField(Answer, on_delete=models.CASCADE, related_name="resolution")
+    chosen = models.ForeignKey(AnswerAssignment, on_delete=models.PROTECT, related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.answer} resolved"

@@ -12,6 +12,7 @@ from corpus.models import AccessGroup, Document, DocumentVersion, Job, Project, 
 from labelling.answer_models import Answer as Answer
 from labelling.answer_models import AnswerAssignment as AnswerAssignment
 from labelling.answer_models import AnswerPassage as AnswerPassage
+from labelling.answer_models import AnswerResolution as AnswerResolution
 from labelling.answer_models import AnswerRun as AnswerRun
 from labelling.answer_models import AnswerSentence as AnswerSentence
 from labelling.answer_models import CitationJudgement as CitationJudgement

@@ -109,6 +109,12 @@ from labelling.views import answers  # noqa: E402
 urlpatterns += [
     path(_set + "answers/", answers.list_answer_runs, name="list-answer-runs"),
     path(_set + "answers/plan/", answers.plan_answer_review, name="plan-answer-review"),
+    path(
+        _set + "answers/adjudication/",
+        answers.list_answer_adjudication,
+        name="list-answer-adjudication",
+    ),
+    path(_set + "answers/resolve/", answers.resolve_answer, name="resolve-answer"),
     path("p/<slug:slug>/reviews/", answers.list_answer_reviews, name="list-answer-reviews"),
     path(
         "p/<slug:slug>/reviews/<int:answer_assignment_id>/",

@@ -2,12 +2,12 @@
 answer, as the records of the bundle's ``answers-gold.jsonl`` (`evaluation.answergold` reads
 them; `evaluation.bundle` writes them).
 
-The rule, as for passages without a lead's resolution: an answer reviewed by one labeller takes
-that review; one reviewed by two takes their grades when every grade agrees (each claim's
-support and citation grades, each fact, the refused-wrongly mark). An answer whose review is
-unfinished, whose two reviews disagree, or whose facts were graded on an older reference version
-is left out: it is not covered, and the scores say so. Adjudicating answer reviews is not built
-yet, so a disagreement stays uncovered.
+The rule, as for passages: a lead's resolution (the review they chose) when there is one; an
+answer reviewed by one labeller takes that review; one reviewed by two takes their grades when
+every grade agrees (each claim's support and citation grades, each fact, the refused-wrongly
+mark). An answer whose review is unfinished, whose two reviews disagree with no decision, or
+whose facts were graded on an older reference version is left out: it is not covered, and the
+scores say so.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def reference_records(question_set: QuestionSet) -> list[dict[str, Any]]:
     return records
 
 
-def _review(assignment: AnswerAssignment) -> dict[str, Any]:
+def review_of(assignment: AnswerAssignment) -> dict[str, Any]:
+    """One review's grades in the bundle's shape, comparable with another review's."""
     claims = []
     for claim in assignment.claims.all():
         claims.append(
@@ -98,7 +99,7 @@ def answer_records(question_set: QuestionSet) -> list[dict[str, Any]]:
     records = []
     answers = (
         Answer.objects.filter(run__question_set=question_set, question__excluded_at__isnull=True)
-        .select_related("run", "question")
+        .select_related("run", "question", "resolution__chosen")
         .prefetch_related(
             "assignments__claims__citations__passage__version__document", "assignments__facts"
         )
@@ -108,10 +109,15 @@ def answer_records(question_set: QuestionSet) -> list[dict[str, Any]]:
         assignments = list(answer.assignments.all())
         if not assignments or any(a.done_at is None for a in assignments):
             continue
-        reviews = [_review(a) for a in assignments]
-        if any(review != reviews[0] for review in reviews[1:]):
-            continue  # two reviews that disagree: uncovered until adjudication exists
-        review = reviews[0]
+        reviews = [review_of(a) for a in assignments]
+        resolution = getattr(answer, "resolution", None)
+        if resolution is not None:
+            # A lead's decision: the review they chose stands (both stay recorded).
+            review = review_of(resolution.chosen)
+        elif any(review != reviews[0] for review in reviews[1:]):
+            continue  # two reviews that disagree and no decision yet: not covered
+        else:
+            review = reviews[0]
         graded = {fact["fact_id"] for fact in review["facts"]}
         if graded - current_versions.get(answer.question.external_id, set()):
             continue  # graded on an older reference version

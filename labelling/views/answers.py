@@ -18,7 +18,8 @@ from labelling.forms import (
     AnswerUploadForm,
     ReferenceFactFormSet,
 )
-from labelling.models import AnswerAssignment, QuestionSet
+from labelling.models import Answer, AnswerAssignment, QuestionSet
+from labelling.services import answer_adjudication as adjudication
 from labelling.services import answer_review as review
 from labelling.services import answers as services
 from labelling.services.questions import InputRejected
@@ -323,3 +324,52 @@ def finish_answer_review(
     if following is not None:
         return redirect("labelling:review-answer", slug=slug, answer_assignment_id=following.pk)
     return redirect("labelling:list-answer-reviews", slug=slug)
+
+
+# Agreement and the lead's decisions ----------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET"])
+def list_answer_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    agreement = adjudication.answer_agreement(question_set=question_set, viewer=request.user)
+    return render(
+        request,
+        "labelling/list_answer_adjudication.html",
+        {
+            "access": access,
+            "project": access.project,
+            "question_set": question_set,
+            "agreement": list(agreement.items()),
+            "disagreements": adjudication.answer_disagreements(
+                question_set=question_set, viewer=request.user
+            ),
+        },
+    )
+
+
+@login_required
+@require_http_methods(["POST"])
+def resolve_answer(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    answer_id, chosen_id = request.POST.get("answer", ""), request.POST.get("chosen", "")
+    visible = Answer.objects.filter(run__question_set=question_set).exclude(
+        passages__version__document__in=Document.objects.hidden_from(request.user)
+    )
+    answer = get_object_or_404(visible, pk=answer_id if answer_id.isdigit() else 0)
+    chosen = get_object_or_404(
+        AnswerAssignment, answer=answer, pk=chosen_id if chosen_id.isdigit() else 0
+    )
+    try:
+        adjudication.resolve_answer(answer=answer, chosen=chosen, user=request.user)
+    except ServiceError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(
+            request,
+            f"{answer.question.external_id}: {chosen.labeller.get_username()}'s review stands.",
+        )
+    return redirect("labelling:list-answer-adjudication", slug=slug, set_id=question_set.pk)

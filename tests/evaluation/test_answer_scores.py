@@ -13,6 +13,7 @@ from evaluation.services import gold_sets
 from evaluation.services.answer_scores import answers_page
 from labelling.models import AnswerAssignment, CitationJudgement
 from labelling.services import answer_review as review
+from labelling.services.answer_adjudication import answer_agreement
 from labelling.services.answers import FactInput, import_answers, record_reference_answer
 from tests.factories import POLICY_TEXT, labelled_question_set, login
 
@@ -159,3 +160,43 @@ def test_the_answers_page_is_for_leads_and_refused_when_something_is_hidden(
     page = response.content.decode()
     assert "restricted to access groups you are not in" in page and "Use the VPN" not in page
     assert POLICY_TEXT[:40] not in page
+
+
+def test_a_lead_decides_a_disagreement_and_the_next_gold_set_covers_it(finalised, project, people):
+    gold_set, run = finalised
+    question_set = gold_set.question_set
+    lead = login(people["lead"])
+    url = reverse("labelling:list-answer-adjudication", args=[project.slug, question_set.pk])
+    page = lead.get(url).content.decode()
+    # Support was graded alike on q1 and q3's answers has no claims; q2's disagrees.
+    assert "claim support" in page and "to decide" in page
+    assert people["ann"].username in page and people["bob"].username in page
+    assert login(people["ann"]).get(url).status_code == 403
+    q2 = run.answers.get(question__external_id="q2")
+    anns = q2.assignments.get(labeller=people["ann"])
+    response = lead.post(
+        reverse("labelling:resolve-answer", args=[project.slug, question_set.pk]),
+        {"answer": q2.pk, "chosen": anns.pk},
+    )
+    assert response.status_code == 302
+    page = lead.get(url).content.decode()
+    assert f"decided: {people['ann'].username}" in page
+    # Both reviews are kept; the next gold set takes Ann's.
+    assert q2.assignments.count() == 2
+    v2 = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    answer_gold = read_answer_gold(gold_sets.bundle_files(v2)[ANSWERS_GOLD_FILE])
+    (q2_grades,) = [g for (q, _), g in answer_gold.grades.items() if q == "q2"]
+    assert [c.support for c in q2_grades.claims] == ["full"]
+    assert answers_page(gold_set=v2).report["runs"]["rag"]["coverage"] == 1.0
+
+
+def test_agreement_per_judgement_kind(finalised, people):
+    gold_set, _ = finalised
+    report = answer_agreement(question_set=gold_set.question_set, viewer=people["lead"])
+    # Claim support: q1's two claims full/full, q2's one full/none.
+    assert report["claim support"]["items"] == 3
+    assert report["claim support"]["percent"] == pytest.approx(2 / 3)
+    assert report["claim support"]["confusion"][2][0] == 1
+    # Citations (q1: leave 2/2, vpn 0/0) and facts (q1: yes/yes, no/no) all agree.
+    assert report["citation grade"]["items"] == 2 and report["citation grade"]["percent"] == 1.0
+    assert report["fact presence"]["items"] == 2 and report["fact presence"]["percent"] == 1.0
