@@ -127,6 +127,11 @@ urlpatterns += [
         name="grade-answer",
     ),
     path(
+        "p/<slug:slug>/reviews/<int:answer_assignment_id>/split/",
+        answers.split_answer_claim,
+        name="split-answer-claim",
+    ),
+    path(
         "p/<slug:slug>/reviews/<int:answer_assignment_id>/finish/",
         answers.finish_answer_review,
         name="finish-answer-review",

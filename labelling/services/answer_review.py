@@ -150,6 +150,65 @@ def record_citation_grade(
     return found
 
 
+def split_claim(
+    *, assignment: AnswerAssignment, labeller, claim: int, at: int
+) -> list[ClaimJudgement]:
+    """Cut a claim in two at offset ``at`` of the answer (white space around the cut is left
+    out of both). Both halves keep the sentence's citations and are graded afresh."""
+    _open(assignment, labeller)
+    found = assignment.claims.filter(position=claim).first()
+    if found is None:
+        raise ServiceError("This answer has no such claim; reload the page.")
+    text = assignment.answer.text
+    if not found.start < at < found.end or not (text[at].isspace() or text[at - 1].isspace()):
+        raise ServiceError("Split a claim between two of its words.")
+    left_end, right_start, end = at, at, found.end
+    while left_end > found.start and text[left_end - 1].isspace():
+        left_end -= 1
+    while right_start < end and text[right_start].isspace():
+        right_start += 1
+    if not (found.start < left_end and right_start < end):
+        raise ServiceError("Split a claim between two of its words.")
+    passages = list(found.citations.values_list("passage_id", flat=True))
+    with transaction.atomic():
+        later = assignment.claims.filter(position__gt=claim).order_by("-position")
+        for other in later:  # make room from the end, so positions never collide
+            other.position += 1
+            other.save(update_fields=["position"])
+        found.end, found.support = left_end, ""
+        found.save(update_fields=["end", "support", "updated_at"])
+        found.citations.update(grade=None)
+        second = ClaimJudgement.objects.create(
+            assignment=assignment, position=claim + 1, start=right_start, end=end
+        )
+        CitationJudgement.objects.bulk_create(
+            CitationJudgement(claim=second, passage_id=pk) for pk in passages
+        )
+    return [found, second]
+
+
+def join_claims(*, assignment: AnswerAssignment, labeller, claim: int) -> ClaimJudgement:
+    """Undo a split: the claim and the one after it become one again, to be graded afresh.
+    Only claims of one sentence join (their citations are the same)."""
+    _open(assignment, labeller)
+    first = assignment.claims.filter(position=claim).first()
+    second = assignment.claims.filter(position=claim + 1).first()
+    if first is None or second is None:
+        raise ServiceError("There is no next claim to join this one with.")
+    inside = assignment.answer.sentences.filter(start__lte=first.start, end__gte=second.end)
+    if not inside.exists():
+        raise ServiceError("Only claims split from one sentence can be joined.")
+    with transaction.atomic():
+        first.end, first.support = second.end, ""
+        first.save(update_fields=["end", "support", "updated_at"])
+        first.citations.update(grade=None)
+        second.delete()
+        for other in assignment.claims.filter(position__gt=claim + 1).order_by("position"):
+            other.position -= 1
+            other.save(update_fields=["position"])
+    return first
+
+
 def reference_for(assignment: AnswerAssignment) -> ReferenceAnswer | None:
     """The facts this review grades: the version pinned at the first fact grade, else the
     question's current one."""

@@ -206,11 +206,17 @@ def _review_context(access, assignment, *, error: str = "") -> dict:
     passages = review.passages_of(assignment)
     by_pk = {passage.pk: passage for passage in passages}
     claims = []
-    for claim in assignment.claims.prefetch_related("citations").order_by("position"):
+    sentences = list(answer.sentences.order_by("position"))
+    all_claims = list(assignment.claims.prefetch_related("citations").order_by("position"))
+    for index, claim in enumerate(all_claims):
+        following = all_claims[index + 1] if index + 1 < len(all_claims) else None
         claims.append(
             {
                 "claim": claim,
                 "text": answer.text[claim.start : claim.end],
+                "cuts": _cuts(answer.text, claim.start, claim.end),
+                "joinable": following is not None
+                and any(s.start <= claim.start and following.end <= s.end for s in sentences),
                 "citations": [
                     {
                         "judgement": c,
@@ -240,6 +246,18 @@ def _review_context(access, assignment, *, error: str = "") -> dict:
         "missing": review.missing_grades(assignment),
         "error": error,
     }
+
+
+def _cuts(text: str, start: int, end: int) -> list[tuple[int, str]]:
+    """Where a claim may be split: after each of its words but the last, shown as the words
+    either side of the cut."""
+    cuts = []
+    for position in range(start + 1, end):
+        if text[position].isspace() and not text[position - 1].isspace():
+            before = text[start:position].split()[-1]
+            after = text[position:end].split()[0]
+            cuts.append((position, f"… {before} | {after} …"))
+    return cuts
 
 
 def _passage_text(passage) -> str:
@@ -373,3 +391,30 @@ def resolve_answer(request: HttpRequest, slug: str, set_id: int) -> HttpResponse
             f"{answer.question.external_id}: {chosen.labeller.get_username()}'s review stands.",
         )
     return redirect("labelling:list-answer-adjudication", slug=slug, set_id=question_set.pk)
+
+
+@login_required
+@require_http_methods(["POST"])
+def split_answer_claim(request: HttpRequest, slug: str, answer_assignment_id: int) -> HttpResponse:
+    """Split a claim in two, or join it with the next one again (``join``)."""
+    access, assignment = _own_assignment(request, slug, answer_assignment_id)
+    claim, at = request.POST.get("claim", ""), request.POST.get("at", "")
+    try:
+        if not claim.isdigit():
+            raise ServiceError("Which claim? Reload the page.")
+        if "join" in request.POST:
+            review.join_claims(assignment=assignment, labeller=request.user, claim=int(claim))
+        elif not at.isdigit():
+            raise ServiceError("Choose where to split the claim.")
+        else:
+            review.split_claim(
+                assignment=assignment, labeller=request.user, claim=int(claim), at=int(at)
+            )
+    except ServiceError as exc:
+        return render(
+            request,
+            "labelling/review_answer.html",
+            _review_context(access, assignment, error=str(exc)),
+            status=400,
+        )
+    return redirect("labelling:review-answer", slug=slug, answer_assignment_id=assignment.pk)

@@ -24,7 +24,7 @@
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     const target = event.target;
-    if (target && (target.tagName === "TEXTAREA" || (target.tagName === "INPUT" && target.type === "text"))) return;
+    if (target && (target.tagName === "TEXTAREA" || target.tagName === "SELECT" || (target.tagName === "INPUT" && target.type === "text"))) return;
     const all = rows();
     if (event.key === "j" || event.key === "ArrowDown") {
       current += 1;

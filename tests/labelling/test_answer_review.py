@@ -195,3 +195,41 @@ def test_a_lead_plans_the_review_from_the_answers_page(run, member, project):
     assert response.status_code == 302
     page = client.get(response["Location"]).content.decode()
     assert "3 reviews planned for 3 answers; 1 answers cite documents none of them may see." in page
+
+
+def test_a_labeller_splits_a_claim_and_joins_it_again(run, member, project):
+    ann = member("labeller")
+    review.plan_answer_review(run=run, labellers=[ann], double_share=0)
+    mine = AnswerAssignment.objects.get(answer__question__external_id="q1")
+    review.record_claim_support(assignment=mine, labeller=ann, claim=0, support="full")
+    client = login(ann)
+    page = client.get(reverse("labelling:review-answer", args=[project.slug, mine.pk]))
+    assert "… get | 25 …" in page.content.decode()
+    # "You get 25 days." split after "get" (offset 7): two claims, both to grade again, each
+    # with the sentence's two citations; the next claim moves down.
+    response = client.post(
+        reverse("labelling:split-answer-claim", args=[project.slug, mine.pk]),
+        {"claim": 0, "at": 7},
+    )
+    assert response.status_code == 302
+    claims = list(
+        mine.claims.order_by("position").values_list("position", "start", "end", "support")
+    )
+    assert claims == [(0, 0, 7, ""), (1, 8, 16, ""), (2, 17, 24, "")]
+    assert CitationJudgement.objects.filter(claim__assignment=mine, claim__position=1).count() == 2
+    with pytest.raises(ServiceError, match="between two of its words"):
+        review.split_claim(assignment=mine, labeller=ann, claim=0, at=1)
+    # Claims of two sentences never join; the split ones do.
+    with pytest.raises(ServiceError, match="one sentence"):
+        review.join_claims(assignment=mine, labeller=ann, claim=1)
+    response = client.post(
+        reverse("labelling:split-answer-claim", args=[project.slug, mine.pk]),
+        {"claim": 0, "join": "1"},
+    )
+    assert response.status_code == 302
+    claims = list(mine.claims.order_by("position").values_list("position", "start", "end"))
+    assert claims == [(0, 0, 16), (1, 17, 24)]
+    bad = client.post(
+        reverse("labelling:split-answer-claim", args=[project.slug, mine.pk]), {"claim": "x"}
+    )
+    assert bad.status_code == 400 and "Which claim?" in bad.content.decode()
