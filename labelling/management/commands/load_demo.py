@@ -54,6 +54,19 @@ Grade each passage against the question **as the person asked it**.
 Mark the sentences that answer as spans (select them, press `s`); keep spans tight.
 If no passage answers and you believe the corpus does not cover the question, mark the question
 *unanswerable* (`u`). Use *can't tell* only when the question itself is unclear, and say why.
+
+## Reviewing answers
+
+You see the system's answer, the passages it was given (the context) and the facts a correct
+answer states.
+
+- **Claims**: each sentence is a claim. A sentence that says two things can be split. A claim is
+  *supported* (`f`) when the context says it, *partly* (`p`) when the context says only some of
+  it, *not supported* (`n`) when the context does not say it, even if it happens to be true.
+- **Citations**: grade each cited passage against its claim: `2` it says the claim, `1` it says
+  part of it, `0` it does not.
+- **Facts**: `y` the answer states the fact, `p` partly or vaguely, `n` it is missing or wrong.
+- A refusal of a question the context could answer is wrong: press `r`.
 """
 # The demo's 41 documents build in seconds; a stuck worker should not hang `make run` forever.
 DEMO_JOB_TIMEOUT = 600
