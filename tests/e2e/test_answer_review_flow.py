@@ -1,11 +1,14 @@
-"""A labeller reviews an answer with the keyboard in real Chromium: every grade saved as it is
-made, kept on reload, the review finished with one key; a second labeller sees none of it."""
+"""The answer round trip in real Chromium: a labeller reviews an answer with the keyboard (every
+grade saved as it is made, kept on reload, finished with one key); a second labeller sees none
+of it and disagrees; the lead decides; the finalised gold set's Answers page shows the result."""
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import expect
 
+from evaluation.services.gold_sets import finalise_gold_set
 from labelling.models import AnswerAssignment, CitationJudgement, ClaimJudgement, FactJudgement
 from labelling.services.answer_review import plan_answer_review
 from labelling.services.answers import FactInput, import_answers, record_reference_answer
@@ -14,26 +17,23 @@ from tests.factories import (
     PASSWORD,
     MembershipFactory,
     ProjectFactory,
-    QuestionFactory,
-    QuestionSetFactory,
     UserFactory,
-    add_documents,
+    labelled_question_set,
 )
 
 pytestmark = pytest.mark.e2e
 
-LEAVE = "Employees receive 25 days of paid annual leave per calendar year."
-
 
 def make_world():
+    """A labelled question set (tests.factories); Lina and Omar review one answer to its q1
+    (double-reviewed); the lead writes q1's facts."""
     project = ProjectFactory(slug="acme", name="Acme gold")
     lina, omar, lead = (UserFactory(username=name) for name in ("lina", "omar", "lead"))
     for user in (lina, omar):
         MembershipFactory(project=project, user=user, role="labeller")
     MembershipFactory(project=project, user=lead, role="lead")
-    add_documents(project, ("leave", LEAVE))
-    question_set = QuestionSetFactory(project=project, name="staff")
-    question = QuestionFactory(question_set=question_set, external_id="q1", text="leave days?")
+    question_set = labelled_question_set(project, ann=lina, bob=omar, lead=lead)
+    question = question_set.questions.get(external_id="q1")
     answer = {
         "question_id": "q1",
         "answer": "You get 25 days. Ask <b>HR</b>.",
@@ -49,7 +49,7 @@ def make_world():
         question=question, facts=[FactInput("25 days"), FactInput("per year", False)], user=lead
     )
     plan_answer_review(run=run, labellers=[lina, omar], double_share=1)
-    return lina, omar
+    return lina, omar, lead
 
 
 def watch_console(page) -> list[str]:
@@ -67,13 +67,13 @@ def watch_console(page) -> list[str]:
 
 
 def test_a_labeller_reviews_an_answer_with_the_keyboard(transactional_db, live_server, page):
-    lina, omar = make_world()
+    lina, omar, lead = make_world()
     mine = AnswerAssignment.objects.get(labeller=lina)
     problems = watch_console(page)
     log_in(page, live_server, "lina", PASSWORD)
     page.goto(f"{live_server.url}/p/acme/queue/")
     page.get_by_role("link", name="My answer reviews").click()
-    page.get_by_role("link", name="leave days?").click()
+    page.get_by_role("link", name="how many days carry over").click()
     rows = page.locator("#review [data-row]")
     expect(rows.nth(0)).to_have_class("review-row claim-ungraded current")
     # The answer's text is shown as text, never as markup.
@@ -117,3 +117,27 @@ def test_a_labeller_reviews_an_answer_with_the_keyboard(transactional_db, live_s
     assert page.locator("#review input:checked").count() == 0
     response = page.goto(f"{live_server.url}/p/acme/reviews/{mine.pk}/")
     assert response.status == 404
+    problems.clear()  # the browser logs that 404, which was the point
+
+    # Omar disagrees on the first claim; the lead decides for Lina in the browser.
+    page.goto(f"{live_server.url}/p/acme/reviews/{theirs.pk}/")
+    expect(page.locator("#review [data-row]").nth(0)).to_have_class(re.compile("current"))
+    for key in ("n", "1", "n", "y", "n"):
+        page.keyboard.press(key)
+    expect(page.locator("#review-status")).to_have_text("Everything is graded.")
+    page.keyboard.press("d")
+    page.wait_for_url(f"{live_server.url}/p/acme/reviews/")
+    page.context.clear_cookies()
+    log_in(page, live_server, "lead", PASSWORD)
+    question_set = mine.answer.run.question_set
+    page.goto(f"{live_server.url}/p/acme/sets/{question_set.pk}/answers/adjudication/")
+    expect(page.locator("#answer-agreement")).to_contain_text("claim support")
+    page.get_by_role("button", name="lina's review stands").click()
+    expect(page.get_by_text("decided: lina's review")).to_be_visible()
+
+    # Finalised, the gold set's Answers page shows the scores the CLI prints on its bundle.
+    gold_set = finalise_gold_set(question_set=question_set, user=lead)
+    page.goto(f"{live_server.url}/p/acme/gold-sets/{gold_set.pk}/answers/")
+    faithfulness = page.locator('tr[data-score="faithfulness"] td.num').inner_text()
+    assert faithfulness == "0.5000"  # Lina's review: one claim supported, one not
+    assert problems == []
