@@ -13,6 +13,7 @@ from labelling.models import (
     Candidate,
     Change,
     CitationJudgement,
+    ClaimEvidence,
     ClaimJudgement,
     FactJudgement,
     Guideline,
@@ -306,3 +307,9 @@ class FactJudgementAdmin(admin.ModelAdmin):
 class AnswerResolutionAdmin(admin.ModelAdmin):
     list_display = ["answer", "chosen", "decided_by", "decided_at"]
     raw_id_fields = ["answer", "chosen", "decided_by"]
+
+
+@admin.register(ClaimEvidence)
+class ClaimEvidenceAdmin(admin.ModelAdmin):
+    list_display = ["claim", "version", "start", "end"]
+    raw_id_fields = ["claim", "version"]

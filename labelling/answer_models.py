@@ -226,6 +226,23 @@ class ClaimJudgement(models.Model):
         return f"{self.assignment_id} claim {self.position}"
 
 
+class ClaimEvidence(models.Model):
+    """Where the context sent supports a claim: a span of one of the answer's context passages,
+    with its quote, marked with the same selection widget as passage evidence."""
+
+    claim = models.ForeignKey(ClaimJudgement, on_delete=models.CASCADE, related_name="evidence")
+    version = models.ForeignKey(DocumentVersion, on_delete=models.PROTECT, related_name="+")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    quote = models.TextField()
+
+    class Meta:
+        ordering = ["claim_id", "start"]
+
+    def __str__(self) -> str:
+        return f"{self.claim} evidence [{self.start}, {self.end})"
+
+
 class CitationJudgement(models.Model):
     """A citation of the claim's sentence graded against the claim: 2 supports it, 1 partly,
     0 does not (ALCE's human grades); None until graded."""

@@ -16,6 +16,7 @@ from labelling.answer_models import AnswerResolution as AnswerResolution
 from labelling.answer_models import AnswerRun as AnswerRun
 from labelling.answer_models import AnswerSentence as AnswerSentence
 from labelling.answer_models import CitationJudgement as CitationJudgement
+from labelling.answer_models import ClaimEvidence as ClaimEvidence
 from labelling.answer_models import ClaimJudgement as ClaimJudgement
 from labelling.answer_models import FactJudgement as FactJudgement
 from labelling.answer_models import ReferenceAnswer as ReferenceAnswer

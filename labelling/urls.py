@@ -132,6 +132,11 @@ urlpatterns += [
         name="split-answer-claim",
     ),
     path(
+        "p/<slug:slug>/reviews/<int:answer_assignment_id>/evidence/",
+        answers.mark_claim_evidence,
+        name="mark-claim-evidence",
+    ),
+    path(
         "p/<slug:slug>/reviews/<int:answer_assignment_id>/finish/",
         answers.finish_answer_review,
         name="finish-answer-review",

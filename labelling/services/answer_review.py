@@ -22,6 +22,7 @@ from labelling.models import (
     AnswerPassage,
     AnswerRun,
     CitationJudgement,
+    ClaimEvidence,
     ClaimJudgement,
     FactJudgement,
     ReferenceAnswer,
@@ -207,6 +208,42 @@ def join_claims(*, assignment: AnswerAssignment, labeller, claim: int) -> ClaimJ
             other.position -= 1
             other.save(update_fields=["position"])
     return first
+
+
+def add_claim_evidence(
+    *, assignment: AnswerAssignment, labeller, claim: int, version: int, start: int, end: int,
+    quote: str,
+) -> ClaimEvidence:  # fmt: skip
+    """A span of a context passage as evidence for the claim. It must lie inside a passage the
+    answer was given, and its quote must be the stored text there (what the labeller saw)."""
+    _open(assignment, labeller)
+    found = assignment.claims.filter(position=claim).first()
+    if found is None:
+        raise ServiceError("This answer has no such claim; reload the page.")
+    if not 0 <= start < end:
+        raise ServiceError("Select some text of a context passage first.")
+    inside = False
+    for passage in assignment.answer.passages.filter(role="context", version_id=version):
+        low = 0 if passage.start is None else passage.start
+        high = len(passage.version.text) if passage.end is None else passage.end
+        if low <= start and end <= high:
+            inside = True
+            text = passage.version.text
+            break
+    if not inside:
+        raise ServiceError("Evidence must lie inside a passage the system was given.")
+    if text[start:end] != quote:
+        raise ServiceError("The selected text does not match the passage; reload the page.")
+    return ClaimEvidence.objects.create(
+        claim=found, version_id=version, start=start, end=end, quote=quote
+    )
+
+
+def remove_claim_evidence(*, assignment: AnswerAssignment, labeller, evidence: int) -> None:
+    _open(assignment, labeller)
+    deleted, _ = ClaimEvidence.objects.filter(claim__assignment=assignment, pk=evidence).delete()
+    if not deleted:
+        raise ServiceError("That evidence is already gone; reload the page.")
 
 
 def reference_for(assignment: AnswerAssignment) -> ReferenceAnswer | None:

@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from corpus.access import project_access
@@ -207,7 +208,9 @@ def _review_context(access, assignment, *, error: str = "") -> dict:
     by_pk = {passage.pk: passage for passage in passages}
     claims = []
     sentences = list(answer.sentences.order_by("position"))
-    all_claims = list(assignment.claims.prefetch_related("citations").order_by("position"))
+    all_claims = list(
+        assignment.claims.prefetch_related("citations", "evidence").order_by("position")
+    )
     for index, claim in enumerate(all_claims):
         following = all_claims[index + 1] if index + 1 < len(all_claims) else None
         claims.append(
@@ -215,6 +218,7 @@ def _review_context(access, assignment, *, error: str = "") -> dict:
                 "claim": claim,
                 "text": answer.text[claim.start : claim.end],
                 "cuts": _cuts(answer.text, claim.start, claim.end),
+                "evidence": list(claim.evidence.all()),
                 "joinable": following is not None
                 and any(s.start <= claim.start and following.end <= s.end for s in sentences),
                 "citations": [
@@ -418,3 +422,35 @@ def split_answer_claim(request: HttpRequest, slug: str, answer_assignment_id: in
             status=400,
         )
     return redirect("labelling:review-answer", slug=slug, answer_assignment_id=assignment.pk)
+
+
+@login_required
+@require_http_methods(["POST"])
+def mark_claim_evidence(request: HttpRequest, slug: str, answer_assignment_id: int) -> HttpResponse:
+    """Add a selected span of a context passage as a claim's evidence, or remove one."""
+    access, assignment = _own_assignment(request, slug, answer_assignment_id)
+    fields = {name: request.POST.get(name, "") for name in ("claim", "version", "start", "end")}
+    try:
+        if request.POST.get("remove", "").isdigit():
+            review.remove_claim_evidence(
+                assignment=assignment, labeller=request.user, evidence=int(request.POST["remove"])
+            )
+        elif not all(value.isdigit() for value in fields.values()):
+            raise ServiceError("Select some text of a context passage, then press e.")
+        else:
+            review.add_claim_evidence(
+                assignment=assignment,
+                labeller=request.user,
+                quote=request.POST.get("quote", ""),
+                **{name: int(value) for name, value in fields.items()},
+            )
+    except ServiceError as exc:
+        return render(
+            request,
+            "labelling/review_answer.html",
+            _review_context(access, assignment, error=str(exc)),
+            status=400,
+        )
+    url = reverse("labelling:review-answer", args=[slug, assignment.pk])
+    claim = request.POST.get("claim", "")
+    return redirect(f"{url}#claim-{claim}" if claim.isdigit() else url)

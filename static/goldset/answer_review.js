@@ -37,6 +37,9 @@
     } else if (event.key === "d") {
       const finish = document.getElementById("finish-review");
       if (finish) finish.requestSubmit();
+    } else if (event.key === "e") {
+      addEvidence(all[current]);
+      event.preventDefault();
     } else if (event.key === "r") {
       const box = document.getElementById("refused-wrongly");
       if (box) box.click();
@@ -51,6 +54,39 @@
       }
     }
   });
+
+  // The selected words of a context passage become the current claim's evidence
+  // (static/goldset/selection.js gives their code-point offsets, snapped to words).
+  function addEvidence(row) {
+    const status = document.getElementById("review-status");
+    const form = document.getElementById("evidence-form");
+    const context = document.getElementById("review-context");
+    if (!form || !context || !window.GoldsetSelection) return;
+    if (!row || row.dataset.claim === undefined) {
+      status.textContent = "Move to a claim (j/k) before marking its evidence.";
+      status.className = "error";
+      return;
+    }
+    const span = window.GoldsetSelection.fromSelection(context, {});
+    if (span.error) {
+      status.textContent = "Select some words of a context passage first, then press e.";
+      status.className = "error";
+      return;
+    }
+    form.elements.claim.value = row.dataset.claim;
+    form.elements.version.value = span.version;
+    form.elements.start.value = span.start;
+    form.elements.end.value = span.end;
+    form.elements.quote.value = span.quote;
+    form.submit();
+  }
+
+  // After marking evidence the page comes back on the claim it was for.
+  function fromHash() {
+    const target = window.location.hash && document.getElementById(window.location.hash.slice(1));
+    const index = target ? rows().indexOf(target) : -1;
+    if (index >= 0) current = index;
+  }
 
   // A claim's colour follows its support as soon as it is chosen.
   document.addEventListener("change", function (event) {
@@ -69,5 +105,8 @@
     }
   });
 
-  document.addEventListener("DOMContentLoaded", mark);
+  document.addEventListener("DOMContentLoaded", function () {
+    fromHash();
+    mark();
+  });
 })();

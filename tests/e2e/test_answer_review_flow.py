@@ -9,7 +9,13 @@ import pytest
 from playwright.sync_api import expect
 
 from evaluation.services.gold_sets import finalise_gold_set
-from labelling.models import AnswerAssignment, CitationJudgement, ClaimJudgement, FactJudgement
+from labelling.models import (
+    AnswerAssignment,
+    CitationJudgement,
+    ClaimEvidence,
+    ClaimJudgement,
+    FactJudgement,
+)
 from labelling.services.answer_review import plan_answer_review
 from labelling.services.answers import FactInput, import_answers, record_reference_answer
 from tests.e2e.conftest import log_in
@@ -101,6 +107,15 @@ def test_a_labeller_reviews_an_answer_with_the_keyboard(transactional_db, live_s
     page.reload()
     expect(page.locator("#claim-0-full")).to_be_checked()
     expect(page.locator("#claim-1-none")).to_be_checked()
+    # Evidence: select words of the context passage; e makes them the current claim's.
+    expect(page.locator("#review [data-row]").nth(0)).to_have_class(re.compile("current"))
+    page.evaluate(
+        "() => GoldsetSelection.select(document.querySelector('#review-context .doc-view'), 0, 7)"
+    )
+    page.keyboard.press("e")
+    page.wait_for_url(re.compile("#claim-0$"))
+    expect(page.locator(".claim-evidence q")).to_have_text("Employees")
+    assert ClaimEvidence.objects.get(claim__assignment=mine).quote == "Employees"
     page.keyboard.press("d")
     page.wait_for_url(f"{live_server.url}/p/acme/reviews/")
     expect(page.get_by_text("Answer review saved.")).to_be_visible()

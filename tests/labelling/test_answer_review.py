@@ -7,7 +7,13 @@ from django.urls import reverse
 
 from corpus.models import AccessGroup
 from goldset.errors import ServiceError
-from labelling.models import AnswerAssignment, CitationJudgement, ClaimJudgement, FactJudgement
+from labelling.models import (
+    AnswerAssignment,
+    CitationJudgement,
+    ClaimEvidence,
+    ClaimJudgement,
+    FactJudgement,
+)
 from labelling.services import answer_review as review
 from labelling.services.answers import FactInput, import_answers, record_reference_answer
 from tests.factories import QuestionFactory, QuestionSetFactory, add_documents, login
@@ -233,3 +239,37 @@ def test_a_labeller_splits_a_claim_and_joins_it_again(run, member, project):
         reverse("labelling:split-answer-claim", args=[project.slug, mine.pk]), {"claim": "x"}
     )
     assert bad.status_code == 400 and "Which claim?" in bad.content.decode()
+
+
+def test_evidence_for_a_claim_is_a_span_of_a_context_passage(run, member, project):
+    ann = member("labeller")
+    review.plan_answer_review(run=run, labellers=[ann], double_share=0)
+    mine = AnswerAssignment.objects.get(answer__question__external_id="q1")
+    context = mine.answer.passages.get(role="context")  # leave [0, 46)
+    version = context.version_id
+    client = login(ann)
+    url = reverse("labelling:mark-claim-evidence", args=[project.slug, mine.pk])
+    quote = "25 days of paid annual leave"
+    start = context.version.text.index(quote)
+    response = client.post(
+        url,
+        {"claim": 0, "version": version, "start": start, "end": start + len(quote), "quote": quote},
+    )
+    assert response.status_code == 302 and response["Location"].endswith("#claim-0")
+    (evidence,) = ClaimEvidence.objects.filter(claim__assignment=mine)
+    assert (evidence.start, evidence.quote) == (start, quote)
+    page = client.get(reverse("labelling:review-answer", args=[project.slug, mine.pk]))
+    assert f"<q>{quote}</q>" in page.content.decode()
+    # Outside the passage sent ([0, 46)), or a quote that is not the text: refused, not stored.
+    outside = client.post(
+        url, {"claim": 0, "version": version, "start": 47, "end": 60, "quote": "x"}
+    )
+    assert outside.status_code == 400
+    assert "inside a passage the system was given" in outside.content.decode()
+    wrong = client.post(
+        url, {"claim": 0, "version": version, "start": 0, "end": 5, "quote": "Hello"}
+    )
+    assert wrong.status_code == 400 and "does not match" in wrong.content.decode()
+    assert ClaimEvidence.objects.count() == 1
+    client.post(url, {"claim": 0, "remove": evidence.pk})
+    assert not ClaimEvidence.objects.exists()
