@@ -105,6 +105,24 @@
     }
   });
 
+  // A grade that never reached the server must not look saved.
+  function notSaved(text) {
+    const status = document.getElementById("review-status");
+    if (!status) return;
+    status.textContent = text;
+    status.className = "error";
+  }
+  document.addEventListener("htmx:sendError", function () {
+    notSaved("Not saved: the server could not be reached. Choose the grade again once you are back online.");
+  });
+  document.addEventListener("htmx:responseError", function (event) {
+    if (event.detail.xhr.status === 403 || event.detail.xhr.status === 302) {
+      notSaved("Not saved: you are logged out. Log in again in another tab, then choose the grade again.");
+    } else if (event.detail.xhr.status !== 400) {
+      notSaved("Not saved (the server answered " + event.detail.xhr.status + "). Choose the grade again.");
+    }
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     fromHash();
     mark();
