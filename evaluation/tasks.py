@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from corpus import jobs
-from evaluation.services import permission_replays, reports
+from evaluation.services import answer_scores, permission_replays, reports
 
 # A database that went away mid-job is retried; the job's own errors finish it (jobs.run).
 RETRY = {
@@ -38,3 +38,9 @@ def evaluation_report(job_id: int) -> None:
 @shared_task(**RETRY)
 def permission_replay(job_id: int) -> None:
     jobs.run(job_id, permission_replays.run_permission_replay)
+
+
+@shared_task(**RETRY)
+def answer_report(job_id: int) -> None:
+    """The Answers page's figures: every answer run of a gold set's question set."""
+    jobs.run(job_id, answer_scores.run_answers_report)

@@ -448,13 +448,16 @@ def show_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespo
             "to access groups you are not in; a member of those groups can read it."
         )
         return render(request, "evaluation/show_answers.html", context, status=403)
-    page = answer_scores.answers_page(gold_set=gold_set)
-    names = [run.name for run in page.runs]
-    runs = page.report["runs"]
+    page = answer_scores.stored_answers_report(gold_set)
+    if page is None:
+        context["job"] = answer_scores.pending_answers_job(gold_set)
+        return render(request, "evaluation/show_answers.html", context)
+    names = [run["name"] for run in page["runs"]]
+    runs = page["report"]["runs"]
     context.update(
         page=page,
         names=names,
-        columns=[(run.name, run.pk) for run in page.runs],
+        columns=[(run["name"], run["pk"]) for run in page["runs"]],
         score_rows=[
             (score, LABELS[score], [runs[name]["scores"][score] for name in names])
             for score in LABELS
@@ -466,6 +469,20 @@ def show_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespo
         coverage=[runs[name]["coverage"] for name in names],
     )
     return render(request, "evaluation/show_answers.html", context)
+
+
+@login_required
+@require_POST
+def compute_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResponse:
+    """Queue the Answers page's figures (a job: scoring reads the gold set and every run)."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    url = reverse("evaluation:show-answers", args=[access.project.slug, gold_set.pk])
+    if answer_scores.hides_anything(gold_set=gold_set, viewer=request.user):
+        return redirect(url)
+    if answer_scores.stored_answers_report(gold_set) is None:
+        answer_scores.start_answers_report(gold_set=gold_set, user=request.user)
+    return redirect(url)
 
 
 @login_required

@@ -50,6 +50,7 @@ def test_every_job_kind_is_started_with_a_task_of_the_app_that_owns_it():
         "permission_replay",
         "evaluation_upload",
         "evaluation_report",
+        "answer_report",
         "finalise_gold_set",
         "import_questions",
     }

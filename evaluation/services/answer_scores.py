@@ -1,5 +1,9 @@
 """The Answers page of a gold set: every answer run of its question set scored against it.
 
+Computed by a job (`start_answers_report`, task ``evaluation.tasks.answer_report``) and stored
+as an `EvaluationReport` keyed by the runs scored, so opening the page scores nothing: the
+gold set is re-anchored and every run read in the worker, as for the evaluation page.
+
 The figures are `evaluation.answers`' on exactly what ``python -m evaluation answers --gold
 BUNDLE --answers RUN.jsonl --per-question`` reads: the bundle's gold and ``answers-gold.jsonl``
 (frozen when the gold set was finalised) and each run as `labelling.answerfiles` reads it
@@ -9,16 +13,22 @@ report here is the CLI's, number for number (tests/evaluation/test_answer_scores
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from corpus.models import Document
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+
+from corpus import jobs
+from corpus.models import Document, Job, JobState
 from evaluation.answergold import ANSWERS_GOLD_FILE, AnswerGold, read_answer_gold
 from evaluation.answers import compare_answer_runs, evaluate_answers
 from evaluation.answers_report import build_answer_report
 from evaluation.gold import Gold
 from evaluation.metrics import passages_reaching_gold
-from evaluation.models import GoldSet
+from evaluation.models import EvaluationReport, GoldSet
 from evaluation.services.gold_sets import bundle_files, load_gold_set
 from labelling.answerfiles import Answer
 from labelling.models import AnswerAssignment, AnswerPassage, AnswerRun
@@ -150,3 +160,94 @@ def _sentences(answer: Answer, question, grades) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+# --- stored, computed by a job ------------------------------------------------------------------
+
+
+def answers_key(gold_set: GoldSet) -> str:
+    """Which figures the page needs now: the gold set's answer runs (a new run, a new key)."""
+    runs = sorted(
+        AnswerRun.objects.filter(question_set_id=gold_set.question_set_id).values_list(
+            "pk", flat=True
+        )
+    )
+    choice = {"answers": runs}
+    return hashlib.sha256(json.dumps(choice, sort_keys=True).encode()).hexdigest()
+
+
+def stored_answers_report(gold_set: GoldSet) -> dict[str, Any] | None:
+    report = EvaluationReport.objects.filter(gold_set=gold_set, key=answers_key(gold_set)).first()
+    return None if report is None else report.content
+
+
+def pending_answers_job(gold_set: GoldSet) -> Job | None:
+    return (
+        Job.objects.unfinished()
+        .filter(
+            project_id=gold_set.question_set.project_id,
+            kind="answer_report",
+            params__gold_set_id=gold_set.pk,
+            params__key=answers_key(gold_set),
+        )
+        .order_by("pk")
+        .first()
+    )
+
+
+def start_answers_report(*, gold_set: GoldSet, user=None) -> Job:
+    running = pending_answers_job(gold_set)
+    if running is not None:
+        return running
+    return jobs.start(
+        project=gold_set.question_set.project,
+        task="evaluation.tasks.answer_report",
+        kind="answer_report",
+        user=user,
+        params={"gold_set_id": gold_set.pk, "key": answers_key(gold_set)},
+        total=1,
+        description=f"Score the answer runs against {gold_set}",
+    )
+
+
+def compute_answers_report(*, gold_set: GoldSet) -> dict[str, Any]:
+    """Score every answer run and store what the page shows (idempotent)."""
+    key = answers_key(gold_set)
+    page = answers_page(gold_set=gold_set)
+    content = {
+        "report": page.report,
+        "runs": [{"name": run.name, "pk": run.pk} for run in page.runs],
+        "questions": [asdict(question) for question in page.questions],
+        "has_judgements": page.has_judgements,
+    }
+    content = json.loads(json.dumps(content, default=_plain))
+    try:
+        with transaction.atomic():
+            EvaluationReport.objects.update_or_create(
+                gold_set=gold_set,
+                key=key,
+                defaults={"choice": {"answers": True}, "content": content},
+            )
+    except IntegrityError:  # another job stored the same figures first
+        pass
+    return content
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "__dataclass_fields__"):
+        return asdict(value)
+    if isinstance(value, tuple):
+        return list(value)
+    raise TypeError(f"cannot store {type(value).__name__}")
+
+
+def run_answers_report(job: Job) -> None:
+    """The job of `start_answers_report`."""
+    gold_set = GoldSet.objects.select_related("question_set__project").get(
+        pk=job.params["gold_set_id"], question_set__project=job.project
+    )
+    compute_answers_report(gold_set=gold_set)
+    url = reverse("evaluation:show-answers", args=[gold_set.question_set.project.slug, gold_set.pk])
+    job.result = {"redirect": True, "link": {"url": url, "text": "Show the answer scores"}}
+    job.done = 1
+    jobs.finish(job, JobState.SUCCEEDED, "The answer scores are ready.")

@@ -6,9 +6,10 @@ import json
 import pytest
 from django.urls import reverse
 
-from corpus.models import AccessGroup, Document
+from corpus.models import AccessGroup, Document, Job
 from evaluation.answergold import ANSWERS_GOLD_FILE, read_answer_gold
 from evaluation.cli import main
+from evaluation.models import EvaluationReport
 from evaluation.services import gold_sets
 from evaluation.services.answer_scores import answers_page
 from labelling.models import AnswerAssignment, CitationJudgement
@@ -109,11 +110,18 @@ def test_the_bundle_carries_reference_facts_and_the_agreed_grades(finalised):
 
 
 def test_the_answers_page_shows_the_scores_and_equals_the_cli(
-    finalised, project, people, tmp_path, capsys
+    finalised, project, people, tmp_path, capsys, django_capture_on_commit_callbacks
 ):
     gold_set, run = finalised
     client = login(people["lead"])
     url = reverse("evaluation:show-answers", args=[project.slug, gold_set.pk])
+    # The figures are a job's: the page offers to compute them, and shows them once done.
+    assert "Compute the answer scores" in client.get(url).content.decode()
+    compute = reverse("evaluation:compute-answers", args=[project.slug, gold_set.pk])
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(compute).status_code == 302
+    job = Job.objects.get(kind="answer_report")
+    assert job.state == "succeeded", job.message
     response = client.get(url)
     page = response.content.decode()
     assert response.status_code == 200
@@ -136,8 +144,9 @@ def test_the_answers_page_shows_the_scores_and_equals_the_cli(
     out = capsys.readouterr()
     assert code == 0, out.err
     cli = json.loads(out.out)
-    shown = answers_page(gold_set=gold_set).report
-    assert cli == json.loads(json.dumps(shown))
+    shown = EvaluationReport.objects.get(gold_set=gold_set).content["report"]
+    assert cli == shown
+    assert cli == json.loads(json.dumps(answers_page(gold_set=gold_set).report))
     scores = cli["runs"]["rag"]["scores"]
     # q1 only is covered: 2 claims full; citations: leave (2) precise, vpn (0) not.
     assert scores["faithfulness"] == 1.0
