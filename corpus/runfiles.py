@@ -5,10 +5,18 @@ alike: the same rows and the same problems, each with its line. The CLI stops at
 problem; the app lists them all.
 
 - TREC: ``qid Q0 docid rank score tag`` (text after the sixth column is ignored, as trec_eval
-  does). A question's passages are ranked by score, highest first; equal scores keep their file
-  order; the rank column is ignored. Its lines may be anywhere in the file.
+  does). A question's passages are ranked by score, highest first; the rank column is ignored.
+  Equal scores are ordered as trec_eval orders them, docno descending (``ties="trec_eval"``, the
+  default), or kept in file order (``ties="file"``). Its lines may be anywhere in the file.
+  Scores are compared as doubles; ``scores="float32"`` first rounds them to single precision, as
+  trec_eval 9 and pytrec_eval store them, so scores that differ only beyond ~7 digits tie.
 - JSONL: ``{"question_id", "results": [{"doc_id", "start"?, "end"?, "score"?}], "refused"?}``,
-  one line per question, ranked in list order. A result without offsets is its whole document.
+  one line per question, ranked in list order (its order is the ranking, whatever the ties
+  rule). A result without offsets is its whole document.
+- A score must be a finite number: NaN or an infinity is refused with the line.
+- A repeat of the same passage ``(doc, start, end)`` in one ranking is dropped after its first
+  (best) occurrence and counted (`RankedResults.repeats`); passages of one document with other
+  offsets stay distinct.
 
 The first line that is neither blank nor a ``#`` comment tells the format: ``{`` starts JSONL.
 Offsets are Python ``str`` indices, half-open ``[start, end)``.
@@ -16,17 +24,26 @@ Offsets are Python ``str`` indices, half-open ``[start, end)``.
 
 from __future__ import annotations
 
-import gc
 import json
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+import math
+import operator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
+from itertools import islice
 from typing import Any, NamedTuple, Protocol
 
-from corpus.textfiles import LineProblem, decode_utf8, first_line, json_lines
+from corpus.textfiles import LineProblem, cyclic_gc_paused, decode_utf8, first_line, json_lines
 
 TREC_COLUMNS = "qid Q0 docid rank score tag"
+# How equal scores of a TREC run are ordered: trec_eval's rule (docno descending) or file order.
+TIES = ("trec_eval", "file")
+# How precisely a TREC run's scores are compared: as read (double) or as trec_eval 9 keeps them.
+SCORES = ("double", "float32")
+TIES_RULES = {
+    "trec_eval": "TREC runs: score descending, ties by docno descending (trec_eval's order)",
+    "file": "TREC runs: score descending, ties in file order",
+}
 
 
 class Passage(NamedTuple):
@@ -40,16 +57,59 @@ class Passage(NamedTuple):
     end: int | None = None
 
 
+class WholeDocuments(Sequence[Passage]):
+    """A TREC ranking's passages (whole documents), each made when it is looked at.
+
+    A million-line run is a million passages, and the metrics look at the top 10 or 100 of
+    each ranking: holding the doc ids and making ``Passage(doc_id)`` on access saves making the
+    other 90%. It reads like the list it stands for (length, index, slice, iteration, equality).
+    """
+
+    __slots__ = ("doc_ids",)
+
+    def __init__(self, doc_ids: Sequence[str]):
+        self.doc_ids = doc_ids
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return list(map(whole_document, self.doc_ids[index]))
+        return whole_document(self.doc_ids[index])
+
+    def __iter__(self) -> Iterator[Passage]:
+        return map(whole_document, self.doc_ids)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, WholeDocuments):
+            return list(self.doc_ids) == list(other.doc_ids)
+        if isinstance(other, list | tuple):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # a list is not hashable either
+
+    def __repr__(self) -> str:
+        return f"WholeDocuments({list(self.doc_ids)!r})"
+
+
+def whole_document(doc_id: str) -> Passage:
+    """``Passage(doc_id)``, made several times faster than by its constructor."""
+    return tuple.__new__(Passage, (doc_id, None, None))  # without NamedTuple's slow constructor
+
+
 @dataclass(slots=True)
 class RankedResults:
     """One question's results in ranked order; the three lists run in parallel."""
 
-    passages: list[Passage]
+    passages: Sequence[Passage]  # a list, or `WholeDocuments` for a TREC run
     scores: list[float | None]
     lines: list[int]  # the line each result was read from
     line: int  # where the question first appears
     # None when the run says nothing about refusing; only JSONL runs can say it.
     refused: bool | None = None
+    repeats: int = 0  # repeated passages dropped after their first occurrence
 
 
 @dataclass(slots=True)
@@ -61,13 +121,36 @@ class RunFile:
     problems: list[LineProblem] = field(default_factory=list)
 
 
-def read_run_file(data: bytes | str) -> RunFile:
+def read_run_file(data: bytes | str, *, ties: str = "trec_eval", scores: str = "double") -> RunFile:
     """Every question's ranked results and every problem (in file order) of a TREC or JSONL
-    run. Raises `corpus.textfiles.NotUTF8Error` for bytes that are not UTF-8."""
+    run; ``ties`` orders equal scores of a TREC run (`TIES`), ``scores`` says how precisely
+    they are compared (`SCORES`). Raises `corpus.textfiles.NotUTF8Error` for bytes that are
+    not UTF-8."""
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {', '.join(TIES)}")
+    if scores not in SCORES:
+        raise ValueError(f"scores must be one of {', '.join(SCORES)}")
     text = decode_utf8(data)
     if first_line(text, comments=True).lstrip().startswith("{"):
         return _read_jsonl(text)
-    return _read_trec(text)
+    return _read_trec(text, ties=ties, float32=scores == "float32")
+
+
+def _drop_repeats(ranking: RankedResults) -> None:
+    """Keep each passage's first (best-ranked) occurrence only."""
+    passages = ranking.passages
+    if len(set(passages)) == len(passages):
+        return
+    seen: set[Passage] = set()
+    keep = []
+    for index, passage in enumerate(passages):
+        if passage not in seen:
+            seen.add(passage)
+            keep.append(index)
+    ranking.repeats = len(passages) - len(keep)
+    ranking.passages = [passages[i] for i in keep]
+    ranking.scores = [ranking.scores[i] for i in keep]
+    ranking.lines = [ranking.lines[i] for i in keep]
 
 
 # --- JSONL ----------------------------------------------------------------------------------
@@ -109,6 +192,7 @@ def _read_jsonl(text: str) -> RunFile:
             problem = _add_result(ranking, result, rank=rank, line=number)
             if problem is not None:
                 problems.append(problem)
+        _drop_repeats(ranking)
     return run
 
 
@@ -132,6 +216,8 @@ def _add_result(ranking: RankedResults, result: Any, *, rank: int, line: int) ->
     score = result.get("score")
     if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
         return LineProblem(line, f"{where} ({doc_id}) has a score that is not a number")
+    if score is not None and not math.isfinite(score):
+        return LineProblem(line, f"{where} ({doc_id}) has a score of {score}: give a finite number")
     ranking.passages.append(Passage(doc_id, start, end))
     ranking.scores.append(None if score is None else float(score))
     ranking.lines.append(line)
@@ -145,65 +231,81 @@ def _is_int(value: Any) -> bool:
 # --- TREC -----------------------------------------------------------------------------------
 
 
-@contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Pause the cycle collector while a large run is read.
-
-    The reader makes only acyclic objects (strings, floats, tuples), so no collection during the
-    read can free anything, yet each one walks every Passage made so far: on a million-line run
-    that walking was about 40% of the time. Reference counting still frees as usual. The
-    collector is left as it was found (off stays off); a read that overlaps another in a second
-    thread may run with it on, which is only slower.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+def _read_trec(text: str, *, ties: str, float32: bool) -> RunFile:
+    with cyclic_gc_paused():
+        return _read_trec_lines(text, by_docno=ties == "trec_eval", float32=float32)
 
 
-def _read_trec(text: str) -> RunFile:
-    with _cyclic_gc_paused():
-        return _read_trec_lines(text)
-
-
-def _read_trec_lines(text: str) -> RunFile:
-    # Written for speed: a run of 10,000 questions x 100 documents is a million lines.
+def _read_trec_lines(text: str, *, by_docno: bool, float32: bool) -> RunFile:
+    # Written for speed: a run of 10,000 questions x 100 documents is a million lines. Each
+    # question's results are gathered in file order (its lines usually follow one another, so
+    # the lists of the question before are reused without a lookup), then ranked.
     run = RunFile(format="trec")
     rankings = run.rankings
-    scored: dict[str, list[tuple[float, int, str]]] = {}
+    gathered: dict[str, RankedResults] = {}
+    current = None
+    add_doc = add_score = add_line = None
     for number, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
-        if not fields or fields[0].startswith("#"):
-            continue
         if len(fields) < 6:
-            run.problems.append(
-                LineProblem(number, f"expected '{TREC_COLUMNS}' (a JSONL run starts with '{{')")
-            )
+            if fields and fields[0][0] != "#":
+                run.problems.append(
+                    LineProblem(number, f"expected '{TREC_COLUMNS}' (a JSONL run starts with '{{')")
+                )
+            continue
+        question_id = fields[0]
+        if question_id[0] == "#":
             continue
         try:
             score = float(fields[4])
         except ValueError:
             run.problems.append(LineProblem(number, f"score {fields[4]!r} is not a number"))
             continue
-        results = scored.get(fields[0])
-        if results is None:
-            results = scored[fields[0]] = []
-            rankings[fields[0]] = RankedResults(passages=[], scores=[], lines=[], line=number)
-        results.append((-score, number, fields[2]))
-    make_passage = tuple.__new__  # Passage(doc_id) without NamedTuple's slower constructor
-    for question_id, results in scored.items():
-        # Python's sort is stable, so equal scores keep their file order (trec_eval instead
-        # breaks ties by docid, descending).
-        results.sort(key=itemgetter(0))
-        negated, lines, doc_ids = zip(*results, strict=True)
-        ranking = rankings[question_id]
-        ranking.passages = [make_passage(Passage, (doc_id, None, None)) for doc_id in doc_ids]
-        ranking.scores = list(map(float.__neg__, negated))
-        ranking.lines = list(lines)
+        if score - score != 0.0:  # NaN or an infinity (cheaper than math.isfinite per line)
+            run.problems.append(LineProblem(number, f"score {fields[4]!r} is not a finite number"))
+            continue
+        if question_id != current:
+            results = gathered.get(question_id)
+            if results is None:
+                results = gathered[question_id] = RankedResults(
+                    passages=[], scores=[], lines=[], line=number
+                )
+            current = question_id
+            add_doc = results.passages.append  # doc ids, until ranked
+            add_score = results.scores.append
+            add_line = results.lines.append
+        add_doc(fields[2])
+        add_score(score)
+        add_line(number)
+    for question_id, results in gathered.items():
+        if float32:
+            results.scores = array("f", results.scores).tolist()
+        rankings[question_id] = _ranked(results, by_docno=by_docno)
     return run
+
+
+def _ranked(results: RankedResults, *, by_docno: bool) -> RankedResults:
+    """A TREC question's results by score, highest first, ties as ``by_docno`` says."""
+    doc_ids, scores, lines = results.passages, results.scores, results.lines
+    # Most runs are written best first with distinct scores: then the file order is the
+    # ranking under either tie rule, checked in one pass in C.
+    if not all(map(operator.gt, scores, islice(scores, 1, None))):
+        # Sorted descending as plain tuples (no key function): (score, docno, -line) for
+        # trec_eval's ties, (score, -line, docno) for file order; -line keeps the earlier of
+        # two identical lines first.
+        negated = map(operator.neg, lines)
+        if by_docno:
+            items = sorted(zip(scores, doc_ids, negated, strict=True), reverse=True)
+            scores, doc_ids, negated_lines = map(list, zip(*items, strict=True))
+        else:
+            items = sorted(zip(scores, negated, doc_ids, strict=True), reverse=True)
+            scores, negated_lines, doc_ids = map(list, zip(*items, strict=True))
+        lines = list(map(operator.neg, negated_lines))
+    results.passages = WholeDocuments(doc_ids)
+    results.scores, results.lines = scores, lines
+    if len(set(doc_ids)) != len(doc_ids):
+        _drop_repeats(results)
+    return results
 
 
 # --- writing --------------------------------------------------------------------------------

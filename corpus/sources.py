@@ -22,6 +22,7 @@ from corpus.extraction import (
     assess_quality,
     normalise_text,
 )
+from corpus.qrels import read_qrels
 from corpus.sandbox import extract_isolated
 from corpus.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines, text_problem
 
@@ -275,38 +276,24 @@ def read_beir(path: Path) -> BeirCollection:
     qrels: list[QrelRecord] = []
     for file in qrel_files:
         source = file.relative_to(path).as_posix()
-        text = _decode_utf8(source, file.read_bytes())
-        for number, line in enumerate(text.splitlines(), start=1):
-            cells = line.split("\t") if "\t" in line else line.split()
-            if not cells or not line.strip():
-                continue
-            if number == 1 and not cells[-1].lstrip("-").isdigit():
-                continue  # header
-            if len(cells) == 4:
-                cells = [cells[0], cells[2], cells[3]]  # TREC qrels: qid iter docid grade
-            # A grade is a small integer (BEIR's are 0–2, some sets use -1 or 0–4).
-            if (
-                len(cells) != 3
-                or not cells[2].strip().lstrip("-").isdigit()
-                or len(cells[2].strip()) > 6
-            ):
-                errors.append(
-                    RecordError(
-                        source=source,
-                        line=number,
-                        error="expected query-id, corpus-id and an integer score",
-                    )
-                )
-                continue
-            problem = text_problem(cells[0] + cells[1], identifier=True)
+        # The one qrels reader (corpus.qrels): identical repeats count once, conflicting
+        # grades are refused naming both lines, grades are ASCII whole numbers.
+        read = read_qrels(_decode_utf8(source, file.read_bytes()))
+        errors.extend(
+            RecordError(source=source, line=problem.line, error=problem.message)
+            for problem in read.problems
+        )
+        for qrel in read.qrels:
+            problem = text_problem(qrel.question_id + qrel.doc_id, identifier=True)
             if problem:
-                errors.append(RecordError(source=source, line=number, error=f"an id {problem}"))
+                errors.append(RecordError(source=source, line=qrel.line, error=f"an id {problem}"))
                 continue
             qrels.append(
                 QrelRecord(
-                    question_id=cells[0], doc_id=cells[1], grade=int(cells[2]), source=source
+                    question_id=qrel.question_id, doc_id=qrel.doc_id, grade=qrel.grade,
+                    source=source,
                 )
-            )
+            )  # fmt: skip
     corpus.errors.extend(errors)
     return BeirCollection(corpus=corpus, queries=queries, qrels=qrels, errors=corpus.errors)
 

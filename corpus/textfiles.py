@@ -14,9 +14,11 @@ reads it. Two rules live here and nowhere else:
 from __future__ import annotations
 
 import codecs
+import gc
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 # Unicode's explicit embedding, override and isolate controls: in an id they make two different
@@ -134,3 +136,22 @@ def json_lines(
             yield number, value
         else:
             yield number, LineProblem(number, "expected a JSON object")
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Pause the cycle collector while a large file is read (a run, qrels).
+
+    The reader makes only acyclic objects (strings, floats, tuples), so no collection during the
+    read can free anything, yet each one walks every Passage made so far: on a million-line run
+    that walking was about 40% of the time. Reference counting still frees as usual. The
+    collector is left as it was found (off stays off); a read that overlaps another in a second
+    thread may run with it on, which is only slower.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -24,14 +24,16 @@ def bm25_baseline_run(*, gold: Gold, depth: int, name: str = BASELINE_NAME) -> R
     # Planted canaries are not content: the baseline never ranks them.
     documents = [document for document in gold.corpus.values() if not document.canary]
     if not documents:
-        return Run(name=name, rankings={q: Ranking(passages=[]) for q in gold.questions})
+        return Run(
+            name=name, rankings={q: Ranking(passages=[]) for q in gold.questions}, format="ranked"
+        )
     index = BM25Index.build(
         [f"{document.title}\n{document.text}" for document in documents],
         analyzer=Analyzer(stem=True, stopwords=True),
         k1=K1,
         b=B,
     )
-    run = Run(name=name)
+    run = Run(name=name, format="ranked")
     for question_id, question in gold.questions.items():
         hits = index.search(question.question, k=depth) if question.question.strip() else []
         run.rankings[question_id] = Ranking(

@@ -64,15 +64,19 @@ def compare_runs(
     comparisons: list[Comparison] = []
     for name_a, name_b in combinations(evaluations, 2):
         a, b = evaluations[name_a], evaluations[name_b]
-        # Both runs are scored on the same gold set, so they cover the same answerable questions.
-        question_ids = list(a.per_question)
+        # Both runs are scored on the same gold set, so by default they cover the same answerable
+        # questions; under --compat trec_eval each covers the questions it answered, and the
+        # pair is compared on those both did.
+        question_ids = [q for q in a.per_question if q in b.per_question]
         values_a = np.array(
             [[a.per_question[q][m] for m in metric_names] for q in question_ids], dtype=np.float64
         ).reshape(len(question_ids), len(metric_names))
         values_b = np.array(
             [[b.per_question[q][m] for m in metric_names] for q in question_ids], dtype=np.float64
         ).reshape(len(question_ids), len(metric_names))
-        differences = values_a - values_b
+        # recall@k is undefined (None, so NaN here) for a question without units at the
+        # threshold, the same question in both runs: no difference.
+        differences = np.nan_to_num(values_a - values_b, nan=0.0)
         p_values = paired_randomization_p_values(differences, permutations=permutations, seed=seed)
         for index, metric in enumerate(metric_names):
             mean_a, mean_b = a.metrics[metric], b.metrics[metric]

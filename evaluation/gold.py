@@ -11,17 +11,18 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from corpus.anchoring import SIMILARITY_FLOOR, locate
-from corpus.runfiles import Passage
+from corpus.qrels import duplicates_warning, read_qrels
+from corpus.runfiles import Passage, whole_document
 from corpus.textfiles import (
     LineProblem,
     NotUTF8Error,
+    cyclic_gc_paused,
     decode_utf8,
     first_line,
     json_lines,
-    text_lines,
 )
 
 GOLD_FILE = "gold.jsonl"
@@ -52,8 +53,10 @@ class GoldFormatError(EvaluationInputError):
     """The gold set is malformed or inconsistent."""
 
 
-@dataclass(frozen=True, slots=True)
-class GoldSpan:
+class GoldSpan(NamedTuple):
+    """A tuple, not a dataclass: a large qrels file makes hundreds of thousands of them, and a
+    tuple is made several times faster (immutable and hashable alike)."""
+
     doc_id: str
     start: int | None
     end: int | None
@@ -104,6 +107,8 @@ class Gold:
     manifest: dict[str, Any] | None = None
     unanchored: list[UnanchoredSpan] = field(default_factory=list)
     source: Path | None = None
+    # What the reader let pass but a user should know (repeated judgments), one line each.
+    warnings: list[str] = field(default_factory=list)
 
 
 def load_gold(path: Path | str) -> Gold:
@@ -117,9 +122,12 @@ def load_gold(path: Path | str) -> Gold:
     if not path.is_file():
         raise GoldFormatError("no such file or folder", path=path)
     text = _decode(path.read_bytes(), path=path)
+    warnings: list[str] = []
     if first_line(text, comments=True).lstrip().startswith("{"):
-        return Gold(questions=_read_gold_jsonl(text, path=path), source=path)
-    return Gold(questions=_read_qrels(text, path=path), source=path)
+        questions = _read_gold_jsonl(text, path=path, warnings=warnings)
+    else:
+        questions = _read_qrels(text, path=path, warnings=warnings)
+    return Gold(questions=questions, source=path, warnings=warnings)
 
 
 def read_bundle(files: Mapping[str, bytes], *, source: Path | str | None = None) -> Gold:
@@ -136,7 +144,10 @@ def _read_bundle(files: Mapping[str, bytes], *, folder: Path | None) -> Gold:
     if GOLD_FILE not in files:
         raise GoldFormatError(f"the bundle folder has no {GOLD_FILE}", path=folder)
     gold_path = where(GOLD_FILE)
-    questions = _read_gold_jsonl(_decode(files[GOLD_FILE], path=gold_path), path=gold_path)
+    warnings: list[str] = []
+    questions = _read_gold_jsonl(
+        _decode(files[GOLD_FILE], path=gold_path), path=gold_path, warnings=warnings
+    )
     manifest = None
     if MANIFEST_FILE in files:
         manifest_path = where(MANIFEST_FILE)
@@ -145,7 +156,12 @@ def _read_bundle(files: Mapping[str, bytes], *, folder: Path | None) -> Gold:
             manifest = json.loads(text)
         except json.JSONDecodeError as error:
             raise GoldFormatError(f"not valid JSON ({error})", path=manifest_path) from None
-    gold = Gold(questions=questions, manifest=manifest, source=folder)
+        except RecursionError:
+            message = "not usable JSON (nested too deeply)"
+            raise GoldFormatError(message, path=manifest_path) from None
+        except ValueError as error:  # e.g. an integer of more than 4,300 digits
+            raise GoldFormatError(f"not usable JSON ({error})", path=manifest_path) from None
+    gold = Gold(questions=questions, manifest=manifest, source=folder, warnings=warnings)
     if CORPUS_FILE in files:
         corpus_path = where(CORPUS_FILE)
         versions = _read_corpus_versions(
@@ -207,11 +223,11 @@ def _is_int(value: Any) -> bool:
 # --- gold JSONL ---------------------------------------------------------------------------------
 
 
-def _read_gold_jsonl(text: str, *, path: Path) -> dict[str, GoldQuestion]:
+def _read_gold_jsonl(text: str, *, path: Path, warnings: list[str]) -> dict[str, GoldQuestion]:
     questions: dict[str, GoldQuestion] = {}
     first_line: dict[str, int] = {}
     for number, record in _objects(text, path=path):
-        question = _parse_question(record, path=path, line=number)
+        question = _parse_question(record, path=path, line=number, warnings=warnings)
         if question.question_id in questions:
             raise GoldFormatError(
                 f"question {question.question_id!r} already given on line "
@@ -224,7 +240,7 @@ def _read_gold_jsonl(text: str, *, path: Path) -> dict[str, GoldQuestion]:
     return questions
 
 
-def _parse_question(record: dict, *, path: Path, line: int) -> GoldQuestion:
+def _parse_question(record: dict, *, path: Path, line: int, warnings: list[str]) -> GoldQuestion:
     question_id = record.get("question_id")
     if _is_int(question_id):
         question_id = str(question_id)
@@ -237,7 +253,13 @@ def _parse_question(record: dict, *, path: Path, line: int) -> GoldQuestion:
     raw_judged = record.get("judged", [])
     if not isinstance(raw_spans, list) or not isinstance(raw_judged, list):
         raise GoldFormatError("spans and judged must be lists", path=path, line=line)
-    spans = tuple(_parse_span(item, path=path, line=line) for item in raw_spans)
+    spans = _distinct_spans(
+        [_parse_span(item, path=path, line=line) for item in raw_spans],
+        question_id=question_id,
+        path=path,
+        line=line,
+        warnings=warnings,
+    )
     judged = tuple(_parse_judged(item, path=path, line=line) for item in raw_judged)
     has_relevant = any(span.grade >= 1 for span in spans)
     answerable = record.get("answerable", has_relevant)
@@ -252,6 +274,37 @@ def _parse_question(record: dict, *, path: Path, line: int) -> GoldQuestion:
     return GoldQuestion(
         question_id=question_id, question=text, answerable=answerable, spans=spans, judged=judged
     )
+
+
+def _distinct_spans(
+    spans: list[GoldSpan], *, question_id: str, path: Path, line: int, warnings: list[str]
+) -> tuple[GoldSpan, ...]:
+    """A span repeated with its grade counts once (with a warning); one stretch of a document
+    given two grades is an error, as for qrels (`corpus.qrels`)."""
+    kept: dict[tuple[str, int | None, int | None, int | None], tuple[int, GoldSpan]] = {}
+    repeats: list[str] = []
+    for number, span in enumerate(spans, start=1):
+        key = (span.doc_id, span.start, span.end, span.version)
+        before = kept.get(key)
+        if before is None:
+            kept[key] = (number, span)
+        elif before[1].grade == span.grade:
+            repeats.append(f"span {number} repeats span {before[0]}")
+        else:
+            where = "the whole document" if span.start is None else f"[{span.start}, {span.end})"
+            raise GoldFormatError(
+                f"question {question_id!r}: span {number} grades {where} of {span.doc_id!r} "
+                f"{span.grade}, span {before[0]} grades it {before[1].grade}: give one grade",
+                path=path,
+                line=line,
+            )
+    if repeats:
+        warnings.append(
+            f"{path}:{line}: question {question_id!r}: {len(repeats)} repeated identical "
+            f"span(s) counted once ({', '.join(repeats[:10])})"
+        )
+        return tuple(span for _, span in kept.values())
+    return tuple(spans)
 
 
 def _parse_span(item: Any, *, path: Path, line: int) -> GoldSpan:
@@ -290,49 +343,40 @@ def load_qrels(path: Path | str) -> dict[str, GoldQuestion]:
     Every row is a judged document; rows with grade >= 1 become whole-document spans.
     """
     path = Path(path)
-    return _read_qrels(_decode(path.read_bytes(), path=path), path=path)
+    return _read_qrels(_decode(path.read_bytes(), path=path), path=path, warnings=[])
 
 
-def _read_qrels(text: str, *, path: Path) -> dict[str, GoldQuestion]:
-    spans: dict[str, list[GoldSpan]] = {}
-    judged: dict[str, list[Passage]] = {}
-    for number, line in text_lines(text, comments=True):
-        fields = line.split()
-        if len(fields) == 3 and not _looks_like_int(fields[2]) and not spans and not judged:
-            continue  # the BEIR header "query-id corpus-id score"
-        if len(fields) == 4:
-            question_id, _, doc_id, grade_text = fields
-        elif len(fields) == 3:
-            question_id, doc_id, grade_text = fields
-        else:
-            raise GoldFormatError(
-                "expected 'qid 0 docid grade' (TREC) or 'query-id<TAB>corpus-id<TAB>score' (BEIR)",
-                path=path,
-                line=number,
-            )
-        if not _looks_like_int(grade_text):
-            raise GoldFormatError(f"grade {grade_text!r} is not an integer", path=path, line=number)
-        grade = int(grade_text)
-        judged.setdefault(question_id, []).append(Passage(doc_id))
-        question_spans = spans.setdefault(question_id, [])
-        if grade >= 1:
-            question_spans.append(GoldSpan(doc_id=doc_id, start=None, end=None, grade=grade))
-    if not judged:
+def _read_qrels(text: str, *, path: Path, warnings: list[str]) -> dict[str, GoldQuestion]:
+    with cyclic_gc_paused():
+        return _questions_of_qrels(text, path=path, warnings=warnings)
+
+
+def _questions_of_qrels(text: str, *, path: Path, warnings: list[str]) -> dict[str, GoldQuestion]:
+    read = read_qrels(text)
+    if read.problems:
+        first = read.problems[0]
+        raise GoldFormatError(first.message, path=path, line=first.line)
+    if read.duplicates:
+        warnings.append(duplicates_warning(read.duplicates, source=str(path)))
+    if not read.grades:
         raise GoldFormatError("no judgments found", path=path)
-    return {
-        question_id: GoldQuestion(
+    # Tuples made directly (no NamedTuple constructor): a large qrels file is 300,000 lines.
+    make = tuple.__new__
+    questions = {}
+    for question_id, documents in read.grades.items():
+        spans = tuple(
+            make(GoldSpan, (doc_id, None, None, grade, None, None))
+            for doc_id, grade in documents.items()
+            if grade >= 1
+        )
+        questions[question_id] = GoldQuestion(
             question_id=question_id,
             question="",
-            answerable=bool(spans[question_id]),
-            spans=tuple(spans[question_id]),
-            judged=tuple(judged[question_id]),
+            answerable=bool(spans),
+            spans=spans,
+            judged=tuple(map(whole_document, documents)),
         )
-        for question_id in judged
-    }
-
-
-def _looks_like_int(text: str) -> bool:
-    return text.lstrip("+-").isdigit()
+    return questions
 
 
 # --- corpus and re-anchoring --------------------------------------------------------------------
@@ -423,7 +467,7 @@ def _reanchor_to_newest(
                 spans.append(span)
             else:
                 spans.append(
-                    replace(span, start=offsets[0], end=offsets[1], version=document.version)
+                    span._replace(start=offsets[0], end=offsets[1], version=document.version)
                 )
         moved[question_id] = replace(question, spans=tuple(spans))
     return moved, unanchored

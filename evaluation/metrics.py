@@ -8,8 +8,17 @@ On document-level data (whole-document spans and passages) the figures equal tre
 tests/evaluation/test_trec_eval.py checks against trec_eval's own test files.
 
 Semantics (DESIGN.md §3):
-- relevant units of a question: its gold spans with grade >= ``threshold``; a question without
-  any is unanswerable and is reported apart, never averaged.
+- answerability is the gold's verdict (`GoldQuestion.answerable`: a span of grade >= 1 or the
+  question's verdict), whatever the threshold. Unanswerable questions are reported apart.
+- relevant units of a question: its gold spans with grade >= ``threshold``. An answerable
+  question without any keeps its place: recall@k is undefined (None, left out of the recall
+  mean and counted in `RunEvaluation.recall_undefined`), precision@k and MRR are 0, nDCG as
+  always.
+- conventions (`COMPATS`): "goldset" averages over the answerable questions, a question missing
+  from the run scoring 0. "trec_eval" reproduces trec_eval's query set and means: the questions
+  in both the run and the gold set, a question without relevant units scoring 0 on every
+  measure; "trec_eval-c" (trec_eval -c) averages over every question of the gold set, missing
+  ones scoring 0.
 - a passage reaches a span when both sit in the same document and overlap by at least
   ``min_overlap`` characters. Its grade is the highest grade among the spans it reaches that no
   earlier passage reached.
@@ -32,10 +41,27 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
+from corpus.runfiles import WholeDocuments
 from evaluation.gold import Gold, GoldQuestion, GoldSpan, Passage
 from evaluation.runs import Ranking, Run
 
 Gain = Literal["exp", "linear"]
+COMPATS = ("goldset", "trec_eval", "trec_eval-c")
+CONVENTIONS = {
+    "goldset": (
+        "goldset: means over the gold set's answerable questions (a question missing from the "
+        "run scores 0; recall@k over those with units at the threshold); unanswerable questions "
+        "reported apart"
+    ),
+    "trec_eval": (
+        "trec_eval: means over the questions in both the run and the gold set; a question "
+        "without relevant units scores 0"
+    ),
+    "trec_eval-c": (
+        "trec_eval -c: means over every question of the gold set; a question missing from the "
+        "run or without relevant units scores 0"
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +71,11 @@ class MetricOptions:
     threshold: int = 1
     mrr_cutoff: int = 10
     min_overlap: int = 1
+    compat: str = "goldset"  # one of COMPATS
 
     def __post_init__(self) -> None:
+        if self.compat not in COMPATS:
+            raise ValueError(f"compat must be one of {', '.join(COMPATS)}")
         if not self.ks or any(k < 1 for k in self.ks):
             raise ValueError("every k must be a positive integer")
         if self.gain not in ("exp", "linear"):
@@ -85,11 +114,19 @@ class RunEvaluation:
     missing: int
     metrics: dict[str, float | None]
     unanswerable: UnanswerableReport
-    # Metric values of each answerable question; missing questions score 0.
-    per_question: dict[str, dict[str, float]] = field(default_factory=dict)
+    # Metric values of each question in the means (answerable ones by default); missing
+    # questions score 0; recall@k is None where undefined.
+    per_question: dict[str, dict[str, float | None]] = field(default_factory=dict)
     refused: dict[str, bool] = field(default_factory=dict)
     missing_questions: list[str] = field(default_factory=list)
     unanswerable_questions: list[str] = field(default_factory=list)
+    # Answerable questions without units at the threshold: left out of the recall@k means.
+    recall_undefined: int = 0
+    compat: str = "goldset"
+
+    @property
+    def convention(self) -> str:
+        return CONVENTIONS[self.compat]
 
 
 # --- the gold side, compiled per question for each run -----------------------------------------
@@ -238,11 +275,25 @@ def _credit(
     hits: list[tuple[int, int, int]] = []
     judged_ranks: list[int] = []
     find = documents.get
-    top = passages[:depth]
-    for rank, (doc_id, start, end) in enumerate(top):
-        entry = find(doc_id)
-        if entry is None:
-            continue  # the common case: a document nobody judged for this question
+    if passages.__class__ is WholeDocuments:
+        # A TREC ranking: look its doc ids up directly (in C), no passage made; only the
+        # judged ones reach the loop below.
+        top_ids = passages.doc_ids[:depth]
+        looked_at = len(top_ids)
+        judged_at: Iterable = (
+            (rank, entry, None, None)
+            for rank, entry in enumerate(map(find, top_ids))
+            if entry is not None
+        )
+    else:
+        top = passages[:depth]
+        looked_at = len(top)
+        judged_at = (
+            (rank, entry, start, end)
+            for rank, (doc_id, start, end) in enumerate(top)
+            if (entry := find(doc_id)) is not None  # most documents: nobody judged them
+        )
+    for rank, entry, start, end in judged_at:
         if entry.__class__ is tuple:
             if start is not None and end - start < min_overlap:
                 continue
@@ -270,7 +321,7 @@ def _credit(
             new_grades = [grades[unit] for unit in new_units]
             relevant = sum(1 for grade in new_grades if grade >= threshold)
             hits.append((rank, max(new_grades), relevant))
-    return hits, judged_ranks, len(top)
+    return hits, judged_ranks, looked_at
 
 
 def first_reaching_ranks(
@@ -326,12 +377,12 @@ def passages_reaching_gold(
 
 def _score_ranking(
     compiled: _CompiledQuestion,
-    passages: list[Passage],
+    passages: Sequence[Passage],
     *,
     options: MetricOptions,
     gains: dict[int, float],
     discounts: list[float],
-) -> dict[str, float]:
+) -> dict[str, float | None]:
     threshold = options.threshold
     hits, judged_ranks, looked_at = _credit(
         compiled.documents,
@@ -347,7 +398,10 @@ def _score_ranking(
             if rank < options.mrr_cutoff:
                 reciprocal_rank = 1.0 / (rank + 1)
             break
-    values: dict[str, float] = {}
+    values: dict[str, float | None] = {}
+    relevant_units = compiled.relevant
+    # Without units at the threshold recall is undefined (0 under trec_eval's conventions).
+    no_recall = None if options.compat == "goldset" else 0.0
     for (k, recall, precision, ndcg, judged), ideal_dcg in zip(
         _names_per_k(options), compiled.ideal_dcg, strict=True
     ):
@@ -361,9 +415,9 @@ def _score_ranking(
             if grade >= threshold:
                 relevant_passages += 1
             dcg += gains[grade] * discounts[rank]
-        values[recall] = reached_relevant / compiled.relevant
+        values[recall] = reached_relevant / relevant_units if relevant_units else no_recall
         values[precision] = relevant_passages / k
-        values[ndcg] = dcg / ideal_dcg
+        values[ndcg] = dcg / ideal_dcg if ideal_dcg else 0.0
         shown = min(k, looked_at)
         values[judged] = bisect_left(judged_ranks, k) / shown if shown else 0.0
     values[f"mrr@{options.mrr_cutoff}"] = reciprocal_rank
@@ -381,44 +435,54 @@ def _names_per_k(options: MetricOptions) -> tuple[tuple[int, str, str, str, str]
 
 
 def evaluate_run(*, gold: Gold, run: Run, options: MetricOptions) -> RunEvaluation:
-    """Score one run against the gold set; averages cover answerable questions only."""
+    """Score one run against the gold set; what is averaged follows ``options.compat``."""
     all_grades = {span.grade for q in gold.questions.values() for span in q.spans if span.grade > 0}
     gains = _gain_table(all_grades, options.gain)
     discounts = [1.0 / math.log2(rank + 2) for rank in range(options.depth)]
     unreachable = {(item.question_id, item.span) for item in gold.unanchored}
     names = options.metric_names()
-    zero = dict.fromkeys(names, 0.0)
+    compat = options.compat
+    zero: dict[str, float | None] = dict.fromkeys(names, 0.0)
+    no_units = dict(zero)  # a missing question without units at the threshold
+    if compat == "goldset":
+        no_units.update(dict.fromkeys((n for n in names if n.startswith("recall@")), None))
 
-    per_question: dict[str, dict[str, float]] = {}
+    per_question: dict[str, dict[str, float | None]] = {}
     missing_questions: list[str] = []
     refused: dict[str, bool] = {}
     unanswerable_ids: list[str] = []
     reports_refusals = run.reports_refusals
+    answerable = 0
     for question_id, question in gold.questions.items():
         ranking: Ranking | None = run.rankings.get(question_id)
         if ranking is None:
             missing_questions.append(question_id)
         elif reports_refusals:
             refused[question_id] = bool(ranking.refused)
-        compiled = _compile(question, options=options, gains=gains, unreachable=unreachable)
-        if compiled.relevant == 0:
+        # The gold's verdict, never the threshold's (DESIGN.md §3).
+        if question.answerable:
+            answerable += 1
+        else:
             unanswerable_ids.append(question_id)
+        averaged = question.answerable if compat == "goldset" else True
+        if not averaged or (ranking is None and compat == "trec_eval"):
             continue
+        compiled = _compile(question, options=options, gains=gains, unreachable=unreachable)
         if ranking is None:
-            per_question[question_id] = dict(zero)
+            per_question[question_id] = dict(zero if compiled.relevant else no_units)
             continue
         per_question[question_id] = _score_ranking(
             compiled, ranking.passages, options=options, gains=gains, discounts=discounts
         )
 
-    answerable = len(per_question)
     metrics: dict[str, float | None] = {}
     for name in names:
-        metrics[name] = (
-            math.fsum(values[name] for values in per_question.values()) / answerable
-            if answerable
-            else None
-        )
+        values = [v[name] for v in per_question.values() if v[name] is not None]
+        metrics[name] = math.fsum(values) / len(values) if values else None
+    recall_undefined = 0
+    if per_question and compat == "goldset":
+        first_recall = f"recall@{min(options.ks)}"
+        recall_undefined = sum(1 for v in per_question.values() if v[first_recall] is None)
     refusal_accuracy = wrongly_refused = None
     if reports_refusals:
         if unanswerable_ids:
@@ -426,7 +490,8 @@ def evaluate_run(*, gold: Gold, run: Run, options: MetricOptions) -> RunEvaluati
                 unanswerable_ids
             )
         if answerable:
-            wrongly_refused = sum(refused.get(q, False) for q in per_question) / answerable
+            answerable_ids = (q for q, item in gold.questions.items() if item.answerable)
+            wrongly_refused = sum(refused.get(q, False) for q in answerable_ids) / answerable
     return RunEvaluation(
         questions=len(gold.questions),
         answerable=answerable,
@@ -441,4 +506,6 @@ def evaluate_run(*, gold: Gold, run: Run, options: MetricOptions) -> RunEvaluati
         refused=refused,
         missing_questions=missing_questions,
         unanswerable_questions=unanswerable_ids,
+        recall_undefined=recall_undefined,
+        compat=compat,
     )

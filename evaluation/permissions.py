@@ -383,7 +383,8 @@ def _check_user(report, user_report, user, run, snapshot, gold, ks, threshold) -
             run=_as_run(user.name, run),
             options=MetricOptions(ks=ks, threshold=threshold),
         )
-        user_report.visible_questions = evaluation.answerable
+        # Questions whose evidence the user may see: hidden evidence leaves recall undefined.
+        user_report.visible_questions = evaluation.answerable - evaluation.recall_undefined
         user_report.visible_recall = {
             f"visible_recall@{k}": evaluation.metrics[f"recall@{k}"] for k in ks
         }

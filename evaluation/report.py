@@ -13,7 +13,8 @@ from typing import Any
 
 from evaluation.bundle import spreadsheet_safe
 from evaluation.compare import Comparison
-from evaluation.metrics import RunEvaluation
+from evaluation.metrics import CONVENTIONS, RunEvaluation
+from evaluation.runs import Run
 
 FORMATS = ("json", "markdown", "csv")
 # A spreadsheet runs a cell that starts with one of these as a formula.
@@ -24,13 +25,17 @@ def build_report(
     comparisons: list[Comparison],
     *,
     per_question: bool = False,
+    read: dict[str, Run] | None = None,
 ) -> dict[str, Any]:
+    """The report's JSON; ``read`` (the runs as read, by name) adds how each was ordered, the
+    repeats dropped and the questions skipped."""
     runs: dict[str, Any] = {}
     for name, evaluation in evaluations.items():
         entry: dict[str, Any] = {
             "questions": evaluation.questions,
             "answerable": evaluation.answerable,
             "missing": evaluation.missing,
+            "recall_undefined": evaluation.recall_undefined,
             "metrics": dict(evaluation.metrics),
             "unanswerable": {
                 "questions": evaluation.unanswerable.questions,
@@ -38,10 +43,17 @@ def build_report(
                 "wrongly_refused": evaluation.unanswerable.wrongly_refused,
             },
         }
+        run = (read or {}).get(name)
+        if run is not None:
+            entry["ties"] = run.ties_rule
+            entry["repeats_dropped"] = run.repeats
+            entry["skipped_questions"] = list(run.skipped)
         if per_question:
             entry["per_question"] = _per_question(evaluation)
         runs[name] = entry
+    first = next(iter(evaluations.values()), None)
     return {
+        "convention": first.convention if first is not None else CONVENTIONS["goldset"],
         "runs": runs,
         "comparisons": [
             {"a": c.a, "b": c.b, "metric": c.metric, "delta": c.delta, "p_value": c.p_value}
@@ -52,14 +64,17 @@ def build_report(
 
 def _per_question(evaluation: RunEvaluation) -> dict[str, dict[str, Any]]:
     missing = set(evaluation.missing_questions)
+    unanswerable = set(evaluation.unanswerable_questions)
     rows: dict[str, dict[str, Any]] = {}
     for question_id, values in evaluation.per_question.items():
         rows[question_id] = {
-            "answerable": True,
+            "answerable": question_id not in unanswerable,
             "missing": question_id in missing,
             "refused": evaluation.refused.get(question_id),
             **values,
         }
+    if evaluation.compat != "goldset":
+        return rows  # trec_eval's query set, exactly
     for question_id in evaluation.unanswerable_questions:
         rows[question_id] = {
             "answerable": False,
@@ -112,6 +127,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         for label, key in (("questions", "questions"), ("answerable", "answerable"))
     ]
     rows.append(["missing from run"] + [_number(runs[name]["missing"]) for name in names])
+    rows.append(
+        ["recall undefined (no units at the threshold)"]
+        + [_number(runs[name].get("recall_undefined", 0)) for name in names]
+    )
     rows += [
         [metric] + [_number(runs[n]["metrics"][metric]) for n in names] for metric in metric_names
     ]
@@ -121,7 +140,18 @@ def render_markdown(report: dict[str, Any]) -> str:
         ("wrongly refused (answerable)", "wrongly_refused"),
     ):
         rows.append([label] + [_number(runs[name]["unanswerable"][key]) for name in names])
-    lines = ["## Runs", "", *_table(["", *names], rows), ""]
+    lines = ["## Runs", "", f"Convention: {report.get('convention', CONVENTIONS['goldset'])}."]
+    for name in names:
+        if "ties" in runs[name]:
+            run = runs[name]
+            extra = ""
+            if run.get("repeats_dropped"):
+                extra += f"; {run['repeats_dropped']} repeated passage(s) dropped"
+            if run.get("skipped_questions"):
+                skipped = len(run["skipped_questions"])
+                extra += f"; {skipped} question(s) not in the gold set skipped"
+            lines.append(f"Order of {_cell(name)}: {run['ties']}{extra}.")
+    lines += ["", *_table(["", *names], rows), ""]
 
     if report["comparisons"]:
         comparison_rows = [
@@ -168,8 +198,8 @@ def render_csv(report: dict[str, Any]) -> str:
     writer.writerow(CSV_HEADER)
     for name, run in report["runs"].items():
         run_cell = spreadsheet_safe(name)
-        for key in ("questions", "answerable", "missing"):
-            writer.writerow(["summary", run_cell, "", "", key, run[key], ""])
+        for key in ("questions", "answerable", "missing", "recall_undefined"):
+            writer.writerow(["summary", run_cell, "", "", key, run.get(key, 0), ""])
         for metric, value in run["metrics"].items():
             writer.writerow(["summary", run_cell, "", "", metric, _value(value), ""])
         for key, value in run["unanswerable"].items():

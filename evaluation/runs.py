@@ -6,10 +6,11 @@ alike; here a problem stops the file, as a CI gate should, with the file and lin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from corpus.runfiles import read_run_file
+from corpus.runfiles import TIES_RULES, read_run_file
 from corpus.textfiles import NotUTF8Error
 from evaluation.gold import EvaluationInputError, Gold, Passage
 
@@ -20,7 +21,7 @@ class RunFormatError(EvaluationInputError):
 
 @dataclass(slots=True)
 class Ranking:
-    passages: list[Passage]
+    passages: Sequence[Passage]  # a list, or a TREC run's `corpus.runfiles.WholeDocuments`
     # None when the run says nothing about refusing; only JSONL runs can say it.
     refused: bool | None = None
     line: int | None = None  # where the question first appears in the file
@@ -31,25 +32,73 @@ class Run:
     name: str
     rankings: dict[str, Ranking] = field(default_factory=dict)
     source: Path | None = None
+    ties: str = "trec_eval"  # how equal scores were ordered (TREC runs; `corpus.runfiles.TIES`)
+    scores: str = "double"  # how precisely they were compared (`corpus.runfiles.SCORES`)
+    format: str = "jsonl"
+    repeats: int = 0  # repeated passages dropped after their first occurrence, all questions
+    # Questions of the run that the gold set does not know, skipped (`check_run_against_gold`).
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def ties_rule(self) -> str:
+        """The ordering rule used, in words, for reports."""
+        if self.format == "trec":
+            rule = TIES_RULES[self.ties]
+            if self.scores == "float32":
+                rule += ", scores as single-precision floats (trec_eval 9)"
+            return rule
+        if self.format == "jsonl":
+            return "JSONL run: list order"
+        return "ranked by its retriever's scores"
+
+    def warnings(self) -> list[str]:
+        """What a user should know about how the run was read, one line each."""
+        where = self.source or self.name
+        lines = []
+        if self.repeats:
+            lines.append(
+                f"{where}: {self.repeats} repeated passage(s) in a ranking dropped after their "
+                "first occurrence"
+            )
+        if self.skipped:
+            shown = ", ".join(repr(q) for q in self.skipped[:10])
+            more = f" and {len(self.skipped) - 10} more" if len(self.skipped) > 10 else ""
+            lines.append(
+                f"{where}: {len(self.skipped)} question(s) not in the gold set skipped "
+                f"({shown}{more})"
+            )
+        return lines
 
     @property
     def reports_refusals(self) -> bool:
         return any(ranking.refused is not None for ranking in self.rankings.values())
 
 
-def load_run(path: Path | str, *, name: str | None = None) -> Run:
+def load_run(
+    path: Path | str, *, name: str | None = None, ties: str = "trec_eval", scores: str = "double"
+) -> Run:
     """Read a JSONL or TREC run; the format is told by the first non-blank line."""
     path = Path(path)
     if not path.is_file():
         raise RunFormatError("no such file", path=path)
-    return read_run(path.read_bytes(), name=name or path.stem, source=path)
+    return read_run(
+        path.read_bytes(), name=name or path.stem, source=path, ties=ties, scores=scores
+    )
 
 
-def read_run(data: bytes, *, name: str, source: Path | str | None = None) -> Run:
-    """A run given as the file's bytes; ``source`` names the file in errors."""
+def read_run(
+    data: bytes,
+    *,
+    name: str,
+    source: Path | str | None = None,
+    ties: str = "trec_eval",
+    scores: str = "double",
+) -> Run:
+    """A run given as the file's bytes; ``source`` names the file in errors. ``ties`` and
+    ``scores``: how a TREC run is ranked (`corpus.runfiles`)."""
     path = Path(source) if source is not None else None
     try:
-        parsed = read_run_file(data)
+        parsed = read_run_file(data, ties=ties, scores=scores)
     except NotUTF8Error as error:
         raise RunFormatError(str(error), path=path) from None
     if parsed.problems:
@@ -63,17 +112,29 @@ def read_run(data: bytes, *, name: str, source: Path | str | None = None) -> Run
             for question_id, read in parsed.rankings.items()
         },
         source=path,
+        ties=ties,
+        scores=scores,
+        format=parsed.format,
+        repeats=sum(read.repeats for read in parsed.rankings.values()),
     )
 
 
-def check_run_against_gold(run: Run, gold: Gold) -> None:
-    """Reject question ids the gold set does not know and offsets past a document's end."""
+def check_run_against_gold(run: Run, gold: Gold, *, strict: bool = False) -> None:
+    """Skip question ids the gold set does not know (named in `Run.skipped`), as trec_eval
+    does: a BEIR run covers every query while the test qrels hold a subset. ``strict`` refuses
+    them instead. Offsets past a document's end are refused."""
     path = run.source
-    for question_id, ranking in run.rankings.items():
-        if question_id not in gold.questions:
-            raise RunFormatError(
-                f"question {question_id!r} is not in the gold set", path=path, line=ranking.line
-            )
+    unknown = [q for q in run.rankings if q not in gold.questions]
+    if unknown and strict:
+        first = unknown[0]
+        raise RunFormatError(
+            f"question {first!r} is not in the gold set (without --strict it would be skipped)",
+            path=path,
+            line=run.rankings[first].line,
+        )
+    for question_id in unknown:
+        del run.rankings[question_id]
+    run.skipped.extend(unknown)
     if gold.corpus is None:
         return
     lengths = {doc_id: len(document.text) for doc_id, document in gold.corpus.items()}

@@ -16,7 +16,13 @@ from evaluation.baseline import K1 as BM25_K1
 from evaluation.baseline import B as BM25_B
 from evaluation.compare import PERMUTATIONS, compare_runs
 from evaluation.gold import Gold, GoldQuestion, GoldSpan
-from evaluation.metrics import MetricOptions, RunEvaluation, evaluate_run, first_reaching_ranks
+from evaluation.metrics import (
+    CONVENTIONS,
+    MetricOptions,
+    RunEvaluation,
+    evaluate_run,
+    first_reaching_ranks,
+)
 from evaluation.models import EvaluationRun, GoldSet
 from evaluation.runs import Run
 from evaluation.services.evaluation_runs import (
@@ -96,6 +102,7 @@ class Scoreboard:
                 ("questions", "questions"),
                 ("answerable", "answerable"),
                 ("missing from run", "missing"),
+                ("recall undefined (no evidence at the threshold)", "recall_undefined"),
             )
         ]
         k_suffix = f"@{self.k_sent_to_model}"
@@ -458,7 +465,10 @@ def report_of(board: Scoreboard) -> dict[str, Any]:
         "depth": board.options.depth,
         "mrr_cutoff": board.options.mrr_cutoff,
         "k_sent_to_model": board.k_sent_to_model,
-        "runs": [{"name": r.name, "kind": r.kind} for r in board.runs],
+        # The convention the means follow and each run's ordering rule, as every report names
+        # them (JSON, markdown, this page).
+        "convention": CONVENTIONS[board.options.compat],
+        "runs": [{"name": r.name, "kind": r.kind, "ties": r.run.ties_rule} for r in board.runs],
         "shallow_runs": [{"name": r.name, "depth": r.record.depth} for r in board.shallow_runs],
         "metric_rows": [
             {"name": row.name, "highlighted": row.highlighted, "values": row.values}
@@ -486,12 +496,13 @@ def report_of(board: Scoreboard) -> dict[str, Any]:
         # Run against run, with each run in turn as the reference (a lead picks one on the page),
         # and why a built-in BM25 differs from the baseline: both need the scored runs, so they
         # are stored with the figures.
-        "deltas": {
-            scored.name: _deltas_content(run_deltas(board, reference=scored.name))
-            for scored in board.runs
-        }
+        # A list, not a mapping keyed by run: PostgreSQL's jsonb does not keep key order, and
+        # the first run is the default reference.
+        "deltas": [
+            _deltas_content(run_deltas(board, reference=scored.name)) for scored in board.runs
+        ]
         if len(board.runs) > 1
-        else {},
+        else [],
         "bm25_notes": [
             {"retriever": note.retriever, "differences": note.differences}
             for note in bm25_differences(board)

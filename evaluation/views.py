@@ -238,10 +238,11 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
 def _deltas_shown(content: dict | None, reference: str | None) -> dict | None:
     """The stored run-against-run comparison with the reference the lead chose (the first run
     unless named)."""
-    deltas = (content or {}).get("deltas") or {}
+    deltas = [d for d in (content or {}).get("deltas") or [] if isinstance(d, dict)]
     if not deltas:
         return None
-    return deltas.get(reference or "") or next(iter(deltas.values()))
+    chosen = [d for d in deltas if d.get("reference") == reference]
+    return (chosen or deltas)[0]
 
 
 @login_required

@@ -22,6 +22,11 @@ from labelling.answer_models import FactJudgement as FactJudgement
 from labelling.answer_models import ReferenceAnswer as ReferenceAnswer
 from labelling.answer_models import ReferenceFact as ReferenceFact
 
+# What came in from files lives in its own module; re-exported so labelling.models stays the
+# one place to import models from.
+from labelling.imported import ImportedJudgement as ImportedJudgement
+from labelling.imported import RunResult as RunResult
+
 
 class QuestionSetQuerySet(models.QuerySet):
     def with_counts(self) -> QuestionSetQuerySet:
@@ -105,51 +110,6 @@ class Question(models.Model):
 
     def __str__(self) -> str:
         return self.external_id
-
-
-class ImportedJudgement(models.Model):
-    """A document-level grade brought in from elsewhere (e.g. BEIR qrels), kept as given.
-
-    Imported grades may use more levels than Goldset's 0–2 (0–4, or negative for "junk").
-    """
-
-    question = models.ForeignKey(
-        Question, on_delete=models.CASCADE, related_name="imported_judgements"
-    )
-    document = models.ForeignKey(
-        Document, on_delete=models.CASCADE, related_name="imported_judgements"
-    )
-    grade = models.IntegerField()
-    source = models.CharField(max_length=200, blank=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["question", "document", "source"], name="one_imported_grade_per_source"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.question} {self.document} {self.grade}"
-
-
-class RunResult(models.Model):
-    """One ranked result of an uploaded run (a `run` retriever), mapped to a document version."""
-
-    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="run_results")
-    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="run_results")
-    rank = models.PositiveIntegerField()
-    score = models.FloatField(null=True, blank=True)
-    version = models.ForeignKey(DocumentVersion, on_delete=models.CASCADE, related_name="+")
-    start = models.PositiveIntegerField()
-    end = models.PositiveIntegerField()
-
-    class Meta:
-        ordering = ["retriever", "question", "rank"]
-        indexes = [models.Index(fields=["retriever", "question", "rank"])]
-
-    def __str__(self) -> str:
-        return f"{self.retriever} {self.question} #{self.rank}"
 
 
 class PoolState(models.TextChoices):

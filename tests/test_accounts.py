@@ -142,7 +142,7 @@ def test_the_password_page_needs_a_login_and_every_page_links_to_it():
     user = UserFactory()
     project = ProjectFactory()
     MembershipFactory(project=project, user=user)
-    page = login(user).get(reverse("corpus:show-project", args=[project.slug]))
+    page = login(user).get(reverse("corpus:show-project", args=[project.slug]), follow=True)
     assert reverse("password_change").encode() in page.content
 
 

@@ -29,7 +29,7 @@ GOOD_RUNS = {
     "ties-comments-extra-columns.trec": (
         "# made by hand\n"
         "q1 Q0 leave 1 2.5 sys\n"
-        "q1 Q0 pension 2 2.5 sys\n"  # ties keep their file order
+        "q1 Q0 pension 2 2.5 sys\n"  # ties as trec_eval orders them: docno descending
         "q2 Q0 parking 1 0.5 sys trailing text is ignored\n"
         "\n"
         "q1 Q0 parking 3 9 sys\n"  # the score ranks, not the rank column
@@ -203,8 +203,8 @@ def test_the_rows_are_ranked_as_the_format_says(team):
     import_run(retriever=retriever, question_set=question_set, data=GOOD_RUNS[name], name=name)
     assert [(q, rank, doc) for q, rank, doc, _, _ in app_rows(retriever)] == [
         ("q1", 1, "parking"),
-        ("q1", 2, "leave"),
-        ("q1", 3, "pension"),
+        ("q1", 2, "pension"),
+        ("q1", 3, "leave"),
         ("q2", 1, "leave"),
         ("q2", 2, "parking"),
     ]

@@ -15,7 +15,7 @@ from django.db import transaction
 
 from corpus.extraction import assess_quality
 from corpus.models import AccessGroup, Document, Project
-from corpus.services.documents import ingest_batch
+from corpus.services.documents import Importer, ingest_batch
 from corpus.sources import DocumentRecord, SourceBatch
 from goldset.errors import ServiceError
 
@@ -71,7 +71,11 @@ def plant_canary_documents(*, project: Project, group: str, count: int = 3) -> l
         for c in canaries
     ]
     with transaction.atomic():
-        result = ingest_batch(project=project, batch=SourceBatch(source=SOURCE, records=records))
+        result = ingest_batch(
+            project=project,
+            batch=SourceBatch(source=SOURCE, records=records),
+            importer=Importer.command_line(),  # new documents with fresh ids: nothing to widen
+        )
         if result.errors:
             raise ServiceError(f"The canaries could not be stored: {result.errors[0].error}")
         Document.objects.filter(project=project, doc_id__in=[c.doc_id for c in canaries]).update(

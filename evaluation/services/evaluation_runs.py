@@ -99,6 +99,12 @@ def _read_run(data: bytes, *, name: str, file_name: str, gold: Gold) -> Run:
         where = f"line {error.line}: " if error.line is not None else ""
         raise RunRejected(f"{file_name}: {where}{error.message}.") from error
     if not run.rankings:
+        if run.skipped:
+            names = ", ".join(repr(q) for q in run.skipped[:5])
+            raise RunRejected(
+                f"{file_name} holds no question of this gold set (not in it: {names}"
+                f"{', …' if len(run.skipped) > 5 else ''})."
+            )
         raise RunRejected(f"{file_name} holds no results.")
     run.source = None
     return run

@@ -235,6 +235,8 @@
     say("Every passage is graded. Give the question a verdict (u, a or c), then n.", "ok");
   }
 
+  let restOpenings = 0;
+
   function gradeRestZero() {
     const rest = cards().filter(function (card) { return !isGraded(card); });
     if (!rest.length) {
@@ -247,10 +249,15 @@
     text.textContent = (rest.length === 1 ? "The passage" : "The " + rest.length + " passages") +
       " not graded yet will be graded 0 (not relevant). You can still change each one, or undo.";
     dialog.returnValue = "";
+    restOpenings += 1;
+    const opening = restOpenings;
     dialog.showModal();
     dialog.addEventListener("close", function onClose() {
+      // A close event is queued, not dispatched at once: the one of an earlier opening (closed
+      // with Escape) can arrive after the dialog was opened again. It is not this one's.
+      if (dialog.open) return;
       dialog.removeEventListener("close", onClose);
-      if (dialog.returnValue !== "yes") return;
+      if (opening !== restOpenings || dialog.returnValue !== "yes") return;
       rest.forEach(function (card) {
         if (document.body.contains(card) && !isGraded(card)) grade(0, card);
       });

@@ -234,7 +234,7 @@ def test_fail_under_passes(bundle, good_run):
     [
         (
             ['{"question_id": "q1", "results": []}', '{"question_id": "q9", "results": []}'],
-            "good.jsonl:2: question 'q9' is not in the gold set",
+            "good.jsonl:2: question 'q9' is not in the gold set (without --strict",
         ),
         (
             ['{"question_id": "q1", "results": []}', '{"question_id": "q2", "results": ['],
@@ -249,7 +249,7 @@ def test_fail_under_passes(bundle, good_run):
 def test_bad_run_exits_2_with_file_and_line(bundle, tmp_path, run_lines, fragment):
     run = tmp_path / "good.jsonl"
     run.write_text("\n".join(run_lines) + "\n")
-    result = evaluate("--gold", bundle, "--run", run)
+    result = evaluate("--gold", bundle, "--run", run, "--strict")
     assert result.returncode == 2
     assert fragment in result.stderr
     assert "Traceback" not in result.stderr

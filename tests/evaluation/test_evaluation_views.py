@@ -206,6 +206,16 @@ def _figures(client, project, **query):
     return page
 
 
+def test_an_uploaded_run_skips_questions_the_gold_set_does_not_know(
+    worker, project, people, gold_set
+):
+    client = login(people["lead"])
+    extra = '{"question_id": "q99", "results": [{"doc_id": "vpn"}]}\n'
+    response = _upload(client, project, gold_set, RUN + extra, name="beir-style")
+    assert "Run beir-style stored: 3 questions." in _html(response)
+    assert EvaluationRun.objects.get().questions == 3
+
+
 def _row(page, name: str) -> list[str]:
     return next(
         row["values"] for row in page.context["report"]["metric_rows"] if row["name"] == name
@@ -224,6 +234,12 @@ def test_the_evaluation_page_shows_the_cli_figures(worker, project, people, gold
     assert page.status_code == 200
     report = page.context["report"]
     assert [r["name"] for r in report["runs"]] == ["mine", "bm25-baseline"]
+    # The convention and each run's order are named, as the CLI's reports name them.
+    assert "Convention: goldset: means over the gold set&#x27;s answerable questions" in _html(page)
+    assert (
+        "Order: mine, JSONL run: list order; bm25-baseline, ranked by its retriever&#x27;s scores."
+        in _html(page)
+    )
     assert (_row(page, "recall@1")[0], _row(page, "recall@3")[0]) == ("0.2500", "1.0000")
     assert _row(page, "mrr@10")[0] == "0.7500"
     assert _row(page, "refusal accuracy (unanswerable)")[0] == "1.0000"
@@ -307,7 +323,7 @@ def test_the_drill_down_shows_missed_spans(worker, project, people, gold_set):
         ('{"question_id": "q1", "results": []}\n{"question_id": "q2", "results": [\n',
          "run.jsonl", "run.jsonl: line 2: not valid JSON"),
         ('{"question_id": "q7", "results": []}\n', "run.jsonl",
-         "run.jsonl: line 1: question &#x27;q7&#x27; is not in the gold set"),
+         "run.jsonl holds no question of this gold set (not in it: &#x27;q7&#x27;)"),
         ('{"question_id": "q1", "results": [{"doc_id": "vpn", "start": 0, "end": 99999}]}\n',
          "run.jsonl", "line 1: passage of &#x27;vpn&#x27; ends at 99999, past the document"),
         ("q1 Q0 leave 1 3.2 sys\nq2 Q0 vpn 1 high sys\n", "run.trec",

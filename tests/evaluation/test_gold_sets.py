@@ -374,3 +374,65 @@ def test_resolving_after_a_block_lets_finalise_through(project, people):
     assert {"doc_id": "vpn", "start": 0, "end": 26, "grade": 1, "version": 1,
             "quote": VPN_TEXT[:26]} in gold["spans"]  # fmt: skip
     assert set(gold_set.documents.values_list("doc_id", flat=True)) == {"leave", "vpn"}
+
+
+@pytest.mark.parametrize(
+    "name", ["qrels.trec", "qrels-fixed-100.trec", "qrels-whole.trec", "beir/qrels/test.tsv"]
+)
+def test_the_bundle_qrels_read_by_ir_measures_and_ranx_give_the_cli_figures(
+    bundle, tmp_path, capsys, name
+):
+    import ir_measures
+    import pandas
+    import ranx
+
+    from evaluation.cli import main
+
+    _, folder = bundle
+    path = folder / name
+    if name.endswith(".tsv"):
+        frame = pandas.read_csv(path, sep="\t", dtype=str).astype(object)
+        frame["score"] = frame["score"].astype(int)
+        qrels_ranx = ranx.Qrels.from_df(frame, "query-id", "corpus-id", "score")
+        qrels_ir = frame.rename(
+            columns={"query-id": "query_id", "corpus-id": "doc_id", "score": "relevance"}
+        )
+    else:
+        qrels_ranx = ranx.Qrels.from_file(str(path), kind="trec")
+        qrels_ir = list(ir_measures.read_trec_qrels(str(path)))
+    judged = qrels_ranx.to_dict()
+    # Every judged document of each question, one unjudged first, distinct scores (no ties).
+    run = {
+        q: {"unjudged": 10.0, **{d: 9.0 - i for i, d in enumerate(sorted(docs, reverse=True))}}
+        for q, docs in judged.items()
+    }
+    run_path = tmp_path / "oracle.trec"
+    run_path.write_text(
+        "".join(f"{q} Q0 {d} 1 {s} sys\n" for q, docs in run.items() for d, s in docs.items())
+    )
+    # ir_measures and ranx average over every qrels question: trec_eval -c's convention.
+    status = main(
+        ["evaluate", "--gold", str(path), "--run", str(run_path), "--compat", "trec_eval-c",
+         "--k", "1,3", "--mrr-cutoff", "1000", "--no-baseline", "--per-question"]
+    )  # fmt: skip
+    assert status == 0
+    ours = json.loads(capsys.readouterr().out)["runs"]["oracle"]
+    ir = ir_measures.calc_aggregate(
+        [ir_measures.nDCG @ 3, ir_measures.R @ 3, ir_measures.P @ 1, ir_measures.RR],
+        qrels_ir,
+        run,
+    )
+    assert ours["metrics"]["ndcg@3"] == pytest.approx(ir[ir_measures.nDCG @ 3])
+    assert ours["metrics"]["recall@3"] == pytest.approx(ir[ir_measures.R @ 3])
+    assert ours["metrics"]["precision@1"] == pytest.approx(ir[ir_measures.P @ 1])
+    assert ours["metrics"]["mrr@1000"] == pytest.approx(ir[ir_measures.RR])
+    per_query = ranx.evaluate(
+        qrels_ranx, ranx.Run(run), ["ndcg@3", "recall@3", "precision@1", "mrr"], return_mean=False
+    )
+    question_ids = list(qrels_ranx.keys())
+    for metric, ranx_name in (
+        ("ndcg@3", "ndcg@3"), ("recall@3", "recall@3"), ("precision@1", "precision@1"),
+        ("mrr@1000", "mrr"),
+    ):  # fmt: skip
+        mine = [ours["per_question"][q][metric] for q in question_ids]
+        assert mine == pytest.approx(list(per_query[ranx_name])), metric

@@ -193,11 +193,39 @@ def test_refusal_figures_are_none_when_the_run_does_not_say():
     assert result.unanswerable.wrongly_refused is None
 
 
-def test_threshold_can_make_a_question_unanswerable():
+def test_the_threshold_never_changes_answerability():
+    # Issue 13, defect 1: q1's only evidence is grade 1. At threshold 2 it stays answerable and
+    # keeps its place: recall undefined (counted apart), precision and MRR 0, nDCG as always.
     gold = gold_of(question("q1", span("A", 1)), question("q2", span("A", 2)))
-    result = scores(gold, run_of({"q1": ["A"], "q2": ["A"]}), threshold=2)
-    assert result.answerable == 1
-    assert result.unanswerable.questions == 1
+    result = scores(gold, run_of({"q1": ["A"], "q2": ["A"]}), threshold=2, ks=(1,))
+    assert result.answerable == 2
+    assert result.unanswerable.questions == 0
+    assert result.recall_undefined == 1
+    assert result.per_question["q1"] == {
+        "recall@1": None,
+        "precision@1": 0.0,
+        "mrr@10": 0.0,
+        "ndcg@1": 1.0,
+        "judged@1": 1.0,
+    }
+    assert result.metrics["recall@1"] == 1.0  # q2 alone
+    assert result.metrics["precision@1"] == 0.5
+    assert result.metrics["mrr@10"] == 0.5
+    assert result.metrics["ndcg@1"] == 1.0
+
+
+def test_a_run_refusing_a_low_grade_question_is_not_rewarded_at_a_higher_threshold():
+    gold = gold_of(question("q1", span("A", 1)), question("q2", span("A", 2)), question("q3"))
+    rankings = {"q1": ["A"], "q2": ["A"], "q3": []}
+    right = run_of(rankings, refused={"q3": True})
+    wrong = run_of(rankings, refused={"q1": True, "q3": True})
+    for threshold in (1, 2):
+        good = scores(gold, right, threshold=threshold)
+        bad = scores(gold, wrong, threshold=threshold)
+        assert good.unanswerable.questions == bad.unanswerable.questions == 1
+        assert good.unanswerable.refusal_accuracy == bad.unanswerable.refusal_accuracy == 1.0
+        assert good.unanswerable.wrongly_refused == 0.0
+        assert bad.unanswerable.wrongly_refused == 0.5
 
 
 def test_a_missing_question_scores_zero_and_is_counted():
@@ -347,8 +375,13 @@ def test_first_reaching_ranks_agree_with_evaluate_run(spans, passages, min_overl
     assert [rank for s, rank in zip(q.spans, found, strict=True) if s.grade < 1] == [None] * sum(
         s.grade < 1 for s in q.spans
     )
-    if not relevant:
+    if not any(s.grade >= 1 for s in q.spans):
         assert result.unanswerable_questions == ["q"]
+        return
+    assert result.unanswerable_questions == []
+    if not relevant:
+        assert all(result.per_question["q"][f"recall@{k}"] is None for k in ks)
+        assert result.per_question["q"][f"mrr@{depth}"] == 0.0
         return
     for k in ks:
         reached = sum(1 for rank in relevant if rank is not None and rank <= k)

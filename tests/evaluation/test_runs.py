@@ -51,7 +51,7 @@ def test_comments_and_crlf_line_ends(tmp_path):
     assert run.rankings["q1"].line == 2
 
 
-def test_trec_run_sorts_by_score_with_ties_in_file_order(tmp_path):
+def test_trec_run_sorts_by_score_with_ties_in_file_order_when_asked(tmp_path):
     path = tmp_path / "bm25.trec"
     path.write_text(
         "q1 Q0 a 1 1.5 tag\n"
@@ -61,8 +61,11 @@ def test_trec_run_sorts_by_score_with_ties_in_file_order(tmp_path):
         "q1 Q0 d 4 1.5 tag trailing junk\n"
         "q2 Q0 e 1 -3 tag\n"
     )
-    run = load_run(path)
+    run = load_run(path, ties="file")
     assert [p.doc_id for p in run.rankings["q1"].passages] == ["b", "a", "c", "d"]
+    assert run.ties_rule == "TREC runs: score descending, ties in file order"
+    # By default, trec_eval's order: equal scores by docno descending.
+    assert [p.doc_id for p in load_run(path).rankings["q1"].passages] == ["b", "d", "c", "a"]
     assert run.rankings["q1"].passages[0] == Passage("b", None, None)
     assert run.rankings["q2"].line == 6
     assert not run.reports_refusals
@@ -110,9 +113,19 @@ def test_unknown_question_id_is_reported_with_its_line(tmp_path):
     path = tmp_path / "run.jsonl"
     path.write_text('{"question_id": "q1", "results": []}\n{"question_id": "q7", "results": []}\n')
     with pytest.raises(RunFormatError) as error:
-        check_run_against_gold(load_run(path), gold_with_corpus(None))
+        check_run_against_gold(load_run(path), gold_with_corpus(None), strict=True)
     assert error.value.line == 2
     assert "'q7' is not in the gold set" in str(error.value)
+
+
+def test_unknown_questions_are_skipped_and_named_without_strict(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"question_id": "q1", "results": []}\n{"question_id": "q7", "results": []}\n')
+    run = load_run(path)
+    check_run_against_gold(run, gold_with_corpus(None))
+    assert list(run.rankings) == ["q1"]
+    assert run.skipped == ["q7"]
+    assert run.warnings() == [f"{path}: 1 question(s) not in the gold set skipped ('q7')"]
 
 
 def test_offsets_past_a_known_document_are_refused(tmp_path):
@@ -128,3 +141,32 @@ def test_offsets_past_a_known_document_are_refused(tmp_path):
     assert "ends at 12" in str(error.value)
     # Without corpus text nothing can be checked.
     check_run_against_gold(load_run(path), gold_with_corpus(None))
+
+
+def test_a_questions_lines_may_be_anywhere_in_a_trec_run(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 a 1 3 s\nq2 Q0 b 1 1 s\n\n# note\nq1 Q0 c 2 5 s\nq1 Q0 d 3 1 s\n")
+    run = load_run(path)
+    assert [p.doc_id for p in run.rankings["q1"].passages] == ["c", "a", "d"]
+    assert (run.rankings["q1"].line, run.rankings["q2"].line) == (1, 2)
+
+
+def test_repeated_trec_lines_keep_the_best_and_are_counted(tmp_path):
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 a 1 1 s\nq1 Q0 b 2 2 s\nq1 Q0 a 3 3 s\nq1 Q0 a 4 3 s\n")
+    for ties in ("trec_eval", "file"):
+        run = load_run(path, ties=ties)
+        assert [p.doc_id for p in run.rankings["q1"].passages] == ["a", "b"]
+        assert run.repeats == 2
+
+
+def test_a_trec_rankings_passages_read_like_a_list():
+    from corpus.runfiles import WholeDocuments
+
+    passages = WholeDocuments(["a", "b", "c"])
+    expected = [Passage("a"), Passage("b"), Passage("c")]
+    assert len(passages) == 3 and list(passages) == expected
+    assert passages[1] == Passage("b", None, None) and passages[-1] == Passage("c")
+    assert passages[:2] == expected[:2] and passages == expected and expected == passages
+    assert passages == WholeDocuments(("a", "b", "c")) and passages != expected[:2]
+    assert set(passages) == set(expected)

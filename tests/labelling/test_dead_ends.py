@@ -7,13 +7,14 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from corpus.models import AccessGroup, Document
+from corpus.models import AccessGroup, Document, Job
 from corpus.services import projects
 from evaluation.services.gold_sets import FinaliseBlocked, finalise_gold_set
 from labelling.models import Assignment, Candidate, Resolution
 from labelling.services import adjudication, judgements
 from labelling.services import assignments as services
 from labelling.services.gold import collect_gold, resolve_gold
+from tests.conftest import wait_for_job
 from tests.factories import grading_pool, login
 
 
@@ -218,7 +219,9 @@ def test_an_open_slot_nobody_can_claim_is_not_waited_for(project, team):
     assert any("open slot" in item.reason for item in unresolved)
 
 
-def test_finalising_blocked_by_items_an_admin_cannot_see_names_none_of_them(project, team):
+def test_finalising_blocked_by_items_an_admin_cannot_see_names_none_of_them(
+    worker, project, team
+):
     pool = restricted_pool(project, team, questions=1)
     services.plan_assignments(pool=pool, labellers=[team["bob"]], double_share=0)
     for assignment in Assignment.objects.filter(pool=pool):
@@ -227,7 +230,12 @@ def test_finalising_blocked_by_items_an_admin_cannot_see_names_none_of_them(proj
     response = login(team["adm"]).post(
         reverse("evaluation:finalise-gold-set", args=[project.slug, pool.question_set.pk]), {}
     )
-    body = response.content.decode()
-    assert response.status_code == 409
-    assert "cannot be finalised" in body and "members of those groups handle them" in body
+    # Finalising is a job: the refusal is on its page, with the hidden items left out.
+    assert response.status_code == 302
+    job = wait_for_job(Job.objects.get(kind="finalise_gold_set"))
+    assert job.state == "failed"
+    page = login(team["adm"]).get(reverse("corpus:show-job", args=[project.slug, job.pk]))
+    body = page.content.decode()
+    assert page.status_code == 200
+    assert "Cannot finalise" in body and "handled by members of those groups" in body
     assert hidden_doc not in body and "never get its vote" not in body
