@@ -17,11 +17,16 @@ from corpus.management.commands._jobs import wait_for_job
 from corpus.models import ChunkingScheme, JobState, Project, Retriever, Role
 from corpus.services import documents, projects, retrieval
 from corpus.sources import read_folder
-from labelling.models import PoolState
+from evaluation.models import GoldSet
+from evaluation.services.answer_scores import start_answers_report, stored_answers_report
+from evaluation.services.gold_sets import start_finalise
+from labelling.models import Assignment, PoolState, VerdictOutcome
 from labelling.services.answer_review import plan_answer_review
 from labelling.services.answers import FactInput, import_answers, record_reference_answer
 from labelling.services.assignments import plan_assignments
 from labelling.services.guidelines import current_guideline, save_guideline
+from labelling.services.judgement_import import IMPORTED_POOL, import_judgements
+from labelling.services.judgements import record_verdict, verdict_revision
 from labelling.services.pools import start_pool
 from labelling.services.questions import import_questions
 
@@ -112,10 +117,13 @@ class Command(BaseCommand):
                 )
         # Outside the transaction above: index builds and pooling run as jobs, queued on commit.
         question_set = self._questions(project)
+        self._reference_facts(question_set, users)
+        self._first_round(question_set, users)
         retrievers = self._retrievers(project)
         self._pool(question_set, retrievers)
         self._labelling(project, question_set, users)
         self._answers(question_set, users)
+        self._answer_scores(question_set, users)
         if options["no_logins"]:
             self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready."))
             return
@@ -170,6 +178,68 @@ class Command(BaseCommand):
         )
         return result.question_set
 
+    def _first_round(self, question_set, users):
+        """An earlier labelling round (labeller1 alone, whole answering documents, the four
+        unanswerable questions marked so), finalised as gold set v1 before the pool of the next
+        round opens: a finalised gold set, so the Evaluation and Answers pages have figures."""
+        if GoldSet.objects.filter(question_set=question_set).exists():
+            return
+        if question_set.pools.exists():
+            self.stdout.write("Gold set: not finalised (a demo from before had pools already).")
+            return
+        result = import_judgements(
+            project=question_set.project,
+            name="demo/first_round.jsonl",
+            data=(DEMO_DIR / "first_round.jsonl").read_bytes(),
+            set_name=question_set.name,
+        )
+        for error in result.errors:
+            raise unusable(f"demo: {error}")
+        unanswerable = [
+            json.loads(line)["id"]
+            for line in (DEMO_DIR / "questions.jsonl").read_text().splitlines()
+            if not json.loads(line)["answerable"]
+        ]
+        labeller = users["labeller1"]
+        for assignment in Assignment.objects.filter(
+            pool__question_set=question_set,
+            pool__name=IMPORTED_POOL,
+            question__external_id__in=unanswerable,
+            labeller=labeller,
+        ):
+            record_verdict(
+                assignment=assignment,
+                labeller=labeller,
+                outcome=VerdictOutcome.UNANSWERABLE,
+                reason="",
+                revision=verdict_revision(assignment),
+            )
+        self._wait(start_finalise(question_set=question_set, user=users["admin"]), "gold set")
+
+    def _reference_facts(self, question_set, users):
+        """Reference facts for most questions (frozen into the gold set with it)."""
+        lead = users["lead"]
+        for line in (DEMO_DIR / "reference_facts.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            question = question_set.questions.filter(external_id=record["question_id"]).first()
+            if question is None:
+                continue
+            record_reference_answer(
+                question=question,
+                facts=[
+                    FactInput(text=fact["text"], vital=fact["importance"] == "vital")
+                    for fact in record["facts"]
+                ],
+                user=lead,
+            )  # the same facts again make no new version
+
+    def _answer_scores(self, question_set, users):
+        """The Answers page's figures for the newest gold set, computed by its job now."""
+        gold_set = GoldSet.objects.filter(question_set=question_set).order_by("-number").first()
+        if gold_set is None or stored_answers_report(gold_set) is not None:
+            return
+        self._wait(start_answers_report(gold_set=gold_set, user=users["lead"]), "answer scores")
+
     def _retrievers(self, project):
         scheme = ChunkingScheme.objects.get(project=project, name="paragraphs")
         retrievers = []
@@ -211,20 +281,7 @@ class Command(BaseCommand):
         """Reference facts for most questions, and an answer run of the team's system (some
         answers faithful, some not, some citing the wrong document, some refusing, a few of
         those refusals wrong), planned for review."""
-        lead = users["lead"]
-        for line in (DEMO_DIR / "reference_facts.jsonl").read_text().splitlines():
-            record = json.loads(line)
-            question = question_set.questions.filter(external_id=record["question_id"]).first()
-            if question is None:
-                continue
-            record_reference_answer(
-                question=question,
-                facts=[
-                    FactInput(text=fact["text"], vital=fact["importance"] == "vital")
-                    for fact in record["facts"]
-                ],
-                user=lead,
-            )  # the same facts again make no new version
+        self._reference_facts(question_set, users)
         if question_set.answer_runs.filter(name=DEMO_ANSWER_RUN).exists():
             return
         result = import_answers(
