@@ -53,6 +53,7 @@ def test_every_job_kind_is_started_with_a_task_of_the_app_that_owns_it():
         "answer_report",
         "finalise_gold_set",
         "import_questions",
+        "import_answers",
     }
     for kind, name in tasks.items():
         task = jobs.task_named(name)

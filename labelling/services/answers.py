@@ -8,13 +8,18 @@ newest version of a document. All or nothing: any problem, and nothing is writte
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models.functions import Length
+from django.urls import reverse
+from django.utils import timezone
 from django.utils.text import slugify
 
-from corpus.models import Document, DocumentVersion
+from corpus import jobs
+from corpus.models import Document, DocumentVersion, Job, JobState, Upload
 from corpus.sources import RecordError
 from corpus.textfiles import LineProblem, NotUTF8Error
 from goldset.errors import ServiceError
@@ -38,6 +43,14 @@ MAX_FACTS = 30
 MAX_FACT = 1_000
 
 
+# An import, in stages a job page can show: what each one does.
+IMPORT_STAGES = (
+    "Reading the file",
+    "Checking every line against the set's questions and documents",
+    "Writing the answers, their sentences and passages",
+)
+
+
 @dataclass
 class AnswerImportResult:
     run: AnswerRun
@@ -55,6 +68,7 @@ def import_answers(
     run_name: str,
     source: str = "answers.jsonl",
     user=None,
+    progress: Callable[[int, str], None] | None = None,
 ) -> AnswerImportResult:
     """A new answer run named ``run_name`` in the question set, from an answer-run file.
 
@@ -64,17 +78,14 @@ def import_answers(
     written. With a ``user`` (an upload in the app), a document an access group hides from them
     is an unknown document, word for word, as if it did not exist.
     """
-    name = slugify(run_name)[:100]
-    if not name:
-        raise ServiceError("Give the answer run a name (letters, digits, - or _).")
-    if AnswerRun.objects.filter(question_set=question_set, name=name).exists():
-        raise ServiceError(
-            f"{question_set.name} already has an answer run named {name!r}; choose another name."
-        )
+    name = run_name_for(question_set=question_set, run_name=run_name)
+    stage = progress or (lambda done, message: None)
+    stage(0, IMPORT_STAGES[0])
     try:
         read = read_answer_file(data)
     except NotUTF8Error as error:
         raise ServiceError(f"{source} is {error}.") from None
+    stage(1, IMPORT_STAGES[1])
     questions = dict(question_set.questions.included().values_list("external_id", "pk"))
     doc_ids = {passage.doc_id for answer in read.answers.values() for passage in _passages(answer)}
     documents = _newest_versions(question_set, doc_ids, user=user)
@@ -91,6 +102,7 @@ def import_answers(
                 for problem in sorted(problems, key=lambda p: p.line)
             ]
         )
+    stage(2, IMPORT_STAGES[2])
     answers = sorted(read.answers.values(), key=lambda answer: answer.line)
     # The run's system is the one its lines name, when they name only one.
     systems = {(a.system, a.version) for a in answers if a.system or a.version}
@@ -148,6 +160,7 @@ def import_answers(
                         )
                     )
         AnswerPassage.objects.bulk_create(passages, batch_size=BULK_BATCH)
+    stage(len(IMPORT_STAGES), "Done")
     return AnswerImportResult(
         run=run,
         answers=len(answers),
@@ -156,6 +169,97 @@ def import_answers(
         citations=sum(answer.citations for answer in answers),
         split=sum(not answer.sentences_given and bool(answer.sentences) for answer in answers),
     )
+
+
+def run_name_for(*, question_set: QuestionSet, run_name: str) -> str:
+    """The run's name as stored, refused when empty or taken in the set."""
+    name = slugify(run_name)[:100]
+    if not name:
+        raise ServiceError("Give the answer run a name (letters, digits, - or _).")
+    if AnswerRun.objects.filter(question_set=question_set, name=name).exists():
+        raise ServiceError(
+            f"{question_set.name} already has an answer run named {name!r}; choose another name."
+        )
+    return name
+
+
+def start_answer_import(
+    *, question_set: QuestionSet, data: bytes, run_name: str, source: str, user=None
+) -> Job:
+    """Queue an uploaded answer run's import as a job (the file kept with it): its page shows
+    each stage and, at the end, every bad line or a link to the set's answer runs. The name is
+    checked now, so a taken one is said at once."""
+    name = run_name_for(question_set=question_set, run_name=run_name)
+    with transaction.atomic():
+        job = jobs.start(
+            project=question_set.project,
+            task="labelling.tasks.import_answers",
+            kind="import_answers",
+            user=user,
+            params={"question_set_id": question_set.pk, "run_name": name, "source": source},
+            total=len(IMPORT_STAGES),
+            description=f"Import the answer run {name} into {question_set.name} from {source}",
+        )
+        Upload.objects.create(
+            job=job,
+            name=source[:255],
+            size=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+            content=data,
+        )
+    return job
+
+
+def run_answer_import(job: Job) -> None:
+    """The job of `start_answer_import`. All or nothing, so a retried job whose run is there
+    (made after the job was started) finds its work done."""
+    params = job.params
+    question_set = QuestionSet.objects.get(pk=params["question_set_id"], project=job.project)
+    link = {
+        "url": reverse("labelling:list-answer-runs", args=[job.project.slug, question_set.pk]),
+        "text": f"Open the answer runs of {question_set.name}",
+    }
+    done = AnswerRun.objects.filter(
+        question_set=question_set, name=params["run_name"], created_at__gte=job.created_at
+    ).first()
+    if done is not None:
+        job.result, job.done = {"run_id": done.pk, "link": link}, job.total
+        jobs.finish(job, JobState.SUCCEEDED, f"Answer run {done.name} imported.")
+        return
+    upload = job.uploads.order_by("pk").first()
+    if upload is None:
+        raise ServiceError("The file of this import is gone; upload it again.")
+
+    def advance(done: int, message: str) -> None:
+        Job.objects.filter(pk=job.pk).update(
+            done=done, message=message, heartbeat_at=timezone.now()
+        )
+        job.done = done
+
+    try:
+        result = import_answers(
+            question_set=question_set,
+            data=bytes(upload.content),
+            run_name=params["run_name"],
+            source=params["source"],
+            user=job.created_by,
+            progress=advance,
+        )
+    except InputRejected as exc:
+        job.errors = [problem.as_dict() for problem in exc.problems]
+        count = len(exc.problems)
+        jobs.finish(
+            job, JobState.FAILED,
+            f"Nothing was imported: {count} line{'s' if count != 1 else ''} to fix (listed "
+            "below); correct the file and upload it again.",
+        )  # fmt: skip
+        return
+    job.result = {"run_id": result.run.pk, "link": link}
+    jobs.finish(
+        job, JobState.SUCCEEDED,
+        f"Answer run {result.run.name}: {result.answers} answers ({result.refused} refused), "
+        f"{result.citations} citations.",
+    )  # fmt: skip
 
 
 def _passages(answer: ReadAnswer):

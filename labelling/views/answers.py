@@ -23,7 +23,6 @@ from labelling.models import Answer, AnswerAssignment, QuestionSet
 from labelling.services import answer_adjudication as adjudication
 from labelling.services import answer_review as review
 from labelling.services import answers as services
-from labelling.services.questions import InputRejected
 
 
 @login_required
@@ -32,30 +31,23 @@ def list_answer_runs(request: HttpRequest, slug: str, set_id: int) -> HttpRespon
     access = project_access(request.user, slug, role=Role.LEAD)
     question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
     form = AnswerUploadForm(request.POST or None, request.FILES or None)
-    problems: list = []
+    problems: list = []  # an upload's bad lines are on its job's page
     error = ""
     if form.is_valid():
         upload = form.cleaned_data["file"]
+        # Reading and checking every line can take seconds: a job does it, its page follows.
         try:
-            result = services.import_answers(
+            job = services.start_answer_import(
                 question_set=question_set,
                 data=upload.read(),
                 run_name=form.cleaned_data["name"],
                 source=upload.name,
                 user=request.user,
             )
-        except InputRejected as exc:
-            problems = exc.problems
-            error = f"Nothing was imported from {upload.name}: fix these lines and upload again."
         except ServiceError as exc:
             error = str(exc)
         else:
-            messages.success(
-                request,
-                f"Answer run {result.run.name}: {result.answers} answers ({result.refused} "
-                f"refused), {result.citations} citations.",
-            )
-            return redirect("labelling:list-answer-runs", slug=slug, set_id=question_set.pk)
+            return redirect("corpus:show-job", slug=slug, job_id=job.pk)
     questions = (
         question_set.questions.included()
         .order_by("pk")

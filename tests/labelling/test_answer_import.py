@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from corpus.models import AccessGroup
+from corpus.models import AccessGroup, Job, JobState
 from goldset.errors import ServiceError
 from labelling.models import (
     Answer,
@@ -17,7 +17,13 @@ from labelling.models import (
     ReferenceAnswer,
     ReferenceFact,
 )
-from labelling.services.answers import FactInput, import_answers, record_reference_answer
+from labelling.services.answers import (
+    FactInput,
+    import_answers,
+    record_reference_answer,
+    run_answer_import,
+    start_answer_import,
+)
 from labelling.services.questions import InputRejected
 from tests.factories import QuestionFactory, QuestionSetFactory, add_documents, login
 
@@ -146,21 +152,70 @@ def test_the_import_answers_command_and_its_exit_codes(questions, project, tmp_p
     assert AnswerRun.objects.count() == 1
 
 
-def test_a_lead_uploads_an_answer_run_in_the_browser(questions, project, member):
+def test_a_lead_uploads_an_answer_run_in_the_browser_and_a_job_imports_it(
+    questions, project, member, django_capture_on_commit_callbacks
+):
     client = login(member("lead"))
     url = reverse("labelling:list-answer-runs", args=[project.slug, questions.pk])
-    bad = SimpleUploadedFile("bad.jsonl", jsonl({"question_id": "q1", "answer": "x"}))
-    response = client.post(url, {"name": "rag", "file": bad})
-    page = response.content.decode()
-    assert response.status_code == 400
-    assert "Nothing was imported from bad.jsonl" in page and "refused is required" in page
-    assert not AnswerRun.objects.exists()
+    bad = jsonl(
+        {"question_id": "q1", "answer": "x"},
+        {"question_id": "q2", "answer": "", "refused": True},
+        {"question_id": "q9", "answer": "", "refused": True},
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"name": "rag", "file": SimpleUploadedFile("bad.jsonl", bad)})
+    # The request only queues the job; its page says what went wrong, line by line.
+    assert response.status_code == 302 and "/jobs/" in response["Location"]
+    job = Job.objects.get(kind="import_answers")
+    assert job.task == "labelling.tasks.import_answers"
+    assert job.state == JobState.FAILED
+    assert "Nothing was imported: 2 lines to fix" in job.message
+    assert [(e["line"], e["source"]) for e in job.errors] == [(1, "bad.jsonl"), (3, "bad.jsonl")]
+    page = client.get(response["Location"]).content.decode()
+    assert "refused is required" in page and "q9" in page
+    assert not AnswerRun.objects.exists() and not Answer.objects.exists()
+
     leave_only = jsonl({"question_id": "q2", "answer": "", "refused": True})
-    response = client.post(url, {"name": "rag", "file": SimpleUploadedFile("a.jsonl", leave_only)})
-    assert response.status_code == 302
-    page = client.get(url).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            url, {"name": "rag", "file": SimpleUploadedFile("a.jsonl", leave_only)}
+        )
+    assert response.status_code == 302 and "/jobs/" in response["Location"]
+    job = Job.objects.filter(kind="import_answers").latest("pk")
+    assert job.state == JobState.SUCCEEDED, job.message
+    assert (job.done, job.total) == (3, 3)
+    page = client.get(response["Location"]).content.decode()
     assert "Answer run rag: 1 answers (1 refused), 0 citations." in page
-    assert "<td>rag</td>" in page
+    assert "Open the answer runs of staff" in page
+    assert "<td>rag</td>" in client.get(url).content.decode()
+    # A name already taken is said at once, with no job.
+    response = client.post(url, {"name": "rag", "file": SimpleUploadedFile("a.jsonl", leave_only)})
+    assert response.status_code == 400
+    assert "already has an answer run named" in response.content.decode()
+    assert Job.objects.filter(kind="import_answers").count() == 2
+
+
+def test_a_retried_answer_import_finds_its_run_written(questions, project, member):
+    lead = member("lead")
+    job = start_answer_import(
+        question_set=questions, data=GOOD, run_name="rag", source="good.jsonl", user=lead
+    )
+    run_answer_import(job)  # the job reads as its uploader: a hidden document is unknown
+    job.refresh_from_db()
+    assert job.state == JobState.FAILED and "'salaries'" in job.errors[0]["error"]
+    AccessGroup.objects.get(name="hr-confidential").members.add(lead)
+    job = start_answer_import(
+        question_set=questions, data=GOOD, run_name="rag", source="good.jsonl", user=lead
+    )
+    run_answer_import(job)
+    job.refresh_from_db()
+    assert job.state == JobState.SUCCEEDED
+    job.state = JobState.RUNNING
+    job.save()
+    run_answer_import(job)  # the worker died after the commit; the job is run again
+    job.refresh_from_db()
+    assert job.state == JobState.SUCCEEDED and AnswerRun.objects.count() == 1
+    assert Answer.objects.count() == 2
 
 
 def test_labellers_cannot_upload_answers_or_edit_reference_answers(questions, project, member):
