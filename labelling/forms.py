@@ -514,6 +514,14 @@ class ReferenceFactForm(forms.Form):
         initial="1",
         label="Importance",
     )
+    # Gold spans of the question the fact rests on: the view offers them (`span_choices`).
+    spans = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, label="Gold spans"
+    )
+
+    def __init__(self, *args, span_choices=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["spans"].choices = list(span_choices)
 
 
 ReferenceFactFormSet = forms.formset_factory(ReferenceFactForm, extra=3, max_num=30)

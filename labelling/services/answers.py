@@ -35,6 +35,7 @@ from labelling.models import (
     ReferenceAnswer,
     ReferenceFact,
 )
+from labelling.services.gold import GoldSpanRow, question_gold_spans
 from labelling.services.questions import InputRejected
 
 ID_BATCH = 900  # SQLite caps the bound parameters of one query
@@ -359,3 +360,24 @@ def record_reference_answer(*, question: Question, facts: list[FactInput], user)
 def _same(reference: ReferenceAnswer, facts: list[FactInput]) -> bool:
     stored = [(f.text, f.vital, list(f.spans)) for f in reference.facts.all()]
     return stored == [(f.text, f.vital, list(f.spans)) for f in facts]
+
+
+def fact_span_choices(*, question: Question, viewer) -> dict[str, GoldSpanRow]:
+    """The question's gold spans a lead may link its reference facts to, by `span_key`."""
+    return {span_key(s): s for s in question_gold_spans(question=question, viewer=viewer)}
+
+
+def describe_span(span: GoldSpanRow) -> str:
+    where = f"{span.doc_id} v{span.version} {span.start}–{span.end} (grade {span.grade})"
+    return f"{where}: “{span.quote}”"
+
+
+def span_key(span: GoldSpanRow | dict) -> str:
+    """A gold span as a form value: doc_id|version|start|end (a doc_id may hold a |)."""
+    if isinstance(span, dict):
+        return f"{span.get('doc_id')}|{span.get('version')}|{span.get('start')}|{span.get('end')}"
+    return f"{span.doc_id}|{span.version}|{span.start}|{span.end}"
+
+
+def span_of(span: GoldSpanRow) -> dict:
+    return {"doc_id": span.doc_id, "version": span.version, "start": span.start, "end": span.end}

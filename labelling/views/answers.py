@@ -116,22 +116,43 @@ def edit_reference_answer(
     question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
     question = get_object_or_404(question_set.questions.included(), pk=question_id)
     current = services.current_reference(question)
-    initial = (
-        [{"text": f.text, "vital": "1" if f.vital else "0"} for f in current.facts.all()]
-        if current is not None
-        else []
+    facts = list(current.facts.all()) if current is not None else []
+    # The question's gold spans on documents the lead may see, offered by their quoted text.
+    offered = services.fact_span_choices(question=question, viewer=request.user)
+    choices = [(key, services.describe_span(span)) for key, span in offered.items()]
+    # Links to spans not offered (no longer gold, or hidden from this lead) stay as they are.
+    kept = [[span for span in f.spans if services.span_key(span) not in offered] for f in facts]
+    initial = [
+        {
+            "text": f.text,
+            "vital": "1" if f.vital else "0",
+            "spans": [key for key in map(services.span_key, f.spans) if key in offered],
+        }
+        for f in facts
+    ]
+    formset = ReferenceFactFormSet(
+        request.POST or None,
+        initial=initial,
+        prefix="facts",
+        form_kwargs={"span_choices": choices},
     )
-    formset = ReferenceFactFormSet(request.POST or None, initial=initial, prefix="facts")
     error = ""
     if request.method == "POST" and formset.is_valid():
-        facts = [
-            services.FactInput(text=row["text"], vital=row["vital"])
-            for row in formset.cleaned_data
+        rows = [
+            services.FactInput(
+                text=row["text"],
+                vital=row["vital"],
+                spans=tuple(
+                    [services.span_of(offered[key]) for key in row.get("spans", [])]
+                    + (kept[index] if index < len(kept) else [])
+                ),
+            )
+            for index, row in enumerate(formset.cleaned_data)
             if row.get("text", "").strip()
         ]
         try:
             reference = services.record_reference_answer(
-                question=question, facts=facts, user=request.user
+                question=question, facts=rows, user=request.user
             )
         except ServiceError as exc:
             error = str(exc)
@@ -153,6 +174,8 @@ def edit_reference_answer(
             "current": current,
             "versions": question.reference_answers.count(),
             "formset": formset,
+            "rows": list(zip(formset, [len(k) for k in kept] + [0] * len(formset), strict=False)),
+            "has_gold_spans": bool(offered),
             "error": error,
         },
         status=status,

@@ -1,6 +1,7 @@
 """Answer runs into the database (service, command, upload page) and reference answers."""
 
 import json
+import re
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -17,6 +18,7 @@ from labelling.models import (
     ReferenceAnswer,
     ReferenceFact,
 )
+from labelling.services.answer_gold import answers_gold_records
 from labelling.services.answers import (
     FactInput,
     import_answers,
@@ -24,6 +26,7 @@ from labelling.services.answers import (
     run_answer_import,
     start_answer_import,
 )
+from labelling.services.judgement_import import import_judgements
 from labelling.services.questions import InputRejected
 from tests.factories import QuestionFactory, QuestionSetFactory, add_documents, login
 
@@ -288,3 +291,59 @@ def test_a_lead_writes_reference_facts_in_the_browser(questions, project, member
         reverse("labelling:list-answer-runs", args=[project.slug, questions.pk])
     ).content.decode()
     assert "v1" in listing and "Edit facts" in listing
+
+
+def test_a_lead_links_reference_facts_to_the_questions_gold_spans(questions, project, member):
+    """The fact editor offers the question's gold spans as quoted text (only on documents the
+    lead may see); ticked ones are stored on the fact and go into answers-gold.jsonl."""
+    lead = member("lead")
+    votes = jsonl(
+        {"question_id": "q1", "labeller": "ann", "doc_id": "leave", "start": 0, "end": 33,
+         "grade": 2},
+        {"question_id": "q1", "labeller": "ann", "doc_id": "salaries", "start": 0, "end": 6,
+         "grade": 1},
+    )  # fmt: skip
+    assert not import_judgements(project=project, name="v.jsonl", data=votes).errors
+    question = questions.questions.get(external_id="q1")
+    client = login(lead)
+    url = reverse("labelling:edit-reference-answer", args=[project.slug, questions.pk, question.pk])
+    page = client.get(url).content.decode()
+    assert "“Employees receive 25 days of paid”" in page  # the gold span's quote, escaped text
+    assert "Band C" not in page and "salaries" not in page  # hidden from this lead
+    data = {
+        "facts-TOTAL_FORMS": "2",
+        "facts-INITIAL_FORMS": "0",
+        "facts-0-text": "25 days of paid leave",
+        "facts-0-vital": "1",
+        "facts-0-spans": "leave|1|0|33",
+        "facts-1-text": "per calendar year",
+        "facts-1-vital": "0",
+    }
+    assert client.post(url, data).status_code == 302
+    facts = list(ReferenceAnswer.objects.get(question=question).facts.all())
+    assert facts[0].spans == [{"doc_id": "leave", "version": 1, "start": 0, "end": 33}]
+    assert facts[1].spans == []
+    page = client.get(url).content.decode()
+    assert re.search(r'value="leave\|1\|0\|33"[^>]*checked', page)
+    # A span that is not the question's gold is refused, with nothing saved.
+    response = client.post(url, {**data, "facts-1-spans": "leave|1|0|5"})
+    assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
+    assert ReferenceAnswer.objects.filter(question=question).count() == 1
+    # In the bundle's answers-gold.jsonl, with the fact.
+    (record,) = [r for r in answers_gold_records(questions) if r["kind"] == "reference"]
+    assert record["facts"][0]["spans"] == [{"doc_id": "leave", "start": 0, "end": 33}]
+
+    # A lead who may see the salaries document sees its span too; saving keeps the link to it
+    # for a lead who may not.
+    AccessGroup.objects.get(name="hr-confidential").members.add(lead)
+    page = client.get(url).content.decode()
+    assert "“Band C”" in page
+    assert client.post(url, {**data, "facts-0-spans": ["leave|1|0|33", "salaries|1|0|6"]})
+    facts = list(ReferenceAnswer.objects.filter(question=question).latest("version").facts.all())
+    assert len(facts[0].spans) == 2
+    AccessGroup.objects.get(name="hr-confidential").members.remove(lead)
+    page = client.get(url).content.decode()
+    assert "Band C" not in page and "1 linked span not shown" in page
+    client.post(url, {**data, "facts-0-text": "25 paid days"})
+    facts = list(ReferenceAnswer.objects.filter(question=question).latest("version").facts.all())
+    assert facts[0].text == "25 paid days" and len(facts[0].spans) == 2
