@@ -23,6 +23,7 @@ from labelling.models import Answer, AnswerAssignment, QuestionSet
 from labelling.services import answer_adjudication as adjudication
 from labelling.services import answer_review as review
 from labelling.services import answers as services
+from labelling.views.grading import OTHER_ACCOUNT
 
 
 @login_required
@@ -296,9 +297,16 @@ def review_answer(request: HttpRequest, slug: str, answer_assignment_id: int) ->
 @login_required
 @require_http_methods(["POST"])
 def grade_answer(request: HttpRequest, slug: str, answer_assignment_id: int) -> HttpResponse:
-    """One grade, saved at once (the page sends each change as it is made)."""
-    access, assignment = _own_assignment(request, slug, answer_assignment_id)
+    """One grade, saved at once (the page sends each change as it is made, through the
+    kept-action queue, which may resend it later: a grade sets a value, so a repeat is
+    harmless). An action made by another account than the session's is refused as such."""
     form = AnswerGradeForm(request.POST)
+    opened_for = form.data.get("labeller", "")
+    if opened_for and opened_for != str(request.user.pk):
+        response = HttpResponse(OTHER_ACCOUNT.format(user=request.user.get_username()), status=403)
+        response["X-Goldset-Refused"] = "other-account"
+        return response
+    access, assignment = _own_assignment(request, slug, answer_assignment_id)
     error = ""
     if not form.is_valid():
         error = next(iter(form.errors.values()))[0]

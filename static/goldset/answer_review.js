@@ -1,7 +1,9 @@
 // The answer review's keys: j/k move between rows (a claim, a citation, a fact), a row's keys
-// (data-key on its inputs) choose a grade, which htmx saves at once (in order, one at a time);
-// r marks a refusal wrong, d finishes the review. The page keeps what was chosen; each reply
-// brings back the status line, with the reason when a grade was refused.
+// (data-key on its inputs) choose a grade, saved at once through the passages' kept-action
+// queue (static/goldset/actions.js: in order, one at a time; kept in this browser when offline
+// or logged out, and resent by themselves, from here or from the queue page); r marks a
+// refusal wrong, d finishes the review. The page keeps what was chosen; each reply brings back
+// the status line, with the reason when a grade was refused.
 (function () {
   "use strict";
 
@@ -97,33 +99,53 @@
     row.classList.add("claim-" + input.value);
   });
 
-  // A refused grade is answered 400 with the status line saying why: show it.
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    if (event.detail.xhr.status === 400) {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
-  });
+  // Every grade is an action of the kept-action queue: a grade sets a value, so sending it
+  // twice does no harm (kind "grade", which the queue resends after a broken connection).
+  let queue = null;
 
-  // A grade that never reached the server must not look saved.
-  function notSaved(text) {
+  function say(text, kind) {
     const status = document.getElementById("review-status");
     if (!status) return;
     status.textContent = text;
-    status.className = "error";
+    status.className = kind === "ok" ? "flash" : "error";
   }
-  document.addEventListener("htmx:sendError", function () {
-    notSaved("Not saved: the server could not be reached. Choose the grade again once you are back online.");
-  });
-  document.addEventListener("htmx:responseError", function (event) {
-    if (event.detail.xhr.status === 403 || event.detail.xhr.status === 302) {
-      notSaved("Not saved: you are logged out. Log in again in another tab, then choose the grade again.");
-    } else if (event.detail.xhr.status !== 400) {
-      notSaved("Not saved (the server answered " + event.detail.xhr.status + "). Choose the grade again.");
-    }
+
+  function subjectOf(form) {
+    const value = function (name) {
+      return form.elements[name] ? form.elements[name].value : "";
+    };
+    return ["answer", value("kind"), value("claim"), value("passage"), value("fact")].join("-");
+  }
+
+  function fieldsOf(form) {
+    const fields = {};
+    new FormData(form).forEach(function (value, name) {
+      if (name !== "csrfmiddlewaretoken") fields[name] = String(value);
+    });
+    return fields;
+  }
+
+  document.addEventListener("change", function (event) {
+    const form = event.target.closest && event.target.closest("form[data-grade]");
+    if (!form || !queue) return;
+    queue.send({ url: form.action, fields: fieldsOf(form), subject: subjectOf(form), kind: "grade" });
   });
 
+  function startQueue() {
+    const root = document.getElementById("review");
+    if (!root || !window.GoldsetActions || !window.htmx) return;
+    queue = window.GoldsetActions.create({
+      source: root,
+      user: root.dataset.user,
+      page: window.location.pathname,
+      loginUrl: root.dataset.loginUrl || "/accounts/login/",
+      onMessage: say,
+    });
+    window.GoldsetAnswerQueue = queue; // for the browser tests: whenIdle(), state()
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
+    startQueue();
     fromHash();
     mark();
   });

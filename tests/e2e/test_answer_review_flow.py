@@ -158,3 +158,55 @@ def test_a_labeller_reviews_an_answer_with_the_keyboard(transactional_db, live_s
     faithfulness = page.locator('tr[data-score="faithfulness"] td.num').inner_text()
     assert faithfulness == "0.5000"  # Lina's review: one claim supported, one not
     assert problems == []
+
+
+def test_grades_made_offline_are_kept_and_saved_when_the_connection_returns(
+    transactional_db, live_server, browser
+):
+    """The review's autosave is the passages' kept-action queue (static/goldset/actions.js):
+    grades that cannot be sent are kept in order and resent by themselves, or from the queue
+    page when the labeller has left the review."""
+    lina, omar, lead = make_world()
+    mine = AnswerAssignment.objects.get(labeller=lina)
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    errors: list[str] = []  # failed requests are logged by htmx, as they should be
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    log_in(page, live_server, "lina", PASSWORD)
+    review = f"{live_server.url}/p/acme/reviews/{mine.pk}/"
+    page.goto(review)
+    expect(page.locator("#review [data-row]").nth(0)).to_have_class(re.compile("current"))
+
+    context.set_offline(True)
+    for key in ("f", "1", "n"):
+        page.keyboard.press(key)
+    expect(page.locator("#review-status")).to_contain_text("You are offline.")
+    page.wait_for_timeout(1500)  # a retry or two while offline
+    assert not ClaimJudgement.objects.filter(assignment=mine).exclude(support="").exists()
+    context.set_offline(False)
+    expect(page.locator("#review-status")).to_have_text(
+        "Back online: saved 3 changes made while offline."
+    )
+    assert list(
+        ClaimJudgement.objects.filter(assignment=mine).values_list("support", flat=True)
+    ) == ["full", "none"]
+    assert CitationJudgement.objects.get(claim__assignment=mine).grade == 1
+
+    # The server cannot be reached for the facts (the request fails); the labeller goes to
+    # the queue page, which sends what this browser kept.
+    page.route("**/grade/", lambda route: route.abort())
+    page.keyboard.press("y")
+    page.keyboard.press("n")
+    expect(page.locator("#review-status")).to_contain_text("kept in this browser")
+    assert not FactJudgement.objects.filter(assignment=mine).exists()
+    page.unroute("**/grade/")
+    page.goto(f"{live_server.url}/p/acme/queue/")
+    expect(page.locator("#kept-status")).to_contain_text("saved 2 changes")
+    assert sorted(
+        FactJudgement.objects.filter(assignment=mine).values_list("present", flat=True)
+    ) == ["no", "yes"]
+    page.goto(review)
+    expect(page.locator("#review-status")).to_have_text("Everything is graded.")
+    assert errors == []
+    context.close()

@@ -178,6 +178,16 @@ def test_the_review_page_saves_each_grade_and_is_blind(run, member, project):
         reverse("labelling:list-answer-reviews", args=[project.slug])
     ).content.decode()
     assert "question 1" in listing and "second" not in listing.lower()
+    # A grade kept in this browser by another account (sent now, after a new login) is refused
+    # as such, so the page keeps it for its own account; the same grade sent twice is saved once.
+    kept = {"kind": "support", "claim": 0, "value": "full", "labeller": str(bob.pk)}
+    refused = client.post(url, kept, HTTP_HX_REQUEST="true")
+    assert refused.status_code == 403 and refused["X-Goldset-Refused"] == "other-account"
+    assert ClaimJudgement.objects.get(assignment=mine, position=0).support == "partial"
+    for _ in range(2):
+        again = client.post(url, {**kept, "labeller": str(ann.pk)}, HTTP_HX_REQUEST="true")
+        assert again.status_code == 200
+    assert ClaimJudgement.objects.get(assignment=mine, position=0).support == "full"
 
 
 def test_a_review_whose_passage_became_hidden_is_not_shown(run, member, project):
