@@ -41,9 +41,7 @@ def test_the_demo_answer_run_and_reference_facts_load(db, capsys):
     assert not ReferenceAnswer.objects.filter(version__gt=1).exists()
 
 
-def test_the_demo_finalises_a_first_round_and_the_answers_page_has_figures(
-    transactional_db, client
-):
+def test_the_demo_finalises_a_first_round_and_the_answers_page_has_figures(worker, client):
     """As `make run` does it, less the index builds and the pool (MiniLM takes minutes): the
     first labelling round is finalised as gold set v1 through its job, and the Answers page's
     figures are computed by their job while the demo loads, so the page opens filled."""
