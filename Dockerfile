@@ -1,13 +1,17 @@
 FROM python:3.11-slim
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
+    GOLDSET_ARTIFACT_DIR=/data/artifacts GOLDSET_MODEL_CACHE_DIR=/data/model-cache
 WORKDIR /app
 COPY pyproject.toml constraints.txt ./
 COPY goldset goldset
 COPY corpus corpus
 COPY labelling labelling
 COPY evaluation evaluation
-RUN pip install --no-cache-dir torch==2.13.0 \
+# torch from PyTorch's CPU wheel index: the default index's Linux wheel is a CUDA build that
+# pulls several GB of nvidia-* wheels no CPU deployment uses. Then everything else, pinned.
+RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
  && pip install --no-cache-dir -c constraints.txt .
 COPY . .
-RUN useradd --create-home goldset
+RUN useradd --create-home goldset && mkdir -p /data/artifacts /data/model-cache \
+ && chown -R goldset /data
 USER goldset

@@ -74,7 +74,11 @@ def world(passages: int):
         DocumentRecord(doc_id=f"doc-{i}", title=f"Policy {i}", text=text, report=report)
         for i in range(passages)
     ]
-    documents.ingest_batch(project=project, batch=SourceBatch(source="bench", records=records))
+    documents.ingest_batch(
+        project=project,
+        batch=SourceBatch(source="bench", records=records),
+        importer=documents.Importer.command_line(),
+    )
     question_set = QuestionSet.objects.create(project=project, name="bench")
     question = Question.objects.create(
         question_set=question_set, external_id="q1", text="how many leave days can i carry over?"

@@ -3,9 +3,12 @@
     .venv/bin/python benchmarks/labelling_load.py [--labellers 20] [--duration 60]
         [--think-ms 1000] [--workers 4] [--worker-class sync|gthread] [--threads 1]
         [--questions 0] [--passages 10] [--documents 400] [--index-build]
+        [--build-nice 0] [--build-threads 0] [--db-name goldset_load]
+        [--redis-url redis://127.0.0.1:6379/9]
 
 Everything runs on loopback. The script (re)creates a scratch PostgreSQL database
-`goldset_load` on 127.0.0.1 (as postgres), migrates it and loads a synthetic project: documents
+(`--db-name`, default `goldset_load`: give each parallel run its own) on 127.0.0.1 (as
+postgres), migrates it and loads a synthetic project: documents
 of policy-like text, a ready pool with `--passages` candidates per question, and one labeller
 account per simulated labeller, with assignments planned by the app's own `plan_assignments`
 (20% double-labelled). It then starts gunicorn (DEBUG off, SECRET_KEY and ALLOWED_HOSTS set,
@@ -20,8 +23,10 @@ would), and a verdict (timed as `verdict`). Between actions it pauses `--think-m
 (uniformly 0.5x to 1.5x); 1000 ms is a very fast human, 0 measures the server's saturation.
 
 With `--index-build`, the heaviest job Goldset has runs alongside: an embedding (MiniLM) index of
-the whole corpus, queued through Redis (db 9 at 127.0.0.1:6379, flushed) to a real Celery
-worker started by this script, as a lead would start it from the retriever page. The window
+the whole corpus, queued through Redis (`--redis-url`, default db 9 at 127.0.0.1:6379, flushed)
+to a real Celery worker started by this script, as a lead would start it from the retriever
+page; `--build-nice N` starts that worker under `nice -n N`, `--build-threads N` caps its
+encoder's threads (issue 19 compares the two). The window
 opens once the worker has claimed the job; the report says how far the build got.
 
 Printed: requests, p50/p95/p99/max per kind, errors, CPU used (web per request; cores used by the
@@ -52,6 +57,7 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+# --db-name and --redis-url replace these (parallel runs on one machine must not share them).
 DB_NAME = "goldset_load"
 PG_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
 BUILD_REDIS_URL = "redis://127.0.0.1:6379/9"
@@ -67,6 +73,14 @@ WORDS = (  # noqa: SIM905 - one readable block of vocabulary
 
 
 # Database and data -----------------------------------------------------------------------------
+
+
+def configure(*, db_name: str, redis_url: str) -> None:
+    global DB_NAME, PG_URL, BUILD_REDIS_URL
+    if not db_name.replace("_", "").isalnum():
+        raise SystemExit(f"--db-name is letters, digits and _, not {db_name!r}")
+    DB_NAME, BUILD_REDIS_URL = db_name, redis_url
+    PG_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
 
 
 def recreate_database() -> None:
@@ -199,15 +213,22 @@ def saved_judgements() -> list[tuple[str, str]]:
 # The concurrent index build ------------------------------------------------------------------
 
 
-def start_build_worker(env: dict) -> subprocess.Popen:
+def start_build_worker(env: dict, *, nice: int = 0, threads: int = 0) -> subprocess.Popen:
+    """The Celery worker of the build; ``nice`` starts it at a lower CPU priority (as
+    `nice -n N celery worker` would in production), ``threads`` caps the encoder's threads
+    (GOLDSET_ENCODER_THREADS)."""
     import redis
 
     redis.Redis.from_url(BUILD_REDIS_URL).flushdb()
+    worker_env = {**env, "REDIS_URL": BUILD_REDIS_URL}
+    if threads:
+        worker_env["GOLDSET_ENCODER_THREADS"] = str(threads)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "goldset", "worker", "--concurrency=1"]
+        (["nice", "-n", str(nice)] if nice else [])
+        + [sys.executable, "-m", "celery", "-A", "goldset", "worker", "--concurrency=1"]
         + ["--pool=prefork", "--loglevel=WARNING", "--without-gossip", "--without-mingle"],
         cwd=REPO,
-        env={**env, "REDIS_URL": BUILD_REDIS_URL},
+        env=worker_env,
         stdout=subprocess.DEVNULL,  # the banner; warnings and errors still reach stderr
         start_new_session=True,
     )
@@ -463,7 +484,14 @@ def main() -> None:
         action="store_true",
         help="build an embedding index of the corpus in a real Celery worker meanwhile",
     )
+    parser.add_argument("--build-nice", type=int, default=0, help="nice value of the build")
+    parser.add_argument(
+        "--build-threads", type=int, default=0, help="encoder threads of the build (0: all)"
+    )
+    parser.add_argument("--db-name", default=DB_NAME, help="scratch PostgreSQL database")
+    parser.add_argument("--redis-url", default=BUILD_REDIS_URL, help="broker of the build")
     args = parser.parse_args()
+    configure(db_name=args.db_name, redis_url=args.redis_url)
     questions = args.questions or max(200, int(args.labellers * args.duration * 2))
 
     print(f"Preparing {DB_NAME}: {args.labellers} labellers, {questions} questions ...", flush=True)
@@ -516,8 +544,9 @@ def main() -> None:
             labeller.log_in()
         warm_up(labellers)
         if args.index_build:
-            build_worker = start_build_worker(env)
+            build_worker = start_build_worker(env, nice=args.build_nice, threads=args.build_threads)
             build = start_index_build(data["retriever"])
+            build_started, build_done_before = time.monotonic(), build.done
         cpu_before = cpu_seconds(server.pid)
         machine_before, me_before = machine_busy_seconds(), sum(os.times()[:2])
         stop_at[0] = time.monotonic() + args.duration
@@ -532,6 +561,7 @@ def main() -> None:
         client = sum(os.times()[:2]) - me_before
         if build is not None:
             build.refresh_from_db()
+            build_minutes = (time.monotonic() - build_started) / 60
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -555,9 +585,12 @@ def main() -> None:
         f"gunicorn {args.workers}x{args.threads} {args.worker_class}, PostgreSQL, DEBUG off"
     )
     if build is not None:
+        rate = (build.done - build_done_before) / build_minutes
         print(
-            f"index build alongside (MiniLM, Celery worker): {build.state}, "
-            f"{build.done} of {build.total} passages embedded when the window closed"
+            f"index build alongside (MiniLM, Celery worker, nice {args.build_nice}, encoder "
+            f"threads {args.build_threads or 'all'}): {build.state}, {build.done} of "
+            f"{build.total} passages embedded when the window closed (~{rate:.0f} per minute; "
+            "the job reports progress per batch, so this is coarse)"
         )
     print(
         f"{'request':<9}{'count':>8}{'per s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"
@@ -571,7 +604,7 @@ def main() -> None:
                 f"{percentile(values, 50) * 1000:>9.1f}{percentile(values, 95) * 1000:>9.1f}"
                 f"{percentile(values, 99) * 1000:>9.1f}{max(values) * 1000:>9.1f}"
             )
-    requests = sum(len(v) for v in timings.values())
+    requests = max(1, sum(len(v) for v in timings.values()))
     web, db = (after - before for after, before in zip(cpu_after, cpu_before, strict=True))
     others = max(0.0, machine - web - db - client)
     print(

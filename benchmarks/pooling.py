@@ -229,7 +229,7 @@ def main() -> None:
         now, peak = rss_mb()
         print(
             f"\nBM25 index build: {build_s:.1f} s for {index.passages:,} passages; artefact "
-            f"{len(index.artifact) / 2**20:.0f} MB; RSS {now:.0f} MB, peak {peak:.0f} MB "
+            f"{index.artifact_size / 2**20:.0f} MB; RSS {now:.0f} MB, peak {peak:.0f} MB "
             f"(+{peak - base_peak:.0f} MB over the pre-build peak)"
         )
         bm25.refresh_from_db()

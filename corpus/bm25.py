@@ -1,4 +1,10 @@
-"""A sparse BM25 index: BM25Okapi scoring (rank-bm25's variant) at 100,000-passage scale.
+"""A sparse BM25 index at 100,000-passage scale, with Lucene's IDF or rank-bm25's BM25Okapi IDF.
+
+``idf="lucene"`` (the default) is ``ln(1 + (N - df + 0.5) / (df + 0.5))``, the IDF of Lucene's
+BM25Similarity, which Pyserini/Anserini (and so BEIR's BM25 figures) and bm25s's default use: it
+is never negative, so no floor is needed. ``idf="okapi"`` is rank-bm25's BM25Okapi:
+``ln((N - df + 0.5) / (df + 0.5))`` with negatives floored at EPSILON times the mean IDF.
+Term-frequency saturation and length normalisation are the same in both.
 
 Every (term, passage) BM25 weight is computed once at build time and stored term-major (CSR, one
 row per term), so scoring a query is the sum of a few sparse rows. rank-bm25 recomputes the weights
@@ -12,7 +18,7 @@ from __future__ import annotations
 import io
 import zipfile
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import scipy.sparse
@@ -22,6 +28,7 @@ from corpus.analysis import Analyzer
 # rank_bm25.BM25Okapi's floor for negative IDF, as a fraction of the average IDF.
 EPSILON = 0.25
 _FORMAT = 1
+IDF_KINDS = ("lucene", "okapi")
 # Passages are tokenized in batches so the per-token Python lists never hold the whole corpus.
 _BATCH = 8192
 
@@ -37,12 +44,14 @@ class BM25Index:
         analyzer: Analyzer,
         k1: float,
         b: float,
+        idf: str,
         vocabulary: dict[str, int],
         weights: scipy.sparse.csr_matrix,
     ) -> None:
         self.analyzer = analyzer
         self.k1 = k1
         self.b = b
+        self.idf = idf
         self._vocabulary = vocabulary
         # Plain arrays: slicing them per query term avoids scipy's per-call overhead.
         self._indptr = weights.indptr
@@ -52,15 +61,24 @@ class BM25Index:
 
     @classmethod
     def build(
-        cls, passages: Sequence[str], *, analyzer: Analyzer, k1: float = 0.9, b: float = 0.4
+        cls,
+        passages: Sequence[str],
+        *,
+        analyzer: Analyzer,
+        k1: float = 0.9,
+        b: float = 0.4,
+        idf: str = "lucene",
     ) -> BM25Index:
         if k1 < 0 or not 0 <= b <= 1:
             raise BM25IndexError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}.")
+        if idf not in IDF_KINDS:
+            raise BM25IndexError(f"BM25 idf is one of {', '.join(IDF_KINDS)}, not {idf!r}.")
         vocabulary, lengths, indptr, terms, weights = _count_terms(passages, analyzer=analyzer)
         size, n_terms = len(passages), len(vocabulary)
         if size and n_terms:
             avgdl = lengths.sum() / size
-            idf = _okapi_idf(np.bincount(terms, minlength=n_terms), size)
+            df = np.bincount(terms, minlength=n_terms)
+            term_idf = _lucene_idf(df, size) if idf == "lucene" else _okapi_idf(df, size)
             # Term frequencies become BM25 weights in place, a slice of passages at a time, so
             # the per-entry float64 temporaries stay small.
             for first in range(0, size, _BATCH):
@@ -69,9 +87,16 @@ class BM25Index:
                 tf = weights[lo:hi].astype(np.float64)
                 dl = np.repeat(lengths[first:last], np.diff(indptr[first : last + 1]))
                 norm = k1 * (1 - b + b * dl / avgdl)
-                weights[lo:hi] = idf[terms[lo:hi]] * (tf * (k1 + 1)) / (tf + norm)
+                weights[lo:hi] = term_idf[terms[lo:hi]] * (tf * (k1 + 1)) / (tf + norm)
         by_passage = scipy.sparse.csc_matrix((weights, terms, indptr), shape=(n_terms, size))
-        return cls(analyzer=analyzer, k1=k1, b=b, vocabulary=vocabulary, weights=by_passage.tocsr())
+        return cls(
+            analyzer=analyzer,
+            k1=k1,
+            b=b,
+            idf=idf,
+            vocabulary=vocabulary,
+            weights=by_passage.tocsr(),
+        )
 
     def __len__(self) -> int:
         return self._size
@@ -132,49 +157,71 @@ class BM25Index:
             )
         return mask
 
-    def to_bytes(self) -> bytes:
-        buffer = io.BytesIO()
-        np.savez(
-            buffer,
-            format=np.int64(_FORMAT),
-            size=np.int64(self._size),
-            k1=np.float64(self.k1),
-            b=np.float64(self.b),
-            stem=np.bool_(self.analyzer.stem),
-            stopwords=np.bool_(self.analyzer.stopwords),
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The index as named arrays: what to_bytes stores, for a caller writing its own file."""
+        return {
+            "format": np.int64(_FORMAT),
+            "size": np.int64(self._size),
+            "k1": np.float64(self.k1),
+            "b": np.float64(self.b),
+            "idf": np.str_(self.idf),
+            "stem": np.bool_(self.analyzer.stem),
+            "stopwords": np.bool_(self.analyzer.stopwords),
             # Terms never contain a newline (the analyzer emits letters, digits, "-" and "."),
             # so the vocabulary travels as one UTF-8 blob in term-id order.
-            vocabulary=np.frombuffer("\n".join(self._vocabulary).encode("utf-8"), dtype=np.uint8),
-            indptr=self._indptr,
-            indices=self._indices,
-            data=self._data,
-        )
+            "vocabulary": np.frombuffer(
+                "\n".join(self._vocabulary).encode("utf-8"), dtype=np.uint8
+            ),
+            "indptr": self._indptr,
+            "indices": self._indices,
+            "data": self._data,
+        }
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez(buffer, **self.to_arrays())
         return buffer.getvalue()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> BM25Index:
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as stored:
-                if int(stored["format"]) != _FORMAT:
-                    raise BM25IndexError(
-                        f"BM25 index format {int(stored['format'])} is not supported "
-                        f"(expected {_FORMAT}); rebuild the index."
-                    )
-                size = int(stored["size"])
-                blob = stored["vocabulary"].tobytes().decode("utf-8")
-                terms = blob.split("\n") if blob else []
-                weights = scipy.sparse.csr_matrix(
-                    (stored["data"], stored["indices"], stored["indptr"]),
-                    shape=(len(terms), size),
+                return cls.from_arrays(stored)
+        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+            if isinstance(exc, BM25IndexError):
+                raise
+            raise BM25IndexError(f"These bytes are not a stored BM25 index ({exc}).") from exc
+
+    @classmethod
+    def from_arrays(cls, stored: Mapping[str, np.ndarray]) -> BM25Index:
+        """The index from to_arrays' arrays (an open npz file, or a dict)."""
+        try:
+            if int(stored["format"]) != _FORMAT:
+                raise BM25IndexError(
+                    f"BM25 index format {int(stored['format'])} is not supported "
+                    f"(expected {_FORMAT}); rebuild the index."
                 )
-                analyzer = Analyzer(stem=bool(stored["stem"]), stopwords=bool(stored["stopwords"]))
-                k1, b = float(stored["k1"]), float(stored["b"])
+            size = int(stored["size"])
+            blob = stored["vocabulary"].tobytes().decode("utf-8")
+            terms = blob.split("\n") if blob else []
+            weights = scipy.sparse.csr_matrix(
+                (stored["data"], stored["indices"], stored["indptr"]),
+                shape=(len(terms), size),
+            )
+            analyzer = Analyzer(stem=bool(stored["stem"]), stopwords=bool(stored["stopwords"]))
+            k1, b = float(stored["k1"]), float(stored["b"])
+            # Indexes stored before the Lucene IDF existed were all built with Okapi's.
+            idf = str(stored["idf"]) if "idf" in stored else "okapi"
         except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             if isinstance(exc, BM25IndexError):
                 raise
             raise BM25IndexError(f"These bytes are not a stored BM25 index ({exc}).") from exc
         vocabulary = {term: position for position, term in enumerate(terms)}
-        return cls(analyzer=analyzer, k1=k1, b=b, vocabulary=vocabulary, weights=weights)
+        if idf not in IDF_KINDS:
+            raise BM25IndexError(
+                f"These bytes name an unknown BM25 idf {idf!r}; rebuild the index."
+            )
+        return cls(analyzer=analyzer, k1=k1, b=b, idf=idf, vocabulary=vocabulary, weights=weights)
 
 
 def _count_terms(
@@ -224,6 +271,11 @@ def _put(buffer: np.ndarray, used: int, values: np.ndarray) -> np.ndarray:
         buffer = grown
     buffer[used:needed] = values
     return buffer
+
+
+def _lucene_idf(df: np.ndarray, size: int) -> np.ndarray:
+    """Lucene BM25Similarity's IDF: ln(1 + (N - df + 0.5) / (df + 0.5)), always positive."""
+    return np.log1p((size - df + 0.5) / (df + 0.5))
 
 
 def _okapi_idf(df: np.ndarray, size: int) -> np.ndarray:

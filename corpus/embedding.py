@@ -13,7 +13,7 @@ import io
 import os
 import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,11 +31,23 @@ os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 DEFAULT_MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 _FORMAT = 1
+VECTOR_PRECISIONS = ("float32", "float16")
 # Folders of other inference backends (ONNX, OpenVINO) are never loaded by the torch backend, so
 # they do not count towards the model version; skipping them also avoids hashing extra weights.
 _OTHER_BACKENDS = frozenset({"onnx", "openvino"})
 # Query blocks of search_many are sized so one block's score matrix stays near 32 MB.
 _SCORES_PER_BLOCK = 8_000_000
+
+
+def texts_to_encode(texts: Sequence[str]) -> list[str]:
+    """The texts as a list, refusing a lone string (it would be encoded character by
+    character) and anything that is not text. Every encoder checks its input this way."""
+    if isinstance(texts, str):
+        raise TypeError("encode() takes a sequence of texts, not a single string.")
+    texts = list(texts)
+    if not all(isinstance(text, str) for text in texts):
+        raise TypeError("encode() takes texts (str) only.")
+    return texts
 
 
 class ModelNotFoundError(Exception):
@@ -74,9 +86,14 @@ def default_model_path() -> Path:
 class Encoder:
     """Encodes texts with a sentence-transformers model loaded once per process and folder."""
 
-    def __init__(self, model_path: str | Path | None = None, *, batch_size: int = 32) -> None:
+    def __init__(
+        self, model_path: str | Path | None = None, *, batch_size: int = 32, threads: int = 0
+    ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}.")
+        # torch's intra-op threads for this process (0: torch's default, one per core); a
+        # worker that shares its cores with web processes may cap them.
+        self.threads = threads
         path = Path(model_path) if model_path is not None else default_model_path()
         _check_model_folder(path)
         self.model_path = path.resolve()
@@ -93,14 +110,15 @@ class Encoder:
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised float32 vectors, one row per text, in input order."""
-        if isinstance(texts, str):
-            raise TypeError("encode() takes a sequence of texts, not a single string.")
-        texts = list(texts)
-        if not all(isinstance(text, str) for text in texts):
-            raise TypeError("encode() takes texts (str) only.")
+        texts = texts_to_encode(texts)
         model, info = _load(self.model_path)
         if not texts:
             return np.zeros((0, info.dimension), dtype=np.float32)
+        if self.threads:
+            import torch
+
+            if torch.get_num_threads() != self.threads:
+                torch.set_num_threads(self.threads)
         # One call for all texts: the library batches and sorts by length itself, so any
         # per-text work here would only make us slower than calling it directly.
         vectors = model.encode(
@@ -114,9 +132,19 @@ class Encoder:
 
 
 class VectorIndex:
-    """Exact cosine top-k over normalised vectors of one model."""
+    """Exact cosine top-k over normalised vectors of one model.
 
-    def __init__(self, vectors: np.ndarray, *, info: ModelInfo) -> None:
+    Search always runs on float32. ``stored="float16"`` halves the stored artefact (the vectors
+    are rounded to float16 when written and widened again when loaded): on Cranfield's MiniLM
+    vectors the top 10 of every query was the same set (benchmarks/float16_vectors.py).
+    """
+
+    def __init__(self, vectors: np.ndarray, *, info: ModelInfo, stored: str = "float32") -> None:
+        if stored not in VECTOR_PRECISIONS:
+            raise VectorIndexError(
+                f"Vectors are stored as {' or '.join(VECTOR_PRECISIONS)}, not {stored!r}."
+            )
+        self.stored = stored
         vectors = np.asarray(vectors)
         if vectors.ndim != 2 or vectors.shape[1] != info.dimension:
             raise VectorIndexError(
@@ -181,38 +209,54 @@ class VectorIndex:
             )
         return np.flatnonzero(mask)
 
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The index as named arrays: what to_bytes stores, for a caller writing its own file."""
+        return {
+            "format": np.int64(_FORMAT),
+            "vectors": self.vectors.astype(np.float16)
+            if self.stored == "float16"
+            else self.vectors,
+            "name": np.str_(self.info.name),
+            "version": np.str_(self.info.version),
+            "dimension": np.int64(self.info.dimension),
+        }
+
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
-        np.savez(
-            buffer,
-            format=np.int64(_FORMAT),
-            vectors=self.vectors,
-            name=np.str_(self.info.name),
-            version=np.str_(self.info.version),
-            dimension=np.int64(self.info.dimension),
-        )
+        np.savez(buffer, **self.to_arrays())
         return buffer.getvalue()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> VectorIndex:
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as stored:
-                if int(stored["format"]) != _FORMAT:
-                    raise VectorIndexError(
-                        f"Vector index format {int(stored['format'])} is not supported "
-                        f"(expected {_FORMAT}); rebuild the index."
-                    )
-                info = ModelInfo(
-                    name=str(stored["name"]),
-                    version=str(stored["version"]),
-                    dimension=int(stored["dimension"]),
+                return cls.from_arrays(stored)
+        except VectorIndexError:
+            raise
+        except (OSError, ValueError, zipfile.BadZipFile) as exc:
+            raise VectorIndexError(f"These bytes are not a stored vector index ({exc}).") from exc
+
+    @classmethod
+    def from_arrays(cls, stored: Mapping[str, np.ndarray]) -> VectorIndex:
+        """The index from to_arrays' arrays (an open npz file, or a dict)."""
+        try:
+            if int(stored["format"]) != _FORMAT:
+                raise VectorIndexError(
+                    f"Vector index format {int(stored['format'])} is not supported "
+                    f"(expected {_FORMAT}); rebuild the index."
                 )
-                vectors = stored["vectors"]
+            info = ModelInfo(
+                name=str(stored["name"]),
+                version=str(stored["version"]),
+                dimension=int(stored["dimension"]),
+            )
+            vectors = stored["vectors"]
         except VectorIndexError:
             raise
         except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             raise VectorIndexError(f"These bytes are not a stored vector index ({exc}).") from exc
-        return cls(vectors, info=info)
+        precision = "float16" if vectors.dtype == np.float16 else "float32"
+        return cls(vectors, info=info, stored=precision)
 
 
 _models: dict[Path, tuple[Any, ModelInfo]] = {}

@@ -167,8 +167,40 @@ class RetrieverForm(forms.Form):
     )
     stem = forms.BooleanField(required=False, label="BM25: stem words (Snowball)")
     stopwords = forms.BooleanField(required=False, label="BM25: drop English stopwords")
+    title = forms.BooleanField(
+        required=False,
+        label="BM25: index the document title with each passage",
+        help_text="As BEIR and Pyserini index title + text.",
+    )
     k1 = forms.FloatField(initial=0.9, min_value=0, required=False, label="BM25 k1")
     b = forms.FloatField(initial=0.4, min_value=0, max_value=1, required=False, label="BM25 b")
+    idf = forms.ChoiceField(
+        required=False,
+        initial="lucene",
+        label="BM25 IDF",
+        choices=[
+            ("lucene", "Lucene (Pyserini, BEIR, bm25s): ln(1 + (N - df + 0.5) / (df + 0.5))"),
+            ("okapi", "Okapi (rank-bm25): ln((N - df + 0.5) / (df + 0.5)), floored"),
+        ],
+    )
+    vectors = forms.ChoiceField(
+        required=False,
+        initial="float32",
+        label="Embedding: store vectors as",
+        choices=[
+            ("float32", "float32"),
+            ("float16", "float16: half the stored size, the same top 10 on Cranfield"),
+        ],
+    )
+    backend = forms.ChoiceField(
+        required=False,
+        label="Embedding: encoder",
+        choices=[
+            ("", "the deployment's default"),
+            ("torch", "torch (sentence-transformers, float32)"),
+            ("onnx-int8", "int8 ONNX build of the same model (faster; a model version of its own)"),
+        ],
+    )
     model_path = forms.CharField(
         required=False,
         max_length=500,
@@ -243,8 +275,8 @@ class RetrieverForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        for name in ("k1", "b"):
-            if data.get(name) is None and name not in self.errors:
+        for name in ("k1", "b", "idf", "vectors"):
+            if data.get(name) in (None, "") and name not in self.errors:
                 data[name] = self.fields[name].initial
         if data.get("kind") == RetrieverKind.HTTP:
             try:
@@ -256,6 +288,7 @@ class RetrieverForm(forms.Form):
     def service_arguments(self) -> dict:
         """The keyword arguments of `corpus.services.retrieval.add_retriever`."""
         data = dict(self.cleaned_data)
+        data["backend"] = data.get("backend") or None
         http = {name: data.pop(name, None) for name in HTTP_FIELDS}
         if data["kind"] != RetrieverKind.HTTP:
             return data

@@ -566,7 +566,11 @@ class Index(models.Model):
     model_name = models.CharField(max_length=200, blank=True)
     model_version = models.CharField(max_length=100, blank=True)
     dimension = models.PositiveIntegerField(null=True, blank=True)
-    artifact = models.BinaryField(default=b"", editable=False)
+    # The artefact is a file in the "artifacts" storage (corpus.services.artifacts); the row
+    # keeps where it is and what it must hash to.
+    artifact_name = models.CharField(max_length=500, blank=True, editable=False)
+    artifact_size = models.BigIntegerField(default=0, editable=False)
+    artifact_sha256 = models.CharField(max_length=64, blank=True, editable=False)
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -593,3 +597,44 @@ class EmbeddingCache(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_version} {self.text_hash}"
+
+
+class IndexManifest(models.Model):
+    """What the team's index holds, uploaded for one retriever (`corpus.manifests`' format)."""
+
+    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="manifests")
+    file_name = models.CharField(max_length=255)
+    sha256 = models.CharField(max_length=64)
+    rows = models.PositiveIntegerField(default=0)
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-uploaded_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.retriever} manifest {self.pk}"
+
+
+class IndexManifestRow(models.Model):
+    """One indexed chunk (or document) of a manifest, as the file gave it."""
+
+    manifest = models.ForeignKey(IndexManifest, on_delete=models.CASCADE, related_name="entries")
+    line = models.PositiveIntegerField()
+    doc_id = models.CharField(max_length=255)
+    version = models.PositiveIntegerField(null=True)
+    content_sha256 = models.CharField(max_length=64, blank=True)
+    start = models.PositiveIntegerField(null=True)
+    end = models.PositiveIntegerField(null=True)
+    indexed_at = models.DateTimeField()
+    embedding_model = models.CharField(max_length=200)
+    embedding_revision = models.CharField(max_length=200, blank=True)
+    dimension = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["manifest", "doc_id"], name="manifest_row_doc")]
+
+    def __str__(self) -> str:
+        return f"{self.doc_id} (line {self.line})"

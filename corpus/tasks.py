@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from corpus import jobs
-from corpus.services import documents, retrieval
+from corpus.services import documents, manifests, retrieval
 
 # A database that went away mid-job is retried; the job's own errors finish it (jobs.run).
 RETRY = {
@@ -27,6 +27,11 @@ def chunk_corpus(job_id: int) -> None:
 @shared_task(**RETRY)
 def build_index(job_id: int) -> None:
     jobs.run(job_id, retrieval.run_index_build)
+
+
+@shared_task(**RETRY)
+def import_manifest(job_id: int) -> None:
+    jobs.run(job_id, manifests.run_manifest_import)
 
 
 @shared_task(acks_late=True)

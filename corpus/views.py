@@ -348,11 +348,7 @@ STALE_SHOWN = 20
 @require_GET
 def list_retrievers(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug)
-    retrievers = list(
-        access.project.retrievers.select_related("scheme", "active_index").defer(
-            "active_index__artifact"
-        )
-    )
+    retrievers = list(access.project.retrievers.select_related("scheme", "active_index"))
     for retriever in retrievers:
         if retriever.active_index is not None:
             retriever.visible_passages = retrieval.visible_passage_count(
@@ -393,7 +389,7 @@ def add_retriever(request: HttpRequest, slug: str) -> HttpResponse:
 def show_retriever(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
     access = project_access(request.user, slug)
     retriever = get_object_or_404(
-        Retriever.objects.select_related("scheme", "active_index").defer("active_index__artifact"),
+        Retriever.objects.select_related("scheme", "active_index"),
         project=access.project,
         pk=retriever_id,
     )

@@ -4,12 +4,18 @@ admin bypasses every access-group check, so it shows metadata, never file conten
 from django.contrib import admin
 
 from evaluation.models import (
+    BuildEvaluationStart,
     EvaluationReport,
     EvaluationRun,
     GoldSet,
     GoldSetFile,
+    IndexEvaluation,
+    IndexHealthCheck,
+    IndexHealthReport,
+    IndexHealthThresholds,
     PermissionReplay,
     PermissionReplayRun,
+    ProductionReport,
 )
 
 
@@ -73,4 +79,52 @@ class PermissionReplayRunAdmin(ReadOnlyAdmin):
 class EvaluationReportAdmin(ReadOnlyAdmin):
     list_display = ["gold_set", "key", "created_at"]
     fields = ["gold_set", "key", "choice", "created_at"]
+    readonly_fields = fields
+
+
+@admin.register(IndexHealthThresholds)
+class IndexHealthThresholdsAdmin(admin.ModelAdmin):
+    list_display = ["project", "max_stale", "max_lag_days", "fail_on_model_mix", "max_crowding"]
+
+
+@admin.register(IndexHealthCheck)
+class IndexHealthCheckAdmin(ReadOnlyAdmin):
+    list_display = ["retriever", "checked_at", "stale_share", "lag_oldest_days", "notified"]
+    list_filter = ["project"]
+    fields = [
+        "project", "retriever", "checked_at", "source", "stale_share", "lag_p95_days",
+        "lag_oldest_days", "mixed_models", "crossed", "notified",
+    ]  # fmt: skip
+    readonly_fields = fields
+
+
+@admin.register(IndexEvaluation)
+class IndexEvaluationAdmin(ReadOnlyAdmin):
+    list_display = ["retriever", "built_at", "gold_set", "change", "k"]
+    fields = ["retriever", "gold_set", "built_at", "change", "scheme", "model", "k", "metrics"]
+    readonly_fields = fields
+
+
+@admin.register(BuildEvaluationStart)
+class BuildEvaluationStartAdmin(ReadOnlyAdmin):
+    list_display = ["retriever", "built_at", "job", "created_at"]
+    fields = list_display
+    readonly_fields = fields
+
+
+@admin.register(IndexHealthReport)
+class IndexHealthReportAdmin(ReadOnlyAdmin):
+    """Metadata only: the report names documents an access group may hide."""
+
+    list_display = ["retriever", "key", "source", "created_at"]
+    fields = list_display
+    readonly_fields = fields
+
+
+@admin.register(ProductionReport)
+class ProductionReportAdmin(ReadOnlyAdmin):
+    """Metadata only: the report quotes passages an access group may hide."""
+
+    list_display = ["sample", "key", "created_at"]
+    fields = list_display
     readonly_fields = fields

@@ -2,7 +2,9 @@
 
 The bundle is the contract with other tools (issue 6): ``gold.jsonl``, ``corpus.jsonl``,
 ``manifest.json`` (every other file with its SHA-256 and size), document-level ``qrels.trec``,
-``qrels-<scheme>.trec`` per chunking scheme, ``beir/`` and ``judgements.csv``. `evaluation.gold`
+``qrels-<scheme>.trec`` per chunking scheme, ``beir/``, ``judgements.csv`` and (since issue 17,
+optional) ``documents.jsonl``: every document's newest version as of finalising, without its
+text, for the index health checks. `evaluation.gold`
 reads it back; `evaluation.services.gold_sets` gathers the data from the database, calls
 `build_bundle` and stores what it returns. Byte for byte, the same input gives the same files.
 """
@@ -21,7 +23,7 @@ from typing import Any, Protocol
 from corpus.chunking import ChunkSpec, chunk_spans
 from corpus.spans import overlaps
 from evaluation.answergold import ANSWERS_GOLD_FILE
-from evaluation.gold import CORPUS_FILE, GOLD_FILE, MANIFEST_FILE
+from evaluation.gold import CORPUS_FILE, DOCUMENTS_FILE, GOLD_FILE, MANIFEST_FILE, DocumentState
 
 BUNDLE_FORMAT = "goldset-bundle"
 BUNDLE_FORMAT_VERSION = 1
@@ -116,6 +118,8 @@ class BundleInfo:
     created_at: datetime.datetime
     min_span_f1: float
     guideline_versions: Sequence[int] = ()
+    # Questions promoted from production samples: {question_id, trace_id, sample, rule, ...}.
+    production: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass
@@ -137,6 +141,7 @@ def build_bundle(
     schemes: Mapping[str, ChunkSpec],
     votes: Sequence[Vote],
     answers_gold: Sequence[dict[str, Any]] = (),
+    documents: Sequence[DocumentState] = (),
 ) -> Bundle:
     """Every file of a gold set's bundle (nothing is written anywhere).
 
@@ -188,6 +193,8 @@ def build_bundle(
     if answers_gold:
         # Reference facts and agreed answer grades (`evaluation.answergold` reads them back).
         files[ANSWERS_GOLD_FILE] = _jsonl(answers_gold)
+    if documents:
+        files[DOCUMENTS_FILE] = _jsonl(_document_line(document) for document in documents)
 
     answerable = sum(1 for q in questions if q.answerable)
     manifest: dict[str, Any] = {
@@ -238,6 +245,8 @@ def build_bundle(
             for name, content in sorted(files.items())
         },
     }
+    if info.production:
+        manifest["production_questions"] = [dict(item) for item in info.production]
     files[MANIFEST_FILE] = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
     return Bundle(files=files, manifest=manifest)
 
@@ -287,6 +296,20 @@ def _gold_line(question: QuestionRecord) -> dict[str, Any]:
             {"doc_id": doc_id, "start": start, "end": end, "version": version}
             for doc_id, version, start, end in question.judged
         ],
+    }
+
+
+def _document_line(document: DocumentState) -> dict[str, Any]:
+    modified = document.source_modified_at
+    return {
+        "doc_id": document.doc_id,
+        "version": document.version,
+        "content_hash": document.content_hash,
+        "source_modified_at": modified.isoformat() if modified is not None else None,
+        "searchable": document.searchable,
+        "duplicate_group": document.duplicate_group,
+        "extraction_flags": list(document.extraction_flags),
+        **({"canary": True} if document.canary else {}),
     }
 
 

@@ -19,6 +19,7 @@ from corpus.textfiles import cyclic_gc_paused
 from evaluation.answers_cli import add_parser as add_answers_parser
 from evaluation.compare import PERMUTATIONS, compare_runs
 from evaluation.gold import EvaluationInputError, Gold, load_gold
+from evaluation.health_cli import add_parser as add_health_parser
 from evaluation.metrics import COMPATS, MetricOptions, RunEvaluation, evaluate_run
 from evaluation.permissions_cli import add_parser as add_permissions_parser
 from evaluation.report import FORMATS, build_report, render
@@ -139,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
     add_permissions_parser(commands)
     add_answers_parser(commands)
+    add_health_parser(commands)
     return parser
 
 

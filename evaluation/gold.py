@@ -7,6 +7,7 @@ a span without offsets covers the whole document (document-level relevance).
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -28,8 +29,10 @@ from corpus.textfiles import (
 GOLD_FILE = "gold.jsonl"
 CORPUS_FILE = "corpus.jsonl"
 MANIFEST_FILE = "manifest.json"
+# Every document's newest version without its text (issue 17; older bundles lack it).
+DOCUMENTS_FILE = "documents.jsonl"
 # What a bundle is read from; its other files (judgements, agreement) are for people.
-READ_FILES = (GOLD_FILE, CORPUS_FILE, MANIFEST_FILE)
+READ_FILES = (GOLD_FILE, CORPUS_FILE, MANIFEST_FILE, DOCUMENTS_FILE)
 
 # A fuzzy re-anchoring below this similarity is more likely a different passage than an edited one
 # (`corpus.anchoring` documents the measure).
@@ -91,6 +94,22 @@ class CorpusDocument:
 
 
 @dataclass(frozen=True, slots=True)
+class DocumentState:
+    """A document as the index health checks compare an index with: its newest version
+    (``documents.jsonl``, written by `evaluation.bundle`)."""
+
+    doc_id: str
+    version: int
+    content_hash: str
+    source_modified_at: datetime.datetime | None
+    # Whether runs may return it: quality accepted, and not a hidden near-duplicate.
+    searchable: bool
+    duplicate_group: str | None = None
+    extraction_flags: tuple[str, ...] = ()
+    canary: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class UnanchoredSpan:
     """A span whose quote was not found in the newer version of its document."""
 
@@ -106,7 +125,11 @@ class Gold:
     corpus: dict[str, CorpusDocument] | None = None
     manifest: dict[str, Any] | None = None
     unanchored: list[UnanchoredSpan] = field(default_factory=list)
+    # Spans that pointed at an older version and were moved onto the newest one.
+    reanchored: int = 0
     source: Path | None = None
+    # Every document's newest version, when the bundle carries documents.jsonl.
+    documents: dict[str, DocumentState] | None = None
     # What the reader let pass but a user should know (repeated judgments), one line each.
     warnings: list[str] = field(default_factory=list)
 
@@ -169,8 +192,60 @@ def _read_bundle(files: Mapping[str, bytes], *, folder: Path | None) -> Gold:
         )
         _check_span_offsets(questions, versions, gold_path=gold_path)
         gold.corpus = {doc_id: by_version[-1] for doc_id, by_version in versions.items()}
-        gold.questions, gold.unanchored = _reanchor_to_newest(questions, gold.corpus)
+        gold.questions, gold.unanchored, gold.reanchored = _reanchor_to_newest(
+            questions, gold.corpus
+        )
+    if DOCUMENTS_FILE in files:
+        documents_path = where(DOCUMENTS_FILE)
+        gold.documents = _read_documents(
+            _decode(files[DOCUMENTS_FILE], path=documents_path), path=documents_path
+        )
     return gold
+
+
+def _read_documents(text: str, *, path: Path) -> dict[str, DocumentState]:
+    documents: dict[str, DocumentState] = {}
+    for number, record in _objects(text, path=path):
+        doc_id = read_doc_id(record, path=path, line=number, error=GoldFormatError)
+        version, digest = record.get("version"), record.get("content_hash")
+        modified, group = record.get("source_modified_at"), record.get("duplicate_group")
+        flags = record.get("extraction_flags") or []
+        searchable, canary = record.get("searchable", True), record.get("canary", False)
+        if not _is_int(version) or not isinstance(digest, str):
+            raise GoldFormatError(
+                "version must be an integer, content_hash a string", path=path, line=number
+            )
+        if not isinstance(searchable, bool) or not isinstance(canary, bool):
+            raise GoldFormatError(
+                "searchable and canary must be true or false", path=path, line=number
+            )
+        if not isinstance(flags, list) or not all(isinstance(flag, str) for flag in flags):
+            raise GoldFormatError(
+                "extraction_flags must be a list of strings", path=path, line=number
+            )
+        moment = None
+        if modified is not None:
+            try:
+                moment = datetime.datetime.fromisoformat(str(modified))
+            except ValueError:
+                raise GoldFormatError(
+                    f"source_modified_at {modified!r} is not an ISO 8601 time",
+                    path=path,
+                    line=number,
+                ) from None
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=datetime.UTC)
+        documents[doc_id] = DocumentState(
+            doc_id=doc_id,
+            version=version,
+            content_hash=digest,
+            source_modified_at=moment,
+            searchable=searchable,
+            duplicate_group=None if group is None else str(group),
+            extraction_flags=tuple(flags),
+            canary=canary,
+        )
+    return documents
 
 
 # --- reading lines ------------------------------------------------------------------------------
@@ -450,9 +525,11 @@ def _check_span_offsets(
 
 def _reanchor_to_newest(
     questions: dict[str, GoldQuestion], corpus: dict[str, CorpusDocument]
-) -> tuple[dict[str, GoldQuestion], list[UnanchoredSpan]]:
-    """Move spans that point at an older version onto the newest one (the one runs search)."""
+) -> tuple[dict[str, GoldQuestion], list[UnanchoredSpan], int]:
+    """Move spans that point at an older version onto the newest one (the one runs search);
+    the spans that could not be, and how many were moved."""
     unanchored: list[UnanchoredSpan] = []
+    moved_spans = 0
     moved: dict[str, GoldQuestion] = {}
     for question_id, question in questions.items():
         spans = []
@@ -466,11 +543,12 @@ def _reanchor_to_newest(
                 unanchored.append(UnanchoredSpan(question_id, span, document.version))
                 spans.append(span)
             else:
+                moved_spans += 1
                 spans.append(
                     span._replace(start=offsets[0], end=offsets[1], version=document.version)
                 )
         moved[question_id] = replace(question, spans=tuple(spans))
-    return moved, unanchored
+    return moved, unanchored, moved_spans
 
 
 def reanchor(span: GoldSpan, text: str) -> tuple[int, int] | None:

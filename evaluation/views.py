@@ -229,7 +229,7 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
         deltas=_deltas_shown(stored.content if stored else None, request.GET.get("reference")),
         job=None if stored else reports.pending_job(gold_set, choice),
         depth=evaluation_runs.evaluation_depth(project),
-        upload_form=UploadRunForm(),
+        upload_form=UploadRunForm(project=project),
         retriever_form=RetrieverRunForm(project=project),
     )
     return render(request, "evaluation/show_evaluation.html", context)
@@ -272,7 +272,7 @@ def upload_run(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespons
     access = project_access(request.user, slug, role=Role.LEAD)
     gold_set = _gold_set(access, gold_set_id)
     hidden = gold_set.hidden_document_count(request.user)
-    form = UploadRunForm(request.POST, request.FILES)
+    form = UploadRunForm(request.POST, request.FILES, project=access.project)
     if hidden:
         messages.error(request, _refusal(hidden))
     elif not form.is_valid():
@@ -288,6 +288,8 @@ def upload_run(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespons
                 file_name=upload.name,
                 data=upload.read(),
                 user=request.user,
+                retriever=form.cleaned_data["retriever"],
+                change=form.cleaned_data["change"],
             )
         except gold_sets.GoldSetError as error:
             messages.error(request, f"Nothing was stored. {error}")

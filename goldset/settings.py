@@ -4,11 +4,13 @@ Quickstart default: DEBUG on, a SQLite file, tasks run in-process. Production: s
 ALLOWED_HOSTS, DATABASE_URL and REDIS_URL; DEBUG defaults to off.
 """
 
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -166,6 +168,31 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 2**20
 DATA_UPLOAD_MAX_NUMBER_FILES = max(1000, 10 * GOLDSET_MAX_UPLOAD_FILES)
 
 GOLDSET_EMBEDDING_MODEL = os.environ.get("GOLDSET_EMBEDDING_MODEL", "")
+# New embedding retrievers encode with the int8 ONNX build of the model ("onnx-int8",
+# corpus/onnx_encoder.py, built on first use into the cache folder; measured 1.9-2.5x torch with
+# the same Cranfield nDCG@10) or the torch model itself ("torch").
+GOLDSET_EMBEDDING_BACKEND = os.environ.get("GOLDSET_EMBEDDING_BACKEND", "onnx-int8")
+# Encoder threads per process (0: one per core). Index-build workers run best at a lower CPU
+# priority instead (`nice -n 10 celery worker`, README "Running on more than one machine").
+GOLDSET_ENCODER_THREADS = int(os.environ.get("GOLDSET_ENCODER_THREADS", "0"))
+GOLDSET_MODEL_CACHE_DIR = Path(os.environ.get("GOLDSET_MODEL_CACHE_DIR", BASE_DIR / ".model-cache"))
+
+# Index artifacts (corpus.services.artifacts): a folder by default; any Django storage backend
+# with GOLDSET_ARTIFACT_STORAGE (e.g. storages.backends.s3.S3Storage from django-storages) and
+# its options as JSON in GOLDSET_ARTIFACT_STORAGE_OPTIONS. Every web and worker process of one
+# deployment must see the same storage: workers write indexes, web processes read them.
+GOLDSET_ARTIFACT_DIR = Path(os.environ.get("GOLDSET_ARTIFACT_DIR", BASE_DIR / "artifacts"))
+_ARTIFACT_BACKEND = os.environ.get(
+    "GOLDSET_ARTIFACT_STORAGE", "django.core.files.storage.FileSystemStorage"
+)
+_ARTIFACT_OPTIONS = json.loads(os.environ.get("GOLDSET_ARTIFACT_STORAGE_OPTIONS", "{}") or "{}")
+if _ARTIFACT_BACKEND == "django.core.files.storage.FileSystemStorage":
+    _ARTIFACT_OPTIONS.setdefault("location", str(GOLDSET_ARTIFACT_DIR))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "artifacts": {"BACKEND": _ARTIFACT_BACKEND, "OPTIONS": _ARTIFACT_OPTIONS},
+}
 
 # The HTTP retriever calls only these hosts (comma-separated: names, *.domain, addresses or
 # networks, each with an optional :port). Loopback, link-local and private addresses are called
@@ -196,6 +223,13 @@ elif LOCAL_WORKER:
 else:
     CELERY_BROKER_URL = "memory://localhost//"
 CELERY_RESULT_BACKEND = None
+# Queues per job kind: with GOLDSET_BUILD_QUEUE set (docker-compose: "builds"), index builds go
+# to that queue, served by workers of their own (started with `-Q builds`, at a lower CPU
+# priority), so a long MiniLM build never delays pooling, imports or evaluation runs on the
+# default queue. Unset: one queue for every job.
+GOLDSET_BUILD_QUEUE = os.environ.get("GOLDSET_BUILD_QUEUE", "")
+if GOLDSET_BUILD_QUEUE:
+    CELERY_TASK_ROUTES = {"corpus.tasks.build_index": {"queue": GOLDSET_BUILD_QUEUE}}
 CELERY_TASK_ALWAYS_EAGER = not (REDIS_URL or LOCAL_WORKER)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
@@ -205,10 +239,61 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+# The weekly sample (labelling.tasks.draw_weekly_samples): Monday 06:00 UTC by default
+# (crontab day of week: 0 = Sunday). Emails link to GOLDSET_SITE_URL.
+GOLDSET_SAMPLE_WEEKDAY = os.environ.get("GOLDSET_SAMPLE_WEEKDAY", "1")
+GOLDSET_SAMPLE_HOUR = os.environ.get("GOLDSET_SAMPLE_HOUR", "6")
+GOLDSET_SITE_URL = os.environ.get("GOLDSET_SITE_URL", "http://localhost:8000")
 # `celery -A goldset beat` re-queues jobs whose message was lost or whose worker died.
+# It also runs the daily index health check (issue 17), which records history and emails alerts,
+# and, every minute, starts the evaluation of each new index build on the newest gold set.
+# And it draws the production sample of every active sampling rule once a week.
 CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {"task": "corpus.tasks.reconcile_jobs", "schedule": 60.0},
+    "check-index-health": {"task": "evaluation.tasks.check_index_health", "schedule": 86400.0},
+    "evaluate-index-builds": {"task": "evaluation.tasks.evaluate_index_builds", "schedule": 60.0},
+    "weekly-production-samples": {
+        "task": "labelling.tasks.draw_weekly_samples",
+        "schedule": crontab(
+            minute="0", hour=GOLDSET_SAMPLE_HOUR, day_of_week=GOLDSET_SAMPLE_WEEKDAY
+        ),
+    },
+    "purge-expired-traces": {
+        "task": "labelling.tasks.purge_expired_traces",
+        "schedule": crontab(minute="30", hour="3"),
+    },
 }
+
+# Production traces (labelling/services/traces.py): kept this many days unless a sample holds
+# them (0: forever); the endpoint's body cap, batch cap and per-token request rate.
+GOLDSET_TRACE_RETENTION_DAYS = int(os.environ.get("GOLDSET_TRACE_RETENTION_DAYS", "180"))
+GOLDSET_TRACE_MAX_BODY_BYTES = int(os.environ.get("GOLDSET_TRACE_MAX_BODY_BYTES", str(5 * 2**20)))
+GOLDSET_TRACE_MAX_BATCH = int(os.environ.get("GOLDSET_TRACE_MAX_BATCH", "1000"))
+GOLDSET_TRACE_REQUESTS_PER_MINUTE = int(os.environ.get("GOLDSET_TRACE_REQUESTS_PER_MINUTE", "600"))
+
+# The cache holds the endpoint's rate counters: Redis when there is one, so every web replica
+# counts the same requests; the process's memory otherwise (the quickstart, one process).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "goldset",
+        }
+    }
+
+# Alert emails (index health). Unset in development: printed to the console.
+EMAIL_BACKEND = os.environ.get(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend"
+    if os.environ.get("EMAIL_HOST")
+    else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "goldset@localhost")
+# Links in emails: the site's address as users reach it (no trailing slash).
+GOLDSET_BASE_URL = os.environ.get("GOLDSET_BASE_URL", "").rstrip("/")
 
 # Security. Cookies are secure whenever DEBUG is off; the CSP is enforced, never report-only.
 SESSION_COOKIE_HTTPONLY = True

@@ -29,9 +29,18 @@ from labelling.models import (
     Resolution,
     RunResult,
     Span,
+    SpanRecheck,
     Verdict,
 )
 from labelling.services import assignments as services
+from labelling.trace_models import (
+    ApiToken,
+    PromotedQuestion,
+    Sample,
+    SampledTrace,
+    SamplingRule,
+    Trace,
+)
 
 
 @admin.register(QuestionSet)
@@ -133,6 +142,25 @@ class ResolutionAdmin(admin.ModelAdmin):
 class SpanAdmin(admin.ModelAdmin):
     list_display = ["version", "start", "end", "judgement", "resolution"]
     raw_id_fields = ["version", "judgement", "resolution"]
+
+
+@admin.register(SpanRecheck)
+class SpanRecheckAdmin(admin.ModelAdmin):
+    """Readable, never editable (its history is in `Change`); the quote, document text that the
+    admin would show past every access group, is left out."""
+
+    list_display = ["span", "outcome", "version", "start", "end", "made_by", "made_at"]
+    fields = ["span", "outcome", "version", "start", "end", "made_by", "made_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 @admin.register(Change)
@@ -313,3 +341,40 @@ class AnswerResolutionAdmin(admin.ModelAdmin):
 class ClaimEvidenceAdmin(admin.ModelAdmin):
     list_display = ["claim", "version", "start", "end"]
     raw_id_fields = ["claim", "version"]
+
+
+# The production loop (labelling/trace_models.py). Read-mostly: traces come from the team's
+# system, tokens are made on the project's token page (the secret is never stored).
+@admin.register(Trace)
+class TraceAdmin(admin.ModelAdmin):
+    list_display = ["trace_id", "project", "occurred_at", "thumb", "refused"]
+    list_filter = ["has_unknown_documents"]
+    search_fields = ["trace_id"]
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "project", "prefix", "created_at", "expires_at", "revoked_at"]
+    readonly_fields = ["digest", "prefix"]
+
+
+@admin.register(SamplingRule)
+class SamplingRuleAdmin(admin.ModelAdmin):
+    list_display = ["name", "version", "project", "strategy", "size", "active"]
+
+
+@admin.register(Sample)
+class SampleAdmin(admin.ModelAdmin):
+    list_display = ["pk", "project", "rule", "window_end", "population", "question_set"]
+
+
+@admin.register(SampledTrace)
+class SampledTraceAdmin(admin.ModelAdmin):
+    list_display = ["sample", "trace", "stratum", "inclusion_probability"]
+    raw_id_fields = ["sample", "trace", "question"]
+
+
+@admin.register(PromotedQuestion)
+class PromotedQuestionAdmin(admin.ModelAdmin):
+    list_display = ["question", "sampled_trace", "promoted_at"]
+    raw_id_fields = ["question", "sampled_trace"]

@@ -23,6 +23,7 @@ from labelling.models import Pool, PoolState, QuestionSet, VerdictOutcome
 from labelling.services.guidelines import MAX_GUIDELINE_CHARS
 from labelling.services.judgements import GRADES, clamp_seconds
 from labelling.services.pools import MAX_DEPTH
+from labelling.services.recheck import OUTCOMES as RECHECK_OUTCOMES
 
 User = get_user_model()
 
@@ -567,3 +568,21 @@ class AnswerReviewPlanForm(forms.Form):
         self.fields["labellers"].queryset = User.objects.filter(
             memberships__project_id=question_set.project_id, is_active=True
         ).order_by("username")
+
+
+class RecheckForm(forms.Form):
+    """A labeller's answer for their span on a changed document (the Re-check page)."""
+
+    outcome = forms.ChoiceField(
+        choices=[(o, o) for o in RECHECK_OUTCOMES],
+        error_messages={
+            "required": "Choose: confirm, mark again, or the evidence is gone.",
+            "invalid_choice": "Choose: confirm, mark again, or the evidence is gone.",
+        },
+    )
+    start = OptionalWholeNumberField(meaning="start of the selection")
+    end = OptionalWholeNumberField(meaning="end of the selection")
+    quote = TextAsSentField()
+
+    def first_problem(self) -> str:
+        return next(iter(self.errors.values()))[0]

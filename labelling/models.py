@@ -565,6 +565,7 @@ class ChangeSubject(models.TextChoices):
     JUDGEMENT = "judgement", "Judgement"
     VERDICT = "verdict", "Verdict"
     ASSIGNMENT = "assignment", "Assignment"
+    RECHECK = "recheck", "Re-check of evidence on a changed document"
 
 
 class Change(models.Model):
@@ -636,3 +637,14 @@ class Resolution(models.Model):
 
     def __str__(self) -> str:
         return f"resolution of {self.question} {self.candidate or 'verdict'}"
+
+
+# The production loop's rows and the Re-check answers live in their own modules; named here so
+# Django finds them.
+from labelling.recheck_models import SpanRecheck as SpanRecheck  # noqa: E402
+from labelling.trace_models import ApiToken as ApiToken  # noqa: E402
+from labelling.trace_models import PromotedQuestion as PromotedQuestion  # noqa: E402
+from labelling.trace_models import Sample as Sample  # noqa: E402
+from labelling.trace_models import SampledTrace as SampledTrace  # noqa: E402
+from labelling.trace_models import SamplingRule as SamplingRule  # noqa: E402
+from labelling.trace_models import Trace as Trace  # noqa: E402

@@ -147,3 +147,49 @@ urlpatterns += [
         name="edit-reference-answer",
     ),
 ]
+
+# A labeller's spans on changed documents (labelling/views/recheck.py) -----------------------
+from labelling.views import recheck  # noqa: E402
+
+urlpatterns += [
+    path("p/<slug:slug>/recheck/", recheck.show_recheck, name="show-recheck"),
+    path("p/<slug:slug>/recheck/<int:span_id>/", recheck.remark_span, name="remark-span"),
+    path(
+        "p/<slug:slug>/recheck/<int:span_id>/answer/",
+        recheck.answer_recheck,
+        name="answer-recheck",
+    ),
+]
+
+# Production traces (labelling/views/traces.py) -------------------------------------------
+from labelling.views import traces  # noqa: E402
+
+urlpatterns += [
+    # Token requests only, from the team's system: no trailing slash, as APIs are called.
+    path("api/p/<slug:slug>/traces", traces.receive_traces, name="receive-traces"),
+    path("p/<slug:slug>/traces/", traces.list_traces, name="list-traces"),
+    path("p/<slug:slug>/traces/tokens/", traces.list_api_tokens, name="list-api-tokens"),
+    path(
+        "p/<slug:slug>/traces/tokens/<int:token_id>/revoke/",
+        traces.revoke_api_token,
+        name="revoke-api-token",
+    ),
+]
+
+# Sampling rules and samples (labelling/views/samples.py) ---------------------------------
+from labelling.views import samples  # noqa: E402
+
+urlpatterns += [
+    path("p/<slug:slug>/samples/", samples.list_sampling_rules, name="list-sampling-rules"),
+    path(
+        "p/<slug:slug>/samples/rules/<int:rule_id>/draw/",
+        samples.draw_sample,
+        name="draw-sample",
+    ),
+    path("p/<slug:slug>/samples/<int:sample_id>/", samples.show_sample, name="show-sample"),
+    path(
+        "p/<slug:slug>/samples/<int:sample_id>/dismiss/",
+        samples.dismiss_sample,
+        name="dismiss-sample",
+    ),
+]

@@ -12,6 +12,7 @@ from django.apps import apps
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 
 from corpus import jobs
 from corpus.models import AccessGroup, Document, DuplicateGroup, Job, Membership, PermissionProfile
@@ -21,6 +22,9 @@ from evaluation.services.gold_sets import finalise_gold_set
 from labelling.models import AnswerAssignment, Assignment, Candidate, Span
 from labelling.services.answer_review import plan_answer_review
 from labelling.services.answers import import_answers
+from labelling.services.sampling import check_rule, save_sampling_rule
+from labelling.services.traces import create_api_token
+from labelling.trace_models import Sample
 from tests.factories import (
     POLICY_TEXT,
     MembershipFactory,
@@ -42,6 +46,10 @@ OPEN_URLS = {
     "corpus:accept-invitation",
     "favicon",
 }
+# Called by the team's system with a project API token, never a session: anonymous and
+# session requests get 401 (after the CSRF check), tested in tests/labelling/test_trace_intake.py
+# and below.
+TOKEN_URLS = {"labelling:receive-traces"}
 # What the open URLs that take arguments are requested with (a link that does not work).
 OPEN_URL_KWARGS = {"corpus:accept-invitation": {"uidb64": "MQ", "token": "not-a-token"}}
 
@@ -95,6 +103,17 @@ def world(prefix: str) -> dict:
         question_set=question_set, data=json.dumps(answer_line), run_name="rag"
     ).run
     plan_answer_review(run=answer_run, labellers=[people["ann"]], double_share=0)
+    api_token, _ = create_api_token(project=project, user=people["admin"], name="bot")
+    rule = save_sampling_rule(
+        project=project,
+        user=people["lead"],
+        name="weekly",
+        spec=check_rule(filters={}, strategy="uniform", size=5),
+    )
+    sample = Sample.objects.create(
+        project=project, rule=rule, window_start=timezone.now(), window_end=timezone.now(),
+        population=0,
+    )  # fmt: skip
     return {
         "project": project,
         "people": people,
@@ -121,6 +140,9 @@ def world(prefix: str) -> dict:
             "run_id": run.pk,
             "profile_id": profile.pk,
             "replay_id": replay.pk,
+            "token_id": api_token.pk,
+            "rule_id": rule.pk,
+            "sample_id": sample.pk,
             "membership_id": Membership.objects.get(project=project, user=people["ann"]).pk,
             "access_group_id": AccessGroup.objects.get(project=project, name="hr-confidential").pk,
             "answer_assignment_id": AnswerAssignment.objects.get(answer__run=answer_run).pk,
@@ -146,7 +168,7 @@ def worlds(db, monkeypatch):
 
 def routes():
     for name, pattern in url_patterns():
-        if name not in OPEN_URLS:
+        if name not in OPEN_URLS | TOKEN_URLS:
             yield name, re.findall(r"<(?:\w+:)?(\w+)>", str(pattern.pattern))
 
 
@@ -193,6 +215,21 @@ def test_object_ids_of_another_project_get_404(worlds):
         for method in ("get", "post"):
             response = getattr(admin, method)(reverse(name, kwargs=ids))
             assert response.status_code in (404, 405), (name, method, response.status_code)
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize("role", [None, "ann", "admin"])
+def test_token_urls_refuse_anonymous_and_session_requests(worlds, role):
+    a, b = worlds
+    client = login(b["people"][role]) if role else Client()
+    own = login(a["people"]["admin"])
+    before = snapshot()
+    for name in TOKEN_URLS:
+        url = reverse(name, kwargs={"slug": a["ids"]["slug"]})
+        for browser in (client, own):
+            for method in ("get", "post"):
+                response = getattr(browser, method)(url)
+                assert response.status_code == 401, (name, method, response.status_code)
     assert snapshot() == before
 
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from labelling.models import Judgement
 from tests import test_access_matrix
-from tests.test_access_matrix import OPEN_URL_KWARGS, OPEN_URLS, routes, snapshot
+from tests.test_access_matrix import OPEN_URL_KWARGS, OPEN_URLS, TOKEN_URLS, routes, snapshot
 
 worlds = test_access_matrix.worlds  # the fixture: two projects with one of everything
 
@@ -24,6 +24,8 @@ def urls(ids: dict):
         yield name, reverse(name, kwargs={k: ids[k] for k in kwargs})
     for name in sorted(OPEN_URLS):
         yield name, reverse(name, kwargs=OPEN_URL_KWARGS.get(name))
+    for name in sorted(TOKEN_URLS):  # csrf_exempt for token requests only: a session is checked
+        yield name, reverse(name, kwargs={"slug": ids["slug"]})
 
 
 def browser_of(user) -> Client:

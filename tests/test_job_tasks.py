@@ -54,6 +54,10 @@ def test_every_job_kind_is_started_with_a_task_of_the_app_that_owns_it():
         "finalise_gold_set",
         "import_questions",
         "import_answers",
+        "import_manifest",
+        "index_evaluation",
+        "index_health_report",
+        "misses_report",
     }
     for kind, name in tasks.items():
         task = jobs.task_named(name)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import io
 import threading
-import zipfile
 from collections import Counter, OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -18,10 +15,11 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
-from corpus import jobs
+from corpus import indexfile, jobs
 from corpus.analysis import Analyzer
-from corpus.bm25 import BM25Index
-from corpus.embedding import Encoder, ModelNotFoundError, VectorIndex
+from corpus.bm25 import IDF_KINDS, BM25Index
+from corpus.embedding import VECTOR_PRECISIONS, Encoder, ModelNotFoundError, VectorIndex
+from corpus.indexfile import LoadedIndex
 from corpus.models import (
     AccessGroup,
     Chunk,
@@ -39,6 +37,9 @@ from corpus.models import (
     Retriever,
     RetrieverKind,
 )
+from corpus.onnx_encoder import BACKEND as ONNX_BACKEND
+from corpus.onnx_encoder import OnnxEncoder
+from corpus.services import artifacts
 from corpus.services.http_retrieval import check_endpoint
 from goldset.errors import ServiceError
 
@@ -53,7 +54,6 @@ ENCODE_BATCH = 256
 # never fewer than 64 passages at once, where the encoder's throughput starts to drop: 0.9
 # of one large call at 64) so the job page shows it moving.
 MIN_ENCODE_BATCH = 64
-_PASSAGE_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -67,22 +67,6 @@ class Retrieved:
     doc_id: str
     start: int
     end: int
-
-
-@dataclass(frozen=True)
-class LoadedIndex:
-    """An Index artefact in memory: its searcher and which passage each position is."""
-
-    index_id: int
-    built_at: datetime | None
-    searcher: BM25Index | VectorIndex
-    version_ids: np.ndarray
-    document_ids: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.version_ids)
 
 
 _loaded: OrderedDict[tuple, LoadedIndex] = OrderedDict()
@@ -99,6 +83,10 @@ def add_retriever(
     stopwords: bool = False,
     k1: float = 0.9,
     b: float = 0.4,
+    idf: str = "lucene",
+    title: bool = False,
+    vectors: str = "float32",
+    backend: str | None = None,
     model_path: str = "",
     endpoint: dict | None = None,
 ) -> Retriever:
@@ -124,9 +112,24 @@ def add_retriever(
     if kind == RetrieverKind.BM25:
         if k1 < 0 or not 0 <= b <= 1:
             raise ServiceError(f"BM25 needs k1 >= 0 and b between 0 and 1, got k1={k1}, b={b}.")
-        params = {"k1": float(k1), "b": float(b), "stem": bool(stem), "stopwords": bool(stopwords)}
+        if idf not in IDF_KINDS:
+            raise ServiceError(f"BM25 idf is one of {', '.join(IDF_KINDS)}, not {idf!r}.")
+        params = {
+            "k1": float(k1),
+            "b": float(b),
+            "stem": bool(stem),
+            "stopwords": bool(stopwords),
+            "idf": idf,
+            "title": bool(title),
+        }
     if kind == RetrieverKind.EMBEDDING:
         model_path = _check_model(model_path)
+        if vectors not in VECTOR_PRECISIONS:
+            raise ServiceError(f"Vectors are stored as float32 or float16, not {vectors!r}.")
+        backend = backend or settings.GOLDSET_EMBEDDING_BACKEND
+        if backend not in ("torch", ONNX_BACKEND):
+            raise ServiceError(f"An embedding backend is torch or {ONNX_BACKEND}, not {backend!r}.")
+        params = {"vectors": vectors, "backend": backend}
     elif model_path:
         raise ServiceError("Only an embedding retriever takes a model folder.")
     if kind == RetrieverKind.HTTP:
@@ -185,6 +188,8 @@ def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
                 "or re-chunk before building an index."
             )
         texts = [text for *_, text in passages]
+        if retriever.kind == RetrieverKind.BM25 and retriever.params.get("title"):
+            texts = _with_titles(passages)
         if retriever.kind == RetrieverKind.BM25:
             searcher: BM25Index | VectorIndex = BM25Index.build(
                 texts,
@@ -194,12 +199,20 @@ def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
                 ),
                 k1=retriever.params.get("k1", 0.9),
                 b=retriever.params.get("b", 0.4),
+                # Retrievers configured before the Lucene IDF existed keep Okapi's, so their
+                # rankings do not change under them on a rebuild.
+                idf=retriever.params.get("idf", "okapi"),
             )
             if advance:
                 advance(len(passages))
         else:
             searcher = _embed(retriever, index, passages, advance)
-        index.artifact = _pack(searcher, passages)
+        stored = artifacts.save_artifact(
+            name=f"indexes/retriever-{retriever.pk}/index-{index.pk}.npz",
+            write=lambda handle: indexfile.pack(handle, searcher, passages),
+        )
+        index.artifact_name, index.artifact_size = stored.name, stored.size
+        index.artifact_sha256 = stored.sha256
         index.passages = len(passages)
         index.state = IndexState.READY
         index.built_at = snapshot
@@ -210,10 +223,18 @@ def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
             DocumentVersion.objects.filter(
                 pk__in=_latest_versions(retriever).filter(latest_version__created_at__lte=snapshot)
             ).update(indexed_at=timezone.now())
-            # Older artefacts are never searched again (the active one is switched atomically).
-            retriever.indexes.exclude(pk=index.pk).exclude(state=IndexState.BUILDING).delete()
+            # Older artefacts are never searched again (the active one is switched atomically);
+            # their files go once the switch is committed.
+            older = retriever.indexes.exclude(pk=index.pk).exclude(state=IndexState.BUILDING)
+            names = list(older.values_list("artifact_name", flat=True))
+            older.delete()
+            transaction.on_commit(lambda: artifacts.delete_artifacts(names))
     except BaseException:
-        Index.objects.filter(pk=index.pk).update(state=IndexState.FAILED, artifact=b"")
+        Index.objects.filter(pk=index.pk).update(
+            state=IndexState.FAILED, artifact_name="", artifact_size=0, artifact_sha256=""
+        )
+        if index.artifact_name:
+            artifacts.delete_artifacts([index.artifact_name])
         raise
     return index
 
@@ -250,7 +271,7 @@ def retrieve(
     if retriever.kind == RetrieverKind.BM25:
         found = loaded.searcher.search_many(list(questions), k=k, allowed=allowed)
     else:
-        encoder = Encoder(_model_folder(retriever.model_path))
+        encoder = _encoder(retriever)
         if encoder.info.version != loaded.searcher.info.version:
             raise ServiceError(
                 f"The model of {retriever.name} changed since its index was built; rebuild it."
@@ -298,14 +319,30 @@ def load_index(retriever: Retriever) -> LoadedIndex:
         if key in _loaded:
             _loaded.move_to_end(key)
             return _loaded[key]
-    artifact = (
+    row = (
         Index.objects.filter(pk=index_id, state=IndexState.READY)
-        .values_list("artifact", flat=True)
+        .exclude(artifact_name="")
+        .values_list("artifact_name", "artifact_size", "artifact_sha256")
         .first()
     )
-    if not artifact:
+    if row is None:
         raise ServiceError(f"The index of {retriever.name} is not ready: build it again.")
-    loaded = _unpack(index_id, built_at, bytes(artifact))
+    stored = artifacts.StoredArtifact(name=row[0], size=row[1], sha256=row[2])
+    rebuild = (
+        f"Rebuild it: the Build index button on the retriever's page, or `manage.py build_index "
+        f"--project {retriever.project.slug} --retriever {retriever.name}`."
+    )
+    try:
+        with artifacts.open_artifact(
+            artifact=stored, what=f"the index of {retriever.name}", rebuild=rebuild
+        ) as handle:
+            loaded = indexfile.unpack(index_id, built_at, handle, rebuild=rebuild)
+    except artifacts.ArtifactError:
+        # A rebuild that switched indexes since the row was read deletes the old file: read
+        # the new active one instead of reporting a file that is gone on purpose.
+        if Retriever.objects.filter(pk=retriever.pk, active_index_id=index_id).exists():
+            raise
+        return load_index(retriever)
     with _loaded_lock:
         _loaded[key] = loaded
         while len(_loaded) > LOADED_INDEXES:
@@ -350,6 +387,14 @@ def _model_folder(model_path: str) -> Path | None:
     return Path(chosen) if chosen else None
 
 
+def _encoder(retriever: Retriever) -> Encoder | OnnxEncoder:
+    """The retriever's encoder: the torch model, or its int8 ONNX build (a model of its own)."""
+    folder, threads = _model_folder(retriever.model_path), settings.GOLDSET_ENCODER_THREADS
+    if retriever.params.get("backend", "torch") == ONNX_BACKEND:
+        return OnnxEncoder(folder, cache_dir=settings.GOLDSET_MODEL_CACHE_DIR, threads=threads)
+    return Encoder(folder, threads=threads)
+
+
 def _check_model(model_path: str) -> str:
     try:
         Encoder(_model_folder(model_path))
@@ -388,6 +433,15 @@ def _passages(retriever: Retriever) -> list[tuple[int, int, int, int, str, str]]
     return passages
 
 
+def _with_titles(passages: list[tuple[int, int, int, int, str, str]]) -> list[str]:
+    """Each passage's text after its document's title: BM25 over title + text, as BEIR and
+    Pyserini index a document (only the index sees the title; offsets stay in the text)."""
+    titles = dict(
+        Document.objects.filter(pk__in={p[1] for p in passages}).values_list("pk", "title")
+    )
+    return [f"{titles[document_id]} {text}" for _, document_id, *_, text in passages]
+
+
 def _embed(
     retriever: Retriever,
     index: Index,
@@ -395,7 +449,7 @@ def _embed(
     advance: Progress | None,
 ) -> VectorIndex:
     """Vectors of every passage: from the cache where known, encoded (and cached) otherwise."""
-    encoder = Encoder(_model_folder(retriever.model_path))
+    encoder = _encoder(retriever)
     info = encoder.info
     index.model_name, index.model_version, index.dimension = info.name, info.version, info.dimension
     hashes = list(dict.fromkeys(text_hash for *_, text_hash, _ in passages))
@@ -425,40 +479,7 @@ def _embed(
         if advance:
             advance(sum(uses[text_hash] for text_hash in batch))
     matrix = np.stack([vectors[text_hash] for *_, text_hash, _ in passages]).astype(np.float32)
-    return VectorIndex(matrix, info=info)
-
-
-def _pack(
-    searcher: BM25Index | VectorIndex, passages: list[tuple[int, int, int, int, str, str]]
-) -> bytes:
-    buffer = io.BytesIO()
-    np.savez(
-        buffer,
-        format=np.int64(_PASSAGE_FORMAT),
-        kind=np.str_("bm25" if isinstance(searcher, BM25Index) else "embedding"),
-        searcher=np.frombuffer(searcher.to_bytes(), dtype=np.uint8),
-        version_ids=np.array([p[0] for p in passages], dtype=np.int64),
-        document_ids=np.array([p[1] for p in passages], dtype=np.int64),
-        starts=np.array([p[2] for p in passages], dtype=np.int64),
-        ends=np.array([p[3] for p in passages], dtype=np.int64),
-    )
-    return buffer.getvalue()
-
-
-def _unpack(index_id: int, built_at: datetime | None, artifact: bytes) -> LoadedIndex:
-    try:
-        with np.load(io.BytesIO(artifact), allow_pickle=False) as stored:
-            if int(stored["format"]) != _PASSAGE_FORMAT:
-                raise ServiceError("This index was stored by another Goldset version: rebuild it.")
-            data = stored["searcher"].tobytes()
-            kind = str(stored["kind"])
-            arrays = {
-                name: stored[name] for name in ("version_ids", "document_ids", "starts", "ends")
-            }
-        searcher = BM25Index.from_bytes(data) if kind == "bm25" else VectorIndex.from_bytes(data)
-    except (KeyError, ValueError, OSError, zipfile.BadZipFile) as exc:
-        raise ServiceError(f"The stored index is unreadable ({exc}): rebuild it.") from exc
-    return LoadedIndex(index_id=index_id, built_at=built_at, searcher=searcher, **arrays)
+    return VectorIndex(matrix, info=info, stored=retriever.params.get("vectors", "float32"))
 
 
 def _allowed_passages(

@@ -227,11 +227,19 @@ def _http_lines(retriever: Retriever, questions, *, depth: int, user, job: Job |
 
 
 def start_uploaded_run(
-    *, gold_set: GoldSet, name: str, file_name: str, data: bytes, user=None
+    *,
+    gold_set: GoldSet,
+    name: str,
+    file_name: str,
+    data: bytes,
+    user=None,
+    retriever: Retriever | None = None,
+    change: str = "",
 ) -> Job:
     """Queue the check and storing of an uploaded run file (its name and size are checked
     here, at once; reading it against the gold set is the job's). The file is kept with the
-    job until then."""
+    job until then. With ``retriever`` and ``change`` (what changed in the team's system), the
+    run's figures also join that retriever's plot over changes."""
     name = name.strip() or slugify(Path(file_name).stem)
     _check_run_name(gold_set, name)
     if len(data) > MAX_RUN_BYTES:
@@ -242,7 +250,12 @@ def start_uploaded_run(
             task="evaluation.tasks.uploaded_run",
             kind="evaluation_upload",
             user=user,
-            params={"gold_set_id": gold_set.pk, "name": name, "file_name": file_name},
+            params={
+                "gold_set_id": gold_set.pk,
+                "name": name,
+                "file_name": file_name,
+                **({"retriever_id": retriever.pk, "change": change} if retriever else {}),
+            },
             total=1,
             description=f"Check and score the run {name} against {gold_set}",
         )

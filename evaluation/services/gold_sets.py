@@ -28,14 +28,14 @@ from corpus.models import ChunkingScheme, Document, DocumentVersion, Job, JobSta
 from evaluation.answergold import ANSWERS_GOLD_FILE, read_answer_gold
 from evaluation.bundle import Bundle, BundleInfo, CorpusVersion, Vote, build_bundle, sha256
 from evaluation.gold import (
-    CORPUS_FILE,
-    GOLD_FILE,
     MANIFEST_FILE,
+    READ_FILES,
     EvaluationInputError,
     Gold,
     read_bundle,
 )
 from evaluation.models import GoldSet, GoldSetFile
+from evaluation.services.corpus_state import document_pks, document_states
 from goldset.errors import ServiceError
 from labelling.models import (
     Assignment,
@@ -48,6 +48,7 @@ from labelling.models import (
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
 from labelling.services.answer_gold import answers_gold_records
 from labelling.services.gold import FrozenQuestion, UnresolvedItem, collect_gold
+from labelling.trace_models import PromotedQuestion
 
 
 class GoldSetError(ServiceError):
@@ -354,7 +355,7 @@ def load_gold_set(gold_set: GoldSet) -> Gold:
         if key in _gold_cache:
             _gold_cache.move_to_end(key)
             return _gold_cache[key]
-    gold = read_bundle(bundle_files(gold_set, names=(GOLD_FILE, CORPUS_FILE, MANIFEST_FILE)))
+    gold = read_bundle(bundle_files(gold_set, names=READ_FILES))
     with _cache_lock:
         _gold_cache[key] = gold
         while len(_gold_cache) > _GOLD_CACHE_SIZE:
@@ -386,6 +387,7 @@ def _bundle(
         for scheme in ChunkingScheme.objects.filter(project=project).order_by("name")
     }
     votes = _votes(question_set)
+    documents = document_states(project)
     bundle = build_bundle(
         info=BundleInfo(
             project=project.slug,
@@ -395,6 +397,7 @@ def _bundle(
             created_at=created_at,
             min_span_f1=min_span_f1,
             guideline_versions=_guideline_versions(question_set),
+            production=_production_questions(question_set, questions),
         ),
         questions=questions,
         corpus=[
@@ -415,8 +418,10 @@ def _bundle(
         schemes=schemes,
         votes=votes,
         answers_gold=answers_gold_records(question_set),
+        documents=documents,
     )
-    return bundle, _bundle_documents(project, questions, versions, votes)
+    named = _bundle_documents(project, questions, versions, votes)
+    return bundle, named | document_pks(project)
 
 
 def _bundle_documents(
@@ -481,6 +486,28 @@ def _judged_texts(
             "pk", "text"
         )
     }
+
+
+def _production_questions(question_set: QuestionSet, questions) -> list[dict]:
+    """Where each question promoted from a production sample came from."""
+    kept = {q.question_id for q in questions}
+    promoted = PromotedQuestion.objects.filter(question__question_set=question_set).select_related(
+        "question", "sampled_trace__trace", "sampled_trace__sample__rule"
+    )
+    return [
+        {
+            "question_id": p.question.external_id,
+            "trace_id": p.sampled_trace.trace.trace_id,
+            "sample": p.sampled_trace.sample_id,
+            "rule": p.sampled_trace.sample.rule.name,
+            "rule_version": p.sampled_trace.sample.rule.version,
+            "stratum": p.sampled_trace.stratum,
+            "inclusion_probability": p.sampled_trace.inclusion_probability,
+            "promoted_at": p.promoted_at.isoformat(),
+        }
+        for p in promoted.order_by("pk")
+        if p.question.external_id in kept
+    ]
 
 
 def _guideline_versions(question_set: QuestionSet) -> list[int]:

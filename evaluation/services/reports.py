@@ -25,7 +25,7 @@ from corpus.models import Job, JobState, Retriever
 from corpus.services import http_retrieval
 from evaluation import scoreboard
 from evaluation.models import EvaluationReport, EvaluationRun, GoldSet
-from evaluation.services import evaluation_runs, gold_sets
+from evaluation.services import evaluation_runs, gold_sets, index_evaluations
 
 # Runs scored when the page is opened without a choice: the newest few.
 DEFAULT_RUNS = 6
@@ -197,6 +197,10 @@ def run_uploaded_run(job: Job) -> None:
         except evaluation_runs.RunRejected as error:
             raise evaluation_runs.RunRejected(f"Nothing was stored. {error}") from error
         Job.objects.filter(pk=job.pk).update(result={"run_id": run.pk})
+    if job.params.get("retriever_id"):
+        index_evaluations.record_run_evaluation(
+            run=run, retriever_id=job.params["retriever_id"], change=job.params.get("change", "")
+        )
     _finish_with_default_report(job, gold_set, f"Run {run.name} stored: {run.questions} questions.")
 
 

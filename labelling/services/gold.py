@@ -2,9 +2,11 @@
 
 One rule, applied here and nowhere else: `labelling.resolution` decides each item (a candidate's
 grade and spans, a question's verdict), and gold spans of one question that overlap become one
-unit by `corpus.spans`' merge rule. `resolve_gold` gives it per pool (the Gold page, as its
-viewer may see it); `collect_gold` gives it per question, as a gold set freezes it (evaluation
-only stores what it gets). Questions a lead excluded from the set are no part of either.
+unit by `corpus.spans`' merge rule. A gold span whose labellers answered the Re-check page for
+it is placed where they put it in the new version (or dropped when the evidence is gone).
+`resolve_gold` gives it per pool (the Gold page, as its viewer may see it); `collect_gold`
+gives it per question, as a gold set freezes it (evaluation only stores what it gets).
+Questions a lead excluded from the set are no part of either.
 """
 
 from __future__ import annotations
@@ -14,7 +16,14 @@ from dataclasses import dataclass, field, replace
 
 from corpus.models import DocumentVersion
 from corpus.spans import merge_overlapping
-from labelling.models import Assignment, Question, QuestionSet, Resolution, VerdictOutcome
+from labelling.models import (
+    Assignment,
+    Question,
+    QuestionSet,
+    Resolution,
+    SpanRecheck,
+    VerdictOutcome,
+)
 from labelling.resolution import (
     DEFAULT_MIN_SPAN_F1,
     PENDING_KINDS,
@@ -71,6 +80,12 @@ def resolve_gold(
     with ``viewer``, to the items on documents they may see (the others do not exist here);
     with ``pool_id`` and ``question_id``, to that one question of that pool."""
     rows, unresolved = [], []
+    rechecks = {
+        r.span_id: r
+        for r in SpanRecheck.objects.filter(
+            span__judgement__candidate__pool__question_set=question_set
+        ).select_related("version")
+    }
     votes = gather_votes(
         question_set=question_set, viewer=viewer, pool_id=pool_id, question_id=question_id
     )
@@ -119,17 +134,33 @@ def resolve_gold(
                 (document.doc_id, candidate.version.version, candidate.start, candidate.end)
             )
             for start, end in decision.spans:
-                spans.append(
-                    GoldSpanRow(
-                        version_id=candidate.version_id,
-                        doc_id=document.doc_id,
-                        version=candidate.version.version,
-                        start=start,
-                        end=end,
-                        grade=decision.grade,
-                        quote=candidate.version.text[start:end],
+                placed = _rechecked(item, start, end, rechecks)
+                if placed is None:
+                    spans.append(
+                        GoldSpanRow(
+                            version_id=candidate.version_id,
+                            doc_id=document.doc_id,
+                            version=candidate.version.version,
+                            start=start,
+                            end=end,
+                            grade=decision.grade,
+                            quote=candidate.version.text[start:end],
+                        )
                     )
-                )
+                elif placed:
+                    version, new_start, new_end = placed
+                    texts[version.pk] = version.text
+                    spans.append(
+                        GoldSpanRow(
+                            version_id=version.pk,
+                            doc_id=document.doc_id,
+                            version=version.version,
+                            start=new_start,
+                            end=new_end,
+                            grade=decision.grade,
+                            quote=version.text[new_start:new_end],
+                        )
+                    )
         answerable = None
         if isinstance(verdict, VerdictDecision):
             answerable = verdict.outcome == VerdictOutcome.ANSWERABLE
@@ -162,6 +193,27 @@ def question_gold_spans(*, question: Question, viewer=None) -> list[GoldSpanRow]
         spans += [span for row in resolution.questions for span in row.spans]
     unique = {(s.doc_id, s.version, s.start, s.end): s for s in spans}
     return sorted(unique.values(), key=lambda s: (s.doc_id, s.version, s.start, s.end))
+
+
+def _rechecked(item, start: int, end: int, rechecks: dict) -> tuple | None | bool:
+    """Where the labellers' re-check answers put the gold span [start, end) of an older
+    version: None when no span of the item's votes that overlaps it was answered (the span
+    stays, and scoring re-anchors it by its quote); False when every answer says the evidence
+    is gone; else (the newest answered version, start, end), covering the answered places."""
+    answers = [
+        rechecks[span.pk]
+        for judgement in item.judgements
+        for span in judgement.span_list
+        if span.pk in rechecks and span.start < end and start < span.end
+    ]
+    if not answers:
+        return None
+    placed = [a for a in answers if a.start is not None]
+    if not placed:
+        return False
+    newest = max(placed, key=lambda a: a.version.version).version
+    on_it = [a for a in placed if a.version_id == newest.pk]
+    return newest, min(a.start for a in on_it), max(a.end for a in on_it)
 
 
 @dataclass

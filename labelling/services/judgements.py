@@ -48,6 +48,8 @@ from labelling.services.completion import Progress, update_completion
 
 GRADES = {0: "Not relevant", 1: "Partly answers", 2: "Fully answers"}
 MAX_NOTE_CHARS = 5_000
+# Characters of document text the grading page shows on each side of a passage.
+PAGE_CONTEXT_CHARS = 600
 MAX_REASON_CHARS = 5_000
 MAX_SPANS_PER_JUDGEMENT = 50
 # Time between two actions beyond this is a coffee break, not work on the passage.
@@ -432,6 +434,7 @@ def _edit_judgement(
                     quotes={**known, **(quotes or {})},
                 )  # fmt: skip
                 _append(locked, ChangeSubject.JUDGEMENT, candidate, action, before, after, labeller)
+                candidate.revision = current + 1
                 candidate.grade = after["grade"] if after is not None else None
                 candidate.graded = after is not None
                 progress = update_completion(locked, labeller, passages=passages)
@@ -488,9 +491,11 @@ def _locked(assignment: Assignment, labeller, guideline_version: int | None = No
 
 def _passages(assignment: Assignment, labeller) -> list[Candidate]:
     """The candidates the labeller sees for the assignment, in page order, each with whether
-    it is graded, its judgement's revision and its passage text: one query serves both the
-    check of the candidate being written and the progress after the write."""
-    return Candidate.objects.for_grading(assignment=assignment, user=labeller)
+    it is graded, its judgement's revision, its passage text and the page's window around it:
+    one query serves the check of the candidate, the progress and the card the page redraws."""
+    return Candidate.objects.for_grading(
+        assignment=assignment, user=labeller, context_chars=PAGE_CONTEXT_CHARS
+    )
 
 
 def _candidate(assignment: Assignment, candidate_id, labeller, passages) -> Candidate:

@@ -49,8 +49,9 @@ from labelling.services import judgements as services
 from labelling.services.completion import Progress, assignment_progress
 from labelling.services.guidelines import current_guideline, render_guideline
 
-# Characters of document text shown on each side of a passage when its context is expanded.
-CONTEXT_CHARS = 600
+# Characters of document text shown on each side of a passage when its context is expanded
+# (a write reads them with the passages it locks, so its answer needs no second read).
+CONTEXT_CHARS = services.PAGE_CONTEXT_CHARS
 PAGE = "labelling/grade.html"
 SESSION_EXPIRED = "Your session has expired. Log in again; your last action is kept."
 OTHER_ACCOUNT = (
@@ -115,12 +116,15 @@ def _cards(
     instead of being read again. With `whole` (and `only`), the passage is shown in its whole
     document, as the labeller had opened it."""
     judgements = Judgement.objects.filter(assignment=assignment).prefetch_related("spans")
-    candidates = Candidate.objects.for_grading(
-        assignment=assignment,
-        user=user,
-        context_chars=CONTEXT_CHARS,
-        candidate_id=only.pk if only is not None else None,
-    )
+    if saved is not None and saved.judgement_saved and hasattr(only, "window"):
+        candidates = [only]  # read with its window by the write, revision already advanced
+    else:
+        candidates = Candidate.objects.for_grading(
+            assignment=assignment,
+            user=user,
+            context_chars=CONTEXT_CHARS,
+            candidate_id=only.pk if only is not None else None,
+        )
     if only is not None:
         judgements = judgements.filter(candidate_id=only.pk)
     if saved is not None and saved.judgement_saved:

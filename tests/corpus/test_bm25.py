@@ -1,5 +1,9 @@
+import math
+
+import bm25s
 import numpy as np
 import pytest
+from bm25s.tokenization import Tokenized
 from rank_bm25 import BM25Okapi
 
 from corpus.analysis import Analyzer
@@ -47,7 +51,7 @@ def okapi_scores(passages, queries, analyzer, k1, b):
     ],
 )
 def test_scores_equal_rank_bm25_okapi(analyzer: Analyzer, k1: float, b: float) -> None:
-    index = BM25Index.build(PASSAGES, analyzer=analyzer, k1=k1, b=b)
+    index = BM25Index.build(PASSAGES, analyzer=analyzer, k1=k1, b=b, idf="okapi")
     expected = okapi_scores(PASSAGES, QUERIES, analyzer, k1, b)
     for query, okapi in zip(QUERIES, expected, strict=True):
         assert np.allclose(index.scores(query), okapi, rtol=0, atol=1e-5), query
@@ -56,10 +60,51 @@ def test_scores_equal_rank_bm25_okapi(analyzer: Analyzer, k1: float, b: float) -
 def test_negative_idf_is_floored_like_rank_bm25() -> None:
     # "common" occurs in 4 of 5 passages: raw IDF < 0, replaced by epsilon * average IDF.
     passages = ["common alpha", "common beta", "common gamma", "common delta", "epsilon"]
-    index = BM25Index.build(passages, analyzer=Analyzer())
+    index = BM25Index.build(passages, analyzer=Analyzer(), idf="okapi")
     (okapi,) = okapi_scores(passages, ["common alpha"], Analyzer(), 0.9, 0.4)
     assert np.allclose(index.scores("common alpha"), okapi, rtol=0, atol=1e-5)
     assert index.scores("common")[0] > 0
+
+
+def test_lucene_idf_equals_a_hand_computed_example() -> None:
+    # N = 4 passages of lengths 2, 3, 1, 2 (avgdl 2); "leave" is in passages 0 and 1 (df 2).
+    passages = ["leave policy", "leave leave approval", "badges", "travel approval"]
+    index = BM25Index.build(passages, analyzer=Analyzer(), k1=0.9, b=0.4)
+    assert index.idf == "lucene"
+    idf = math.log(1 + (4 - 2 + 0.5) / (2 + 0.5))  # ln 2 = 0.6931
+    # passage 0: tf 1, dl 2 -> norm 0.9 * (0.6 + 0.4 * 2 / 2) = 0.9
+    # passage 1: tf 2, dl 3 -> norm 0.9 * (0.6 + 0.4 * 3 / 2) = 1.08
+    expected = [idf * 1 * 1.9 / (1 + 0.9), idf * 2 * 1.9 / (2 + 1.08), 0.0, 0.0]
+    assert expected[:2] == pytest.approx([0.693147, 0.855182], abs=1e-6)
+    assert np.allclose(index.scores("leave"), expected, rtol=0, atol=1e-6)
+    # A term in more than half the passages keeps a positive weight (Okapi's would be negative
+    # before its floor): "common" in 4 of 5 -> ln(1 + 1.5 / 4.5) = ln(4/3).
+    common = BM25Index.build(
+        ["common alpha", "common beta", "common gamma", "common delta", "epsilon"],
+        analyzer=Analyzer(),
+    )
+    # dl 2 = avgdl 1.8 * 10/9 -> norm 0.9 * (0.6 + 0.4 * 2 / 1.8)
+    norm = 0.9 * (0.6 + 0.4 * 2 / 1.8)
+    assert common.scores("common")[0] == pytest.approx(math.log(4 / 3) * 1.9 / (1 + norm))
+
+
+@pytest.mark.parametrize(
+    ("analyzer", "k1", "b"),
+    [(Analyzer(), 0.9, 0.4), (Analyzer(stem=True, stopwords=True), 1.2, 0.75)],
+)
+def test_lucene_scores_equal_bm25s(analyzer: Analyzer, k1: float, b: float) -> None:
+    """bm25s's method="lucene" scores tf / (tf + norm), as Lucene 8+ does: ours keep the classic
+    (k1 + 1) numerator (as the Cranfield reference run and rank-bm25 do), a constant factor that
+    changes no ranking."""
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(t, len(vocab)) for t in analyzer.tokens(p)] for p in PASSAGES]
+    oracle = bm25s.BM25(method="lucene", k1=k1, b=b)
+    oracle.index(Tokenized(ids=ids, vocab=vocab), show_progress=False)
+    index = BM25Index.build(PASSAGES, analyzer=analyzer, k1=k1, b=b, idf="lucene")
+    for query in QUERIES:
+        known = [vocab[t] for t in analyzer.tokens(query) if t in vocab]
+        expected = oracle.get_scores(known) * (k1 + 1) if known else np.zeros(len(PASSAGES))
+        assert np.allclose(index.scores(query), expected, rtol=1e-5, atol=1e-5), query
 
 
 def test_search_ranks_best_first_and_skips_passages_without_query_terms() -> None:
@@ -121,13 +166,15 @@ def test_search_many_equals_search() -> None:
 
 
 def test_bytes_round_trip_keeps_settings_and_scores() -> None:
-    index = BM25Index.build(PASSAGES, analyzer=Analyzer(stem=True, stopwords=True), k1=1.2, b=0.6)
-    loaded = BM25Index.from_bytes(index.to_bytes())
-    assert loaded.analyzer == Analyzer(stem=True, stopwords=True)
-    assert (loaded.k1, loaded.b, len(loaded)) == (1.2, 0.6, len(PASSAGES))
-    for query in QUERIES:
-        assert np.array_equal(loaded.scores(query), index.scores(query))
-        assert loaded.search(query, k=5) == index.search(query, k=5)
+    for idf in ("lucene", "okapi"):
+        analyzer = Analyzer(stem=True, stopwords=True)
+        index = BM25Index.build(PASSAGES, analyzer=analyzer, k1=1.2, b=0.6, idf=idf)
+        loaded = BM25Index.from_bytes(index.to_bytes())
+        assert loaded.analyzer == Analyzer(stem=True, stopwords=True)
+        assert (loaded.k1, loaded.b, loaded.idf, len(loaded)) == (1.2, 0.6, idf, len(PASSAGES))
+        for query in QUERIES:
+            assert np.array_equal(loaded.scores(query), index.scores(query))
+            assert loaded.search(query, k=5) == index.search(query, k=5)
 
 
 def test_empty_corpus_and_empty_passages() -> None:
@@ -141,5 +188,7 @@ def test_empty_corpus_and_empty_passages() -> None:
 def test_bad_parameters_and_bytes_are_refused() -> None:
     with pytest.raises(BM25IndexError, match="k1"):
         BM25Index.build(PASSAGES, analyzer=Analyzer(), b=1.5)
+    with pytest.raises(BM25IndexError, match="idf is one of lucene, okapi"):
+        BM25Index.build(PASSAGES, analyzer=Analyzer(), idf="tfidf")
     with pytest.raises(BM25IndexError, match="not a stored BM25 index"):
         BM25Index.from_bytes(b"not an index")

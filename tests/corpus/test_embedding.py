@@ -128,3 +128,19 @@ def test_missing_model_folder_is_a_clear_error(tmp_path: Path) -> None:
 def test_encode_refuses_a_single_string(encoder: Encoder) -> None:
     with pytest.raises(TypeError, match="not a single string"):
         encoder.encode("one text")
+
+
+def test_float16_storage_halves_the_vectors_and_keeps_the_ranking(
+    encoder: Encoder, index: VectorIndex
+) -> None:
+    half = VectorIndex(index.vectors, info=index.info, stored="float16")
+    data, full = half.to_bytes(), index.to_bytes()
+    assert len(data) < 0.6 * len(full)
+    loaded = VectorIndex.from_bytes(data)
+    assert loaded.stored == "float16" and loaded.vectors.dtype == np.float32
+    assert np.allclose(loaded.vectors, index.vectors, atol=1e-3)
+    queries = encoder.encode(["vacation days", "reimbursed dinner", "vpn"])
+    for query in queries:
+        assert [i for i, _ in loaded.search(query, k=3)] == [i for i, _ in index.search(query, k=3)]
+    with pytest.raises(VectorIndexError, match="float32 or float16"):
+        VectorIndex(index.vectors, info=index.info, stored="int8")

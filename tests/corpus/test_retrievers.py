@@ -12,7 +12,6 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from corpus.bm25 import BM25Index
-from corpus.embedding import Encoder
 from corpus.models import (
     Chunk,
     ChunkingScheme,
@@ -130,11 +129,48 @@ def test_bm25_settings_are_stored_and_a_build_needs_chunks(project, scheme):
     retriever = retrieval.add_retriever(
         project=project, name="kw", kind="bm25", scheme=scheme, stem=True, k1=1.2, b=0.75
     )
-    assert retriever.params == {"k1": 1.2, "b": 0.75, "stem": True, "stopwords": False}
+    assert retriever.params == {
+        "k1": 1.2, "b": 0.75, "stem": True, "stopwords": False, "idf": "lucene", "title": False
+    }  # fmt: skip
     Chunk.objects.filter(scheme=scheme).delete()
     with pytest.raises(ServiceError, match="has no chunks"):
         retrieval.build_index(retriever=retriever)
     assert not Index.objects.filter(state=IndexState.READY).exists()
+
+
+def test_new_retrievers_use_lucene_idf_and_older_ones_keep_okapi(project, scheme):
+    new = retrieval.add_retriever(project=project, name="kw", kind="bm25", scheme=scheme)
+    okapi = retrieval.add_retriever(
+        project=project, name="okapi", kind="bm25", scheme=scheme, idf="okapi"
+    )
+    older = retrieval.add_retriever(project=project, name="older", kind="bm25", scheme=scheme)
+    Retriever.objects.filter(pk=older.pk).update(params={"k1": 0.9, "b": 0.4})
+    older.refresh_from_db()
+    for retriever, idf in ((new, "lucene"), (okapi, "okapi"), (older, "okapi")):
+        retrieval.build_index(retriever=retriever)
+        assert retrieval.load_index(retriever).searcher.idf == idf
+    (lucene_hits,) = retrieval.retrieve(retriever=new, questions=["annual leave"], k=1)
+    (okapi_hits,) = retrieval.retrieve(retriever=okapi, questions=["annual leave"], k=1)
+    assert lucene_hits[0].doc_id == okapi_hits[0].doc_id
+    assert lucene_hits[0].score != okapi_hits[0].score
+    with pytest.raises(ServiceError, match="idf is one of lucene, okapi"):
+        retrieval.add_retriever(project=project, name="x", kind="bm25", scheme=scheme, idf="tf")
+
+
+def test_a_bm25_retriever_can_index_the_document_title_with_each_passage(project, scheme):
+    Document.objects.filter(project=project).update(title="Holiday entitlement")
+    plain = retrieval.add_retriever(project=project, name="plain", kind="bm25", scheme=scheme)
+    titled = retrieval.add_retriever(
+        project=project, name="titled", kind="bm25", scheme=scheme, title=True
+    )
+    for retriever in (plain, titled):
+        retrieval.build_index(retriever=retriever)
+    assert retrieval.retrieve(retriever=plain, questions=["entitlement"], k=3) == [[]]
+    (hits,) = retrieval.retrieve(retriever=titled, questions=["entitlement"], k=3)
+    assert hits
+    # Offsets still point into the document text, never into the title.
+    version = DocumentVersion.objects.get(pk=hits[0].version_id)
+    assert "entitlement" not in version.text[hits[0].start : hits[0].end].lower()
 
 
 # Searching ---------------------------------------------------------------------------------
@@ -164,8 +200,11 @@ def test_embedding_ranks_a_paraphrase_above_unrelated_text(project, minilm):
     )
     assert hits[0].score > hits[1].score
     index = minilm.active_index
-    assert index.model_name == "sentence-transformers/all-MiniLM-L6-v2"
-    assert index.dimension == 384 and index.model_version.startswith("sha256:")
+    # New embedding retrievers use the int8 ONNX build by default (issue 19).
+    assert minilm.params["backend"] == "onnx-int8"
+    assert index.model_name == "sentence-transformers/all-MiniLM-L6-v2 (onnx-int8)"
+    assert index.dimension == 384
+    assert index.model_version.startswith("sha256:") and "+onnx-int8:" in index.model_version
 
 
 def test_the_loaded_index_is_cached_in_process_memory(project, bm25, django_assert_num_queries):
@@ -214,13 +253,14 @@ def test_only_the_newest_version_of_a_searchable_document_is_returned(project, b
 def test_adding_one_document_embeds_only_that_documents_passages(project, minilm, monkeypatch):
     assert EmbeddingCache.objects.count() == Chunk.objects.filter(scheme=minilm.scheme).count()
     encoded: list[str] = []
-    original = Encoder.encode
+    encoder_type = type(retrieval._encoder(minilm))  # the int8 ONNX build by default
+    original = encoder_type.encode
 
     def counting(self, texts):
         encoded.extend(texts)
         return original(self, texts)
 
-    monkeypatch.setattr(Encoder, "encode", counting)
+    monkeypatch.setattr(encoder_type, "encode", counting)
     first_index = minilm.active_index_id
     add_documents(project, ("badges", "Office badges\n\nLost badges are replaced at reception."))
     new_version = Document.objects.get(doc_id="badges").latest_version
@@ -382,6 +422,23 @@ def test_staleness_never_names_a_document_the_viewer_cannot_see(project, bm25, m
     page = login(member("lead")).get(reverse("corpus:show-retriever", args=[project.slug, bm25.pk]))
     body = page.content.decode()
     assert "salaries" not in body and "up to date" in body
+
+
+def test_an_embedding_retriever_can_store_float16_vectors(project, scheme, minilm):
+    half = retrieval.add_retriever(
+        project=project, name="half", kind="embedding", scheme=scheme, vectors="float16"
+    )
+    assert half.params == {"vectors": "float16", "backend": "onnx-int8"}
+    index = retrieval.build_index(retriever=half)
+    assert index.artifact_size < 0.8 * minilm.active_index.artifact_size
+    question = ["how many vacation days do i get each year"]
+    (hits,) = retrieval.retrieve(retriever=half, questions=question, k=3)
+    (full,) = retrieval.retrieve(retriever=minilm, questions=question, k=3)
+    assert [h.doc_id for h in hits] == [h.doc_id for h in full]
+    with pytest.raises(ServiceError, match="float32 or float16"):
+        retrieval.add_retriever(
+            project=project, name="x", kind="embedding", scheme=scheme, vectors="int8"
+        )
 
 
 def test_vectors_are_stored_once_per_model_and_text(project, minilm):

@@ -36,7 +36,9 @@ def test_import_without_settings_or_django():
         "corpus.textfiles, corpus.runfiles, labelling.sources, "
         # Answer runs and their scores.
         "labelling.answerfiles, evaluation.answers, evaluation.answergold, "
-        "evaluation.answers_report, evaluation.answers_cli"
+        "evaluation.answers_report, evaluation.answers_cli, "
+        # Index health (issue 17): the manifest format and the checks.
+        "corpus.manifests, evaluation.health, evaluation.health_cli"
     )
     result = run_python(GUARD + f"import {modules}")
     assert result.returncode == 0, result.stderr
@@ -94,3 +96,22 @@ def test_the_bundle_is_written_and_read_back_without_django():
     )
     result = run_python(code)
     assert result.returncode == 0, result.stderr
+
+
+def test_index_health_runs_without_django(tmp_path):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    (bundle / "gold.jsonl").write_text('{"question_id": "q1", "spans": []}\n')
+    (bundle / "corpus.jsonl").write_text('{"doc_id": "d1", "version": 1, "text": "Leave"}\n')
+    manifest = tmp_path / "index.csv"
+    manifest.write_text(
+        "doc_id,indexed_at,embedding_model,dimension\nd1,2026-11-30T00:00:00Z,minilm,384\n"
+    )
+    code = (
+        GUARD + "from evaluation.cli import main; "
+        f"raise SystemExit(main(['health', '--gold', {str(bundle)!r}, "
+        f"'--manifest', {str(manifest)!r}, '--format', 'json']))"
+    )
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["index"]["rows"] == 1

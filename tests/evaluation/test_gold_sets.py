@@ -31,7 +31,7 @@ from tests.factories import (
 BUNDLE_FILES = {
     "gold.jsonl", "corpus.jsonl", "manifest.json", "qrels.trec", "qrels-fixed-100.trec",
     "qrels-whole.trec", "beir/corpus.jsonl", "beir/queries.jsonl", "beir/qrels/test.tsv",
-    "judgements.csv",
+    "judgements.csv", "documents.jsonl",
 }  # fmt: skip
 
 
@@ -187,7 +187,14 @@ def test_corpus_carries_span_versions_and_the_newest_searchable_version_of_each_
     assert [list(r) for r in rows][0] == ["doc_id", "version", "title", "text", "access_groups"]
     assert rows[1]["access_groups"] == ["hr-confidential"] and rows[0]["access_groups"] == []
     assert rows[3]["text"] == "Intro line.\n\n" + VPN_TEXT
-    assert set(gold_set.documents.values_list("doc_id", flat=True)) == {"leave", "salaries", "vpn"}
+    # documents.jsonl (the index health checks) names every document, the held-back one too.
+    states = [json.loads(line) for line in (tmp_path / "documents.jsonl").read_text().splitlines()]
+    assert [(r["doc_id"], r["version"], r["searchable"]) for r in states] == [
+        ("leave", 1, True), ("salaries", 1, True), ("scan", 1, False), ("vpn", 2, True),
+    ]  # fmt: skip
+    assert set(gold_set.documents.values_list("doc_id", flat=True)) == {
+        "leave", "salaries", "scan", "vpn",
+    }  # fmt: skip
     # The CLI's loader moves the v1 spans onto v2 by their quotes.
     gold = load_gold(tmp_path)
     span = gold.questions["q2"].spans[0]

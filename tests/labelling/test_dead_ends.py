@@ -219,9 +219,7 @@ def test_an_open_slot_nobody_can_claim_is_not_waited_for(project, team):
     assert any("open slot" in item.reason for item in unresolved)
 
 
-def test_finalising_blocked_by_items_an_admin_cannot_see_names_none_of_them(
-    worker, project, team
-):
+def test_finalising_blocked_by_items_an_admin_cannot_see_names_none_of_them(worker, project, team):
     pool = restricted_pool(project, team, questions=1)
     services.plan_assignments(pool=pool, labellers=[team["bob"]], double_share=0)
     for assignment in Assignment.objects.filter(pool=pool):

@@ -598,8 +598,23 @@ def test_a_grade_request_reads_the_database_no_more_than_before(
     url = world.url("grade-candidate", candidate=world.c1)
     post(client, url, {"grade": "2", "revision": "0"})
     fields = {"grade": "1", "revision": "1", "guideline": "0", "labeller": str(world.ana.pk)}
-    with django_assert_max_num_queries(14):  # 15 before issue 14 (the frozen-item check)
+    # 15 before issue 14 (the frozen-item check), 14 before issue 19 (the card read again)
+    with django_assert_max_num_queries(13):
         assert post(client, url, fields).status_code == 200
+
+
+def test_the_page_and_next_question_read_the_database_no_more_than_before(
+    world, django_assert_max_num_queries
+):
+    """Issue 19: labellers first. Session, user and membership are 3 of these."""
+    client = client_for(world.ana)
+    client.get(world.url("grade-question"))
+    with django_assert_max_num_queries(11):
+        page = client.get(world.url("grade-question"))
+    assert page.status_code == 200 and world.q1.text in page.content.decode()
+    with django_assert_max_num_queries(5):
+        moved = client.post(reverse("labelling:next-question", kwargs={"slug": world.project.slug}))
+    assert moved.status_code == 302
 
 
 def test_an_action_made_on_another_accounts_page_is_refused_and_writes_nothing(world):

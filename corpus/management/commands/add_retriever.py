@@ -32,6 +32,30 @@ class Command(BaseCommand):
         parser.add_argument("--k1", type=float, default=0.9, help="bm25 k1 (default 0.9)")
         parser.add_argument("--b", type=float, default=0.4, help="bm25 b (default 0.4)")
         parser.add_argument(
+            "--title",
+            action="store_true",
+            help="bm25: index each passage with its document's title (title + text, as BEIR)",
+        )
+        parser.add_argument(
+            "--idf",
+            choices=("lucene", "okapi"),
+            default="lucene",
+            help="bm25 IDF: lucene (Pyserini/BEIR, the default) or okapi (rank-bm25)",
+        )
+        parser.add_argument(
+            "--vectors",
+            choices=("float32", "float16"),
+            default="float32",
+            help="embedding: stored vector precision (float16 halves the artefact)",
+        )
+        parser.add_argument(
+            "--backend",
+            choices=("torch", "onnx-int8"),
+            default=None,
+            help="embedding: the torch model or its int8 ONNX build (default: "
+            "GOLDSET_EMBEDDING_BACKEND)",
+        )
+        parser.add_argument(
             "--model",
             default="",
             help="embedding: a sentence-transformers model folder (default: "
@@ -75,7 +99,24 @@ class Command(BaseCommand):
         http.add_argument("--backoff", type=float, default=None, help="first backoff, s (0.5)")
         http.add_argument("--concurrency", type=int, default=None, help="requests at once (4)")
 
-    def handle(self, *args, project, name, kind, chunking, stem, stopwords, k1, b, model, **opts):
+    def handle(
+        self,
+        *args,
+        project,
+        name,
+        kind,
+        chunking,
+        stem,
+        stopwords,
+        k1,
+        b,
+        idf,
+        title,
+        vectors,
+        backend,
+        model,
+        **opts,
+    ):
         project = project_or_fail(project)
         endpoint = self._endpoint(opts) if kind == RetrieverKind.HTTP else None
         scheme = None
@@ -97,6 +138,10 @@ class Command(BaseCommand):
                 stopwords=stopwords,
                 k1=k1,
                 b=b,
+                idf=idf,
+                title=title,
+                vectors=vectors,
+                backend=backend,
                 model_path=model,
                 endpoint=endpoint,
             )

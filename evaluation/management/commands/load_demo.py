@@ -3,9 +3,12 @@
 Safe to run again: it refreshes, never duplicates.
 """
 
+import csv
+import hashlib
+import io
 import json
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -14,12 +17,22 @@ from django.db import transaction
 
 from corpus.management.commands._exit import unusable
 from corpus.management.commands._jobs import wait_for_job
-from corpus.models import ChunkingScheme, JobState, Project, Retriever, Role
-from corpus.services import documents, projects, retrieval
+from corpus.manifests import COLUMNS
+from corpus.models import (
+    ChunkingScheme,
+    Document,
+    IndexManifest,
+    JobState,
+    Project,
+    Retriever,
+    Role,
+)
+from corpus.services import documents, manifests, projects, retrieval
 from corpus.sources import read_folder
 from evaluation.models import GoldSet
 from evaluation.services.answer_scores import start_answers_report, stored_answers_report
 from evaluation.services.gold_sets import start_finalise
+from labelling.management.commands._demo_traces import load_demo_traces
 from labelling.models import Assignment, PoolState, VerdictOutcome
 from labelling.services.answer_review import plan_answer_review
 from labelling.services.answers import FactInput, import_answers, record_reference_answer
@@ -81,6 +94,55 @@ DEMO_SCHEMES = [
 ]
 
 
+# The team's own index, as its manifest describes it (issue 17), so Index health has figures:
+# a few documents re-imported after the nightly indexing (stale), a slice re-embedded with a
+# newer revision of the model (mixed), one never indexed and one deleted from the corpus.
+DEMO_TEAM_INDEX = {
+    "retriever": "team-search",
+    "model": "bge-small-en-v1.5",
+    "revision": "2025-06",
+    "newer_revision": "2026-01",
+    "dimension": 384,
+    "stale": [
+        "hr-pol-009-annual-leave.md",
+        "fin-pol-012-per-diem.md",
+        "hr-pol-021-remote-and-flexible-work.md",
+    ],
+    "mixed": ["it-proc-015-vpn-access.txt", "it-sec-007-passwords-and-mfa.md"],
+    "missing": ["it-proc-022-software-requests.md"],
+    "deleted": ["fin-pol-007-travel-booking-2024.md"],
+}
+
+
+def demo_index_manifest(project: Project, *, now: datetime, plan: dict = DEMO_TEAM_INDEX) -> bytes:
+    """The team index's manifest (CSV) over the project's searchable documents, per ``plan``."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    searchable = (
+        Document.objects.filter(project=project).content().searchable().with_latest_version()
+    )
+    for document in searchable.order_by("doc_id"):
+        if document.doc_id in plan["missing"]:
+            continue
+        version = document.latest_version
+        modified = version.source_modified_at or now - timedelta(days=30)
+        digest, indexed_at = version.content_hash, modified + timedelta(hours=6)
+        if document.doc_id in plan["stale"]:
+            # The index holds the text before the newest re-import.
+            digest = hashlib.sha256(f"older text of {document.doc_id}".encode()).hexdigest()
+            indexed_at = modified - timedelta(days=3)
+        revision = plan["newer_revision"] if document.doc_id in plan["mixed"] else plan["revision"]
+        model = (plan["model"], revision, plan["dimension"])
+        writer.writerow(
+            [document.doc_id, version.version, digest, "", "", indexed_at.isoformat(), *model]
+        )
+    for doc_id in plan["deleted"]:
+        writer.writerow([doc_id, 1, "", "", "", (now - timedelta(days=200)).isoformat(),
+                         plan["model"], plan["revision"], plan["dimension"]])  # fmt: skip
+    return buffer.getvalue().encode("utf-8")
+
+
 def login_lines() -> list[str]:
     """The demo accounts, as `load_demo` and `quickstart` print them."""
     return [
@@ -124,6 +186,10 @@ class Command(BaseCommand):
         self._labelling(project, question_set, users)
         self._answers(question_set, users)
         self._answer_scores(question_set, users)
+        self._team_index(project)
+        load_demo_traces(
+            project=project, users=users, demo_dir=DEMO_DIR, wait=self._wait, out=self.stdout
+        )
         if options["no_logins"]:
             self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready."))
             return
@@ -299,6 +365,21 @@ class Command(BaseCommand):
             f"Answer run {result.run.name}: {result.answers} answers, {plan.assignments} reviews "
             "planned."
         )
+
+    def _team_index(self, project):
+        team = Retriever.objects.filter(project=project, name=DEMO_TEAM_INDEX["retriever"]).first()
+        if team is None:
+            team = retrieval.add_retriever(
+                project=project, name=DEMO_TEAM_INDEX["retriever"], kind="run"
+            )
+        if IndexManifest.objects.filter(retriever=team).exists():
+            return
+        stored = manifests.import_manifest(
+            retriever=team,
+            data=demo_index_manifest(project, now=datetime.now().astimezone()),
+            file_name="team-search-manifest.csv",
+        )
+        self.stdout.write(f"The team's index manifest: {stored.rows} rows (see Index health).")
 
     def _wait(self, job, what):
         try:

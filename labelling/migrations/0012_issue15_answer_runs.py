@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('corpus', '0007_issue16_http_retriever'),
-        ('labelling', '0008_issue12_protect_user_work'),
+        ('labelling', '0011_issue17_span_rechecks'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

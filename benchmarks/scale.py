@@ -1,0 +1,157 @@
+"""How BM25 and the vector index grow from 10,000 to 1,000,000 passages (a small table).
+
+    .venv/bin/python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 300]
+
+Each measurement runs in a child process of its own, so its peak RSS is its own:
+
+- BM25 over generated passages (benchmarks/bm25.py's Zipf generator, ~130 words each; Snowball
+  stemming and stopwords, k1 0.9, b 0.4, Lucene IDF): build time, peak RSS, the artifact as
+  stored (corpus/indexfile.py's file, written to a temporary file as a build writes it), and
+  query p50/p95 for top 100 with a 50% access mask, as retrieve() searches the loaded index.
+  Not through retrieve() itself: that needs the passages ingested into a database, and
+  ingesting 1,000,000 documents takes longer than this machine gives a benchmark.
+- The vector index with synthetic unit vectors (384 dimensions; encoding 1,000,000 passages
+  would take hours here): the artifact size, loading it (indexfile.unpack from the file), peak
+  RSS, and one 300-question batch of top 100 (search_many, as a pool asks).
+- "pool 300" = BM25's 300 queries + the vector batch: the searching a 300-question pool over both
+  does (writing candidates is not included).
+
+Timings on the 2-core shared development machine are noisy; read them as upper bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+K = 100
+DIMENSION = 384
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def fake_passages(size: int) -> list[tuple[int, int, int, int, str, str]]:
+    return [(i, i, 0, 100, "", "") for i in range(size)]
+
+
+def measure_bm25(size: int, queries: int) -> dict:
+    from bm25 import ANALYZER, SEED, latency_ms, synthetic_corpus
+
+    from corpus import indexfile
+    from corpus.bm25 import BM25Index
+
+    passages, query_texts = synthetic_corpus(size, queries)
+    before = peak_rss_mb()
+    started = time.perf_counter()
+    index = BM25Index.build(passages, analyzer=ANALYZER, k1=0.9, b=0.4, idf="lucene")
+    build_s = time.perf_counter() - started
+    rss = peak_rss_mb()
+    del passages
+    allowed = np.random.default_rng(SEED).random(len(index)) < 0.5
+    started = time.perf_counter()
+    p50, p95 = latency_ms(lambda q: index.search(q, k=K, allowed=allowed), query_texts)
+    all_queries_s = time.perf_counter() - started
+    with tempfile.TemporaryFile() as handle:
+        indexfile.pack(handle, index, fake_passages(len(index)))
+        artifact_mb = handle.tell() / 2**20
+    return {
+        "build_s": build_s, "rss_mb": rss, "rss_corpus_mb": before, "artifact_mb": artifact_mb,
+        "p50_ms": p50, "p95_ms": p95, "queries_s": all_queries_s,
+    }  # fmt: skip
+
+
+def measure_vectors(size: int, queries: int) -> dict:
+    from corpus import indexfile
+    from corpus.embedding import ModelInfo, VectorIndex
+
+    rng = np.random.default_rng(7)
+    vectors = np.empty((size, DIMENSION), dtype=np.float32)
+    for first in range(0, size, 50_000):  # in blocks: the float64 draws stay small
+        block = rng.standard_normal((min(50_000, size - first), DIMENSION)).astype(np.float32)
+        vectors[first : first + len(block)] = block / np.linalg.norm(block, axis=1, keepdims=True)
+    info = ModelInfo(name="synthetic", version="synthetic", dimension=DIMENSION)
+    folder = REPO / "benchmarks" / "out"
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=folder) as handle:
+        indexfile.pack(handle, VectorIndex(vectors, info=info), fake_passages(size))
+        artifact_mb = handle.tell() / 2**20
+        del vectors
+        rss_before_load = peak_rss_mb()
+        handle.seek(0)
+        started = time.perf_counter()
+        loaded = indexfile.unpack(0, None, handle, rebuild="")
+        load_s = time.perf_counter() - started
+    questions = rng.standard_normal((queries, DIMENSION)).astype(np.float32)
+    questions /= np.linalg.norm(questions, axis=1, keepdims=True)
+    allowed = rng.random(size) < 0.5
+    started = time.perf_counter()
+    loaded.searcher.search_many(questions, k=K, allowed=allowed)
+    batch_s = time.perf_counter() - started
+    return {
+        "artifact_mb": artifact_mb, "load_s": load_s, "rss_mb": peak_rss_mb(),
+        "rss_before_load_mb": rss_before_load, "batch_s": batch_s,
+    }  # fmt: skip
+
+
+def child(kind: str, size: int, queries: int) -> dict:
+    result = subprocess.run(
+        [sys.executable, __file__, f"--{kind}", str(size), "--queries", str(queries)],
+        capture_output=True, text=True, check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )  # fmt: skip
+    if result.returncode != 0:
+        raise SystemExit(f"{kind} at {size:,} failed:\n{result.stderr[-2000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--bm25", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--vectors", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.bm25:
+        print(json.dumps(measure_bm25(args.bm25, args.queries)))
+        return
+    if args.vectors:
+        print(json.dumps(measure_vectors(args.vectors, args.queries)))
+        return
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"{args.queries} queries, top {K}, 50% access mask; 2 cores, shared, noisy", flush=True)
+    header = (
+        f"{'passages':>10} | {'BM25 build':>10} {'RSS':>8} {'artifact':>9} {'p50':>7} {'p95':>7}"
+        f" | {'vec artifact':>12} {'load':>6} {'RSS':>8} {'300 batch':>9} | {'pool 300':>8}"
+    )
+    print(header)
+    print("-" * len(header))
+    for size in sizes:
+        bm25 = child("bm25", size, args.queries)
+        vectors = child("vectors", size, args.queries)
+        pool = bm25["queries_s"] + vectors["batch_s"]
+        print(
+            f"{size:>10,} | {bm25['build_s']:>8.1f} s {bm25['rss_mb']:>5.0f} MB "
+            f"{bm25['artifact_mb']:>6.0f} MB {bm25['p50_ms']:>4.1f} ms {bm25['p95_ms']:>4.1f} ms"
+            f" | {vectors['artifact_mb']:>9.0f} MB {vectors['load_s']:>4.1f} s "
+            f"{vectors['rss_mb']:>5.0f} MB {vectors['batch_s']:>7.1f} s | {pool:>6.1f} s",
+            flush=True,
+        )
+    print("targets at 1,000,000: BM25 build <= 3 min, <= 4 GB peak RSS, query p95 <= 20 ms;")
+    print("pooling 300 questions from both <= 60 s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,375 @@
+"""The trace format: one logged production answer per JSON object (a JSONL line, or an item of
+the endpoint's batch), read into a `TraceRecord` or the problems that stop it. Django-free.
+
+A trace holds what the team's system did for one question: `trace_id, occurred_at, user
+(and their groups), question (verbatim), retrieved [{doc_id, start?, end?, version?, rank, score}],
+answer?, citations?, refused?, feedback? {thumb, comment}, system_version, index_manifest?`.
+
+OpenInference names are accepted too, so a span exported from an OpenInference-instrumented
+system reads without a converter: `context.trace_id`, `start_time`, `user.id`, `input.value`
+(the question), `output.value` (the answer), `retrieval.documents` with `document.id` and
+`document.score`, and `metadata` for the rest. They may sit at the top of the object or in its
+`attributes` (dotted keys, as OpenTelemetry exports them, or nested; the document list also in
+its flat form, `retrieval.documents.0.document.id`). Our own name wins when both are given.
+
+The question is kept exactly as logged: no stripping, no normalisation (the gold set keeps
+real wording, typos included).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from corpus.textfiles import LineProblem, NotUTF8Error, json_lines, text_problem
+
+MAX_TRACE_ID = 200
+MAX_QUESTION = 20_000
+MAX_ANSWER = 100_000
+MAX_RETRIEVED = 1_000
+MAX_SHORT = 200  # user, group, system version, doc id
+FLAT_DOCUMENTS = "retrieval.documents."
+THUMBS = {
+    "up": "up",
+    "down": "down",
+    "+1": "up",
+    "-1": "down",
+    "1": "up",
+    "0": "down",
+    "true": "up",
+    "false": "down",
+    "positive": "up",
+    "negative": "down",
+}
+
+
+@dataclass(frozen=True)
+class RetrievedPassage:
+    doc_id: str
+    rank: int
+    score: float | None = None
+    start: int | None = None
+    end: int | None = None
+    # The document version the offsets are in (Goldset's version number), when the system
+    # knows it; else the version current when the trace occurred is meant.
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    trace_id: str
+    occurred_at: datetime
+    question: str
+    retrieved: tuple[RetrievedPassage, ...]
+    user: str = ""
+    user_groups: tuple[str, ...] = ()
+    answer: str = ""
+    citations: tuple[Any, ...] = ()
+    refused: bool | None = None
+    thumb: str = ""  # "up", "down" or "" (no feedback)
+    comment: str = ""
+    system_version: str = ""
+    index_manifest: Any = None
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return list(dict.fromkeys(p.doc_id for p in self.retrieved))
+
+    @property
+    def top_score(self) -> float | None:
+        scores = [p.score for p in self.retrieved if p.score is not None]
+        return max(scores) if scores else None
+
+
+@dataclass
+class _Reader:
+    """Reads one object, collecting every problem rather than stopping at the first."""
+
+    item: dict
+    problems: list[str] = field(default_factory=list)
+
+    def get(self, *names: str) -> Any:
+        attributes = self.item.get("attributes")
+        for name in names:
+            for source in (self.item, attributes if isinstance(attributes, dict) else {}):
+                value = _lookup(source, name)
+                if value is not None:
+                    return value
+        return None
+
+    def text(self, names: tuple[str, ...], label: str, *, limit: int, required=False, ident=False):
+        value = self.get(*names)
+        if value is None or value == "":
+            if required:
+                self.problems.append(f"{label} is missing")
+            return ""
+        if isinstance(value, int | float) and not isinstance(value, bool) and ident:
+            value = str(value)
+        if not isinstance(value, str):
+            self.problems.append(f"{label} must be a string")
+            return ""
+        problem = text_problem(value, max_length=limit, identifier=ident)
+        if problem:
+            self.problems.append(f"{label} {problem}")
+            return ""
+        return value
+
+
+def _lookup(source: dict, name: str) -> Any:
+    """`name` in `source`: the dotted key itself, or its parts nested ("user.id" → user → id)."""
+    if name in source:
+        return source[name]
+    head, _, rest = name.partition(".")
+    if rest and isinstance(source.get(head), dict):
+        return _lookup(source[head], rest)
+    return None
+
+
+def parse_time(value: Any) -> datetime | None:
+    """ISO 8601 (a trailing Z allowed; a time without offset is UTC), or epoch seconds /
+    nanoseconds (OpenTelemetry's unit) as a number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        if not math.isfinite(value):
+            return None
+        seconds = value / 1e9 if value > 1e12 else value
+        try:
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _offset(value: Any) -> int | None | str:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return "bad"
+    return value
+
+
+def _flattened_documents(item: dict) -> list[dict] | None:
+    """OpenTelemetry's flat form of OpenInference's list, `retrieval.documents.0.document.id`,
+    back into `[{"document.id": …}, …]` in index order (None when there is none)."""
+    attributes = item.get("attributes")
+    found: dict[int, dict] = {}
+    for source in (item, attributes if isinstance(attributes, dict) else {}):
+        for key, value in source.items():
+            if not key.startswith(FLAT_DOCUMENTS):
+                continue
+            index, _, field = key[len(FLAT_DOCUMENTS) :].partition(".")
+            if index.isdigit() and field:
+                found.setdefault(int(index), {})[field] = value
+    return [found[i] for i in sorted(found)] if found else None
+
+
+def _passages(reader: _Reader) -> tuple[RetrievedPassage, ...]:
+    value = reader.get("retrieved", "retrieval.documents")
+    if value is None:
+        value = _flattened_documents(reader.item)
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        reader.problems.append("retrieved must be a list")
+        return ()
+    if len(value) > MAX_RETRIEVED:
+        reader.problems.append(f"retrieved has more than {MAX_RETRIEVED:,} passages")
+        return ()
+    passages = []
+    for position, entry in enumerate(value, start=1):
+        where = f"retrieved[{position - 1}]"
+        if isinstance(entry, str):
+            entry = {"doc_id": entry}
+        if not isinstance(entry, dict):
+            reader.problems.append(f"{where} must be an object")
+            continue
+        doc_id = _first(entry, "doc_id", "document.id", "id")
+        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+            doc_id = str(doc_id)
+        if not isinstance(doc_id, str) or not doc_id:
+            reader.problems.append(f"{where}.doc_id is missing")
+            continue
+        problem = text_problem(doc_id, max_length=MAX_SHORT, identifier=True)
+        if problem:
+            reader.problems.append(f"{where}.doc_id {problem}")
+            continue
+        rank = _first(entry, "rank")
+        rank = position if rank is None else rank
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+            reader.problems.append(f"{where}.rank must be a whole number from 1")
+            continue
+        score = _first(entry, "score", "document.score")
+        if score is not None and (
+            isinstance(score, bool)
+            or not isinstance(score, int | float)
+            or not math.isfinite(score)
+        ):
+            reader.problems.append(f"{where}.score must be a number")
+            continue
+        start, end = _offset(_first(entry, "start")), _offset(_first(entry, "end"))
+        if "bad" in (start, end) or (start is None) != (end is None):
+            reader.problems.append(f"{where}: start and end must both be offsets (whole numbers)")
+            continue
+        if start is not None and end <= start:
+            reader.problems.append(f"{where}: end must be after start")
+            continue
+        version = _first(entry, "version", "document.metadata.version")
+        if version is not None and (
+            isinstance(version, bool) or not isinstance(version, int) or version < 1
+        ):
+            reader.problems.append(f"{where}.version must be a whole number from 1")
+            continue
+        passages.append(RetrievedPassage(doc_id, rank, score, start, end, version))
+    return tuple(sorted(passages, key=lambda p: p.rank))
+
+
+def _first(entry: dict, *names: str) -> Any:
+    for name in names:
+        value = _lookup(entry, name)
+        if value is not None:
+            return value
+    return None
+
+
+def read_trace(item: Any) -> TraceRecord | list[str]:
+    """A trace from one JSON value, or every problem it has (phrased for a person)."""
+    if not isinstance(item, dict):
+        return ["expected a JSON object"]
+    reader = _Reader(item)
+    trace_id = reader.text(
+        ("trace_id", "context.trace_id", "traceId"),
+        "trace_id",
+        limit=MAX_TRACE_ID,
+        required=True,
+        ident=True,
+    )
+    raw_time = reader.get("occurred_at", "start_time", "timestamp")
+    occurred_at = parse_time(raw_time)
+    if raw_time is None:
+        reader.problems.append("occurred_at is missing")
+    elif occurred_at is None:
+        reader.problems.append(f"occurred_at {raw_time!r} is not an ISO 8601 time")
+    question = reader.get("question", "input.value")
+    if not isinstance(question, str) or not question.strip():
+        reader.problems.append("question is missing" if question is None else "question is empty")
+        question = ""
+    elif problem := text_problem(question, max_length=MAX_QUESTION):
+        reader.problems.append(f"question {problem}")
+    user_value = reader.get("user")
+    user_id, groups = "", ()
+    if isinstance(user_value, dict):
+        user_id = user_value.get("id", "")
+        groups = user_value.get("groups", ())
+    elif user_value is not None:
+        user_id = user_value
+    user_id = user_id or reader.get("user.id", "user_id") or ""
+    groups = groups or reader.get("user_groups", "groups") or ()
+    if isinstance(user_id, int) and not isinstance(user_id, bool):
+        user_id = str(user_id)
+    if not isinstance(user_id, str) or text_problem(user_id, max_length=MAX_SHORT):
+        reader.problems.append("user must be a short string (or {id, groups})")
+        user_id = ""
+    if not isinstance(groups, list | tuple) or not all(
+        isinstance(g, str) and not text_problem(g, max_length=MAX_SHORT, identifier=True)
+        for g in groups
+    ):
+        reader.problems.append("the user's groups must be a list of group names")
+        groups = ()
+    passages = _passages(reader)
+    answer = reader.text(("answer", "output.value"), "answer", limit=MAX_ANSWER)
+    citations = reader.get("citations")
+    if citations is not None and not isinstance(citations, list):
+        reader.problems.append("citations must be a list")
+        citations = None
+    refused = reader.get("refused")
+    if refused is not None and not isinstance(refused, bool):
+        reader.problems.append("refused must be true or false")
+        refused = None
+    thumb, comment = _feedback(reader)
+    system_version = reader.text(
+        ("system_version", "metadata.system_version"), "system_version", limit=MAX_SHORT
+    )
+    if reader.problems:
+        return reader.problems
+    return TraceRecord(
+        trace_id=trace_id,
+        occurred_at=occurred_at,
+        question=question,
+        retrieved=passages,
+        user=user_id,
+        user_groups=tuple(dict.fromkeys(groups)),
+        answer=answer,
+        citations=tuple(citations or ()),
+        refused=refused,
+        thumb=thumb,
+        comment=comment,
+        system_version=system_version,
+        index_manifest=reader.get("index_manifest", "metadata.index_manifest"),
+    )
+
+
+def _feedback(reader: _Reader) -> tuple[str, str]:
+    value = reader.get("feedback")
+    if value is None:
+        return "", ""
+    if not isinstance(value, dict):
+        value = {"thumb": value}
+    thumb = value.get("thumb", value.get("score"))
+    comment = value.get("comment") or ""
+    key = str(thumb).strip().lower() if thumb is not None else ""
+    if isinstance(thumb, bool):
+        key = "true" if thumb else "false"
+    elif isinstance(thumb, int | float):
+        key = "up" if thumb > 0 else "down"
+    if thumb is not None and key not in THUMBS:
+        reader.problems.append(f"feedback.thumb {thumb!r} is not up or down")
+        return "", ""
+    if not isinstance(comment, str) or text_problem(comment, max_length=MAX_QUESTION):
+        reader.problems.append("feedback.comment must be text")
+        return "", ""
+    return THUMBS.get(key, ""), comment
+
+
+def read_trace_lines(data: bytes | str) -> Iterator[tuple[int, TraceRecord | LineProblem]]:
+    """JSONL traces by line number: the trace, or one `LineProblem` naming all its problems.
+    Raises `corpus.textfiles.NotUTF8Error` for bytes that are not UTF-8."""
+    for number, value in json_lines(data):
+        if isinstance(value, LineProblem):
+            yield number, value
+            continue
+        record = read_trace(value)
+        if isinstance(record, list):
+            yield number, LineProblem(number, "; ".join(record))
+        else:
+            yield number, record
+
+
+def read_trace_stream(lines: Iterable[bytes]) -> Iterator[tuple[int, TraceRecord | LineProblem]]:
+    """Like `read_trace_lines`, over a file opened in binary and read line by line, so a file of
+    a million traces is never held whole. The rules are `corpus.textfiles`' (a line ends at
+    "\\n" only; a BOM on the first line is dropped; bytes must be UTF-8), applied per line."""
+    for number, raw in enumerate(lines, start=1):
+        try:
+            values = list(json_lines(raw))
+        except NotUTF8Error as error:
+            yield number, LineProblem(number, f"not UTF-8 text (byte {error.offset} of the line)")
+            continue
+        for _, value in values:
+            if isinstance(value, LineProblem):
+                yield number, LineProblem(number, value.message)
+                continue
+            record = read_trace(value)
+            if isinstance(record, list):
+                yield number, LineProblem(number, "; ".join(record))
+            else:
+                yield number, record

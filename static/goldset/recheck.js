@@ -1,0 +1,41 @@
+// The Re-check page's "Mark it again": the labeller selects the evidence in the new version's
+// text, as on the grading page (static/goldset/selection.js turns a selection into offsets,
+// snapped to whole words unless Alt is held), and the offsets and quote go into the form, which
+// the server checks against the stored text. Without this script the fields can be typed.
+(function () {
+  "use strict";
+
+  const form = document.getElementById("remark-form");
+  const view = document.getElementById("remark-text");
+  if (!form || !view || !window.GoldsetSelection) return;
+  const Selection = window.GoldsetSelection;
+  const message = document.getElementById("selection-message");
+  const shown = document.getElementById("chosen-quote");
+
+  function use(exact) {
+    const span = Selection.fromSelection(view.parentElement, { exact: exact, views: "#remark-text" });
+    if (span.error) {
+      message.textContent = span.message.replace("a passage", "the new text").replace(", then press s", "");
+      message.hidden = false;
+      return;
+    }
+    message.hidden = true;
+    form.elements.start.value = span.start;
+    form.elements.end.value = span.end;
+    form.elements.quote.value = span.quote;
+    shown.textContent = span.quote;
+  }
+
+  document.getElementById("use-selection").addEventListener("mousedown", function (event) {
+    event.preventDefault(); // keep the selection
+  });
+  document.getElementById("use-selection").addEventListener("click", function (event) {
+    use(event.altKey);
+  });
+  document.addEventListener("keydown", function (event) {
+    if (event.key.toLowerCase() !== "s" || event.ctrlKey || event.metaKey) return;
+    if (event.target.closest && event.target.closest("input, textarea")) return;
+    event.preventDefault();
+    use(event.altKey);
+  });
+})();

@@ -1,0 +1,129 @@
+"""Every index build is scored on the newest gold set (a job); the retriever page plots it."""
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+
+from corpus.models import Job, JobState
+from corpus.services import documents, retrieval
+from evaluation.models import BuildEvaluationStart, IndexEvaluation
+from evaluation.services.gold_sets import finalise_gold_set
+from evaluation.services.index_evaluations import start_build_evaluations
+from evaluation.tasks import evaluate_index_builds
+from tests.factories import labelled_question_set, login
+
+
+def test_each_build_is_evaluated_and_tagged_with_what_changed(
+    project, member, django_capture_on_commit_callbacks, inline_jobs
+):
+    people = {r: member(r, username=r) for r in ("ann", "bob", "lead", "admin")}
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"]
+    )
+    gold_set = finalise_gold_set(question_set=question_set, user=people["admin"])
+    scheme = documents.add_chunking_scheme(
+        project=project, name="w50", strategy="fixed", size=50, overlap=0
+    )
+    documents.chunk_corpus(scheme=scheme)
+    bm25 = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=scheme)
+    retrieval.build_index(retriever=bm25)
+    assert not Job.objects.filter(kind="index_evaluation").exists()  # the corpus calls nobody
+    with django_capture_on_commit_callbacks(execute=True):
+        assert evaluate_index_builds.apply().get() == 1  # the beat task, as the worker runs it
+    (first,) = IndexEvaluation.objects.all()
+    job = Job.objects.get(kind="index_evaluation")
+    assert BuildEvaluationStart.objects.get(retriever=bm25).job == job
+    # The next beat finds nothing new: one job per build.
+    assert evaluate_index_builds.apply().get() == 0
+    assert Job.objects.filter(kind="index_evaluation").count() == 1
+    assert job.state == JobState.SUCCEEDED and job.task == "evaluation.tasks.index_evaluation"
+    assert first.gold_set == gold_set and first.change == "first build" and first.questions == 3
+    k = project.k_sent_to_model
+    assert set(first.metrics) == {f"recall@{k}", "ndcg@10"} and first.metrics[f"recall@{k}"] > 0
+
+    documents.change_chunking_scheme(
+        scheme=scheme, strategy="fixed", unit="words", size=20, overlap=5
+    )
+    documents.chunk_corpus(scheme=scheme)
+    retrieval.build_index(retriever=bm25)
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("evaluate_index_builds", "--project", project.slug, stdout=io.StringIO())
+    second = IndexEvaluation.objects.latest("pk")
+    assert second.change == "chunking" and second.scheme != first.scheme
+
+    page = login(people["lead"]).get(
+        reverse("evaluation:show-retriever-builds", args=[project.slug, bm25.pk])
+    )
+    html = page.content.decode()
+    assert page.status_code == 200 and html.count("<polyline") == 2
+    assert html.count("<td>chunking</td>") == 1 and html.count("<td>first build</td>") == 1
+    retriever_page = login(people["lead"]).get(
+        reverse("corpus:show-retriever", args=[project.slug, bm25.pk])
+    )
+    assert (
+        reverse("evaluation:show-retriever-builds", args=[project.slug, bm25.pk])
+        in retriever_page.content.decode()
+    )
+
+
+def test_a_second_start_of_one_build_is_refused_by_the_database(project, member):
+    people = {r: member(r, username=r) for r in ("ann", "bob", "lead", "admin")}
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"]
+    )
+    finalise_gold_set(question_set=question_set, user=people["admin"])
+    scheme = documents.add_chunking_scheme(project=project, name="doc", strategy="document")
+    documents.chunk_corpus(scheme=scheme)
+    bm25 = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=scheme)
+    index = retrieval.build_index(retriever=bm25)
+    # Another beat started this build a moment ago (its row is there): nothing more is started.
+    BuildEvaluationStart.objects.create(retriever=bm25, built_at=index.built_at)
+    assert start_build_evaluations(project=project) == []
+    with pytest.raises(IntegrityError), transaction.atomic():
+        BuildEvaluationStart.objects.create(retriever=bm25, built_at=index.built_at)
+    assert not Job.objects.filter(kind="index_evaluation").exists()
+
+
+def test_without_a_gold_set_a_build_queues_nothing(project, django_capture_on_commit_callbacks):
+    from tests.factories import add_documents
+
+    add_documents(project, ("a", "Some words about leave and holidays in the summer."))
+    scheme = documents.add_chunking_scheme(project=project, name="doc", strategy="document")
+    documents.chunk_corpus(scheme=scheme)
+    bm25 = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=scheme)
+    retrieval.build_index(retriever=bm25)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert evaluate_index_builds.apply().get() == 0
+    assert not Job.objects.filter(kind="index_evaluation").exists()
+
+
+def test_an_uploaded_run_tagged_with_what_changed_joins_its_systems_plot(
+    project, member, django_capture_on_commit_callbacks, inline_jobs
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    people = {r: member(r, username=r) for r in ("ann", "bob", "lead", "admin")}
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"]
+    )
+    gold_set = finalise_gold_set(question_set=question_set, user=people["admin"])
+    team = retrieval.add_retriever(project=project, name="team", kind="run")
+    lead = login(people["lead"])
+    url = reverse("evaluation:upload-run", args=[project.slug, gold_set.pk])
+    run = b'{"question_id": "q2", "results": [{"doc_id": "vpn", "start": 0, "end": 40}]}\n'
+    refused = lead.post(url, {"file": SimpleUploadedFile("r.jsonl", run), "change": "filters"})
+    assert refused.status_code == 302 and not Job.objects.filter(kind="evaluation_upload").exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        lead.post(url, {
+            "file": SimpleUploadedFile("r.jsonl", run), "name": "after-filters",
+            "retriever": team.pk, "change": "filters",
+        })  # fmt: skip
+    (row,) = IndexEvaluation.objects.filter(retriever=team)
+    assert row.change == "filters" and row.run.name == "after-filters"
+    # q2 reaches one of its two spans, q1 is missing: (0.5 + 0) / 2 answerable questions.
+    assert row.metrics[f"recall@{project.k_sent_to_model}"] == 0.25
+    html = lead.get(reverse("evaluation:show-retriever-builds", args=[project.slug, team.pk]))
+    assert "<td>filters</td>" in html.content.decode()
