@@ -323,7 +323,9 @@ def evaluate_answers(
         name: _mean(values.get(name) for values in per_question.values())
         for name in (*HUMAN_SCORES, "gold_citation_precision")
     }
-    if answer_gold is None:
+    if answer_gold is None or not counts["graded"]:
+        # Without a single graded answer, the zeros of missing and refused answers alone would
+        # read as a measured score: the human-graded scores are not given at all.
         for name in HUMAN_SCORES:
             scores[name] = None
     scores.update(refusal_scores(outcomes))

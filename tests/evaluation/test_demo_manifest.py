@@ -2,9 +2,8 @@
 
 import datetime
 
-from labelling.management.commands.load_demo import demo_index_manifest
-
 from corpus.services import manifests, retrieval
+from evaluation.management.commands.load_demo import demo_index_manifest
 from evaluation.services import index_health
 from tests.factories import POLICY_TEXT, VPN_TEXT, add_documents
 
