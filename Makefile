@@ -20,7 +20,7 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 install: $(STAMP)
 
 # The demo, a Celery worker on an embedded file-system broker, and the development server;
-# the demo logins are printed last (labelling/management/commands/quickstart.py).
+# the demo logins are printed last (evaluation/management/commands/quickstart.py).
 run: export DEBUG ?= 1
 run: $(STAMP)
 	@$(BIN)/python manage.py migrate --noinput -v0

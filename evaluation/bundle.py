@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from corpus.chunking import ChunkSpec, chunk_spans
 from corpus.spans import overlaps
+from evaluation.answergold import ANSWERS_GOLD_FILE
 from evaluation.gold import CORPUS_FILE, DOCUMENTS_FILE, GOLD_FILE, MANIFEST_FILE, DocumentState
 
 BUNDLE_FORMAT = "goldset-bundle"
@@ -139,6 +140,7 @@ def build_bundle(
     texts: Mapping[tuple[str, int], str],
     schemes: Mapping[str, ChunkSpec],
     votes: Sequence[Vote],
+    answers_gold: Sequence[dict[str, Any]] = (),
     documents: Sequence[DocumentState] = (),
 ) -> Bundle:
     """Every file of a gold set's bundle (nothing is written anywhere).
@@ -188,6 +190,9 @@ def build_bundle(
         ]
     )
     files[JUDGEMENTS_FILE] = _csv(votes)
+    if answers_gold:
+        # Reference facts and agreed answer grades (`evaluation.answergold` reads them back).
+        files[ANSWERS_GOLD_FILE] = _jsonl(answers_gold)
     if documents:
         files[DOCUMENTS_FILE] = _jsonl(_document_line(document) for document in documents)
 

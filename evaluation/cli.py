@@ -1,5 +1,8 @@
 """``python -m evaluation evaluate``: score runs against a gold set, usable as a CI gate.
 
+(``permissions`` and ``answers`` are subcommands of their own: `evaluation.permissions_cli`,
+`evaluation.answers_cli`.)
+
 Exit status: 0 when all is well, 1 when a run misses a ``--fail-under`` bar, 2 for bad input.
 """
 
@@ -13,6 +16,7 @@ from pathlib import Path
 
 from corpus.runfiles import SCORES, TIES
 from corpus.textfiles import cyclic_gc_paused
+from evaluation.answers_cli import add_parser as add_answers_parser
 from evaluation.compare import PERMUTATIONS, compare_runs
 from evaluation.gold import EvaluationInputError, Gold, load_gold
 from evaluation.health_cli import add_parser as add_health_parser
@@ -135,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
     add_permissions_parser(commands)
+    add_answers_parser(commands)
     add_health_parser(commands)
     return parser
 

@@ -355,6 +355,26 @@ def first_reaching_ranks(
     return ranks
 
 
+def passages_reaching_gold(
+    question: GoldQuestion, passages: Sequence[Passage], *, min_overlap: int = 1
+) -> list[bool]:
+    """For each passage, whether it reaches any of the question's spans of grade >= 1: the
+    metrics' reach rule without crediting a span once (the answer scores ask, of every citation
+    and context passage, whether it touches gold evidence)."""
+    documents, _ = _index(question, unreachable=set())
+    reached: list[bool] = []
+    for doc_id, start, end in passages:
+        entry = documents.get(doc_id)
+        if entry is None:
+            reached.append(False)
+        elif entry.__class__ is tuple:
+            reached.append(bool(entry) and (start is None or end - start >= min_overlap))
+        else:
+            units, _ = entry.reach(start, end, min_overlap)
+            reached.append(bool(units))
+    return reached
+
+
 def _score_ranking(
     compiled: _CompiledQuestion,
     passages: Sequence[Passage],

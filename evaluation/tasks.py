@@ -5,6 +5,7 @@ from celery import shared_task
 from corpus import jobs
 from corpus.models import Project
 from evaluation.services import (
+    answer_scores,
     health_reports,
     index_evaluations,
     index_health,
@@ -46,6 +47,12 @@ def evaluation_report(job_id: int) -> None:
 @shared_task(**RETRY)
 def permission_replay(job_id: int) -> None:
     jobs.run(job_id, permission_replays.run_permission_replay)
+
+
+@shared_task(**RETRY)
+def answer_report(job_id: int) -> None:
+    """The Answers page's figures: every answer run of a gold set's question set."""
+    jobs.run(job_id, answer_scores.run_answers_report)
 
 
 @shared_task(**RETRY)

@@ -18,6 +18,13 @@ urlpatterns = [
     path(_gold_set + "runs/retrieve/", views.start_retriever_run, name="start-retriever-run"),
     path(_gold_set + "runs/<int:run_id>/download/", views.download_run, name="download-run"),
     path(_gold_set + "score/", views.score_runs, name="score-runs"),
+    path(_gold_set + "answers/", views.show_answers, name="show-answers"),
+    path(_gold_set + "answers/compute/", views.compute_answers, name="compute-answers"),
+    path(
+        _gold_set + "answers/<int:answer_run_id>/download/",
+        views.download_answer_run,
+        name="download-answer-run",
+    ),
     path("p/<slug:slug>/evaluation/", views.show_evaluation, name="show-evaluation"),
     path("p/<slug:slug>/evaluation/k/", views.edit_k_sent_to_model, name="edit-k-sent-to-model"),
     path(

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from corpus import jobs
 from corpus.access import ProjectAccess, project_access
 from corpus.models import Role
+from evaluation.answers_report import LABELS
 from evaluation.forms import (
     FinaliseForm,
     KSentForm,
@@ -26,10 +27,18 @@ from evaluation.forms import (
     UploadRunForm,
 )
 from evaluation.models import EvaluationRun, GoldSet, PermissionReplay
-from evaluation.services import evaluation_runs, gold_sets, permission_replays, reports
+from evaluation.services import (
+    answer_scores,
+    evaluation_runs,
+    gold_sets,
+    permission_replays,
+    reports,
+)
 from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
-from labelling.models import QuestionSet
+from labelling.answerfiles import write_answer_file
+from labelling.models import AnswerRun, QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
+from labelling.services.answer_gold import core_answers
 
 
 def _gold_set(access: ProjectAccess, gold_set_id: int) -> GoldSet:
@@ -427,3 +436,74 @@ def show_permission_replay(request: HttpRequest, slug: str, replay_id: int) -> H
         else "evaluation/show_permission_replay.html"
     )
     return render(request, template, context)
+
+
+@login_required
+@require_GET
+def show_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResponse:
+    """The gold set's Answers page: each answer run's scores, side by side, and per question."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    context = {"access": access, "project": access.project, "gold_set": gold_set}
+    if answer_scores.hides_anything(gold_set=gold_set, viewer=request.user):
+        context["refusal"] = (
+            "This page shows the text of answers and documents, and some of them are restricted "
+            "to access groups you are not in; a member of those groups can read it."
+        )
+        return render(request, "evaluation/show_answers.html", context, status=403)
+    page = answer_scores.stored_answers_report(gold_set)
+    if page is None:
+        context["job"] = answer_scores.pending_answers_job(gold_set)
+        return render(request, "evaluation/show_answers.html", context)
+    names = [run["name"] for run in page["runs"]]
+    runs = page["report"]["runs"]
+    context.update(
+        page=page,
+        names=names,
+        columns=[(run["name"], run["pk"]) for run in page["runs"]],
+        score_rows=[
+            (score, LABELS[score], [runs[name]["scores"][score] for name in names])
+            for score in LABELS
+        ],
+        count_rows=[
+            (key.replace("_", " "), [runs[name]["counts"][key] for name in names])
+            for key in ("answerable", "unanswerable", "answers", "missing", "refused", "graded")
+        ],
+        coverage=[runs[name]["coverage"] for name in names],
+    )
+    return render(request, "evaluation/show_answers.html", context)
+
+
+@login_required
+@require_POST
+def compute_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResponse:
+    """Queue the Answers page's figures (a job: scoring reads the gold set and every run)."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    url = reverse("evaluation:show-answers", args=[access.project.slug, gold_set.pk])
+    if answer_scores.hides_anything(gold_set=gold_set, viewer=request.user):
+        return redirect(url)
+    if answer_scores.stored_answers_report(gold_set) is None:
+        answer_scores.start_answers_report(gold_set=gold_set, user=request.user)
+    return redirect(url)
+
+
+@login_required
+@require_GET
+def download_answer_run(
+    request: HttpRequest, slug: str, gold_set_id: int, answer_run_id: int
+) -> HttpResponse:
+    """An answer run as the JSONL file the CLI reads (the page's figures come from it)."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    run = get_object_or_404(AnswerRun, question_set_id=gold_set.question_set_id, pk=answer_run_id)
+    if answer_scores.hides_anything(gold_set=gold_set, viewer=request.user):
+        return render(
+            request, "403.html", {"access": access, "project": access.project}, status=403
+        )
+    answers = sorted(core_answers(run).values(), key=lambda answer: answer.line)
+    response = HttpResponse(write_answer_file(answers), content_type="application/octet-stream")
+    response["Content-Disposition"] = content_disposition_header(
+        as_attachment=True, filename=f"{run.name}.jsonl"
+    )
+    return response

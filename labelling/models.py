@@ -8,6 +8,20 @@ from django.db.models import Q
 
 from corpus.models import AccessGroup, Document, DocumentVersion, Job, Project, Retriever
 
+# Answer runs and reference answers live in their own module; named here, Django finds them.
+from labelling.answer_models import Answer as Answer
+from labelling.answer_models import AnswerAssignment as AnswerAssignment
+from labelling.answer_models import AnswerPassage as AnswerPassage
+from labelling.answer_models import AnswerResolution as AnswerResolution
+from labelling.answer_models import AnswerRun as AnswerRun
+from labelling.answer_models import AnswerSentence as AnswerSentence
+from labelling.answer_models import CitationJudgement as CitationJudgement
+from labelling.answer_models import ClaimEvidence as ClaimEvidence
+from labelling.answer_models import ClaimJudgement as ClaimJudgement
+from labelling.answer_models import FactJudgement as FactJudgement
+from labelling.answer_models import ReferenceAnswer as ReferenceAnswer
+from labelling.answer_models import ReferenceFact as ReferenceFact
+
 # What came in from files lives in its own module; re-exported so labelling.models stays the
 # one place to import models from.
 from labelling.imported import ImportedJudgement as ImportedJudgement

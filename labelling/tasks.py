@@ -5,7 +5,7 @@ from celery import shared_task
 from corpus import jobs
 from corpus.models import Retriever
 from labelling.models import Pool
-from labelling.services import pools, production, questions, traces
+from labelling.services import answers, pools, production, questions, traces
 
 
 @shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=5)
@@ -24,6 +24,12 @@ def pool_batch(pool_id: int, retriever_id: int, question_ids: list[int]) -> None
 @shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=5)
 def import_questions(job_id: int) -> None:
     jobs.run(job_id, questions.run_question_import)
+
+
+@shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=5)
+def import_answers(job_id: int) -> None:
+    """An uploaded answer run (`labelling.services.answers.start_answer_import`)."""
+    jobs.run(job_id, answers.run_answer_import)
 
 
 @shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=60)

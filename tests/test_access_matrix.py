@@ -4,6 +4,7 @@ project holding object ids of another project. Unsafe methods must leave every r
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -18,7 +19,9 @@ from corpus.models import AccessGroup, Document, DuplicateGroup, Job, Membership
 from corpus.services import documents, retrieval
 from evaluation.models import EvaluationRun, PermissionReplay
 from evaluation.services.gold_sets import finalise_gold_set
-from labelling.models import Assignment, Candidate, Span
+from labelling.models import AnswerAssignment, Assignment, Candidate, Span
+from labelling.services.answer_review import plan_answer_review
+from labelling.services.answers import import_answers
 from labelling.services.sampling import check_rule, save_sampling_rule
 from labelling.services.traces import create_api_token
 from labelling.trace_models import Sample
@@ -94,6 +97,12 @@ def world(prefix: str) -> dict:
     candidate = Candidate.objects.filter(pool__question_set=question_set).order_by("pk").first()
     profile = PermissionProfile.objects.create(project=project, name="tester")
     replay = PermissionReplay.objects.create(gold_set=gold_set, source="upload", k=5)
+    question = question_set.questions.order_by("pk").first()
+    answer_line = {"question_id": question.external_id, "answer": "An answer.", "refused": False}
+    answer_run = import_answers(
+        question_set=question_set, data=json.dumps(answer_line), run_name="rag"
+    ).run
+    plan_answer_review(run=answer_run, labellers=[people["ann"]], double_share=0)
     api_token, _ = create_api_token(project=project, user=people["admin"], name="bot")
     rule = save_sampling_rule(
         project=project,
@@ -136,6 +145,8 @@ def world(prefix: str) -> dict:
             "sample_id": sample.pk,
             "membership_id": Membership.objects.get(project=project, user=people["ann"]).pk,
             "access_group_id": AccessGroup.objects.get(project=project, name="hr-confidential").pk,
+            "answer_assignment_id": AnswerAssignment.objects.get(answer__run=answer_run).pk,
+            "answer_run_id": answer_run.pk,
         },
     }
 

@@ -10,6 +10,8 @@ finalised before the document arrived, as a bundle carrying it is refused to out
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.urls import reverse
 
@@ -24,8 +26,10 @@ from corpus.models import (
 from corpus.services import projects, retrieval
 from evaluation.models import EvaluationRun, PermissionReplay
 from evaluation.services.gold_sets import finalise_gold_set
-from labelling.models import Assignment, Candidate, Span, Verdict
+from labelling.models import AnswerAssignment, Assignment, Candidate, Span, Verdict
 from labelling.services import judgements
+from labelling.services.answer_review import plan_answer_review
+from labelling.services.answers import import_answers
 from tests.factories import (
     POLICY_TEXT,
     SALARY_TEXT,
@@ -75,6 +79,10 @@ def world(db, monkeypatch):
     )  # fmt: skip
     candidate = Candidate.objects.filter(pool__question_set=question_set).order_by("pk").first()
     q1 = candidate.question
+    answer = {"question_id": "q1", "answer": "Five days.", "refused": False,
+              "context": [{"doc_id": "leave"}]}  # fmt: skip
+    answer_run = import_answers(question_set=question_set, data=json.dumps(answer), run_name="a")
+    plan_answer_review(run=answer_run.run, labellers=[people["ann"]], double_share=0)
     ids = {
         "slug": project.slug,
         "set_id": question_set.pk,
@@ -97,6 +105,8 @@ def world(db, monkeypatch):
         "access_group_id": AccessGroup.objects.get(project=project, name="hr-confidential").pk,
         "profile_id": PermissionProfile.objects.create(project=project, name="tester").pk,
         "replay_id": PermissionReplay.objects.create(gold_set=gold_set, source="upload", k=5).pk,
+        "answer_run_id": answer_run.run.pk,
+        "answer_assignment_id": AnswerAssignment.objects.get().pk,
     }
     return {"project": project, "people": people, "ids": ids, "q1": q1, "set": question_set}
 

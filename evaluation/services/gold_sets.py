@@ -25,6 +25,7 @@ from django.utils import timezone
 from corpus import jobs
 from corpus.chunking import ChunkSpec
 from corpus.models import ChunkingScheme, Document, DocumentVersion, Job, JobState, Project
+from evaluation.answergold import ANSWERS_GOLD_FILE, read_answer_gold
 from evaluation.bundle import Bundle, BundleInfo, CorpusVersion, Vote, build_bundle, sha256
 from evaluation.gold import (
     MANIFEST_FILE,
@@ -45,6 +46,7 @@ from labelling.models import (
     VerdictOutcome,
 )
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
+from labelling.services.answer_gold import answers_gold_records
 from labelling.services.gold import FrozenQuestion, UnresolvedItem, collect_gold
 from labelling.trace_models import PromotedQuestion
 
@@ -270,6 +272,8 @@ def run_finalise(job: Job, *, then: Callable[[GoldSet], object] | None = None) -
 def _check_loads(bundle: Bundle) -> None:
     try:
         read_bundle(bundle.files)
+        if ANSWERS_GOLD_FILE in bundle.files:
+            read_answer_gold(bundle.files[ANSWERS_GOLD_FILE])
     except EvaluationInputError as error:
         raise GoldSetError(f"The bundle does not load back ({error.message}).") from error
 
@@ -413,6 +417,7 @@ def _bundle(
         texts=texts,
         schemes=schemes,
         votes=votes,
+        answers_gold=answers_gold_records(question_set),
         documents=documents,
     )
     named = _bundle_documents(project, questions, versions, votes)

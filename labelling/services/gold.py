@@ -69,10 +69,16 @@ class GoldResolution:
 
 
 def resolve_gold(
-    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1, viewer=None
+    *,
+    question_set: QuestionSet,
+    min_span_f1: float = DEFAULT_MIN_SPAN_F1,
+    viewer=None,
+    pool_id: int | None = None,
+    question_id: int | None = None,
 ) -> GoldResolution:
     """Apply the gold resolution rule (labelling/resolution.py) to every question of the set;
-    with ``viewer``, to the items on documents they may see (the others do not exist here)."""
+    with ``viewer``, to the items on documents they may see (the others do not exist here);
+    with ``pool_id`` and ``question_id``, to that one question of that pool."""
     rows, unresolved = [], []
     rechecks = {
         r.span_id: r
@@ -80,7 +86,10 @@ def resolve_gold(
             span__judgement__candidate__pool__question_set=question_set
         ).select_related("version")
     }
-    for q in gather_votes(question_set=question_set, viewer=viewer):
+    votes = gather_votes(
+        question_set=question_set, viewer=viewer, pool_id=pool_id, question_id=question_id
+    )
+    for q in votes:
         verdict = q.decide_verdict()
         if isinstance(verdict, Pending):
             unresolved.append(
@@ -166,6 +175,24 @@ def resolve_gold(
             )
         )
     return GoldResolution(questions=rows, unresolved=unresolved)
+
+
+def question_gold_spans(*, question: Question, viewer=None) -> list[GoldSpanRow]:
+    """The question's gold spans as the rule gives them now, in every pool it was labelled in,
+    on the documents ``viewer`` may see (what a lead links a reference fact to). Items still
+    unresolved have no gold span yet; an unanswerable verdict has none at all."""
+    spans: list[GoldSpanRow] = []
+    pools = question.question_set.pools.filter(assignments__question=question).distinct()
+    for pool_id in pools.values_list("pk", flat=True):
+        resolution = resolve_gold(
+            question_set=question.question_set,
+            viewer=viewer,
+            pool_id=pool_id,
+            question_id=question.pk,
+        )
+        spans += [span for row in resolution.questions for span in row.spans]
+    unique = {(s.doc_id, s.version, s.start, s.end): s for s in spans}
+    return sorted(unique.values(), key=lambda s: (s.doc_id, s.version, s.start, s.end))
 
 
 def _rechecked(item, start: int, end: int, rechecks: dict) -> tuple | None | bool:

@@ -34,6 +34,9 @@ def test_import_without_settings_or_django():
         "evaluation.permissions, evaluation.permissions_cli, corpus.httpsearch, corpus.httpguard, "
         # The file formats the CLI reads, and the question files read the same way.
         "corpus.textfiles, corpus.runfiles, labelling.sources, "
+        # Answer runs and their scores.
+        "labelling.answerfiles, evaluation.answers, evaluation.answergold, "
+        "evaluation.answers_report, evaluation.answers_cli, "
         # Index health (issue 17): the manifest format and the checks.
         "corpus.manifests, evaluation.health, evaluation.health_cli"
     )

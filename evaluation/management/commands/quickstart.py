@@ -22,7 +22,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from labelling.management.commands.load_demo import login_lines
+from evaluation.management.commands.load_demo import login_lines
 
 REPO = Path(__file__).resolve().parents[3]
 STARTUP_SECONDS = 90

@@ -3,8 +3,8 @@
 import datetime
 
 from corpus.services import manifests, retrieval
+from evaluation.management.commands.load_demo import demo_index_manifest
 from evaluation.services import index_health
-from labelling.management.commands.load_demo import demo_index_manifest
 from tests.factories import POLICY_TEXT, VPN_TEXT, add_documents
 
 PLAN = {

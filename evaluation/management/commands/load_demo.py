@@ -29,10 +29,17 @@ from corpus.models import (
 )
 from corpus.services import documents, manifests, projects, retrieval
 from corpus.sources import read_folder
+from evaluation.models import GoldSet
+from evaluation.services.answer_scores import start_answers_report, stored_answers_report
+from evaluation.services.gold_sets import start_finalise
 from labelling.management.commands._demo_traces import load_demo_traces
-from labelling.models import PoolState
+from labelling.models import Assignment, PoolState, VerdictOutcome
+from labelling.services.answer_review import plan_answer_review
+from labelling.services.answers import FactInput, import_answers, record_reference_answer
 from labelling.services.assignments import plan_assignments
 from labelling.services.guidelines import current_guideline, save_guideline
+from labelling.services.judgement_import import IMPORTED_POOL, import_judgements
+from labelling.services.judgements import record_verdict, verdict_revision
 from labelling.services.pools import start_pool
 from labelling.services.questions import import_questions
 
@@ -52,6 +59,7 @@ DEMO_RETRIEVERS = [
     {"name": "minilm", "kind": "embedding"},
 ]
 DEMO_POOL = {"name": "demo-pool", "depth": 10}
+DEMO_ANSWER_RUN = "northwind-rag"
 DEMO_GUIDELINE = """# Relevance guideline
 
 Grade each passage against the question **as the person asked it**.
@@ -64,6 +72,19 @@ Grade each passage against the question **as the person asked it**.
 Mark the sentences that answer as spans (select them, press `s`); keep spans tight.
 If no passage answers and you believe the corpus does not cover the question, mark the question
 *unanswerable* (`u`). Use *can't tell* only when the question itself is unclear, and say why.
+
+## Reviewing answers
+
+You see the system's answer, the passages it was given (the context) and the facts a correct
+answer states.
+
+- **Claims**: each sentence is a claim. A sentence that says two things can be split. A claim is
+  *supported* (`f`) when the context says it, *partly* (`p`) when the context says only some of
+  it, *not supported* (`n`) when the context does not say it, even if it happens to be true.
+- **Citations**: grade each cited passage against its claim: `2` it says the claim, `1` it says
+  part of it, `0` it does not.
+- **Facts**: `y` the answer states the fact, `p` partly or vaguely, `n` it is missing or wrong.
+- A refusal of a question the context could answer is wrong: press `r`.
 """
 # The demo's 41 documents build in seconds; a stuck worker should not hang `make run` forever.
 DEMO_JOB_TIMEOUT = 600
@@ -158,9 +179,13 @@ class Command(BaseCommand):
                 )
         # Outside the transaction above: index builds and pooling run as jobs, queued on commit.
         question_set = self._questions(project)
+        self._reference_facts(question_set, users)
+        self._first_round(question_set, users)
         retrievers = self._retrievers(project)
         self._pool(question_set, retrievers)
         self._labelling(project, question_set, users)
+        self._answers(question_set, users)
+        self._answer_scores(question_set, users)
         self._team_index(project)
         load_demo_traces(
             project=project, users=users, demo_dir=DEMO_DIR, wait=self._wait, out=self.stdout
@@ -219,6 +244,68 @@ class Command(BaseCommand):
         )
         return result.question_set
 
+    def _first_round(self, question_set, users):
+        """An earlier labelling round (labeller1 alone, whole answering documents, the four
+        unanswerable questions marked so), finalised as gold set v1 before the pool of the next
+        round opens: a finalised gold set, so the Evaluation and Answers pages have figures."""
+        if GoldSet.objects.filter(question_set=question_set).exists():
+            return
+        if question_set.pools.exists():
+            self.stdout.write("Gold set: not finalised (a demo from before had pools already).")
+            return
+        result = import_judgements(
+            project=question_set.project,
+            name="demo/first_round.jsonl",
+            data=(DEMO_DIR / "first_round.jsonl").read_bytes(),
+            set_name=question_set.name,
+        )
+        for error in result.errors:
+            raise unusable(f"demo: {error}")
+        unanswerable = [
+            json.loads(line)["id"]
+            for line in (DEMO_DIR / "questions.jsonl").read_text().splitlines()
+            if not json.loads(line)["answerable"]
+        ]
+        labeller = users["labeller1"]
+        for assignment in Assignment.objects.filter(
+            pool__question_set=question_set,
+            pool__name=IMPORTED_POOL,
+            question__external_id__in=unanswerable,
+            labeller=labeller,
+        ):
+            record_verdict(
+                assignment=assignment,
+                labeller=labeller,
+                outcome=VerdictOutcome.UNANSWERABLE,
+                reason="",
+                revision=verdict_revision(assignment),
+            )
+        self._wait(start_finalise(question_set=question_set, user=users["admin"]), "gold set")
+
+    def _reference_facts(self, question_set, users):
+        """Reference facts for most questions (frozen into the gold set with it)."""
+        lead = users["lead"]
+        for line in (DEMO_DIR / "reference_facts.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            question = question_set.questions.filter(external_id=record["question_id"]).first()
+            if question is None:
+                continue
+            record_reference_answer(
+                question=question,
+                facts=[
+                    FactInput(text=fact["text"], vital=fact["importance"] == "vital")
+                    for fact in record["facts"]
+                ],
+                user=lead,
+            )  # the same facts again make no new version
+
+    def _answer_scores(self, question_set, users):
+        """The Answers page's figures for the newest gold set, computed by its job now."""
+        gold_set = GoldSet.objects.filter(question_set=question_set).order_by("-number").first()
+        if gold_set is None or stored_answers_report(gold_set) is not None:
+            return
+        self._wait(start_answers_report(gold_set=gold_set, user=users["lead"]), "answer scores")
+
     def _retrievers(self, project):
         scheme = ChunkingScheme.objects.get(project=project, name="paragraphs")
         retrievers = []
@@ -255,6 +342,29 @@ class Command(BaseCommand):
             user=users["lead"],
         )
         self.stdout.write(result.describe())
+
+    def _answers(self, question_set, users):
+        """Reference facts for most questions, and an answer run of the team's system (some
+        answers faithful, some not, some citing the wrong document, some refusing, a few of
+        those refusals wrong), planned for review."""
+        self._reference_facts(question_set, users)
+        if question_set.answer_runs.filter(name=DEMO_ANSWER_RUN).exists():
+            return
+        result = import_answers(
+            question_set=question_set,
+            data=(DEMO_DIR / "answers.jsonl").read_bytes(),
+            run_name=DEMO_ANSWER_RUN,
+            source="demo/answers.jsonl",
+        )
+        plan = plan_answer_review(
+            run=result.run,
+            labellers=[users["labeller1"], users["labeller2"]],
+            double_share=0.2,
+        )
+        self.stdout.write(
+            f"Answer run {result.run.name}: {result.answers} answers, {plan.assignments} reviews "
+            "planned."
+        )
 
     def _team_index(self, project):
         team = Retriever.objects.filter(project=project, name=DEMO_TEAM_INDEX["retriever"]).first()

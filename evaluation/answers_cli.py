@@ -1,0 +1,167 @@
+"""``python -m evaluation answers``: answer runs scored against a gold set, as a CI gate.
+
+    python -m evaluation answers --gold gold/ --answers rag=answers.jsonl \\
+        [--answers old=old.jsonl] [--judgements gold/answers-gold.jsonl] \\
+        [--fail-under faithfulness=0.9] [--format json|markdown|csv]
+
+The automatic scores need only the gold set; the human-graded ones need the adjudicated grades
+(``answers-gold.jsonl``, read from the bundle folder when it has one), and cover the answers
+whose grades match them exactly (the coverage is printed). Two runs or more are compared with
+the retrieval runs' paired randomization test. Exit status: 0 ok, 1 a ``--fail-under`` bar
+missed, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from corpus.textfiles import NotUTF8Error
+from evaluation.answergold import ANSWERS_GOLD_FILE, AnswerGold, load_answer_gold
+from evaluation.answers import (
+    BARRED_SCORES,
+    AnswerEvaluation,
+    compare_answer_runs,
+    evaluate_answers,
+)
+from evaluation.answers_report import FORMATS, build_answer_report, render_answer_report
+from evaluation.compare import PERMUTATIONS
+from evaluation.gold import EvaluationInputError, Gold, load_gold
+from labelling.answerfiles import Answer, check_answers, read_answer_file
+
+EXIT_OK = 0
+EXIT_BELOW_BAR = 1
+
+
+class AnswerFileError(EvaluationInputError):
+    """An answer run that cannot be used."""
+
+
+def add_parser(commands) -> None:
+    """Register the subcommand on ``python -m evaluation``'s parser."""
+    from evaluation.cli import _positive
+
+    parser = commands.add_parser(
+        "answers",
+        help="score answer runs: faithfulness, citations, correctness, refusals",
+        description="Exit status: 0 ok, 1 a --fail-under bar was missed, 2 bad input.",
+    )
+    parser.add_argument("--gold", required=True, type=Path, help="a bundle folder or gold JSONL")
+    parser.add_argument(
+        "--answers",
+        dest="runs",
+        action="append",
+        default=[],
+        metavar="[NAME=]PATH",
+        help="an answer run (JSONL); repeat to compare runs (name defaults to the file stem)",
+    )
+    parser.add_argument(
+        "--judgements",
+        type=Path,
+        default=None,
+        help=f"the human grades ({ANSWERS_GOLD_FILE}); default: the bundle's, when it has one",
+    )
+    parser.add_argument("--min-overlap", type=_positive, default=1)
+    parser.add_argument("--per-question", action="store_true")
+    parser.add_argument("--format", choices=FORMATS, default="json", dest="output_format")
+    parser.add_argument(
+        "--fail-under",
+        action="append",
+        default=[],
+        metavar="SCORE=VALUE",
+        help="exit 1 when a run's score is below VALUE (e.g. faithfulness=0.9); repeatable",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
+    parser.set_defaults(handler=answers_command)
+
+
+def load_answers(path: Path, *, gold: Gold) -> dict[str, Answer]:
+    """An answer run checked against the gold set; its first problem raises, with the line."""
+    if not path.is_file():
+        raise AnswerFileError("no such file", path=path)
+    try:
+        read = read_answer_file(path.read_bytes())
+    except NotUTF8Error as error:
+        raise AnswerFileError(str(error), path=path) from None
+    problems = list(read.problems)
+    lengths = (
+        {doc_id: len(document.text) for doc_id, document in gold.corpus.items()}
+        if gold.corpus is not None
+        else None
+    )
+    problems += check_answers(read.answers, question_ids=gold.questions, document_lengths=lengths)
+    if problems:
+        first = min(problems, key=lambda problem: problem.line)
+        raise AnswerFileError(first.message, path=path, line=first.line)
+    return read.answers
+
+
+def answers_command(arguments: argparse.Namespace) -> int:
+    from evaluation.cli import UsageError, _run_arguments
+
+    if not arguments.runs:
+        raise UsageError("nothing to score: give at least one --answers [NAME=]PATH")
+    bars = _bars(arguments.fail_under, usage_error=UsageError)
+    gold = load_gold(arguments.gold)
+    answer_gold = _judgements(arguments.judgements, gold_path=arguments.gold)
+    evaluations: dict[str, AnswerEvaluation] = {}
+    for name, path in _run_arguments(arguments.runs):
+        answers = load_answers(path, gold=gold)
+        evaluations[name] = evaluate_answers(
+            gold=gold,
+            answers=answers,
+            name=name,
+            answer_gold=answer_gold,
+            min_overlap=arguments.min_overlap,
+        )
+    comparisons = compare_answer_runs(evaluations, permutations=PERMUTATIONS, seed=arguments.seed)
+    for name, evaluation in evaluations.items():
+        if answer_gold is not None:
+            counts = evaluation.counts
+            print(
+                f"coverage: {name}: {counts['graded']} of {counts['to_grade']} answers to grade "
+                "have human grades",
+                file=sys.stderr,
+            )
+    report = build_answer_report(evaluations, comparisons, per_question=arguments.per_question)
+    sys.stdout.write(render_answer_report(report, output_format=arguments.output_format))
+    misses = []
+    for name, evaluation in evaluations.items():
+        for score, bar in bars.items():
+            value = evaluation.scores[score]
+            if value is None:
+                misses.append(f"{name}: {score} has no value, bar {bar}")
+            elif value < bar:
+                misses.append(f"{name}: {score} = {value:.4f} is below {bar}")
+    for miss in misses:
+        print(f"below bar: {miss}", file=sys.stderr)
+    return EXIT_BELOW_BAR if misses else EXIT_OK
+
+
+def _judgements(path: Path | None, *, gold_path: Path) -> AnswerGold | None:
+    if path is None:
+        bundled = gold_path / ANSWERS_GOLD_FILE
+        if not (gold_path.is_dir() and bundled.is_file()):
+            return None
+        path = bundled
+    return load_answer_gold(path)
+
+
+def _bars(values: list[str], *, usage_error: type[Exception]) -> dict[str, float]:
+    bars: dict[str, float] = {}
+    for value in values:
+        score, separator, number = value.partition("=")
+        score = score.strip()
+        if not separator:
+            raise usage_error(f"--fail-under expects SCORE=VALUE, got {value!r}")
+        if score not in BARRED_SCORES:
+            raise usage_error(
+                f"--fail-under: {score!r} is not a score where higher is better; choose one of "
+                + ", ".join(BARRED_SCORES)
+            )
+        try:
+            bars[score] = float(number)
+        except ValueError:
+            raise usage_error(f"--fail-under: {number!r} is not a number (in {value!r})") from None
+    return bars

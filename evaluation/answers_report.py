@@ -1,0 +1,177 @@
+"""Answer scores as a report: JSON (the contract), markdown and CSV drawn from it.
+
+The CLI (`evaluation.answers_cli`) prints it and the app's Answers page shows the same
+structure, so the two never disagree.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from evaluation.answers import AUTOMATIC_SCORES, HUMAN_SCORES, AnswerEvaluation
+from evaluation.bundle import spreadsheet_safe
+from evaluation.compare import Comparison
+
+FORMATS = ("json", "markdown", "csv")
+# What each score is called on a page and in markdown.
+LABELS = {
+    "faithfulness": "faithfulness (claims supported by the context)",
+    "citation_precision": "citation precision (ALCE, human grades)",
+    "citation_recall": "citation recall (ALCE, human grades)",
+    "correctness": "correctness (reference facts present)",
+    "correctness_vital": "correctness, vital facts only",
+    "correctness_strict": "correctness, strict (present only)",
+    "gold_citation_precision": "gold citation precision (citations on gold spans)",
+    "refusal_recall": "refusal recall (unanswerable refused)",
+    "over_refusal": "over-refusal (answerable refused)",
+    "refusal_precision": "refusal precision",
+    "over_refusal_evidence_in_context": "over-refusal, evidence was in the context",
+    "over_refusal_evidence_not_in_context": "over-refusal, evidence was not in the context",
+    "evidence_in_context": "evidence in the context sent",
+    "evidence_mean_rank": "evidence position: mean rank",
+    "evidence_first_third": "evidence position: first third",
+    "evidence_last_third": "evidence position: last third",
+}
+
+
+def build_answer_report(
+    evaluations: Mapping[str, AnswerEvaluation],
+    comparisons: list[Comparison],
+    *,
+    per_question: bool = False,
+) -> dict[str, Any]:
+    runs: dict[str, Any] = {}
+    for name, evaluation in evaluations.items():
+        entry: dict[str, Any] = {
+            "counts": dict(evaluation.counts),
+            "human_graded": evaluation.human_graded,
+            "coverage": evaluation.coverage,
+            "scores": dict(evaluation.scores),
+        }
+        if per_question:
+            entry["per_question"] = {q: dict(v) for q, v in evaluation.per_question.items()}
+        runs[name] = entry
+    return {
+        "runs": runs,
+        "comparisons": [
+            {"a": c.a, "b": c.b, "metric": c.metric, "delta": c.delta, "p_value": c.p_value}
+            for c in comparisons
+        ],
+    }
+
+
+def render_answer_report(report: dict[str, Any], *, output_format: str) -> str:
+    if output_format == "json":
+        return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    if output_format == "markdown":
+        return _markdown(report)
+    if output_format == "csv":
+        return _csv(report)
+    raise ValueError(f"unknown format {output_format!r}; choose one of {', '.join(FORMATS)}")
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[str]], *, numeric_from: int = 1) -> list[str]:
+    align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _markdown(report: dict[str, Any]) -> str:
+    runs: dict[str, Any] = report["runs"]
+    names = list(runs)
+    header = ["", *(_cell(name) for name in names)]
+    lines: list[str] = []
+    count_rows = [
+        [key.replace("_", " ")] + [_number(runs[n]["counts"][key]) for n in names]
+        for key in ("questions", "answerable", "unanswerable", "answers", "missing", "refused")
+    ]
+    count_rows.append(["human grades cover"] + [_number(runs[n]["coverage"]) for n in names])
+    lines += ["## Answer runs", "", *_table(header, count_rows), ""]
+    for title, group in (
+        ("Human-graded scores", HUMAN_SCORES),
+        ("Automatic scores (from the gold set alone)", AUTOMATIC_SCORES),
+    ):
+        rows = [[LABELS[s]] + [_number(runs[n]["scores"][s]) for n in names] for s in group]
+        lines += [f"## {title}", "", *_table(header, rows), ""]
+    if report["comparisons"]:
+        rows = [
+            [_cell(c["a"]), _cell(c["b"]), c["metric"], _number(c["delta"]), _number(c["p_value"])]
+            for c in report["comparisons"]
+        ]
+        lines += [
+            "## Comparisons (paired randomization test, delta = a − b)",
+            "",
+            *_table(["a", "b", "score", "delta", "p-value"], rows, numeric_from=3),
+            "",
+        ]
+    for name in names:
+        per_question = runs[name].get("per_question")
+        if not per_question:
+            continue
+        columns = sorted({key for values in per_question.values() for key in values})
+        rows = [
+            [_cell(question_id)] + [_number(values.get(column)) for column in columns]
+            for question_id, values in per_question.items()
+        ]
+        lines += [f"## Per question: {_cell(name)}", "", *_table(["question", *columns], rows), ""]
+    return "\n".join(lines)
+
+
+def _value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def _csv(report: dict[str, Any]) -> str:
+    """One long table, like the retrieval report's: summaries, per-question values,
+    comparisons."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["kind", "run", "against", "question_id", "metric", "value", "p_value"])
+    for name, run in report["runs"].items():
+        cell = spreadsheet_safe(name)
+        for key, value in run["counts"].items():
+            writer.writerow(["count", cell, "", "", key, value, ""])
+        writer.writerow(["count", cell, "", "", "coverage", _value(run["coverage"]), ""])
+        for score, value in run["scores"].items():
+            writer.writerow(["summary", cell, "", "", score, _value(value), ""])
+        for question_id, values in run.get("per_question", {}).items():
+            for score, value in values.items():
+                writer.writerow(
+                    ["question", cell, "", spreadsheet_safe(question_id), score, _value(value), ""]
+                )
+    for c in report["comparisons"]:
+        writer.writerow(
+            [
+                "comparison",
+                spreadsheet_safe(c["a"]),
+                spreadsheet_safe(c["b"]),
+                "",
+                c["metric"],
+                _value(c["delta"]),
+                c["p_value"],
+            ]
+        )
+    return buffer.getvalue()
