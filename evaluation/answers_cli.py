@@ -26,6 +26,7 @@ from evaluation.answers import (
     evaluate_answers,
 )
 from evaluation.answers_report import FORMATS, build_answer_report, render_answer_report
+from evaluation.cli_arguments import UsageError, positive_argument, run_arguments
 from evaluation.compare import PERMUTATIONS
 from evaluation.gold import EvaluationInputError, Gold, load_gold
 from labelling.answerfiles import Answer, check_answers, read_answer_file
@@ -40,7 +41,6 @@ class AnswerFileError(EvaluationInputError):
 
 def add_parser(commands) -> None:
     """Register the subcommand on ``python -m evaluation``'s parser."""
-    from evaluation.cli import _positive
 
     parser = commands.add_parser(
         "answers",
@@ -62,7 +62,7 @@ def add_parser(commands) -> None:
         default=None,
         help=f"the human grades ({ANSWERS_GOLD_FILE}); default: the bundle's, when it has one",
     )
-    parser.add_argument("--min-overlap", type=_positive, default=1)
+    parser.add_argument("--min-overlap", type=positive_argument, default=1)
     parser.add_argument("--per-question", action="store_true")
     parser.add_argument("--format", choices=FORMATS, default="json", dest="output_format")
     parser.add_argument(
@@ -98,7 +98,6 @@ def load_answers(path: Path, *, gold: Gold) -> dict[str, Answer]:
 
 
 def answers_command(arguments: argparse.Namespace) -> int:
-    from evaluation.cli import UsageError, _run_arguments
 
     if not arguments.runs:
         raise UsageError("nothing to score: give at least one --answers [NAME=]PATH")
@@ -106,7 +105,7 @@ def answers_command(arguments: argparse.Namespace) -> int:
     gold = load_gold(arguments.gold)
     answer_gold = _judgements(arguments.judgements, gold_path=arguments.gold)
     evaluations: dict[str, AnswerEvaluation] = {}
-    for name, path in _run_arguments(arguments.runs):
+    for name, path in run_arguments(arguments.runs):
         answers = load_answers(path, gold=gold)
         evaluations[name] = evaluate_answers(
             gold=gold,

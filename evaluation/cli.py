@@ -17,6 +17,10 @@ from pathlib import Path
 from corpus.runfiles import SCORES, TIES
 from corpus.textfiles import cyclic_gc_paused
 from evaluation.answers_cli import add_parser as add_answers_parser
+
+# The argument types every subcommand shares live apart, so subcommands need not import this
+# module (which imports them).
+from evaluation.cli_arguments import UsageError, ks_argument, positive_argument, run_arguments
 from evaluation.compare import PERMUTATIONS, compare_runs
 from evaluation.gold import EvaluationInputError, Gold, load_gold
 from evaluation.health_cli import add_parser as add_health_parser
@@ -28,30 +32,6 @@ from evaluation.runs import Run, check_run_against_gold, load_run
 EXIT_OK = 0
 EXIT_BELOW_BAR = 1
 EXIT_BAD_INPUT = 2
-
-
-class UsageError(Exception):
-    """A command-line value that cannot be used."""
-
-
-def _ks(text: str) -> tuple[int, ...]:
-    try:
-        ks = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
-    if not ks or any(k < 1 for k in ks):
-        raise argparse.ArgumentTypeError("every k must be a positive integer")
-    return ks
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a JSONL or TREC run; repeat for several runs (name defaults to the file stem)",
     )
     evaluate.add_argument(
-        "--k", type=_ks, default=(1, 3, 5, 10), help="cut-offs (default 1,3,5,10)"
+        "--k", type=ks_argument, default=(1, 3, 5, 10), help="cut-offs (default 1,3,5,10)"
     )
     evaluate.add_argument(
         "--gain",
@@ -90,12 +70,15 @@ def build_parser() -> argparse.ArgumentParser:
         "under --compat trec_eval)",
     )
     evaluate.add_argument(
-        "--threshold", type=_positive, default=1, help="lowest grade that counts as relevant"
+        "--threshold",
+        type=positive_argument,
+        default=1,
+        help="lowest grade that counts as relevant",
     )
-    evaluate.add_argument("--mrr-cutoff", type=_positive, default=10)
+    evaluate.add_argument("--mrr-cutoff", type=positive_argument, default=10)
     evaluate.add_argument(
         "--min-overlap",
-        type=_positive,
+        type=positive_argument,
         default=1,
         help="characters a passage must share with a span",
     )
@@ -142,22 +125,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_answers_parser(commands)
     add_health_parser(commands)
     return parser
-
-
-def _run_arguments(values: list[str]) -> list[tuple[str, Path]]:
-    runs: list[tuple[str, Path]] = []
-    for value in values:
-        name, separator, rest = value.partition("=")
-        # "NAME=PATH", unless the whole value is itself an existing file with "=" in its name.
-        if separator and name and "/" not in name and not Path(value).exists():
-            runs.append((name, Path(rest)))
-        else:
-            runs.append((Path(value).stem, Path(value)))
-    names = [name for name, _ in runs]
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise UsageError(f"two runs are named {duplicates[0]!r}; name them with --run NAME=PATH")
-    return runs
 
 
 def _bars(values: list[str], *, metric_names: list[str]) -> dict[str, float]:
@@ -231,8 +198,8 @@ def _evaluate(arguments: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     metric_names = options.metric_names()
     bars = _bars(arguments.fail_under, metric_names=metric_names)
-    run_arguments = _run_arguments(arguments.runs)
-    if not run_arguments and arguments.no_baseline:
+    named_runs = run_arguments(arguments.runs)
+    if not named_runs and arguments.no_baseline:
         raise UsageError("nothing to score: give at least one --run")
 
     gold = load_gold(arguments.gold)
@@ -240,7 +207,7 @@ def _evaluate(arguments: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     _warn_unanchored(gold)
     runs: list[Run] = []
-    for name, path in run_arguments:
+    for name, path in named_runs:
         run = load_run(path, name=name, ties=arguments.ties, scores=arguments.scores)
         check_run_against_gold(run, gold, strict=arguments.strict)
         for warning in run.warnings():

@@ -15,6 +15,7 @@ from typing import Any
 
 from corpus.manifests import parse_time, read_manifest
 from corpus.textfiles import NotUTF8Error
+from evaluation.cli_arguments import positive_argument, run_arguments
 from evaluation.gold import EvaluationInputError, load_gold
 from evaluation.health import DEFAULT_K, Thresholds, check_index, documents_of
 from evaluation.runs import load_run
@@ -28,7 +29,6 @@ class ManifestError(EvaluationInputError):
 
 def add_parser(commands) -> None:
     """Register the subcommand on ``python -m evaluation``'s parser."""
-    from evaluation.cli import _positive
 
     parser = commands.add_parser(
         "health",
@@ -49,7 +49,9 @@ def add_parser(commands) -> None:
         metavar="USER=PATH",
         help="a permission replay's run as test user USER (short lists per user)",
     )
-    parser.add_argument("--k", type=_positive, default=DEFAULT_K, help="results sent to the model")
+    parser.add_argument(
+        "--k", type=positive_argument, default=DEFAULT_K, help="results sent to the model"
+    )
     parser.add_argument("--max-stale", type=float, default=None, help="e.g. 0.01 (a share)")
     parser.add_argument("--max-lag-days", type=float, default=None)
     parser.add_argument("--max-crowding", type=float, default=None, help="a share, e.g. 0.2")
@@ -77,9 +79,8 @@ def health_command(arguments: argparse.Namespace) -> int:
             print(f"error: {path}:{problem.line}: {problem.message}", file=sys.stderr)
         first = manifest.problems[0]
         raise ManifestError(first.message, path=path, line=first.line)
-    from evaluation.cli import _run_arguments  # cli imports this module
 
-    runs = [load_run(p, name=n) for n, p in _run_arguments(arguments.runs)]
+    runs = [load_run(p, name=n) for n, p in run_arguments(arguments.runs)]
     users = []
     for value in arguments.test_users:
         name, separator, rest = value.partition("=")

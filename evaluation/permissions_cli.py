@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from evaluation.cli_arguments import UsageError, ks_argument, positive_argument
 from evaluation.gold import load_gold
 from evaluation.permissions import (
     DEFAULT_KS,
@@ -36,7 +37,6 @@ SHOWN_ON_STDERR = 50
 
 def add_parser(commands) -> None:
     """Register the subcommand on ``python -m evaluation``'s parser."""
-    from evaluation.cli import _ks, _positive
 
     parser = commands.add_parser(
         "permissions",
@@ -60,7 +60,7 @@ def add_parser(commands) -> None:
         help="the run (JSONL or TREC) made as test user NAME; repeat for each user",
     )
     parser.add_argument(
-        "--k", type=_ks, default=DEFAULT_KS, help="cut-offs for leak@k and visible recall@k"
+        "--k", type=ks_argument, default=DEFAULT_KS, help="cut-offs for leak@k and visible recall@k"
     )
     parser.add_argument(
         "--reference",
@@ -68,7 +68,7 @@ def add_parser(commands) -> None:
         help=f"the unrestricted run for over-restriction (default: the user mapped to "
         f"{UNRESTRICTED!r} in acl.json)",
     )
-    parser.add_argument("--min-overlap", type=_positive, default=1)
+    parser.add_argument("--min-overlap", type=positive_argument, default=1)
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")
     parser.add_argument("--fail-on-leak", action="store_true", help="exit 1 on any leak")
     parser.add_argument(
@@ -85,7 +85,6 @@ def add_parser(commands) -> None:
 
 
 def permissions_command(arguments: argparse.Namespace) -> int:
-    from evaluation.cli import UsageError
 
     if not arguments.runs:
         raise UsageError("give one --run-as NAME=PATH per test user")

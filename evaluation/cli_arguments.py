@@ -1,0 +1,46 @@
+"""Argument types shared by every ``python -m evaluation`` subcommand (Django-free)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+class UsageError(Exception):
+    """A command-line value that cannot be used."""
+
+
+def ks_argument(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+    if not ks or any(k < 1 for k in ks):
+        raise argparse.ArgumentTypeError("every k must be a positive integer")
+    return ks
+
+
+def positive_argument(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def run_arguments(values: list[str]) -> list[tuple[str, Path]]:
+    runs: list[tuple[str, Path]] = []
+    for value in values:
+        name, separator, rest = value.partition("=")
+        # "NAME=PATH", unless the whole value is itself an existing file with "=" in its name.
+        if separator and name and "/" not in name and not Path(value).exists():
+            runs.append((name, Path(rest)))
+        else:
+            runs.append((Path(value).stem, Path(value)))
+    names = [name for name, _ in runs]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise UsageError(f"two runs are named {duplicates[0]!r}; name them with --run NAME=PATH")
+    return runs
