@@ -15,6 +15,7 @@ from typing import Any
 from evaluation.answers import AUTOMATIC_SCORES, HUMAN_SCORES, AnswerEvaluation
 from evaluation.bundle import spreadsheet_safe
 from evaluation.compare import Comparison
+from evaluation.report import csv_value, markdown_cell, markdown_number
 
 FORMATS = ("json", "markdown", "csv")
 # What each score is called on a page and in markdown.
@@ -74,23 +75,12 @@ def render_answer_report(report: dict[str, Any], *, output_format: str) -> str:
     raise ValueError(f"unknown format {output_format!r}; choose one of {', '.join(FORMATS)}")
 
 
-def _number(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.4f}"
-    return str(value)
-
-
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def _table(header: list[str], rows: list[list[str]], *, numeric_from: int = 1) -> list[str]:
     align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
-    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
+    lines = [
+        "| " + " | ".join(markdown_cell(h) for h in header) + " |",
+        "| " + " | ".join(align) + " |",
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
 
@@ -98,23 +88,31 @@ def _table(header: list[str], rows: list[list[str]], *, numeric_from: int = 1) -
 def _markdown(report: dict[str, Any]) -> str:
     runs: dict[str, Any] = report["runs"]
     names = list(runs)
-    header = ["", *(_cell(name) for name in names)]
+    header = ["", *(markdown_cell(name) for name in names)]
     lines: list[str] = []
     count_rows = [
-        [key.replace("_", " ")] + [_number(runs[n]["counts"][key]) for n in names]
+        [key.replace("_", " ")] + [markdown_number(runs[n]["counts"][key]) for n in names]
         for key in ("questions", "answerable", "unanswerable", "answers", "missing", "refused")
     ]
-    count_rows.append(["human grades cover"] + [_number(runs[n]["coverage"]) for n in names])
+    count_rows.append(
+        ["human grades cover"] + [markdown_number(runs[n]["coverage"]) for n in names]
+    )
     lines += ["## Answer runs", "", *_table(header, count_rows), ""]
     for title, group in (
         ("Human-graded scores", HUMAN_SCORES),
         ("Automatic scores (from the gold set alone)", AUTOMATIC_SCORES),
     ):
-        rows = [[LABELS[s]] + [_number(runs[n]["scores"][s]) for n in names] for s in group]
+        rows = [[LABELS[s]] + [markdown_number(runs[n]["scores"][s]) for n in names] for s in group]
         lines += [f"## {title}", "", *_table(header, rows), ""]
     if report["comparisons"]:
         rows = [
-            [_cell(c["a"]), _cell(c["b"]), c["metric"], _number(c["delta"]), _number(c["p_value"])]
+            [
+                markdown_cell(c["a"]),
+                markdown_cell(c["b"]),
+                c["metric"],
+                markdown_number(c["delta"]),
+                markdown_number(c["p_value"]),
+            ]
             for c in report["comparisons"]
         ]
         lines += [
@@ -129,19 +127,17 @@ def _markdown(report: dict[str, Any]) -> str:
             continue
         columns = sorted({key for values in per_question.values() for key in values})
         rows = [
-            [_cell(question_id)] + [_number(values.get(column)) for column in columns]
+            [markdown_cell(question_id)]
+            + [markdown_number(values.get(column)) for column in columns]
             for question_id, values in per_question.items()
         ]
-        lines += [f"## Per question: {_cell(name)}", "", *_table(["question", *columns], rows), ""]
+        lines += [
+            f"## Per question: {markdown_cell(name)}",
+            "",
+            *_table(["question", *columns], rows),
+            "",
+        ]
     return "\n".join(lines)
-
-
-def _value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
 
 
 def _csv(report: dict[str, Any]) -> str:
@@ -154,13 +150,21 @@ def _csv(report: dict[str, Any]) -> str:
         cell = spreadsheet_safe(name)
         for key, value in run["counts"].items():
             writer.writerow(["count", cell, "", "", key, value, ""])
-        writer.writerow(["count", cell, "", "", "coverage", _value(run["coverage"]), ""])
+        writer.writerow(["count", cell, "", "", "coverage", csv_value(run["coverage"]), ""])
         for score, value in run["scores"].items():
-            writer.writerow(["summary", cell, "", "", score, _value(value), ""])
+            writer.writerow(["summary", cell, "", "", score, csv_value(value), ""])
         for question_id, values in run.get("per_question", {}).items():
             for score, value in values.items():
                 writer.writerow(
-                    ["question", cell, "", spreadsheet_safe(question_id), score, _value(value), ""]
+                    [
+                        "question",
+                        cell,
+                        "",
+                        spreadsheet_safe(question_id),
+                        score,
+                        csv_value(value),
+                        "",
+                    ]
                 )
     for c in report["comparisons"]:
         writer.writerow(
@@ -170,7 +174,7 @@ def _csv(report: dict[str, Any]) -> str:
                 spreadsheet_safe(c["b"]),
                 "",
                 c["metric"],
-                _value(c["delta"]),
+                csv_value(c["delta"]),
                 c["p_value"],
             ]
         )

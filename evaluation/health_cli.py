@@ -18,6 +18,7 @@ from corpus.textfiles import NotUTF8Error
 from evaluation.cli_arguments import positive_argument, run_arguments
 from evaluation.gold import EvaluationInputError, load_gold
 from evaluation.health import DEFAULT_K, Thresholds, check_index, documents_of
+from evaluation.report import markdown_cell
 from evaluation.runs import load_run
 
 EXIT_OK, EXIT_CROSSED, EXIT_BAD_INPUT = 0, 1, 2
@@ -125,10 +126,6 @@ def _days(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f} d"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_markdown(report: dict[str, Any]) -> str:
     index, stale = report["index"], report["stale"]
     lag = stale["lag_days"]
@@ -228,7 +225,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             ]
             lines += [
                 f"| {r['question_id']} | {r['doc_id']} | v{r['version']} → v{r['newest_version']} "
-                f"| [{r['start']}, {r['end']}) | {_cell(r['quote'][:80])} |"
+                f"| [{r['start']}, {r['end']}) | {markdown_cell(r['quote'][:80])} |"
                 for r in spans["rows"][:50]
             ]
             lines.append("")

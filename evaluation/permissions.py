@@ -41,6 +41,7 @@ from corpus.runfiles import Passage, read_run_file
 from corpus.textfiles import NotUTF8Error, decode_utf8
 from evaluation.gold import EvaluationInputError, Gold, GoldQuestion
 from evaluation.metrics import MetricOptions, evaluate_run, first_reaching_ranks
+from evaluation.report import markdown_cell
 from evaluation.runs import Ranking, Run
 
 UNRESTRICTED = "*"
@@ -561,7 +562,7 @@ def render_markdown(report: PermissionReport, *, limit: int = 50) -> str:
         row += [str(u.first_leaked_rank or "—"), str(u.canary_leaks), str(u.unknown_results)]
         row += [_number(u.visible_recall.get(f"visible_recall@{k}")) for k in ks]
         row += ["—" if u.over_restricted is None else str(u.over_restricted)]
-        lines.append("| " + " | ".join(_cell(cell) for cell in row) + " |")
+        lines.append("| " + " | ".join(markdown_cell(cell) for cell in row) + " |")
     sections = [
         ("Leaks", report.findings, _show_finding),
         ("Over-restriction", report.over_restriction, _show_over_restriction),
@@ -617,13 +618,9 @@ def _show_unknown(u: Unchecked) -> str:
     return f"- {u.user}, question {u.question_id}, rank {u.rank}: {_code(u.doc_id)}"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _code(text: str) -> str:
     fence = "``" if "`" in text else "`"
-    return f"{fence}{_cell(text)}{fence}"
+    return f"{fence}{markdown_cell(text)}{fence}"
 
 
 def _number(value: float | None) -> str:

@@ -97,7 +97,8 @@ def render(report: dict[str, Any], *, output_format: str) -> str:
 # --- markdown -----------------------------------------------------------------------------------
 
 
-def _number(value: Any) -> str:
+def markdown_number(value: Any) -> str:
+    """A figure as every markdown report of `python -m evaluation` prints it."""
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -107,13 +108,17 @@ def _number(value: Any) -> str:
     return str(value)
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+def markdown_cell(text: str) -> str:
+    """Text made safe for one markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _table(header: list[str], rows: list[list[str]], *, numeric_from: int = 1) -> list[str]:
     align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
-    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "| " + " | ".join(align) + " |"]
+    lines = [
+        "| " + " | ".join(markdown_cell(h) for h in header) + " |",
+        "| " + " | ".join(align) + " |",
+    ]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
 
@@ -123,23 +128,24 @@ def render_markdown(report: dict[str, Any]) -> str:
     names = list(runs)
     metric_names = list(next(iter(runs.values()))["metrics"]) if runs else []
     rows = [
-        [label] + [_number(runs[name][key]) for name in names]
+        [label] + [markdown_number(runs[name][key]) for name in names]
         for label, key in (("questions", "questions"), ("answerable", "answerable"))
     ]
-    rows.append(["missing from run"] + [_number(runs[name]["missing"]) for name in names])
+    rows.append(["missing from run"] + [markdown_number(runs[name]["missing"]) for name in names])
     rows.append(
         ["recall undefined (no units at the threshold)"]
-        + [_number(runs[name].get("recall_undefined", 0)) for name in names]
+        + [markdown_number(runs[name].get("recall_undefined", 0)) for name in names]
     )
     rows += [
-        [metric] + [_number(runs[n]["metrics"][metric]) for n in names] for metric in metric_names
+        [metric] + [markdown_number(runs[n]["metrics"][metric]) for n in names]
+        for metric in metric_names
     ]
     for label, key in (
         ("unanswerable questions", "questions"),
         ("refusal accuracy (unanswerable)", "refusal_accuracy"),
         ("wrongly refused (answerable)", "wrongly_refused"),
     ):
-        rows.append([label] + [_number(runs[name]["unanswerable"][key]) for name in names])
+        rows.append([label] + [markdown_number(runs[name]["unanswerable"][key]) for name in names])
     lines = ["## Runs", "", f"Convention: {report.get('convention', CONVENTIONS['goldset'])}."]
     for name in names:
         if "ties" in runs[name]:
@@ -150,12 +156,18 @@ def render_markdown(report: dict[str, Any]) -> str:
             if run.get("skipped_questions"):
                 skipped = len(run["skipped_questions"])
                 extra += f"; {skipped} question(s) not in the gold set skipped"
-            lines.append(f"Order of {_cell(name)}: {run['ties']}{extra}.")
+            lines.append(f"Order of {markdown_cell(name)}: {run['ties']}{extra}.")
     lines += ["", *_table(["", *names], rows), ""]
 
     if report["comparisons"]:
         comparison_rows = [
-            [_cell(c["a"]), _cell(c["b"]), c["metric"], _number(c["delta"]), _number(c["p_value"])]
+            [
+                markdown_cell(c["a"]),
+                markdown_cell(c["b"]),
+                c["metric"],
+                markdown_number(c["delta"]),
+                markdown_number(c["p_value"]),
+            ]
             for c in report["comparisons"]
         ]
         lines += [
@@ -171,10 +183,11 @@ def render_markdown(report: dict[str, Any]) -> str:
             continue
         header = ["question", "answerable", "missing", "refused", *metric_names]
         question_rows = [
-            [_cell(question_id)] + [_number(values.get(column)) for column in header[1:]]
+            [markdown_cell(question_id)]
+            + [markdown_number(values.get(column)) for column in header[1:]]
             for question_id, values in per_question.items()
         ]
-        lines += [f"## Per question: {_cell(name)}", "", *_table(header, question_rows), ""]
+        lines += [f"## Per question: {markdown_cell(name)}", "", *_table(header, question_rows), ""]
     return "\n".join(lines)
 
 
@@ -183,7 +196,7 @@ def render_markdown(report: dict[str, Any]) -> str:
 CSV_HEADER = ["kind", "run", "against", "question_id", "metric", "value", "p_value"]
 
 
-def _value(value: Any) -> Any:
+def csv_value(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -201,9 +214,11 @@ def render_csv(report: dict[str, Any]) -> str:
         for key in ("questions", "answerable", "missing", "recall_undefined"):
             writer.writerow(["summary", run_cell, "", "", key, run.get(key, 0), ""])
         for metric, value in run["metrics"].items():
-            writer.writerow(["summary", run_cell, "", "", metric, _value(value), ""])
+            writer.writerow(["summary", run_cell, "", "", metric, csv_value(value), ""])
         for key, value in run["unanswerable"].items():
-            writer.writerow(["summary", run_cell, "", "", f"unanswerable.{key}", _value(value), ""])
+            writer.writerow(
+                ["summary", run_cell, "", "", f"unanswerable.{key}", csv_value(value), ""]
+            )
         for question_id, values in run.get("per_question", {}).items():
             for metric, value in values.items():
                 writer.writerow(
@@ -213,7 +228,7 @@ def render_csv(report: dict[str, Any]) -> str:
                         "",
                         spreadsheet_safe(question_id),
                         metric,
-                        _value(value),
+                        csv_value(value),
                         "",
                     ]
                 )
@@ -225,7 +240,7 @@ def render_csv(report: dict[str, Any]) -> str:
                 spreadsheet_safe(c["b"]),
                 "",
                 c["metric"],
-                _value(c["delta"]),
+                csv_value(c["delta"]),
                 c["p_value"],
             ]
         )
