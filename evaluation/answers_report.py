@@ -15,7 +15,13 @@ from typing import Any
 from evaluation.answers import AUTOMATIC_SCORES, HUMAN_SCORES, AnswerEvaluation
 from evaluation.bundle import spreadsheet_safe
 from evaluation.compare import Comparison
-from evaluation.report import csv_value, markdown_cell, markdown_number
+from evaluation.report import (
+    csv_value,
+    markdown_cell,
+    markdown_comparisons,
+    markdown_number,
+    markdown_table,
+)
 
 FORMATS = ("json", "markdown", "csv")
 # What each score is called on a page and in markdown.
@@ -75,16 +81,6 @@ def render_answer_report(report: dict[str, Any], *, output_format: str) -> str:
     raise ValueError(f"unknown format {output_format!r}; choose one of {', '.join(FORMATS)}")
 
 
-def _table(header: list[str], rows: list[list[str]], *, numeric_from: int = 1) -> list[str]:
-    align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
-    lines = [
-        "| " + " | ".join(markdown_cell(h) for h in header) + " |",
-        "| " + " | ".join(align) + " |",
-    ]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return lines
-
-
 def _markdown(report: dict[str, Any]) -> str:
     runs: dict[str, Any] = report["runs"]
     names = list(runs)
@@ -97,30 +93,14 @@ def _markdown(report: dict[str, Any]) -> str:
     count_rows.append(
         ["human grades cover"] + [markdown_number(runs[n]["coverage"]) for n in names]
     )
-    lines += ["## Answer runs", "", *_table(header, count_rows), ""]
+    lines += ["## Answer runs", "", *markdown_table(header, count_rows), ""]
     for title, group in (
         ("Human-graded scores", HUMAN_SCORES),
         ("Automatic scores (from the gold set alone)", AUTOMATIC_SCORES),
     ):
         rows = [[LABELS[s]] + [markdown_number(runs[n]["scores"][s]) for n in names] for s in group]
-        lines += [f"## {title}", "", *_table(header, rows), ""]
-    if report["comparisons"]:
-        rows = [
-            [
-                markdown_cell(c["a"]),
-                markdown_cell(c["b"]),
-                c["metric"],
-                markdown_number(c["delta"]),
-                markdown_number(c["p_value"]),
-            ]
-            for c in report["comparisons"]
-        ]
-        lines += [
-            "## Comparisons (paired randomization test, delta = a − b)",
-            "",
-            *_table(["a", "b", "score", "delta", "p-value"], rows, numeric_from=3),
-            "",
-        ]
+        lines += [f"## {title}", "", *markdown_table(header, rows), ""]
+    lines += markdown_comparisons(report["comparisons"], measure="score")
     for name in names:
         per_question = runs[name].get("per_question")
         if not per_question:
@@ -134,7 +114,7 @@ def _markdown(report: dict[str, Any]) -> str:
         lines += [
             f"## Per question: {markdown_cell(name)}",
             "",
-            *_table(["question", *columns], rows),
+            *markdown_table(["question", *columns], rows),
             "",
         ]
     return "\n".join(lines)

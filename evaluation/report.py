@@ -113,7 +113,8 @@ def markdown_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _table(header: list[str], rows: list[list[str]], *, numeric_from: int = 1) -> list[str]:
+def markdown_table(header: list[str], rows: list[list[str]], *, numeric_from: int = 1) -> list[str]:
+    """A markdown table, columns from ``numeric_from`` on right-aligned."""
     align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
     lines = [
         "| " + " | ".join(markdown_cell(h) for h in header) + " |",
@@ -121,6 +122,29 @@ def _table(header: list[str], rows: list[list[str]], *, numeric_from: int = 1) -
     ]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
+
+
+def markdown_comparisons(comparisons: list[dict[str, Any]], *, measure: str) -> list[str]:
+    """The run-against-run section of a markdown report (nothing without comparisons);
+    ``measure`` names the compared column ("metric", "score")."""
+    if not comparisons:
+        return []
+    rows = [
+        [
+            markdown_cell(c["a"]),
+            markdown_cell(c["b"]),
+            c["metric"],
+            markdown_number(c["delta"]),
+            markdown_number(c["p_value"]),
+        ]
+        for c in comparisons
+    ]
+    return [
+        "## Comparisons (paired randomization test, delta = a − b)",
+        "",
+        *markdown_table(["a", "b", measure, "delta", "p-value"], rows, numeric_from=3),
+        "",
+    ]
 
 
 def render_markdown(report: dict[str, Any]) -> str:
@@ -157,25 +181,9 @@ def render_markdown(report: dict[str, Any]) -> str:
                 skipped = len(run["skipped_questions"])
                 extra += f"; {skipped} question(s) not in the gold set skipped"
             lines.append(f"Order of {markdown_cell(name)}: {run['ties']}{extra}.")
-    lines += ["", *_table(["", *names], rows), ""]
+    lines += ["", *markdown_table(["", *names], rows), ""]
 
-    if report["comparisons"]:
-        comparison_rows = [
-            [
-                markdown_cell(c["a"]),
-                markdown_cell(c["b"]),
-                c["metric"],
-                markdown_number(c["delta"]),
-                markdown_number(c["p_value"]),
-            ]
-            for c in report["comparisons"]
-        ]
-        lines += [
-            "## Comparisons (paired randomization test, delta = a − b)",
-            "",
-            *_table(["a", "b", "metric", "delta", "p-value"], comparison_rows, numeric_from=3),
-            "",
-        ]
+    lines += markdown_comparisons(report["comparisons"], measure="metric")
 
     for name in names:
         per_question = runs[name].get("per_question")
@@ -187,7 +195,12 @@ def render_markdown(report: dict[str, Any]) -> str:
             + [markdown_number(values.get(column)) for column in header[1:]]
             for question_id, values in per_question.items()
         ]
-        lines += [f"## Per question: {markdown_cell(name)}", "", *_table(header, question_rows), ""]
+        lines += [
+            f"## Per question: {markdown_cell(name)}",
+            "",
+            *markdown_table(header, question_rows),
+            "",
+        ]
     return "\n".join(lines)
 
 
