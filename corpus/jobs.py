@@ -34,6 +34,15 @@ MAX_ATTEMPTS = 3
 # work may succeed when tried again. Every other DatabaseError is the job's own failure.
 DATABASE_GONE = (OperationalError, InterfaceError)
 
+# The options of every job kind's task: a database that went away mid-job is retried; the job's
+# own errors finish it (`run`).
+TASK_OPTIONS = {
+    "acks_late": True,
+    "autoretry_for": DATABASE_GONE,
+    "max_retries": 3,
+    "retry_backoff": 5,
+}
+
 
 def start(
     *,

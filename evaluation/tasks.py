@@ -14,54 +14,46 @@ from evaluation.services import (
     reports,
 )
 
-# A database that went away mid-job is retried; the job's own errors finish it (jobs.run).
-RETRY = {
-    "acks_late": True,
-    "autoretry_for": jobs.DATABASE_GONE,
-    "max_retries": 3,
-    "retry_backoff": 5,
-}
 
-
-@shared_task(**RETRY)
+@shared_task(**jobs.TASK_OPTIONS)
 def evaluation_run(job_id: int) -> None:
     """A built-in or HTTP retriever's run over a gold set's questions."""
     jobs.run(job_id, reports.run_retriever_run)
 
 
-@shared_task(**RETRY)
+@shared_task(**jobs.TASK_OPTIONS)
 def uploaded_run(job_id: int) -> None:
     jobs.run(job_id, reports.run_uploaded_run)
 
 
-@shared_task(**RETRY)
+@shared_task(**jobs.TASK_OPTIONS)
 def finalise_gold_set(job_id: int) -> None:
     jobs.run(job_id, reports.run_finalise)
 
 
-@shared_task(**RETRY)
+@shared_task(**jobs.TASK_OPTIONS)
 def evaluation_report(job_id: int) -> None:
     jobs.run(job_id, reports.run_report)
 
 
-@shared_task(**RETRY)
+@shared_task(**jobs.TASK_OPTIONS)
 def permission_replay(job_id: int) -> None:
     jobs.run(job_id, permission_replays.run_permission_replay)
 
 
-@shared_task(**RETRY)
+@shared_task(**jobs.TASK_OPTIONS)
 def answer_report(job_id: int) -> None:
     """The Answers page's figures: every answer run of a gold set's question set."""
     jobs.run(job_id, answer_scores.run_answers_report)
 
 
-@shared_task(**RETRY)
+@shared_task(**jobs.TASK_OPTIONS)
 def index_evaluation(job_id: int) -> None:
     """A new index scored on the newest gold set."""
     jobs.run(job_id, index_evaluations.run_index_evaluation)
 
 
-@shared_task(**RETRY)
+@shared_task(**jobs.TASK_OPTIONS)
 def index_health_report(job_id: int) -> None:
     """A large index's health figures, as the lead who asked may see them, stored."""
     jobs.run(job_id, health_reports.run_health_report)
@@ -82,7 +74,7 @@ def evaluate_index_builds() -> int:
     return len(index_evaluations.start_build_evaluations())
 
 
-@shared_task(**RETRY)
+@shared_task(**jobs.TASK_OPTIONS)
 def misses_report(job_id: int) -> None:
     """A production sample's misses report and the trend, as its viewer may see them."""
     jobs.run(job_id, production_reports.run_misses_report)

@@ -8,7 +8,7 @@ from labelling.models import Pool
 from labelling.services import answers, pools, production, questions, traces
 
 
-@shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=5)
+@shared_task(**jobs.TASK_OPTIONS)
 def build_pool(job_id: int) -> None:
     jobs.run(job_id, pools.run_pool_build)
 
@@ -21,12 +21,12 @@ def pool_batch(pool_id: int, retriever_id: int, question_ids: list[int]) -> None
         pools.record_pool_hits(pool=pool, retriever=retriever, question_ids=question_ids)
 
 
-@shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=5)
+@shared_task(**jobs.TASK_OPTIONS)
 def import_questions(job_id: int) -> None:
     jobs.run(job_id, questions.run_question_import)
 
 
-@shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=5)
+@shared_task(**jobs.TASK_OPTIONS)
 def import_answers(job_id: int) -> None:
     """An uploaded answer run (`labelling.services.answers.start_answer_import`)."""
     jobs.run(job_id, answers.run_answer_import)
