@@ -26,7 +26,7 @@ from evaluation.answers import (
     evaluate_answers,
 )
 from evaluation.answers_report import FORMATS, build_answer_report, render_answer_report
-from evaluation.cli_arguments import UsageError, positive_argument, run_arguments
+from evaluation.cli_arguments import UsageError, fail_under_bars, positive_argument, run_arguments
 from evaluation.compare import PERMUTATIONS
 from evaluation.gold import EvaluationInputError, Gold, load_gold
 from labelling.answerfiles import Answer, check_answers, read_answer_file
@@ -101,7 +101,15 @@ def answers_command(arguments: argparse.Namespace) -> int:
 
     if not arguments.runs:
         raise UsageError("nothing to score: give at least one --answers [NAME=]PATH")
-    bars = _bars(arguments.fail_under, usage_error=UsageError)
+    bars = fail_under_bars(
+        arguments.fail_under,
+        allowed=BARRED_SCORES,
+        what="score",
+        not_allowed=lambda score: (
+            f"{score!r} is not a score where higher is better; choose one of "
+            + ", ".join(BARRED_SCORES)
+        ),
+    )
     gold = load_gold(arguments.gold)
     answer_gold = _judgements(arguments.judgements, gold_path=arguments.gold)
     evaluations: dict[str, AnswerEvaluation] = {}
@@ -145,22 +153,3 @@ def _judgements(path: Path | None, *, gold_path: Path) -> AnswerGold | None:
             return None
         path = bundled
     return load_answer_gold(path)
-
-
-def _bars(values: list[str], *, usage_error: type[Exception]) -> dict[str, float]:
-    bars: dict[str, float] = {}
-    for value in values:
-        score, separator, number = value.partition("=")
-        score = score.strip()
-        if not separator:
-            raise usage_error(f"--fail-under expects SCORE=VALUE, got {value!r}")
-        if score not in BARRED_SCORES:
-            raise usage_error(
-                f"--fail-under: {score!r} is not a score where higher is better; choose one of "
-                + ", ".join(BARRED_SCORES)
-            )
-        try:
-            bars[score] = float(number)
-        except ValueError:
-            raise usage_error(f"--fail-under: {number!r} is not a number (in {value!r})") from None
-    return bars

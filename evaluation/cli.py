@@ -9,7 +9,6 @@ Exit status: 0 when all is well, 1 when a run misses a ``--fail-under`` bar, 2 f
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +19,13 @@ from evaluation.answers_cli import add_parser as add_answers_parser
 
 # The argument types every subcommand shares live apart, so subcommands need not import this
 # module (which imports them).
-from evaluation.cli_arguments import UsageError, ks_argument, positive_argument, run_arguments
+from evaluation.cli_arguments import (
+    UsageError,
+    fail_under_bars,
+    ks_argument,
+    positive_argument,
+    run_arguments,
+)
 from evaluation.compare import PERMUTATIONS, compare_runs
 from evaluation.gold import EvaluationInputError, Gold, load_gold
 from evaluation.health_cli import add_parser as add_health_parser
@@ -127,27 +132,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _bars(values: list[str], *, metric_names: list[str]) -> dict[str, float]:
-    bars: dict[str, float] = {}
-    for value in values:
-        metric, separator, number = value.partition("=")
-        metric = metric.strip()
-        if not separator:
-            raise UsageError(f"--fail-under expects METRIC=VALUE, got {value!r}")
-        if metric not in metric_names:
-            raise UsageError(
-                f"--fail-under: unknown metric {metric!r}; available with these options: "
-                + ", ".join(metric_names)
-            )
-        try:
-            bars[metric] = float(number)
-        except ValueError:
-            raise UsageError(f"--fail-under: {number!r} is not a number (in {value!r})")
-        if not math.isfinite(bars[metric]):
-            raise UsageError(f"--fail-under: {number!r} is not a finite number (in {value!r})")
-    return bars
-
-
 def _missed_bars(
     evaluations: dict[str, RunEvaluation], bars: dict[str, float], *, skip: set[str]
 ) -> list[str]:
@@ -197,7 +181,14 @@ def _evaluate(arguments: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     metric_names = options.metric_names()
-    bars = _bars(arguments.fail_under, metric_names=metric_names)
+    bars = fail_under_bars(
+        arguments.fail_under,
+        allowed=metric_names,
+        what="metric",
+        not_allowed=lambda metric: (
+            f"unknown metric {metric!r}; available with these options: " + ", ".join(metric_names)
+        ),
+    )
     named_runs = run_arguments(arguments.runs)
     if not named_runs and arguments.no_baseline:
         raise UsageError("nothing to score: give at least one --run")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 
@@ -44,3 +46,30 @@ def run_arguments(values: list[str]) -> list[tuple[str, Path]]:
     if duplicates:
         raise UsageError(f"two runs are named {duplicates[0]!r}; name them with --run NAME=PATH")
     return runs
+
+
+def fail_under_bars(
+    values: list[str],
+    *,
+    allowed: Collection[str],
+    what: str,
+    not_allowed: Callable[[str], str],
+) -> dict[str, float]:
+    """``--fail-under NAME=VALUE`` options as {name: bar}: each name in ``allowed`` (else
+    `UsageError` with ``not_allowed(name)``), each bar a finite number (a NaN bar would never
+    fail, an infinite one always)."""
+    bars: dict[str, float] = {}
+    for value in values:
+        name, separator, number = value.partition("=")
+        name = name.strip()
+        if not separator:
+            raise UsageError(f"--fail-under expects {what.upper()}=VALUE, got {value!r}")
+        if name not in allowed:
+            raise UsageError(f"--fail-under: {not_allowed(name)}")
+        try:
+            bars[name] = float(number)
+        except ValueError:
+            raise UsageError(f"--fail-under: {number!r} is not a number (in {value!r})") from None
+        if not math.isfinite(bars[name]):
+            raise UsageError(f"--fail-under: {number!r} is not a finite number (in {value!r})")
+    return bars

@@ -132,6 +132,10 @@ def test_fail_under_exits_1_and_names_the_run_and_score(bundle, tmp_path, capsys
     assert code == 0, err
     code, _, err = run(capsys, *arguments, "--fail-under", "over_refusal=0.1")
     assert code == 2 and "not a score where higher is better" in err
+    # A NaN bar would never fail and an infinite one always: both refused, as for retrieval.
+    for bar in ("faithfulness=nan", "faithfulness=inf"):
+        code, _, err = run(capsys, *arguments, "--fail-under", bar)
+        assert code == 2 and "is not a finite number" in err
 
 
 def test_markdown_and_csv(bundle, tmp_path, capsys):
