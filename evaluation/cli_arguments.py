@@ -48,6 +48,17 @@ def run_arguments(values: list[str]) -> list[tuple[str, Path]]:
     return runs
 
 
+def finite_argument(text: str) -> float:
+    """A threshold: a finite number (a NaN one is never crossed, an infinite one always)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
 def fail_under_bars(
     values: list[str],
     *,

@@ -15,7 +15,7 @@ from typing import Any
 
 from corpus.manifests import parse_time, read_manifest
 from corpus.textfiles import NotUTF8Error
-from evaluation.cli_arguments import positive_argument, run_arguments
+from evaluation.cli_arguments import finite_argument, positive_argument, run_arguments
 from evaluation.gold import EvaluationInputError, load_gold
 from evaluation.health import DEFAULT_K, Thresholds, check_index, documents_of
 from evaluation.report import markdown_cell
@@ -53,9 +53,13 @@ def add_parser(commands) -> None:
     parser.add_argument(
         "--k", type=positive_argument, default=DEFAULT_K, help="results sent to the model"
     )
-    parser.add_argument("--max-stale", type=float, default=None, help="e.g. 0.01 (a share)")
-    parser.add_argument("--max-lag-days", type=float, default=None)
-    parser.add_argument("--max-crowding", type=float, default=None, help="a share, e.g. 0.2")
+    parser.add_argument(
+        "--max-stale", type=finite_argument, default=None, help="e.g. 0.01 (a share)"
+    )
+    parser.add_argument("--max-lag-days", type=finite_argument, default=None)
+    parser.add_argument(
+        "--max-crowding", type=finite_argument, default=None, help="a share, e.g. 0.2"
+    )
     parser.add_argument("--fail-on-model-mix", action="store_true")
     parser.add_argument("--now", default=None, help="the time lags are measured to (ISO 8601)")
     parser.add_argument("--format", choices=("json", "markdown"), default="markdown")

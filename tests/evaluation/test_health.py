@@ -245,6 +245,12 @@ def test_the_cli_exits_1_on_a_crossed_threshold_and_writes_json(bundle, tmp_path
     captured = capsys.readouterr()
     assert "| stale | 50.0% of 2 searchable | 1 |" in captured.out
     assert "threshold crossed: the oldest stale document lags 10.0 days (limit 7)" in captured.err
+    # A NaN threshold would never be crossed: refused as bad input.
+    for option in ("--max-stale", "--max-lag-days", "--max-crowding"):
+        with pytest.raises(SystemExit) as refused:
+            main([*arguments, option, "nan"])
+        assert refused.value.code == 2
+        assert "expected a finite number, got 'nan'" in capsys.readouterr().err
 
 
 def test_the_cli_exits_2_with_file_and_line_on_a_bad_manifest(bundle, tmp_path, capsys):
