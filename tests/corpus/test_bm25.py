@@ -1,4 +1,5 @@
 import math
+from collections import Counter
 
 import bm25s
 import numpy as np
@@ -7,7 +8,7 @@ from bm25s.tokenization import Tokenized
 from rank_bm25 import BM25Okapi
 
 from corpus.analysis import Analyzer
-from corpus.bm25 import BM25Index, BM25IndexError
+from corpus.bm25 import BM25Index, BM25IndexError, top_k
 
 PASSAGES = [
     "Annual leave is 25 days per year; carry-over needs approval under HR-POL-014.",
@@ -192,3 +193,54 @@ def test_bad_parameters_and_bytes_are_refused() -> None:
         BM25Index.build(PASSAGES, analyzer=Analyzer(), idf="tfidf")
     with pytest.raises(BM25IndexError, match="not a stored BM25 index"):
         BM25Index.from_bytes(b"not an index")
+
+
+def zipf_passages(count: int, seed: int = 5) -> list[str]:
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(400)]
+    weights = 1.0 / np.arange(1, 401) ** 1.1
+    weights /= weights.sum()
+    return [
+        " ".join(rng.choice(words, size=int(rng.integers(5, 60)), p=weights)) for _ in range(count)
+    ]
+
+
+def test_scores_are_the_term_at_a_time_sums_bit_for_bit() -> None:
+    # The compiled matvec must add the weights in query-term order, exactly as summing each
+    # term's row into the scores one after another does: ties and rank order depend on it.
+    passages = zipf_passages(3000)
+    for idf in ("lucene", "okapi"):
+        index = BM25Index.build(passages, analyzer=Analyzer(), idf=idf)
+        arrays = index.to_arrays()
+        vocabulary = arrays["vocabulary"].tobytes().decode().split("\n")
+        row_of = {term: row for row, term in enumerate(vocabulary)}
+        indptr, indices, data = arrays["indptr"], arrays["indices"], arrays["data"]
+        for query in ["w0 w1", "w3 w0 w3 w250", "w399 w7 w1 w1 w1 w0 w2", "w9"]:
+            expected = np.zeros(len(passages))
+            for term, count in Counter(query.split()).items():
+                lo, hi = indptr[row_of[term]], indptr[row_of[term] + 1]
+                expected[indices[lo:hi]] += count * data[lo:hi].astype(np.float64)
+            assert np.array_equal(index.scores(query), expected), (idf, query)
+
+
+def test_a_zero_weight_still_matches() -> None:
+    # Okapi's IDF is exactly 0 for a term in half the passages: those passages contain a query
+    # term, so they are results (score 0), as before scores were summed by a matrix product.
+    index = BM25Index.build(["common a", "common b", "c", "d"], analyzer=Analyzer(), idf="okapi")
+    assert index.search("common", k=5) == [(0, 0.0), (1, 0.0)]
+    assert index.search("common zzz", k=5, allowed=np.array([False, True, True, True])) == [
+        (1, 0.0)
+    ]
+
+
+@pytest.mark.parametrize("k", [1, 7, 100, 999])
+def test_top_k_of_many_tied_candidates_equals_a_full_sort(k: int) -> None:
+    # Enough candidates for top_k to cut below a sampled k-th score first; few distinct scores,
+    # so the cut falls inside long runs of ties.
+    rng = np.random.default_rng(k)
+    scores = rng.integers(0, 40, size=200_000).astype(np.float64) / 7
+    candidates = np.flatnonzero(rng.random(len(scores)) < 0.6)
+    expected = sorted(candidates.tolist(), key=lambda i: (-scores[i], i))[:k]
+    hits = top_k(scores, candidates, k=k)
+    assert [i for i, _ in hits] == expected
+    assert [s for _, s in hits] == [scores[i] for i in expected]
