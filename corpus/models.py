@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Exists, OuterRef, Q
+from django.db.models.signals import post_delete
+from django.dispatch import receiver
+
+from corpus.services.artifacts import delete_artifacts
 
 
 class Role(models.TextChoices):
@@ -566,8 +570,7 @@ class Index(models.Model):
     model_name = models.CharField(max_length=200, blank=True)
     model_version = models.CharField(max_length=100, blank=True)
     dimension = models.PositiveIntegerField(null=True, blank=True)
-    # The artefact is a file in the "artifacts" storage (corpus.services.artifacts); the row
-    # keeps where it is and what it must hash to.
+    # The artefact is a file in the "artifacts" storage; the row keeps its name and checksum.
     artifact_name = models.CharField(max_length=500, blank=True, editable=False)
     artifact_size = models.BigIntegerField(default=0, editable=False)
     artifact_sha256 = models.CharField(max_length=64, blank=True, editable=False)
@@ -579,6 +582,13 @@ class Index(models.Model):
 
     def __str__(self) -> str:
         return f"{self.retriever} index {self.pk} ({self.state})"
+
+
+@receiver(post_delete, sender=Index, dispatch_uid="corpus-index-artifact")
+def _delete_artifact(sender, instance: Index, **kwargs) -> None:
+    """However the row goes (a rebuild, a cascade from its retriever or project), its file goes."""
+    name = instance.artifact_name  # empty for a failed build; delete_artifacts skips it
+    transaction.on_commit(lambda: delete_artifacts([name]))
 
 
 class EmbeddingCache(models.Model):

@@ -9,11 +9,11 @@ import pytest
 from django.core.files.storage import storages
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
+from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
 from corpus.bm25 import BM25Index
-from corpus.models import Index, IndexState
+from corpus.models import Index, IndexState, Retriever
 from corpus.services import artifacts, documents, retrieval
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet
@@ -211,3 +211,41 @@ def test_artifacts_stored_in_the_database_move_to_storage(transactional_db):
     assert loaded.searcher.idf == "okapi"
     assert loaded.searcher.search("dinner euros", k=1)[0][0] == 1
     storages["artifacts"].delete(moved.artifact_name)
+
+
+def test_deleting_a_retriever_in_the_admin_takes_its_file(
+    bm25, admin_client, django_capture_on_commit_callbacks
+):
+    storage = storages["artifacts"]
+    name = bm25.active_index.artifact_name
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(f"/admin/corpus/retriever/{bm25.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302
+    assert not Index.objects.filter(retriever_id=bm25.pk).exists()
+    assert not storage.exists(name)
+
+
+def test_deleting_index_rows_in_bulk_takes_every_file(
+    bm25, project, django_capture_on_commit_callbacks, artifact_folder
+):
+    other = retrieval.add_retriever(
+        project=project, name="kw2", kind="bm25", scheme=bm25.scheme, stem=False
+    )
+    retrieval.build_index(retriever=other)
+    names = list(Index.objects.values_list("artifact_name", flat=True))
+    assert len(names) == 2 and all(storages["artifacts"].exists(n) for n in names)
+    with django_capture_on_commit_callbacks(execute=True):
+        Index.objects.filter(retriever__project=project).delete()
+    assert not any(storages["artifacts"].exists(n) for n in names)
+    assert not [p for p in artifact_folder.rglob("*") if p.is_file()]
+
+
+def test_a_deletion_that_rolls_back_keeps_the_file(bm25):
+    name, pk = bm25.active_index.artifact_name, bm25.pk
+    with pytest.raises(RuntimeError), transaction.atomic():
+        bm25.delete()
+        raise RuntimeError("changed my mind")
+    assert storages["artifacts"].exists(name)
+    fresh_process()
+    kept = Retriever.objects.get(pk=pk)
+    assert retrieval.retrieve(retriever=kept, questions=["vpn client"], k=1)[0][0].doc_id == "vpn"
