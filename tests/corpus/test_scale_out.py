@@ -17,16 +17,16 @@ from tests.factories import add_documents
 pytestmark = pytest.mark.skipif(not settings.REDIS_URL, reason="needs Redis and a real worker")
 
 
-@pytest.fixture
-def second_worker(worker, tmp_path):
-    """Another `celery worker` process (its own node name) on the same broker and database."""
+def start_worker(worker, log, *, name: str, queue: str | None = None) -> subprocess.Popen:
+    """Another `celery worker` process (node ``name``, on ``queue`` if given) on the same broker
+    and database as the suite's, once it answers a ping."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "goldset", "worker", "-n", "second@%h",
+        [sys.executable, "-m", "celery", "-A", "goldset", "worker", "-n", f"{name}@%h",
          "--loglevel=INFO", "--concurrency=1", "--pool=prefork", "--without-gossip",
-         "--without-mingle"],
+         "--without-mingle", *(["-Q", queue] if queue else [])],
         cwd=REPO,
         env={**worker.env},
-        stdout=open(tmp_path / "second.log", "w"),  # noqa: SIM115 - the child holds it
+        stdout=open(log, "w"),  # noqa: SIM115 - the child holds it
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
@@ -36,14 +36,40 @@ def second_worker(worker, tmp_path):
     while time.monotonic() < deadline:
         with app.connection_for_write() as connection:
             replies = app.control.ping(timeout=1, connection=connection)
-        if any("second@" in name for reply in replies for name in reply):
-            break
-    else:
-        process.kill()
-        pytest.fail("the second worker did not answer within 60 s")
-    yield process
+        if any(f"{name}@" in node for reply in replies for node in reply):
+            return process
+    process.kill()
+    pytest.fail(f"the worker {name} did not answer within 60 s")
+
+
+def stop_worker(process: subprocess.Popen) -> None:
     process.terminate()
     process.wait(timeout=30)
+
+
+@pytest.fixture
+def second_worker(worker, tmp_path):
+    process = start_worker(worker, tmp_path / "second.log", name="second")
+    yield process
+    stop_worker(process)
+
+
+@pytest.fixture
+def build_queue():
+    """Index builds routed to a queue of their own, as GOLDSET_BUILD_QUEUE does it in the
+    settings (docker-compose: "builds"); a fresh name, so no earlier message waits in it."""
+    from goldset.celery import app
+
+    def route(routes) -> None:
+        app.conf.task_routes = routes
+        app.amqp.flush_routes()
+        app.amqp.__dict__.pop("router", None)  # Celery caches the router built from them
+
+    name = f"builds-{os.getpid()}-{time.monotonic_ns()}"
+    before = app.conf.task_routes
+    route({"corpus.tasks.build_index": {"queue": name}})
+    yield name
+    route(before)
 
 
 def test_two_workers_build_two_indexes_at_once(second_worker, project):
@@ -76,3 +102,33 @@ def test_two_workers_build_two_indexes_at_once(second_worker, project):
         assert len(hits) == 3
     assert Index.objects.filter(state=IndexState.READY).count() == 2
     assert os.environ["GOLDSET_ARTIFACT_DIR"]  # both workers wrote to the suite's storage
+
+
+def test_index_builds_wait_for_a_builds_worker_and_never_hold_up_the_default_queue(
+    worker, build_queue, project, tmp_path
+):
+    scheme = documents.add_chunking_scheme(
+        project=project, name="paragraphs", strategy="paragraph", size=200, overlap=0
+    )
+    add_documents(project, ("leave", "Annual leave is 25 days.\n\nCarry-over needs approval."))
+    retriever = retrieval.add_retriever(project=project, name="kw", kind="bm25", scheme=scheme)
+    build = retrieval.start_index_build(retriever=retriever)
+    # The suite's worker serves the default queue only: other jobs run while the build waits.
+    other = documents.add_chunking_scheme(
+        project=project, name="whole", strategy="document", size=200, overlap=0
+    )
+    chunking = wait_for_job(documents.start_chunking(scheme=other), timeout=60)
+    assert chunking.state == JobState.SUCCEEDED, chunking.message
+    build.refresh_from_db()
+    assert build.state == JobState.QUEUED
+    assert retriever.indexes.count() == 0
+    builds = start_worker(worker, tmp_path / "builds.log", name="builds", queue=build_queue)
+    try:
+        wait_for_job(build, timeout=120)
+    finally:
+        stop_worker(builds)
+    assert build.state == JobState.SUCCEEDED, build.message
+    retriever.refresh_from_db()
+    (hits,) = retrieval.retrieve(retriever=retriever, questions=["carry-over approval"], k=1)
+    assert hits[0].doc_id == "leave"
+    assert "corpus.tasks.build_index" in (tmp_path / "builds.log").read_text()
