@@ -13,6 +13,10 @@ queries; the grade request is the one the labelling
 load benchmark (`labelling_load.py`) puts under concurrency. Use it to compare two trees on the
 same machine in the same minute (a ratio), since absolute times on a shared box vary.
 
+Django runs with production settings (DEBUG off) unless ``--debug``: DEBUG's WhiteNoise
+autorefresh and query log cost a web worker CPU that no deployment spends. Queries are counted by
+a light execute wrapper, not Django's debug cursor, for the same reason.
+
 The database is a temporary SQLite file, or a scratch PostgreSQL database on 127.0.0.1 that is
 dropped and created again (`--pg-name`, so parallel runs do not collide).
 """
@@ -30,10 +34,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def configure(database: str, pg_name: str) -> None:
+def configure(database: str, pg_name: str, *, debug: bool) -> None:
     sys.path.insert(0, str(REPO))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "goldset.settings")
-    os.environ["DEBUG"] = "1"
+    # Production settings unless --debug: DEBUG adds WhiteNoise's per-request file checks and
+    # Django's query log, about a quarter of a grade's CPU, which no deployment pays.
+    os.environ["DEBUG"] = "1" if debug else "0"
+    if not debug:
+        os.environ.update(
+            SECRET_KEY="bench",  # noqa: S106 - a throwaway database
+            ALLOWED_HOSTS="testserver",
+            SECURE_SSL_REDIRECT="0",
+        )
     os.environ.pop("REDIS_URL", None)
     if database == "postgres":
         import psycopg
@@ -106,11 +118,18 @@ def world(passages: int):
 
 def timed(kind, results, send, url, data=None, **headers):
     from django.db import connection
-    from django.test.utils import CaptureQueriesContext
 
-    with CaptureQueriesContext(connection) as queries:
+    queries = []
+
+    def count(execute, sql, params, many, context):
+        # A counter, not CaptureQueriesContext: that forces Django's debug cursor, whose
+        # per-query bookkeeping would be measured as the request's own CPU.
+        queries.append(1)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(count):
         start, cpu = time.perf_counter(), time.process_time()
-        response = send(url, data or {}, **headers)
+        response = send(url, data or {}, secure=True, **headers)
         elapsed = (time.perf_counter() - start) * 1000
         cpu = (time.process_time() - cpu) * 1000
     if response.status_code not in (200, 302):
@@ -121,10 +140,10 @@ def timed(kind, results, send, url, data=None, **headers):
 
 def run(passages: int, rounds: int) -> dict:
     from django.test import Client
-    from django.test.utils import setup_test_environment
     from django.urls import reverse
 
-    setup_test_environment()
+    # No setup_test_environment(): it makes every template render send a signal that the test
+    # client answers by copying the render's context, CPU a real request never spends.
     user, assignment, candidates, text = world(passages)
     client = Client()
     client.force_login(user)
@@ -173,10 +192,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--pg-name", default="goldset_bench_grading")
+    parser.add_argument(
+        "--debug", action="store_true", help="DEBUG=1, as figures before 2026-12-01"
+    )
     args = parser.parse_args()
-    configure(args.database, args.pg_name)
+    configure(args.database, args.pg_name, debug=args.debug)
     results = run(args.passages, args.rounds)
-    print(f"{args.passages} passages, {args.rounds} rounds, {args.database}, one process")
+    settings = "DEBUG=1" if args.debug else "production settings"
+    print(
+        f"{args.passages} passages, {args.rounds} rounds, {args.database}, {settings}, one process"
+    )
     print(
         f"{'request':<10}{'count':>7}{'p50 ms':>9}{'p95 ms':>9}{'CPU p50':>9}{'CPU mean':>9}"
         f"{'queries':>9}"
