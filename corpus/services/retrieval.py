@@ -22,7 +22,6 @@ from corpus.bm25 import IDF_KINDS, BM25Index
 from corpus.embedding import VECTOR_PRECISIONS, Encoder, ModelNotFoundError, VectorIndex
 from corpus.indexfile import LoadedIndex
 from corpus.models import (
-    AccessGroup,
     Chunk,
     ChunkingScheme,
     Document,
@@ -279,7 +278,9 @@ def retrieve(
     doc_ids: dict[int, str] = {}
     for first in range(0, len(wanted), 900):  # SQLite caps bound parameters per query
         doc_ids.update(
-            Document.objects.filter(pk__in=wanted[first : first + 900]).values_list("pk", "doc_id")
+            Document.objects.filter(pk__in=wanted[first : first + 900])
+            .order_by()
+            .values_list("pk", "doc_id")
         )
     return [
         [
@@ -516,24 +517,20 @@ def _allowed_passages(
     )
     hidden: set[int] = set()
     if user is not None or groups is not None:
-        mine: set[int] | None = None
-        if user is not None:
-            mine = set(
-                AccessGroup.objects.filter(project=project, members=user).values_list(
-                    "pk", flat=True
-                )
-            )
-        if groups is not None:
-            mine = set(groups) if mine is None else mine & set(groups)
-        # Restricted documents none of whose groups is theirs, from the (document, group)
-        # table alone: no join to documents, which would make SQLite scan them all.
+        # Restricted documents none of whose groups is theirs (the user's groups, narrowed to
+        # ``groups`` when both are given), from the (document, group) table alone: no join to
+        # documents, which would make SQLite scan them all. One query: each round trip costs
+        # about a millisecond a search on PostgreSQL.
         pairs = Document.access_groups.through.objects.order_by()
+        theirs = pairs.filter(accessgroup__project=project)
+        if user is not None:
+            theirs = theirs.filter(accessgroup__members=user)
+        if groups is not None:
+            theirs = theirs.filter(accessgroup_id__in=set(groups))
         hidden = set(
             _first_column(
                 pairs.filter(accessgroup__project=project)
-                .exclude(
-                    document_id__in=pairs.filter(accessgroup_id__in=mine).values("document_id")
-                )
+                .exclude(document_id__in=theirs.values("document_id"))
                 .values_list("document_id")
             )
         )
@@ -573,9 +570,11 @@ def _hidden_duplicates(project: Project, hidden: set[int]) -> set[int]:
     in for it (the rule of `DocumentQuerySet.searchable_for`)."""
     members: dict[int, list[int]] = {}
     representative: dict[int, int | None] = {}
+    # Unordered in SQL: ORDER BY pk made PostgreSQL walk every document of the project in pk
+    # order to join it to the (few or no) groups, 11 ms a search at 10,000 documents.
     for pk, group_id, representative_id in (
         Document.objects.filter(duplicate_group__project=project)
-        .order_by("pk")
+        .order_by()
         .values_list("pk", "duplicate_group_id", "duplicate_group__representative_id")
     ):
         members.setdefault(group_id, []).append(pk)
@@ -584,7 +583,7 @@ def _hidden_duplicates(project: Project, hidden: set[int]) -> set[int]:
     for group_id, pks in members.items():
         kept = representative[group_id]
         if kept in hidden:
-            kept = next((pk for pk in pks if pk not in hidden), None)
+            kept = min((pk for pk in pks if pk not in hidden), default=None)
         blocked.update(pk for pk in pks if pk != kept)
     return blocked
 

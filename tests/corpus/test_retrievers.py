@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from corpus.bm25 import BM25Index
 from corpus.models import (
+    AccessGroup,
     Chunk,
     ChunkingScheme,
     Document,
@@ -486,3 +487,18 @@ def test_the_access_filter_agrees_with_the_document_querysets(project, scheme, m
         expected = np.isin(loaded.version_ids, list(newest))
         mask = retrieval._allowed_passages(loaded, project, user)
         assert np.array_equal(np.ones(len(loaded), bool) if mask is None else mask, expected)
+    # A test user is a set of groups (permission replays, index evaluations): the same filter
+    # as a member with exactly those groups, and with a user as well, the groups both have.
+    hr = AccessGroup.objects.get(project=project, name="hr-confidential").pk
+    as_outsider = retrieval._allowed_passages(loaded, project, outsider)
+    as_insider = retrieval._allowed_passages(loaded, project, insider)
+    assert as_outsider is not None and not np.array_equal(as_outsider, as_insider)
+    for user, groups, same_as in [
+        (None, (), as_outsider),
+        (None, {hr}, as_insider),
+        (insider, (), as_outsider),
+        (insider, {hr}, as_insider),
+        (outsider, {hr}, as_outsider),
+    ]:
+        mask = retrieval._allowed_passages(loaded, project, user, groups=groups)
+        assert np.array_equal(mask, same_as), (user, groups)
