@@ -32,6 +32,12 @@ def import_answers(job_id: int) -> None:
     jobs.run(job_id, answers.run_answer_import)
 
 
+@shared_task(**jobs.TASK_OPTIONS)
+def draw_sample(job_id: int) -> None:
+    """A lead's "Draw now" (`labelling.services.production.start_draw`)."""
+    jobs.run(job_id, production.run_draw)
+
+
 @shared_task(acks_late=True, autoretry_for=jobs.DATABASE_GONE, max_retries=3, retry_backoff=60)
 def draw_weekly_samples() -> list[int]:
     """Celery beat, weekly: each active sampling rule's sample, question set and pool. Safe to

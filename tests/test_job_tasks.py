@@ -58,6 +58,7 @@ def test_every_job_kind_is_started_with_a_task_of_the_app_that_owns_it():
         "index_evaluation",
         "index_health_report",
         "misses_report",
+        "draw_sample",
     }
     for kind, name in tasks.items():
         task = jobs.task_named(name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -14,7 +15,8 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from corpus.models import Membership, Project, Retriever, RetrieverKind, Role
+from corpus import jobs
+from corpus.models import Job, JobState, Membership, Project, Retriever, RetrieverKind, Role
 from corpus.services import retrieval
 from goldset.errors import ServiceError
 from labelling.models import Pool, Question, QuestionSet
@@ -164,14 +166,64 @@ def tell_leads(*, sample: Sample) -> int:
     )
 
 
-def draw_and_open(*, rule: SamplingRule, user=None, end: datetime | None = None) -> ProductionSet:
+def draw_and_open(
+    *,
+    rule: SamplingRule,
+    user=None,
+    end: datetime | None = None,
+    then: Callable[[ProductionSet], None] | None = None,
+) -> ProductionSet:
     """Draw the rule, open its question set and pool, tell the leads: the weekly loop's step.
-    All or nothing: a sample is never left without its question set."""
+    All or nothing: a sample is never left without its question set. ``then`` runs in the same
+    transaction (a job records what it drew, so a retry finds it)."""
     with transaction.atomic():
         sample = sampling_services.draw_sample(rule=rule, user=user, end=end)
         made = open_production_set(sample=sample, user=user)
+        if then is not None:
+            then(made)
     tell_leads(sample=sample)
     return made
+
+
+def start_draw(*, rule: SamplingRule, user=None) -> Job:
+    """A lead's "Draw now", as a job: a rule that orders traces by disagreement searches every
+    one of its retrievers for each trace (an embedding retriever encodes them all), which can
+    take minutes, so it is a worker's work and no web request waits for it."""
+    return jobs.start(
+        project=rule.project,
+        task="labelling.tasks.draw_sample",
+        kind="draw_sample",
+        description=f"Draw a sample by the rule {rule.name} (version {rule.version})",
+        params={"rule_id": rule.pk},
+        user=user,
+    )
+
+
+def run_draw(job: Job) -> None:
+    """The job of `start_draw`. What it drew is stored on the job in the draw's transaction, so
+    a retry of a job whose worker died after the draw finishes with that draw, not a second."""
+    if not job.result.get("sample_id"):
+        rule = SamplingRule.objects.filter(pk=job.params.get("rule_id"), project=job.project)
+        if not rule.exists():
+            raise ServiceError("This sampling rule is gone, so nothing was drawn.")
+
+        def record(made: ProductionSet) -> None:
+            url = reverse("labelling:show-sample", args=[job.project.slug, made.sample.pk])
+            job.result = {
+                "sample_id": made.sample.pk,
+                "notes": made.notes,
+                "redirect": True,
+                "link": {
+                    "url": url,
+                    "text": f"Open the sample ({made.question_set.name})",
+                },
+            }
+            Job.objects.filter(pk=job.pk).update(result=job.result)
+
+        draw_and_open(rule=rule.get(), user=job.created_by, then=record)
+    sample = Sample.objects.select_related("question_set").get(pk=job.result["sample_id"])
+    lines = [f"Drew {sample.traces.count()} traces into {sample.question_set.name}."]
+    jobs.finish(job, JobState.SUCCEEDED, " ".join(lines + job.result.get("notes", [])))
 
 
 @dataclass

@@ -10,6 +10,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from corpus import jobs
 from corpus.access import project_access
 from corpus.models import Role
 from goldset.errors import ServiceError
@@ -83,17 +84,14 @@ def _initial(rule: SamplingRule | None) -> dict:
 def draw_sample(request: HttpRequest, slug: str, rule_id: int) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
     rule = get_object_or_404(SamplingRule, project=access.project, pk=rule_id)
-    try:
-        made = production.draw_and_open(rule=rule, user=request.user)
-    except ServiceError as exc:
-        messages.error(request, str(exc))
-        return redirect("labelling:list-sampling-rules", slug=access.project.slug)
-    messages.success(
-        request, f"Drew {made.sample.traces.count()} traces into {made.question_set.name}."
-    )
-    for note in made.notes:
-        messages.warning(request, note)
-    return redirect("labelling:show-sample", slug=access.project.slug, sample_id=made.sample.pk)
+    job = production.start_draw(rule=rule, user=request.user)
+    # The job page follows the draw and goes on to the sample; straight there if it is done
+    # already (no broker: it ran in-process).
+    url = jobs.next_url(job)
+    if url is None:
+        return redirect("corpus:show-job", slug=access.project.slug, job_id=job.pk)
+    messages.success(request, job.message)
+    return redirect(url)
 
 
 @login_required

@@ -11,13 +11,15 @@ from django.core import mail
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from corpus import jobs
+from corpus.models import Job, JobState
 from corpus.services import documents, retrieval
 from labelling import tasks
 from labelling.models import Candidate, Pool, Provenance, Question, QuestionSet, RunResult
 from labelling.services import production
 from labelling.services import sampling as sampling_services
 from labelling.services.traces import receive_traces
-from labelling.trace_models import Sample, SampledTrace
+from labelling.trace_models import Sample, SampledTrace, Trace
 from tests.conftest import wait_for_job
 from tests.factories import (
     POLICY_TEXT,
@@ -142,7 +144,7 @@ def test_a_rule_that_selects_nothing_stops_the_command_with_its_reason(loop):
     assert not Sample.objects.exists() and not QuestionSet.objects.exists()
 
 
-def test_a_lead_writes_a_rule_in_the_browser_and_draws_it(loop):
+def test_a_lead_writes_a_rule_in_the_browser_and_draws_it(worker, loop):
     lead = login(loop["lead"])
     url = reverse("labelling:list-sampling-rules", kwargs={"slug": "acme"})
     response = lead.post(url, {
@@ -158,5 +160,36 @@ def test_a_lead_writes_a_rule_in_the_browser_and_draws_it(loop):
     text = bad.content.decode()
     assert "Write each quota as stratum=count" in text
     draw = reverse("labelling:draw-sample", kwargs={"slug": "acme", "rule_id": rule.pk})
-    response = lead.post(draw, follow=True)
-    assert "Drew 3 traces into production-" in response.content.decode()
+    # A job: the draw may search every retriever of a disagreement rule, no request waits.
+    assert lead.post(draw).status_code == 302
+    job = wait_for_job(Job.objects.get(kind="draw_sample"))
+    assert job.state == JobState.SUCCEEDED, job.message
+    assert job.message.startswith("Drew 3 traces into production-")
+    page = lead.get(reverse("corpus:show-job", args=["acme", job.pk])).content.decode()
+    assert "Drew 3 traces into production-" in page and "Open the sample" in page
+    assert Sample.objects.get(pk=job.result["sample_id"]).rule == rule
+
+
+def test_a_draw_job_retried_after_its_draw_committed_draws_no_second_sample(loop):
+    job = production.start_draw(rule=loop["rule"], user=loop["lead"])
+    jobs.run(job.pk, production.run_draw)
+    job.refresh_from_db()
+    assert job.state == JobState.SUCCEEDED and Sample.objects.count() == 1
+    # The worker died after the draw's commit, before the job was marked done.
+    Job.objects.filter(pk=job.pk).update(state=JobState.QUEUED, finished_at=None)
+    jobs.run(job.pk, production.run_draw)
+    job.refresh_from_db()
+    assert job.state == JobState.SUCCEEDED and Sample.objects.count() == 1
+    assert job.message.startswith("Drew 3 traces")
+
+
+def test_a_draw_that_finds_nothing_fails_its_job_with_the_reason(loop):
+    Trace.objects.update(occurred_at=NOW - timedelta(days=400))
+    job = production.start_draw(rule=loop["rule"], user=loop["lead"])
+    jobs.run(job.pk, production.run_draw)
+    job.refresh_from_db()
+    assert job.state == JobState.FAILED and "between" in job.message
+    assert (
+        not Sample.objects.exists()
+        and not QuestionSet.objects.filter(name__startswith="production-").exists()
+    )
