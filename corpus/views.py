@@ -339,6 +339,16 @@ def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
     return response
 
 
+def follow_job(request: HttpRequest, job: Job) -> HttpResponse:
+    """The answer to a request that started ``job``: its page, which follows it, or straight on
+    to what it made when it is done already (no broker: it ran in-process), with its message."""
+    url = jobs.next_url(job)
+    if url is None:
+        return redirect("corpus:show-job", slug=job.project.slug, job_id=job.pk)
+    messages.success(request, job.message)
+    return redirect(url)
+
+
 # Retrievers and indexes ------------------------------------------------------------------
 
 STALE_SHOWN = 20

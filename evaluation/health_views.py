@@ -13,10 +13,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from corpus import jobs
 from corpus.access import project_access
 from corpus.models import Retriever, Role
 from corpus.services import manifests
+from corpus.views import follow_job
 from evaluation.forms import HealthThresholdsForm, ManifestUploadForm
 from evaluation.models import IndexEvaluation
 from evaluation.services import health_reports, index_evaluations, index_health
@@ -71,11 +71,7 @@ def upload_manifest(request: HttpRequest, slug: str) -> HttpResponse:
         user=request.user,
         then=then,
     )
-    url = jobs.next_url(job)
-    if url is None:
-        return redirect("corpus:show-job", slug=access.project.slug, job_id=job.pk)
-    messages.success(request, job.message)
-    return redirect(url)
+    return follow_job(request, job)
 
 
 @login_required
@@ -85,11 +81,7 @@ def check_index_now(request: HttpRequest, slug: str, retriever_id: int) -> HttpR
     access = project_access(request.user, slug, role=Role.LEAD)
     retriever = get_object_or_404(Retriever, project=access.project, pk=retriever_id)
     job = health_reports.start_health_report(retriever=retriever, user=request.user)
-    url = jobs.next_url(job)
-    if url is None:
-        return redirect("corpus:show-job", slug=access.project.slug, job_id=job.pk)
-    messages.success(request, job.message)
-    return redirect(url)
+    return follow_job(request, job)
 
 
 @login_required

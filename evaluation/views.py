@@ -15,9 +15,9 @@ from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 
-from corpus import jobs
 from corpus.access import ProjectAccess, project_access
 from corpus.models import Role
+from corpus.views import follow_job
 from evaluation.answers_report import LABELS
 from evaluation.forms import (
     FinaliseForm,
@@ -107,17 +107,7 @@ def finalise_gold_set(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
     except gold_sets.GoldSetError as error:
         messages.error(request, str(error))
         return redirect("evaluation:list-gold-sets", access.project.slug)
-    return _follow(request, job, access)
-
-
-def _follow(request: HttpRequest, job, access) -> HttpResponse:
-    """To the job's page, which follows it; straight on to its result when it is done already
-    (no broker: it ran in-process), with the job's message."""
-    url = jobs.next_url(job)
-    if url is None:
-        return redirect("corpus:show-job", slug=access.project.slug, job_id=job.pk)
-    messages.success(request, job.message)
-    return redirect(url)
+    return follow_job(request, job)
 
 
 @login_required
@@ -294,7 +284,7 @@ def upload_run(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespons
         except gold_sets.GoldSetError as error:
             messages.error(request, f"Nothing was stored. {error}")
         else:
-            return _follow(request, job, access)
+            return follow_job(request, job)
     return _back_to_evaluation(access.project.slug, gold_set)
 
 
@@ -317,7 +307,7 @@ def start_retriever_run(request: HttpRequest, slug: str, gold_set_id: int) -> Ht
         except gold_sets.GoldSetError as error:
             messages.error(request, str(error))
         else:
-            return _follow(request, job, access)
+            return follow_job(request, job)
     return _back_to_evaluation(access.project.slug, gold_set)
 
 

@@ -10,9 +10,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from corpus import jobs
 from corpus.access import project_access
 from corpus.models import Role
+from corpus.views import follow_job
 from goldset.errors import ServiceError
 from labelling.services import production
 from labelling.services import sampling as services
@@ -87,11 +87,7 @@ def draw_sample(request: HttpRequest, slug: str, rule_id: int) -> HttpResponse:
     job = production.start_draw(rule=rule, user=request.user)
     # The job page follows the draw and goes on to the sample; straight there if it is done
     # already (no broker: it ran in-process).
-    url = jobs.next_url(job)
-    if url is None:
-        return redirect("corpus:show-job", slug=access.project.slug, job_id=job.pk)
-    messages.success(request, job.message)
-    return redirect(url)
+    return follow_job(request, job)
 
 
 @login_required
