@@ -16,10 +16,14 @@ from evaluation.answers import AUTOMATIC_SCORES, HUMAN_SCORES, AnswerEvaluation
 from evaluation.bundle import spreadsheet_safe
 from evaluation.compare import Comparison
 from evaluation.report import (
+    CSV_HEADER,
+    csv_comparison_rows,
+    csv_question_rows,
     csv_value,
     markdown_cell,
     markdown_comparisons,
     markdown_number,
+    markdown_per_question,
     markdown_table,
 )
 
@@ -106,17 +110,7 @@ def _markdown(report: dict[str, Any]) -> str:
         if not per_question:
             continue
         columns = sorted({key for values in per_question.values() for key in values})
-        rows = [
-            [markdown_cell(question_id)]
-            + [markdown_number(values.get(column)) for column in columns]
-            for question_id, values in per_question.items()
-        ]
-        lines += [
-            f"## Per question: {markdown_cell(name)}",
-            "",
-            *markdown_table(["question", *columns], rows),
-            "",
-        ]
+        lines += markdown_per_question(name, per_question, columns)
     return "\n".join(lines)
 
 
@@ -125,7 +119,7 @@ def _csv(report: dict[str, Any]) -> str:
     comparisons."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["kind", "run", "against", "question_id", "metric", "value", "p_value"])
+    writer.writerow(CSV_HEADER)
     for name, run in report["runs"].items():
         cell = spreadsheet_safe(name)
         for key, value in run["counts"].items():
@@ -133,29 +127,6 @@ def _csv(report: dict[str, Any]) -> str:
         writer.writerow(["count", cell, "", "", "coverage", csv_value(run["coverage"]), ""])
         for score, value in run["scores"].items():
             writer.writerow(["summary", cell, "", "", score, csv_value(value), ""])
-        for question_id, values in run.get("per_question", {}).items():
-            for score, value in values.items():
-                writer.writerow(
-                    [
-                        "question",
-                        cell,
-                        "",
-                        spreadsheet_safe(question_id),
-                        score,
-                        csv_value(value),
-                        "",
-                    ]
-                )
-    for c in report["comparisons"]:
-        writer.writerow(
-            [
-                "comparison",
-                spreadsheet_safe(c["a"]),
-                spreadsheet_safe(c["b"]),
-                "",
-                c["metric"],
-                csv_value(c["delta"]),
-                c["p_value"],
-            ]
-        )
+        csv_question_rows(writer, cell, run.get("per_question", {}))
+    csv_comparison_rows(writer, report["comparisons"])
     return buffer.getvalue()

@@ -189,19 +189,23 @@ def render_markdown(report: dict[str, Any]) -> str:
         per_question = runs[name].get("per_question")
         if per_question is None:
             continue
-        header = ["question", "answerable", "missing", "refused", *metric_names]
-        question_rows = [
-            [markdown_cell(question_id)]
-            + [markdown_number(values.get(column)) for column in header[1:]]
-            for question_id, values in per_question.items()
-        ]
-        lines += [
-            f"## Per question: {markdown_cell(name)}",
-            "",
-            *markdown_table(header, question_rows),
-            "",
-        ]
+        columns = ["answerable", "missing", "refused", *metric_names]
+        lines += markdown_per_question(name, per_question, columns)
     return "\n".join(lines)
+
+
+def markdown_per_question(name: str, per_question: dict, columns: list[str]) -> list[str]:
+    """A run's "Per question" section: one row per question, one column per value."""
+    rows = [
+        [markdown_cell(question_id)] + [markdown_number(values.get(c)) for c in columns]
+        for question_id, values in per_question.items()
+    ]
+    return [
+        f"## Per question: {markdown_cell(name)}",
+        "",
+        *markdown_table(["question", *columns], rows),
+        "",
+    ]
 
 
 # --- csv ----------------------------------------------------------------------------------------
@@ -215,6 +219,39 @@ def csv_value(value: Any) -> Any:
     if isinstance(value, bool):
         return "true" if value else "false"
     return value
+
+
+def csv_question_rows(writer, run_cell: str, per_question: dict) -> None:
+    """A run's per-question values, one CSV_HEADER row each."""
+    for question_id, values in per_question.items():
+        for metric, value in values.items():
+            writer.writerow(
+                [
+                    "question",
+                    run_cell,
+                    "",
+                    spreadsheet_safe(question_id),
+                    metric,
+                    csv_value(value),
+                    "",
+                ]
+            )
+
+
+def csv_comparison_rows(writer, comparisons: list[dict]) -> None:
+    """The run-against-run comparisons, one CSV_HEADER row each."""
+    for c in comparisons:
+        writer.writerow(
+            [
+                "comparison",
+                spreadsheet_safe(c["a"]),
+                spreadsheet_safe(c["b"]),
+                "",
+                c["metric"],
+                csv_value(c["delta"]),
+                c["p_value"],
+            ]
+        )
 
 
 def render_csv(report: dict[str, Any]) -> str:
@@ -232,29 +269,6 @@ def render_csv(report: dict[str, Any]) -> str:
             writer.writerow(
                 ["summary", run_cell, "", "", f"unanswerable.{key}", csv_value(value), ""]
             )
-        for question_id, values in run.get("per_question", {}).items():
-            for metric, value in values.items():
-                writer.writerow(
-                    [
-                        "question",
-                        run_cell,
-                        "",
-                        spreadsheet_safe(question_id),
-                        metric,
-                        csv_value(value),
-                        "",
-                    ]
-                )
-    for c in report["comparisons"]:
-        writer.writerow(
-            [
-                "comparison",
-                spreadsheet_safe(c["a"]),
-                spreadsheet_safe(c["b"]),
-                "",
-                c["metric"],
-                csv_value(c["delta"]),
-                c["p_value"],
-            ]
-        )
+        csv_question_rows(writer, run_cell, run.get("per_question", {}))
+    csv_comparison_rows(writer, report["comparisons"])
     return buffer.getvalue()
