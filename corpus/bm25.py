@@ -131,13 +131,12 @@ class BM25Index:
         if mask is not None:
             matched &= mask
         if len(scores) > 2 * _SAMPLED_CUT * k:
-            # As top_k does, but before the matched passages are listed: the k-th best score
-            # of an evenly spaced sample of them bounds the cut from below, so only the few
-            # percent at or above it are listed and sorted (no tie is lost).
+            # As top_k does, but before the matched passages are listed, so only the few
+            # percent at or above the sampled floor are listed and sorted.
             step = len(scores) // (_SAMPLED_CUT * k)
-            sample = scores[::step][matched[::step]]
-            if len(sample) >= k:
-                matched &= scores >= np.partition(sample, len(sample) - k)[len(sample) - k]
+            floor = _sampled_floor(scores[::step][matched[::step]], k=k)
+            if floor is not None:
+                matched &= scores >= floor
         return top_k(scores, np.flatnonzero(matched), k=k)
 
     def search_many(
@@ -328,18 +327,27 @@ def _okapi_idf(df: np.ndarray, size: int) -> np.ndarray:
     return np.where(idf < 0, floor, idf)
 
 
+def _sampled_floor(sample: np.ndarray, *, k: int) -> float | None:
+    """The k-th best of an evenly spaced sample of the candidates' scores (None: fewer than k).
+
+    It is at most the k-th best of all of them, so every candidate below it is out of the top k
+    and none at or above it is lost, ties included.
+    """
+    if len(sample) < k:
+        return None
+    return np.partition(sample, len(sample) - k)[len(sample) - k]
+
+
 def top_k(scores: np.ndarray, candidates: np.ndarray, *, k: int) -> list[tuple[int, float]]:
     """The k best ``candidates`` (ascending passage indices) by score, ties to the lower index."""
     if len(candidates) == 0:
         return []
     candidate_scores = scores[candidates]
     if len(candidates) > _SAMPLED_CUT * k:
-        # The k-th best score of an evenly spaced sample is at most the k-th best of all, so
-        # every passage below it is out: one comparison drops all but a few percent of half a
-        # million candidates before the (much dearer) partition, and no tie is lost.
-        sample = candidate_scores[:: len(candidates) // (_SAMPLED_CUT * k // 2)]
-        floor = np.partition(sample, len(sample) - k)[len(sample) - k]
-        kept = np.flatnonzero(candidate_scores >= floor)
+        # One comparison drops all but a few percent of half a million candidates before the
+        # (much dearer) partition.
+        step = len(candidates) // (_SAMPLED_CUT * k // 2)
+        kept = np.flatnonzero(candidate_scores >= _sampled_floor(candidate_scores[::step], k=k))
         candidates, candidate_scores = candidates[kept], candidate_scores[kept]
     if len(candidates) > k:
         # argpartition finds the k-th best score; everything strictly better is in, and the
