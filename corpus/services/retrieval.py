@@ -533,17 +533,19 @@ def _allowed_passages(
         # ``groups`` when both are given), from the (document, group) table alone: no join to
         # documents, which would make SQLite scan them all. One query: each round trip costs
         # about a millisecond a search on PostgreSQL.
-        pairs = Document.access_groups.through.objects.order_by()
-        theirs = pairs.filter(accessgroup__project=project)
+        pairs = Document.access_groups.through.objects.order_by().filter(
+            accessgroup__project=project
+        )
+        theirs = pairs
         if user is not None:
             theirs = theirs.filter(accessgroup__members=user)
         if groups is not None:
             theirs = theirs.filter(accessgroup_id__in=set(groups))
         hidden = set(
             _first_column(
-                pairs.filter(accessgroup__project=project)
-                .exclude(document_id__in=theirs.values("document_id"))
-                .values_list("document_id")
+                pairs.exclude(document_id__in=theirs.values("document_id")).values_list(
+                    "document_id"
+                )
             )
         )
     blocked_documents = hidden | _hidden_duplicates(project, hidden)

@@ -203,8 +203,10 @@ def run_draw(job: Job) -> None:
     """The job of `start_draw`. What it drew is stored on the job in the draw's transaction, so
     a retry of a job whose worker died after the draw finishes with that draw, not a second."""
     if not job.result.get("sample_id"):
-        rule = SamplingRule.objects.filter(pk=job.params.get("rule_id"), project=job.project)
-        if not rule.exists():
+        rule = SamplingRule.objects.filter(
+            pk=job.params.get("rule_id"), project=job.project
+        ).first()
+        if rule is None:
             raise ServiceError("This sampling rule is gone, so nothing was drawn.")
 
         def record(made: ProductionSet) -> None:
@@ -220,7 +222,7 @@ def run_draw(job: Job) -> None:
             }
             Job.objects.filter(pk=job.pk).update(result=job.result)
 
-        draw_and_open(rule=rule.get(), user=job.created_by, then=record)
+        draw_and_open(rule=rule, user=job.created_by, then=record)
     sample = Sample.objects.select_related("question_set").get(pk=job.result["sample_id"])
     lines = [f"Drew {sample.traces.count()} traces into {sample.question_set.name}."]
     jobs.finish(job, JobState.SUCCEEDED, " ".join(lines + job.result.get("notes", [])))
