@@ -90,7 +90,8 @@ def through_retrieve(index, query_texts: list[str]) -> dict:
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{folder}/scale.sqlite3")
     os.environ["GOLDSET_ARTIFACT_DIR"] = str(folder / "artifacts")
     os.environ.pop("REDIS_URL", None)
-    os.environ.setdefault("DEBUG", "1")
+    # Production settings: DEBUG's query log is CPU no deployment spends on a search.
+    os.environ.update(DEBUG="0", SECRET_KEY="bench", ALLOWED_HOSTS="localhost")  # noqa: S105
     os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
     import django
 

@@ -43,7 +43,7 @@ from labelling.models import (
     VerdictOutcome,
 )
 from labelling.services.completion import Progress, update_completion
-from labelling.services.write_lock import locked_assignment
+from labelling.services.write_lock import judgement_with_spans, locked_assignment
 
 GRADES = {0: "Not relevant", 1: "Partly answers", 2: "Fully answers"}
 MAX_NOTE_CHARS = 5_000
@@ -53,6 +53,8 @@ MAX_REASON_CHARS = 5_000
 MAX_SPANS_PER_JUDGEMENT = 50
 # Time between two actions beyond this is a coffee break, not work on the passage.
 MAX_SECONDS_PER_ACTION = 600.0
+# What an edit of a judgement writes (not the ids and created_at it read).
+JUDGEMENT_EDIT_FIELDS = ["grade", "note", "guideline", "seconds_spent", "revision", "updated_at"]
 
 JudgementState = dict | None  # {"grade": int, "note": str, "spans": [[version_id, start, end]]}
 VerdictState = dict | None  # {"outcome": str, "reason": str}
@@ -549,21 +551,8 @@ def _copy(state: JudgementState) -> JudgementState:
 
 def _judgement(assignment: Assignment, candidate: Candidate) -> Judgement | None:
     """The judgement with its spans (`judgement.spans.all()`, unordered: `_judgement_state`
-    sorts), read in one query when it has spans (a grade 1 or 2 always has), else two."""
-    spans = list(
-        Span.objects.filter(judgement__assignment=assignment, judgement__candidate=candidate)
-        .select_related("judgement")
-        .order_by()
-    )
-    if not spans:
-        judgement = Judgement.objects.filter(assignment=assignment, candidate=candidate).first()
-    else:
-        judgement = spans[0].judgement
-        for span in spans:
-            span.judgement = judgement
-    if judgement is not None:  # what prefetch_related("spans") would have left
-        judgement._prefetched_objects_cache = {"spans": spans}
-    return judgement
+    sorts), read in one query (`write_lock.judgement_with_spans`)."""
+    return judgement_with_spans(assignment_id=assignment.pk, candidate_id=candidate.pk)
 
 
 def _judgement_state(judgement: Judgement | None) -> JudgementState:
@@ -597,7 +586,7 @@ def _write_judgement(
     judgement.seconds_spent = (judgement.seconds_spent or 0.0) + seconds
     judgement.revision = revision
     is_new = judgement.pk is None
-    judgement.save()
+    judgement.save(update_fields=None if is_new else JUDGEMENT_EDIT_FIELDS)
     existing = {} if is_new else {(s.version_id, s.start, s.end): s for s in judgement.spans.all()}
     wanted = {tuple(s) for s in state["spans"]}
     stale = [s.pk for key, s in existing.items() if key not in wanted]

@@ -1,7 +1,8 @@
 """The rows every grading write starts from, each read in one hand-written query: the
-assignment the write is for (`held_assignment`, what the view checks), and that assignment
-locked, with what the write needs to know about guidelines and the verdict
-(`locked_assignment`, what `labelling.services.judgements` starts every write with).
+project access with the assignment the write is for (`held_assignment`, what the view checks,
+read in corpus.access's membership query), and that assignment locked, with what the write
+needs to know about guidelines and the verdict (`locked_assignment`, what
+`labelling.services.judgements` starts every write with).
 
 Built by the ORM (joins to the project, four correlated subqueries), these cost a grade request
 more CPU to compile than any other step. `tests/labelling/test_write_lock.py` compares them
@@ -12,27 +13,44 @@ from __future__ import annotations
 
 from django.db import connection
 
-from labelling.models import Assignment, Guideline, Pool, Question, QuestionSet, Verdict
+from corpus.access import project_access_with
+from labelling.models import (
+    Assignment,
+    Guideline,
+    Judgement,
+    Pool,
+    Question,
+    QuestionSet,
+    Span,
+    Verdict,
+)
 
 
-def held_assignment(*, project_id: int, labeller_id: int, pool_id: int, question_id: int):
-    """`Assignment.objects.in_project(project).held_by(labeller).for_question(...).first()`,
-    with only `id`, `pool_id`, `question_id` and `labeller_id` read; None if there is none."""
+def held_assignment(*, user, slug: str, pool_id: int, question_id: int):
+    """`project_access(user, slug)` and `Assignment.objects.in_project(project).held_by(user)
+    .for_question(pool_id=..., question_id=...).first()`, read in one query: the access, and
+    the assignment with only `id`, `pool_id`, `question_id` and `labeller_id` read (the rest
+    load on first use), or None if the user holds none for that question."""
     q = connection.ops.quote_name
     t = {key: q(model._meta.db_table) for key, model in {
         "a": Assignment, "p": Pool, "s": QuestionSet, "q": Question}.items()}  # fmt: skip
-    sql = f"""
-        SELECT a.id, a.pool_id, a.question_id, a.labeller_id
+    # Over corpus.access's project row `p` and membership row `m`.
+    column = f"""
+        SELECT a.id
         FROM {t["a"]} a
-        JOIN {t["p"]} p ON p.id = a.pool_id
-        JOIN {t["s"]} s ON s.id = p.question_set_id
+        JOIN {t["p"]} ap ON ap.id = a.pool_id
+        JOIN {t["s"]} s ON s.id = ap.question_set_id
         JOIN {t["q"]} q ON q.id = a.question_id
-        WHERE s.project_id = %s AND a.labeller_id = %s AND q.excluded_at IS NULL
+        WHERE s.project_id = p.id AND a.labeller_id = m.user_id AND q.excluded_at IS NULL
           AND a.pool_id = %s AND a.question_id = %s
-        ORDER BY a.id
+        ORDER BY a.id LIMIT 1
     """  # noqa: S608 - only table and column names are interpolated, values are parameters
-    rows = list(Assignment.objects.raw(sql, [project_id, labeller_id, pool_id, question_id]))
-    return rows[0] if rows else None
+    access, assignment_id = project_access_with(user, slug, column=(column, [pool_id, question_id]))
+    if assignment_id is None:
+        return access, None
+    fields = ["id", "pool_id", "question_id", "labeller_id"]
+    values = [assignment_id, pool_id, question_id, user.pk]
+    return access, Assignment.from_db(access.project._state.db, fields, values)
 
 
 def locked_assignment(*, assignment_id: int, labeller_id: int | None, guideline_version: int):
@@ -65,3 +83,35 @@ def locked_assignment(*, assignment_id: int, labeller_id: int | None, guideline_
     """  # noqa: S608 - only table and column names are interpolated, values are parameters
     rows = list(Assignment.objects.raw(sql, [guideline_version, assignment_id, labeller_id]))
     return rows[0] if rows else None
+
+
+def judgement_with_spans(*, assignment_id: int, candidate_id: int):
+    """The assignment's judgement of the candidate (None if there is none) with its spans in
+    `judgement.spans.all()` (unordered), in one query whether or not it has spans; a span's
+    `created_at` loads on first use (a write never reads it)."""
+    q = connection.ops.quote_name
+    judgements, spans = q(Judgement._meta.db_table), q(Span._meta.db_table)
+    span_fields = [f for f in Span._meta.concrete_fields if f.attname != "created_at"]
+    columns = ", ".join(f"j.{q(f.column)}" for f in Judgement._meta.concrete_fields)
+    span_columns = ", ".join(f"s.{q(f.column)} AS {q('span_' + f.column)}" for f in span_fields)
+    sql = f"""
+        SELECT {columns}, {span_columns}
+        FROM {judgements} j LEFT JOIN {spans} s ON s.judgement_id = j.id
+        WHERE j.assignment_id = %s AND j.candidate_id = %s
+    """  # noqa: S608 - only table and column names are interpolated, values are parameters
+    rows = list(Judgement.objects.raw(sql, [assignment_id, candidate_id]))
+    if not rows:
+        return None
+    judgement = rows[0]
+    names = [f.attname for f in span_fields]
+    found = [
+        Span.from_db(
+            judgement._state.db, names, [getattr(row, f"span_{f.column}") for f in span_fields]
+        )
+        for row in rows
+        if row.span_id is not None
+    ]
+    for span in found:
+        span.judgement = judgement
+    judgement._prefetched_objects_cache = {"spans": found}  # as prefetch_related("spans") would
+    return judgement

@@ -182,8 +182,8 @@ def _assignment_for(
 ):
     """The user's own assignment for (pool, question), or 404. Writes (`page=False`) need only
     its ids; the services lock and read the row themselves."""
-    access = project_access(request.user, slug)
     if page:
+        access = project_access(request.user, slug)
         assignment = (
             Assignment.objects.in_project(access.project)
             .held_by(request.user)
@@ -192,12 +192,9 @@ def _assignment_for(
             .order_by()
             .first()
         )
-    else:  # the same query, written out (`write_lock`): a write runs it on every keystroke
-        assignment = held_assignment(
-            project_id=access.project.pk,
-            labeller_id=request.user.pk,
-            pool_id=pool_id,
-            question_id=question_id,
+    else:  # the same, written out in one query (`write_lock`): a write runs it every keystroke
+        access, assignment = held_assignment(
+            user=request.user, slug=slug, pool_id=pool_id, question_id=question_id
         )
     if assignment is None:
         raise Http404("This question is not in your queue.")

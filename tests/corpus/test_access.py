@@ -25,10 +25,12 @@ def test_the_membership_is_the_one_the_orm_reads(project):
     outsider = UserFactory(password=None)
     for user, slug in [(lead, project.slug), (lead, "other"), (outsider, project.slug),
                        (lead, "missing")]:  # fmt: skip
-        raw, expected = _membership(user, slug), orm(user, slug)
+        found, expected = _membership(user, slug), orm(user, slug)
         if expected is None:
-            assert raw is None
+            assert found is None
             continue
+        raw, also = found
+        assert also is None  # no column asked for
         assert (raw.pk, raw.role, raw.user_id, raw.project_id) == (
             expected.pk, expected.role, expected.user_id, expected.project_id)  # fmt: skip
         fields = [f.attname for f in Project._meta.concrete_fields]

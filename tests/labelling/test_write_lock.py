@@ -5,10 +5,16 @@ the page showed, its verdict; and nothing for another labeller's assignment."""
 import pytest
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
+from django.http import Http404
 
 from labelling.models import Assignment, Guideline, Verdict
 from labelling.services.guidelines import save_guideline
-from labelling.services.write_lock import held_assignment, locked_assignment
+from labelling.services.write_lock import (
+    held_assignment,
+    judgement_with_spans,
+    locked_assignment,
+)
+from tests.factories import MembershipFactory
 from tests.labelling.test_grading_views import World
 
 FIELDS = [field.attname for field in Assignment._meta.concrete_fields]
@@ -72,9 +78,12 @@ def test_the_write_lock_reads_what_the_orm_reads(project):
 def held(world, user, question, project=None):
     project = project or world.project
     ids = {"pool_id": world.pool.pk, "question_id": question.pk}
-    raw = held_assignment(project_id=project.pk, labeller_id=user.pk, **ids)
+    access, raw = held_assignment(user=user, slug=project.slug, **ids)
+    assert access.project == project and access.membership.user_id == user.pk
     orm = Assignment.objects.in_project(project).held_by(user).for_question(**ids).first()
     assert (raw and raw.pk, raw and raw.labeller_id) == (orm and orm.pk, orm and orm.labeller_id)
+    if raw is not None:  # the other fields load when asked for, as after the ORM's .only()
+        assert (raw.slot, raw.completed_at) == (orm.slot, orm.completed_at)
     return raw
 
 
@@ -96,7 +105,45 @@ def test_the_assignment_a_write_is_for_is_the_one_the_orm_finds(project):
     assert held(world, world.ben, world.q2) is None  # not his question
     assert held(world, world.lead, world.q1) is None  # nobody's slot is the lead's
     other = Project.objects.create(slug="other", name="Other")
-    assert held(world, world.ana, world.q1, project=other) is None
+    with pytest.raises(Http404):  # not her project: no access, never an assignment
+        held(world, world.ana, world.q1, project=other)
+    MembershipFactory(project=other, user=world.ana)
+    assert held(world, world.ana, world.q1, project=other) is None  # the pool is not other's
     world.q2.excluded_at = timezone.now()
     world.q2.save(update_fields=["excluded_at"])
     assert held(world, world.ana, world.q2) is None  # an excluded question is nobody's work
+
+
+def spans_read(judgement):
+    return sorted((s.pk, s.judgement_id, s.version_id, s.start, s.end, s.quote)
+                  for s in judgement.spans.all())  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_the_judgement_a_write_starts_from_is_the_one_the_orm_reads(project):
+    from labelling.models import Judgement, Span
+
+    world = World(project)
+    c1, c2 = world.c1, world.c2
+    ids = {"assignment_id": world.a1.pk}
+    assert judgement_with_spans(**ids, candidate_id=c1.pk) is None  # not graded yet
+    graded = Judgement.objects.create(assignment=world.a1, candidate=c1, grade=2, note="yes")
+    for start in (0, 9):
+        Span.objects.create(judgement=graded, version=c1.version, start=start, end=start + 4,
+                            quote="text")  # fmt: skip
+    Judgement.objects.create(assignment=world.a1, candidate=c2, grade=0)  # a 0 has no spans
+    Judgement.objects.create(assignment=world.b1, candidate=c1, grade=1)  # ben's, not ana's
+    fields = [f.attname for f in Judgement._meta.concrete_fields]
+    for candidate in (c1, c2):
+        raw = judgement_with_spans(**ids, candidate_id=candidate.pk)
+        orm = (
+            Judgement.objects.prefetch_related("spans")
+            .filter(assignment=world.a1, candidate=candidate)
+            .get()
+        )
+        assert [getattr(raw, f) for f in fields] == [getattr(orm, f) for f in fields]
+        assert spans_read(raw) == spans_read(orm)
+        assert not raw._state.adding and all(s.judgement is raw for s in raw.spans.all())
+    assert len(spans_read(judgement_with_spans(**ids, candidate_id=c1.pk))) == 2
+    span = judgement_with_spans(**ids, candidate_id=c1.pk).spans.all()[0]
+    assert span.created_at == Span.objects.get(pk=span.pk).created_at  # loaded when asked for
