@@ -91,7 +91,7 @@ def through_retrieve(index, query_texts: list[str]) -> dict:
     os.environ["GOLDSET_ARTIFACT_DIR"] = str(folder / "artifacts")
     os.environ.pop("REDIS_URL", None)
     # Production settings: DEBUG's query log is CPU no deployment spends on a search.
-    os.environ.update(DEBUG="0", SECRET_KEY="bench", ALLOWED_HOSTS="localhost")  # noqa: S105
+    os.environ.update(DEBUG="0", SECRET_KEY="bench", ALLOWED_HOSTS="localhost")  # noqa: S106
     os.environ["DJANGO_SETTINGS_MODULE"] = "goldset.settings"
     import django
 

@@ -33,12 +33,12 @@ def held_assignment(*, user, slug: str, pool_id: int, question_id: int):
     load on first use), or None if the user holds none for that question."""
     q = connection.ops.quote_name
     t = {key: q(model._meta.db_table) for key, model in {
-        "a": Assignment, "p": Pool, "s": QuestionSet, "q": Question}.items()}  # fmt: skip
-    # Over corpus.access's project row `p` and membership row `m`.
+        "a": Assignment, "ap": Pool, "s": QuestionSet, "q": Question}.items()}  # fmt: skip
+    # Over corpus.access's project row `p` and membership row `m` (so the pool is `ap`).
     column = f"""
         SELECT a.id
         FROM {t["a"]} a
-        JOIN {t["p"]} ap ON ap.id = a.pool_id
+        JOIN {t["ap"]} ap ON ap.id = a.pool_id
         JOIN {t["s"]} s ON s.id = ap.question_set_id
         JOIN {t["q"]} q ON q.id = a.question_id
         WHERE s.project_id = p.id AND a.labeller_id = m.user_id AND q.excluded_at IS NULL
@@ -93,7 +93,7 @@ def judgement_with_spans(*, assignment_id: int, candidate_id: int):
     judgements, spans = q(Judgement._meta.db_table), q(Span._meta.db_table)
     span_fields = [f for f in Span._meta.concrete_fields if f.attname != "created_at"]
     columns = ", ".join(f"j.{q(f.column)}" for f in Judgement._meta.concrete_fields)
-    span_columns = ", ".join(f"s.{q(f.column)} AS {q('span_' + f.column)}" for f in span_fields)
+    span_columns = ", ".join(f"s.{q(f.column)} AS {q(f'span_{f.column}')}" for f in span_fields)
     sql = f"""
         SELECT {columns}, {span_columns}
         FROM {judgements} j LEFT JOIN {spans} s ON s.judgement_id = j.id
@@ -103,11 +103,9 @@ def judgement_with_spans(*, assignment_id: int, candidate_id: int):
     if not rows:
         return None
     judgement = rows[0]
-    names = [f.attname for f in span_fields]
+    names, aliases = [f.attname for f in span_fields], [f"span_{f.column}" for f in span_fields]
     found = [
-        Span.from_db(
-            judgement._state.db, names, [getattr(row, f"span_{f.column}") for f in span_fields]
-        )
+        Span.from_db(judgement._state.db, names, [getattr(row, alias) for alias in aliases])
         for row in rows
         if row.span_id is not None
     ]
