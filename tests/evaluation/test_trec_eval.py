@@ -18,15 +18,11 @@ import pytest
 from evaluation.gold import load_gold
 from evaluation.metrics import MetricOptions, evaluate_run
 from evaluation.runs import load_run
+from tests.conftest import REPO, SHARED_DATA
 
-REPO = Path(__file__).resolve().parents[2]
-# The data sits in shared/ beside the clone; CI clones elsewhere with shared/ beside it too.
-CANDIDATES = (
-    REPO.parent / "shared" / "data" / "trec_eval_test",
-    Path(__file__).parents[2] / ".." / "shared" / "data" / "trec_eval_test",
-)
-DATA = next((path for path in CANDIDATES if path.is_dir()), None)
-pytestmark = pytest.mark.skipif(DATA is None, reason="shared/data/trec_eval_test is not present")
+# The data sits in shared/ beside the clone; CI refuses to start without it (tests/conftest.py).
+DATA = SHARED_DATA / "trec_eval_test"
+pytestmark = pytest.mark.skipif(not DATA.is_dir(), reason=f"{DATA} is not present")
 
 MEASURES = {
     "ndcg_cut_5": "ndcg@5",

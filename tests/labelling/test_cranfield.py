@@ -5,8 +5,6 @@ Runs when ../shared/data/cranfield exists (see its README for the id and grade q
 its converter has already dealt with).
 """
 
-from pathlib import Path
-
 import pytest
 
 from corpus.models import Document
@@ -15,9 +13,10 @@ from evaluation.gold import Gold, Passage, load_qrels
 from evaluation.metrics import MetricOptions, evaluate_run
 from evaluation.runs import Ranking, Run
 from labelling.services.questions import import_beir
+from tests.conftest import SHARED_DATA
 
-REPO = Path(__file__).resolve().parents[2]
-CRANFIELD = REPO.parent / "shared" / "data" / "cranfield"
+# CI refuses to start without it (tests/conftest.py).
+CRANFIELD = SHARED_DATA / "cranfield"
 REFERENCE_NDCG_10 = 0.352
 
 pytestmark = pytest.mark.skipif(not CRANFIELD.is_dir(), reason=f"{CRANFIELD} is not here")
