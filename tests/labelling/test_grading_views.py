@@ -2,6 +2,7 @@
 blindness, and a role × URL access matrix over every labelling view and htmx partial."""
 
 import re
+from copy import copy
 from html import unescape
 
 import pytest
@@ -22,7 +23,10 @@ from labelling.services import judgements as judgement_services
 from tests.factories import (
     POLICY_SENTENCES,
     POLICY_TEXT,
+    DocumentVersionFactory,
     MembershipFactory,
+    PoolCandidateFactory,
+    ReadyPoolFactory,
     UserFactory,
     grading_pool,
 )
@@ -134,6 +138,41 @@ def test_document_view_segments_carry_exact_offsets(world):
         assert POLICY_TEXT[int(offset) : int(offset) + len(text)] == text
     evidence = [unescape(t) for c, _, t in segments if "evidence" in c]
     assert evidence == [POLICY_TEXT[start + 9 : start + 20]]
+
+
+def test_numbers_the_script_reads_are_never_localized(project, settings):
+    """Offsets, ids and revisions go back to the server as typed: a deployment that turns on
+    thousand separators must not turn an offset of 1,250 into text the page cannot read."""
+    settings.USE_THOUSAND_SEPARATOR, settings.NUMBER_GROUPING = True, 3
+    padding = "Preamble text. " * 100
+    start = len(padding)
+    version = DocumentVersionFactory(document__project=project, text=padding + POLICY_TEXT)
+    candidate = PoolCandidateFactory(
+        pool=ReadyPoolFactory(question_set__project=project),
+        version=version,
+        start=start,
+        end=start + POLICY_SENTENCES[0][1],
+    )
+    labeller = fast_user(project)
+    Assignment.objects.create(pool=candidate.pool, question=candidate.question, labeller=labeller)
+    ids = {"pool_id": candidate.pool_id, "question_id": candidate.question_id}
+    page = reverse("labelling:grade-question", kwargs={"slug": project.slug, **ids})
+    client = client_for(labeller)
+    body = client.get(page).content.decode()
+    assert f'data-start="{start}"' in body and start >= 1000
+    grade_url = f"{page}candidates/{candidate.pk}/grade/"
+    assert post(client, grade_url, {"grade": 1, "revision": 0, "guideline": 0}).status_code == 200
+    first = Change.objects.get(candidate=candidate)  # a passage edited 1,234 times
+    first.pk = None
+    Change.objects.bulk_create([copy(first) for _ in range(1233)])
+    answer = post(client, grade_url, {"grade": 2, "revision": 1234, "guideline": 0})
+    assert answer.status_code == 200, answer.content
+    text = answer.content.decode()
+    assert answer["X-Goldset-Revision"] == "1235"
+    assert f'data-start="{start}"' in text and 'data-revision="1235"' in text
+    assert 'name="revision" value="1235"' in text and "1,235" not in text
+    whole = client.get(f"{page}candidates/{candidate.pk}/document/", **HTMX).content.decode()
+    assert f'data-start="{start}"' in whole and "1,500" not in whole
 
 
 def test_whole_document_partial(world):
