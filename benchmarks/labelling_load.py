@@ -29,7 +29,10 @@ page; `--build-nice N` starts that worker under `nice -n N`, `--build-threads N`
 encoder's threads (issue 19 compares the two). The window
 opens once the worker has claimed the job; the report says how far the build got.
 
-Printed: requests, p50/p95/p99/max per kind, errors, CPU used (web per request; cores used by the
+Printed: requests, p50/p95/p99/max per kind, the web CPU per kind (p50 and mean of what each
+response's Server-Timing header reports: the serving thread's CPU through Django, which the
+server is started with GOLDSET_SERVER_TIMING=1 to send), errors, CPU used (web per request
+from the workers' /proc totals, which also count gunicorn's own I/O; cores used by the
 web workers, PostgreSQL, this client and every other process on the machine, which matters on
 a shared box), and the integrity check: judgement rows in the database == distinct passages
 whose grade the server acknowledged, compared as sets of (labeller, passage) (none lost, none
@@ -321,10 +324,12 @@ class Labeller(threading.Thread):
         self.cookies: dict[str, str] = {}
         self.csrf = ""
         self.timings: dict[str, list[float]] = defaultdict(list)
+        self.cpu: dict[str, list[float]] = defaultdict(list)  # ms, from Server-Timing
         self.errors: list[str] = []
         self.acknowledged: set[tuple[str, str]] = set()
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         self.logged_in = threading.Event()
+        self.last_cpu: float | None = None
 
     # HTTP with a hand-kept cookie jar: the server marks cookies Secure (DEBUG off), which a
     # standard jar would refuse to send over plain HTTP on loopback.
@@ -354,6 +359,7 @@ class Labeller(threading.Thread):
             if header.lower() == "set-cookie":
                 name, _, rest = value.partition("=")
                 self.cookies[name] = rest.split(";", 1)[0]
+        self.last_cpu = server_cpu_ms(response.getheader("Server-Timing") or "")
         return response.status, response.getheader("Location") or "", content, elapsed
 
     def log_in(self) -> None:
@@ -379,6 +385,8 @@ class Labeller(threading.Thread):
     def timed(self, kind: str, method: str, path: str, fields=None, htmx=False, ok=(200,)):
         status, location, content, elapsed = self.request(method, path, fields, htmx)
         self.timings[kind].append(elapsed)
+        if self.last_cpu is not None:
+            self.cpu[kind].append(self.last_cpu)
         if status not in ok:
             self.errors.append(f"{kind} {status} {path}: {content[:120]!r}")
         return status, location, content
@@ -460,6 +468,12 @@ def cpu_seconds(master_pid: int) -> tuple[float, float]:
 # Report ------------------------------------------------------------------------------------------
 
 
+def server_cpu_ms(header: str) -> float | None:
+    """The web CPU a response reports (`Server-Timing: cpu;dur=<ms>`), or None."""
+    match = re.search(r"(?:^|,)\s*cpu;dur=([\d.]+)", header)
+    return float(match.group(1)) if match else None
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
@@ -517,6 +531,8 @@ def main() -> None:
         "SECURE_SSL_REDIRECT": "0",
         "SECURE_HSTS_SECONDS": "0",
         "LOG_LEVEL": "WARNING",
+        # Each response says its web CPU (Server-Timing), so the report can give it per kind.
+        "GOLDSET_SERVER_TIMING": "1",
         # No static files are served here, so the missing STATIC_ROOT is expected.
         "PYTHONWARNINGS": "ignore:No directory at",
     }
@@ -571,11 +587,14 @@ def main() -> None:
             build_worker.wait(timeout=30)
 
     timings: dict[str, list[float]] = defaultdict(list)
+    cpu: dict[str, list[float]] = defaultdict(list)
     errors: list[str] = []
     acknowledged: set = set()
     for labeller in labellers:
         for kind, values in labeller.timings.items():
             timings[kind].extend(values)
+        for kind, values in labeller.cpu.items():
+            cpu[kind].extend(values)
         errors.extend(labeller.errors)
         acknowledged |= {(labeller.name, *key) for key in labeller.acknowledged}
     saved = saved_judgements()
@@ -594,15 +613,17 @@ def main() -> None:
         )
     print(
         f"{'request':<9}{'count':>8}{'per s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"
-        f"{'max ms':>9}"
+        f"{'max ms':>9}{'CPU p50':>9}{'CPU mean':>9}"
     )
     for kind in ("grade", "page", "next", "verdict"):
         values = timings.get(kind, [])
         if values:
+            used = cpu.get(kind) or [float("nan")]
             print(
                 f"{kind:<9}{len(values):>8}{len(values) / elapsed:>8.1f}"
                 f"{percentile(values, 50) * 1000:>9.1f}{percentile(values, 95) * 1000:>9.1f}"
                 f"{percentile(values, 99) * 1000:>9.1f}{max(values) * 1000:>9.1f}"
+                f"{percentile(used, 50):>9.2f}{sum(used) / len(used):>9.2f}"
             )
     requests = max(1, sum(len(v) for v in timings.values()))
     web, db = (after - before for after, before in zip(cpu_after, cpu_before, strict=True))
@@ -625,10 +646,12 @@ def main() -> None:
     )
     grade_p95 = percentile(timings["grade"], 95) * 1000 if timings["grade"] else float("nan")
     page_p95 = percentile(timings["page"], 95) * 1000 if timings["page"] else float("nan")
+    grade_cpu = percentile(cpu["grade"], 50) if cpu["grade"] else float("nan")
     print(
         f"targets: grade p95 {grade_p95:.0f} ms (<= 100) "
         f"{'met' if grade_p95 <= 100 else 'MISSED'}; page p95 {page_p95:.0f} ms (<= 150) "
-        f"{'met' if page_p95 <= 150 else 'MISSED'}"
+        f"{'met' if page_p95 <= 150 else 'MISSED'}; web CPU per grade p50 {grade_cpu:.2f} ms "
+        f"(<= 5) {'met' if grade_cpu <= 5 else 'MISSED'}"
     )
     if errors or not intact:
         sys.exit(1)

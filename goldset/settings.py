@@ -59,6 +59,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "goldset.middleware.ServerTimingMiddleware",  # first, to count all the others
     "django.middleware.security.SecurityMiddleware",
     "goldset.middleware.RequestSizeLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -155,6 +156,10 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = DEBUG
 WHITENOISE_AUTOREFRESH = DEBUG
+
+# Each response's web CPU in a Server-Timing header (goldset.middleware.ServerTimingMiddleware),
+# for measuring a deployment; off unless asked for.
+GOLDSET_SERVER_TIMING = _env_bool("GOLDSET_SERVER_TIMING", False)
 
 # Uploads: the whole request body is capped before Django reads it (a clean 413-style message
 # comes from the upload view's own check of each file, see corpus.forms).
