@@ -11,6 +11,7 @@ from labelling.services import assignments as services
 from labelling.services import judgements
 from tests.factories import (
     MembershipFactory,
+    ProjectFactory,
     QuestionFactory,
     ReadyPoolFactory,
     UserFactory,
@@ -110,6 +111,62 @@ def test_next_question_gives_own_open_work_in_question_order_then_wraps(project,
         services.next_assignment(project=project, labeller=ana, after=last).question
         == (questions[0])
     )
+
+
+def test_first_claimable_slot_answers_as_the_orm_query_does(project, labellers):
+    """The hand-written query behind "next question"'s claim against `claimable_by`, slot by
+    slot, for each labeller in turn, over every rule: held questions, started slots (a
+    judgement or a verdict left without its labeller), excluded questions, pools not ready,
+    other projects, and the order (pool, question, slot)."""
+    from django.utils import timezone
+
+    from labelling.models import PoolState, Verdict
+
+    ana, ben, cem = labellers
+    pool = grading_pool(project, questions=6, passages=1)
+    q1, q2, q3, q4, q5, q6 = pool.question_set.questions.order_by("pk")
+    slot = {}
+    for question, slots in ((q1, 2), (q2, 1), (q3, 1), (q4, 1), (q5, 3), (q6, 2)):
+        for number in range(slots, 0, -1):  # created out of slot order
+            slot[question.pk, number] = Assignment.objects.create(
+                pool=pool, question=question, slot=number
+            )
+    slot[q1.pk, 2].labeller = ana  # ana already labels q1: its other slot is not for her
+    slot[q1.pk, 2].save()
+    candidate = pool.candidates.get(question=q2)
+    Judgement.objects.create(assignment=slot[q2.pk, 1], candidate=candidate, grade=1)
+    Verdict.objects.create(assignment=slot[q3.pk, 1], outcome="unanswerable")
+    q4.excluded_at = timezone.now()
+    q4.save()
+    building = grading_pool(project, questions=1, passages=1)
+    building.state = PoolState.BUILDING
+    building.save()
+    Assignment.objects.create(pool=building, question=building.question_set.questions.get())
+    other = ProjectFactory()
+    elsewhere = grading_pool(other, questions=1, passages=1)
+    Assignment.objects.create(pool=elsewhere, question=elsewhere.question_set.questions.get())
+
+    claimed = []
+    for labeller in (ana, ben, cem, ana, ben, cem, ana):
+        expected = (
+            Assignment.objects.in_project(project)
+            .claimable_by(labeller)
+            .order_by("pool_id", "question_id", "slot")
+            .first()
+        )
+        got = services.first_claimable_slot(project=project, labeller=labeller)
+        assert (got and got.pk) == (expected and expected.pk)
+        if got is None:
+            continue
+        assert got.created_at == expected.created_at and got.created_at.tzinfo is not None
+        got.labeller = labeller
+        got.save(update_fields=["labeller"])
+        claimed.append((labeller.username, got.question_id, got.slot))
+    assert claimed == [
+        ("ana", q5.pk, 1), ("ben", q1.pk, 1), ("cem", q5.pk, 2), ("ana", q6.pk, 1),
+        ("ben", q5.pk, 3), ("cem", q6.pk, 2),
+    ]  # fmt: skip
+    assert services.first_claimable_slot(project=other, labeller=ana).pool == elsewhere
 
 
 def test_next_question_claims_an_unclaimed_slot_but_never_both_slots_of_one_question(
