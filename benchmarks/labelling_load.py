@@ -461,7 +461,9 @@ def cpu_seconds(master_pid: int) -> tuple[float, float]:
         if int(fields[1]) == master_pid:
             web += used
         elif command.startswith("postgres"):
-            db += used
+            # A backend that exits hands its CPU to the postmaster's reaped-children total;
+            # without it, connections closing in the window could make PostgreSQL's share < 0.
+            db += used + (int(fields[13]) + int(fields[14])) / tick
     return web, db
 
 
