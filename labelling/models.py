@@ -392,8 +392,6 @@ class AssignmentQuerySet(models.QuerySet):
 
         Never a slot with work in it (one left without its labeller before labellers' accounts
         were protected from deletion): its grades, note and verdict are someone else's.
-        "Next question" claims with this query written out
-        (`labelling.services.assignments.first_claimable_slot`, tested against this one).
         """
         already = Assignment.objects.filter(
             pool=models.OuterRef("pool"), question=models.OuterRef("question"), labeller=user
