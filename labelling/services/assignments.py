@@ -394,8 +394,8 @@ def claim_assignment(*, project: Project, labeller) -> Assignment | None:
 def first_claimable_slot(*, project: Project, labeller) -> Assignment | None:
     """`Assignment.objects.in_project(project).claimable_by(labeller).order_by("pool_id",
     "question_id", "slot").select_for_update(skip_locked=True, of=("self",)).first()`, written
-    out: the ORM spent more CPU compiling that query (three NOT EXISTS, four tables) than the
-    rest of a "next question" request, on every "next" that finds no open work of one's own.
+    out: the ORM spent as much CPU compiling that query (three NOT EXISTS, four tables) as the
+    rest of a "next question" request did, on every "next" that finds no open work of one's own.
     Locks the row where the database has row locks (call it inside a transaction).
     `tests/labelling/test_assignments.py` compares it with the ORM's answer."""
     q = connection.ops.quote_name
