@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/labelling_load.py [--labellers 20] [--duration 60]
         [--think-ms 1000] [--workers 4] [--worker-class sync|gthread] [--threads 1]
         [--questions 0] [--passages 10] [--documents 400] [--index-build]
-        [--build-nice 0] [--build-threads 0] [--db-name goldset_load]
+        [--build-priority low|normal] [--build-nice 0] [--build-threads 0]
+        [--db-name goldset_load]
         [--redis-url redis://127.0.0.1:6379/9]
 
 Everything runs on loopback. The script (re)creates a scratch PostgreSQL database
@@ -25,7 +26,9 @@ would), and a verdict (timed as `verdict`). Between actions it pauses `--think-m
 With `--index-build`, the heaviest job Goldset has runs alongside: an embedding (MiniLM) index of
 the whole corpus, queued through Redis (`--redis-url`, default db 9 at 127.0.0.1:6379, flushed)
 to a real Celery worker started by this script, as a lead would start it from the retriever
-page; `--build-nice N` starts that worker under `nice -n N`, `--build-threads N` caps its
+page. The worker runs in a session of its own, as a container or a service would, with
+GOLDSET_WORKER_PRIORITY=low as docker-compose runs it (`--build-priority normal`: without);
+`--build-nice N` also starts it under `nice -n N`, `--build-threads N` caps its
 encoder's threads (issue 19 compares the two). The window
 opens once the worker has claimed the job; the report says how far the build got.
 
@@ -216,14 +219,18 @@ def saved_judgements() -> list[tuple[str, str]]:
 # The concurrent index build ------------------------------------------------------------------
 
 
-def start_build_worker(env: dict, *, nice: int = 0, threads: int = 0) -> subprocess.Popen:
-    """The Celery worker of the build; ``nice`` starts it at a lower CPU priority (as
-    `nice -n N celery worker` would in production), ``threads`` caps the encoder's threads
+def start_build_worker(
+    env: dict, *, priority: str = "low", nice: int = 0, threads: int = 0
+) -> subprocess.Popen:
+    """The Celery worker of the build, in a session of its own as a container or a service
+    would be. ``priority`` is its GOLDSET_WORKER_PRIORITY (``low``: it lowers its own CPU
+    priority, `goldset.cpu_priority`), ``nice`` starts it under `nice -n N` as well (which on
+    its own ranks it only inside its session), ``threads`` caps the encoder's threads
     (GOLDSET_ENCODER_THREADS)."""
     import redis
 
     redis.Redis.from_url(BUILD_REDIS_URL).flushdb()
-    worker_env = {**env, "REDIS_URL": BUILD_REDIS_URL}
+    worker_env = {**env, "REDIS_URL": BUILD_REDIS_URL, "GOLDSET_WORKER_PRIORITY": priority}
     if threads:
         worker_env["GOLDSET_ENCODER_THREADS"] = str(threads)
     worker = subprocess.Popen(
@@ -467,6 +474,23 @@ def cpu_seconds(master_pid: int) -> tuple[float, float]:
     return web, db
 
 
+def scheduling(pid: int) -> str:
+    """How the kernel schedules a process and its children (Linux): policy, nice, autogroup."""
+    policies = {"0": "SCHED_OTHER", "3": "SCHED_BATCH", "5": "SCHED_IDLE"}
+    seen = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if entry.name != str(pid) and fields[1] != str(pid):
+                continue
+            group = (entry / "autogroup").read_text().split()[-1]
+        except (OSError, IndexError):
+            continue
+        policy = policies.get(fields[38], f"policy {fields[38]}")
+        seen.add(f"{policy}, nice {fields[16]}, autogroup nice {group}")
+    return " / ".join(sorted(seen)) or "(gone)"
+
+
 # Report ------------------------------------------------------------------------------------------
 
 
@@ -501,6 +525,12 @@ def main() -> None:
         help="build an embedding index of the corpus in a real Celery worker meanwhile",
     )
     parser.add_argument("--build-nice", type=int, default=0, help="nice value of the build")
+    parser.add_argument(
+        "--build-priority",
+        choices=["low", "normal"],
+        default="low",
+        help="GOLDSET_WORKER_PRIORITY of the build's worker (low, as docker-compose runs it)",
+    )
     parser.add_argument(
         "--build-threads", type=int, default=0, help="encoder threads of the build (0: all)"
     )
@@ -562,9 +592,15 @@ def main() -> None:
             labeller.log_in()
         warm_up(labellers)
         if args.index_build:
-            build_worker = start_build_worker(env, nice=args.build_nice, threads=args.build_threads)
+            build_worker = start_build_worker(
+                env,
+                priority=args.build_priority,
+                nice=args.build_nice,
+                threads=args.build_threads,
+            )
             build = start_index_build(data["retriever"])
             build_started, build_done_before = time.monotonic(), build.done
+            build_scheduling = scheduling(build_worker.pid)
         cpu_before = cpu_seconds(server.pid)
         machine_before, me_before = machine_busy_seconds(), sum(os.times()[:2])
         stop_at[0] = time.monotonic() + args.duration
@@ -608,10 +644,12 @@ def main() -> None:
     if build is not None:
         rate = (build.done - build_done_before) / build_minutes
         print(
-            f"index build alongside (MiniLM, Celery worker, nice {args.build_nice}, encoder "
+            f"index build alongside (MiniLM, Celery worker, priority {args.build_priority}, "
+            f"nice {args.build_nice}, encoder "
             f"threads {args.build_threads or 'all'}): {build.state}, {build.done} of "
             f"{build.total} passages embedded when the window closed (~{rate:.0f} per minute; "
-            "the job reports progress per batch, so this is coarse)"
+            f"the job reports progress per batch, so this is coarse); its processes ran "
+            f"{build_scheduling}"
         )
     print(
         f"{'request':<9}{'count':>8}{'per s':>8}{'p50 ms':>9}{'p95 ms':>9}{'p99 ms':>9}"

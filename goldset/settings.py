@@ -178,8 +178,14 @@ GOLDSET_EMBEDDING_MODEL = os.environ.get("GOLDSET_EMBEDDING_MODEL", "")
 # the same Cranfield nDCG@10) or the torch model itself ("torch").
 GOLDSET_EMBEDDING_BACKEND = os.environ.get("GOLDSET_EMBEDDING_BACKEND", "onnx-int8")
 # Encoder threads per process (0: one per core). Index-build workers run best at a lower CPU
-# priority instead (`nice -n 10 celery worker`, README "Running on more than one machine").
+# priority instead: GOLDSET_WORKER_PRIORITY=low (goldset.cpu_priority; README "Running on more
+# than one machine"), which a plain `nice` cannot give across containers or sessions.
 GOLDSET_ENCODER_THREADS = int(os.environ.get("GOLDSET_ENCODER_THREADS", "0"))
+GOLDSET_WORKER_PRIORITY = os.environ.get("GOLDSET_WORKER_PRIORITY", "normal").strip().lower()
+if GOLDSET_WORKER_PRIORITY not in {"normal", "low"}:
+    raise ImproperlyConfigured(
+        f"GOLDSET_WORKER_PRIORITY is {GOLDSET_WORKER_PRIORITY!r}: set it to normal or low."
+    )
 GOLDSET_MODEL_CACHE_DIR = Path(os.environ.get("GOLDSET_MODEL_CACHE_DIR", BASE_DIR / ".model-cache"))
 
 # Index artifacts (corpus.services.artifacts): a folder by default; any Django storage backend

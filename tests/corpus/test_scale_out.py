@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -17,15 +18,18 @@ from tests.factories import add_documents
 pytestmark = pytest.mark.skipif(not settings.REDIS_URL, reason="needs Redis and a real worker")
 
 
-def start_worker(worker, log, *, name: str, queue: str | None = None) -> subprocess.Popen:
-    """Another `celery worker` process (node ``name``, on ``queue`` if given) on the same broker
-    and database as the suite's, once it answers a ping."""
+def start_worker(
+    worker, log, *, name: str, queue: str | None = None, env: dict | None = None
+) -> subprocess.Popen:
+    """Another `celery worker` process (node ``name``, on ``queue`` if given, with ``env`` on
+    top of the suite worker's environment) on the same broker and database as the suite's,
+    once it answers a ping."""
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "goldset", "worker", "-n", f"{name}@%h",
          "--loglevel=INFO", "--concurrency=1", "--pool=prefork", "--without-gossip",
          "--without-mingle", *(["-Q", queue] if queue else [])],
         cwd=REPO,
-        env={**worker.env},
+        env={**worker.env, **(env or {})},
         stdout=open(log, "w"),  # noqa: SIM115 - the child holds it
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -122,8 +126,16 @@ def test_index_builds_wait_for_a_builds_worker_and_never_hold_up_the_default_que
     build.refresh_from_db()
     assert build.state == JobState.QUEUED
     assert retriever.indexes.count() == 0
-    builds = start_worker(worker, tmp_path / "builds.log", name="builds", queue=build_queue)
+    # As docker-compose starts it: at a low CPU priority, which its pool's process inherits.
+    builds = start_worker(
+        worker, tmp_path / "builds.log", name="builds", queue=build_queue,
+        env={"GOLDSET_WORKER_PRIORITY": "low"},
+    )  # fmt: skip
     try:
+        assert {scheduling_policy(pid) for pid in [builds.pid, *children(builds.pid)]} == {
+            os.SCHED_IDLE
+        }
+        assert Path(f"/proc/{builds.pid}/autogroup").read_text().split()[-1] == "19"
         wait_for_job(build, timeout=120)
     finally:
         stop_worker(builds)
@@ -131,4 +143,14 @@ def test_index_builds_wait_for_a_builds_worker_and_never_hold_up_the_default_que
     retriever.refresh_from_db()
     (hits,) = retrieval.retrieve(retriever=retriever, questions=["carry-over approval"], k=1)
     assert hits[0].doc_id == "leave"
-    assert "corpus.tasks.build_index" in (tmp_path / "builds.log").read_text()
+    log = (tmp_path / "builds.log").read_text()
+    assert "corpus.tasks.build_index" in log
+    assert "CPU priority lowered: SCHED_IDLE, autogroup nice 19" in log
+
+
+def children(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def scheduling_policy(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[38])
