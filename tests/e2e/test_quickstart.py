@@ -66,7 +66,7 @@ def quickstart(tmp_path):
         assert process.poll() is None, log.read_text()
         assert time.monotonic() < deadline, log.read_text()
         time.sleep(0.5)
-    yield {"url": f"http://127.0.0.1:{port}", "password": password, "log": log}
+    yield {"url": f"http://127.0.0.1:{port}", "password": password, "log": log, "pid": process.pid}
     process.send_signal(signal.SIGTERM)  # the command stops its worker and server itself
     try:
         process.wait(timeout=60)
@@ -106,8 +106,24 @@ def test_the_quickstart_runs_jobs_in_a_worker_and_the_job_page_follows_them(
     assert page.evaluate("window.stillTheSamePage") is True
     page.close()
 
+    # Its jobs give way to the web server's requests; the server keeps the normal policy.
+    policies = {command: policy for command, policy in children_of(quickstart["pid"])}
+    assert policies["celery"] == os.SCHED_IDLE, policies
+    assert policies["runserver"] == os.SCHED_OTHER, policies
+
     log = quickstart["log"].read_text()
     assert "No hostname was supplied" not in log
     assert log.count("Watching for file changes") == 1
     assert "superuser privileges" not in log
     assert "Traceback" not in log
+
+
+def children_of(pid: int) -> list[tuple[str, int]]:
+    """(celery or runserver, scheduling policy) of each process the quickstart started."""
+    found = []
+    for number in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+        command = Path(f"/proc/{number}/cmdline").read_text().split("\0")
+        kind = "celery" if "celery" in command else "runserver" if "runserver" in command else ""
+        policy = int(Path(f"/proc/{number}/stat").read_text().rsplit(")", 1)[1].split()[38])
+        found.append((kind, policy))
+    return found

@@ -63,7 +63,9 @@ class Command(BaseCommand):
              "--quiet", "worker",
              "--loglevel=WARNING", "--concurrency=1", "--without-gossip", "--without-mingle",
              "--without-heartbeat", "--beat", "--schedule", str(broker / "beat-schedule")],
-            env,
+            # Labellers first on this one machine too: the jobs give way to the web server's
+            # requests (goldset.cpu_priority), unless the environment says otherwise.
+            {**env, "GOLDSET_WORKER_PRIORITY": env.get("GOLDSET_WORKER_PRIORITY", "low")},
         )  # fmt: skip
         children = [worker]
         try:
