@@ -32,22 +32,19 @@ AUTOGROUP = Path("/proc/self/autogroup")
 LOWEST_NICE = 19
 
 
-def give_way(*, autogroup: Path = AUTOGROUP) -> list[str]:
+def give_way() -> list[str]:
     """Lower this process's CPU priority as far as it can; what was done, for the log."""
     done = []
-    if hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_IDLE"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-            done.append("SCHED_IDLE")
-        except OSError as exc:
-            done.append(f"SCHED_IDLE refused ({exc.strerror})")
-    else:  # not Linux: a nice value is the most there is
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        done.append("SCHED_IDLE")
+    except (AttributeError, OSError):  # not Linux, or refused: a nice value is what is left
         os.nice(LOWEST_NICE - os.nice(0))
         done.append(f"nice {LOWEST_NICE}")
-    if autogroup.exists():
+    if AUTOGROUP.exists():
         if os.getsid(0) == os.getpid():
             try:
-                autogroup.write_text(str(LOWEST_NICE))
+                AUTOGROUP.write_text(str(LOWEST_NICE))
                 done.append(f"autogroup nice {LOWEST_NICE}")
             except OSError as exc:
                 done.append(f"autogroup left as it is ({exc.strerror})")
