@@ -181,7 +181,7 @@ GOLDSET_EMBEDDING_BACKEND = os.environ.get("GOLDSET_EMBEDDING_BACKEND", "onnx-in
 # priority instead: GOLDSET_WORKER_PRIORITY=low (goldset.cpu_priority; README "Running on more
 # than one machine"), which a plain `nice` cannot give across containers or sessions.
 GOLDSET_ENCODER_THREADS = int(os.environ.get("GOLDSET_ENCODER_THREADS", "0"))
-GOLDSET_WORKER_PRIORITY = os.environ.get("GOLDSET_WORKER_PRIORITY", "normal").strip().lower()
+GOLDSET_WORKER_PRIORITY = (os.environ.get("GOLDSET_WORKER_PRIORITY") or "normal").strip().lower()
 if GOLDSET_WORKER_PRIORITY not in {"normal", "low"}:
     raise ImproperlyConfigured(
         f"GOLDSET_WORKER_PRIORITY is {GOLDSET_WORKER_PRIORITY!r}: set it to normal or low."
