@@ -475,19 +475,18 @@ def cpu_seconds(master_pid: int) -> tuple[float, float]:
 
 
 def scheduling(pid: int) -> str:
-    """How the kernel schedules a process and its children (Linux): policy, nice, autogroup."""
-    policies = {"0": "SCHED_OTHER", "3": "SCHED_BATCH", "5": "SCHED_IDLE"}
+    """How the kernel schedules a process and those it started (Linux): policy, nice, autogroup."""
+    names = {getattr(os, name): name for name in ("SCHED_OTHER", "SCHED_BATCH", "SCHED_IDLE")}
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     seen = set()
-    for entry in Path("/proc").iterdir():
+    for process in [pid, *map(int, children)]:
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if entry.name != str(pid) and fields[1] != str(pid):
-                continue
-            group = (entry / "autogroup").read_text().split()[-1]
-        except (OSError, IndexError):
+            policy = os.sched_getscheduler(process)
+            nice = os.getpriority(os.PRIO_PROCESS, process)
+            group = Path(f"/proc/{process}/autogroup").read_text().split()[-1]
+        except OSError:  # gone meanwhile
             continue
-        policy = policies.get(fields[38], f"policy {fields[38]}")
-        seen.add(f"{policy}, nice {fields[16]}, autogroup nice {group}")
+        seen.add(f"{names.get(policy, f'policy {policy}')}, nice {nice}, autogroup nice {group}")
     return " / ".join(sorted(seen)) or "(gone)"
 
 

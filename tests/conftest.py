@@ -158,6 +158,11 @@ def worker(celery_worker_process, transactional_db):
     return celery_worker_process
 
 
+def child_pids(pid: int) -> list[int]:
+    """The processes ``pid`` started that are still running (Linux)."""
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
 def wait_for_job(job, timeout: float = 60.0):
     """Poll a Job row until it finishes, as the browser does."""
     deadline = time.monotonic() + timeout

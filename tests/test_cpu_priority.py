@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from tests.test_settings import run_manage
 
-REPO = Path(__file__).resolve().parents[1]
-LINUX = sys.platform.startswith("linux")
+needs_autogroup = pytest.mark.skipif(
+    not Path("/proc/self/autogroup").exists(), reason="Linux with autogroups"
+)
 
 CHILD = """
 import json, os, threading
@@ -52,7 +54,7 @@ def own_autogroup_nice() -> str:
     return Path("/proc/self/autogroup").read_text().split()[-1]
 
 
-@pytest.mark.skipif(not LINUX or not Path("/proc/self/autogroup").exists(), reason="Linux")
+@needs_autogroup
 def test_a_session_leader_gives_way_with_its_threads_children_and_autogroup():
     seen = give_way_in_a_child(own_session=True)
     assert seen["done"] == ["SCHED_IDLE", "autogroup nice 19"]
@@ -62,7 +64,7 @@ def test_a_session_leader_gives_way_with_its_threads_children_and_autogroup():
     assert seen["autogroup"] == "19"
 
 
-@pytest.mark.skipif(not LINUX or not Path("/proc/self/autogroup").exists(), reason="Linux")
+@needs_autogroup
 def test_a_process_sharing_its_session_leaves_the_group_to_the_others():
     before = own_autogroup_nice()
     seen = give_way_in_a_child(own_session=False)

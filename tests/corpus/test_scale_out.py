@@ -12,7 +12,7 @@ from django.conf import settings
 
 from corpus.models import Index, IndexState, JobState
 from corpus.services import documents, retrieval
-from tests.conftest import REPO, wait_for_job
+from tests.conftest import REPO, child_pids, wait_for_job
 from tests.factories import add_documents
 
 pytestmark = pytest.mark.skipif(not settings.REDIS_URL, reason="needs Redis and a real worker")
@@ -132,7 +132,7 @@ def test_index_builds_wait_for_a_builds_worker_and_never_hold_up_the_default_que
         env={"GOLDSET_WORKER_PRIORITY": "low"},
     )  # fmt: skip
     try:
-        assert {scheduling_policy(pid) for pid in [builds.pid, *children(builds.pid)]} == {
+        assert {os.sched_getscheduler(pid) for pid in [builds.pid, *child_pids(builds.pid)]} == {
             os.SCHED_IDLE
         }
         assert Path(f"/proc/{builds.pid}/autogroup").read_text().split()[-1] == "19"
@@ -146,11 +146,3 @@ def test_index_builds_wait_for_a_builds_worker_and_never_hold_up_the_default_que
     log = (tmp_path / "builds.log").read_text()
     assert "corpus.tasks.build_index" in log
     assert "CPU priority lowered: SCHED_IDLE, autogroup nice 19" in log
-
-
-def children(pid: int) -> list[int]:
-    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-
-
-def scheduling_policy(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[38])

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-pytestmark = pytest.mark.e2e
+from tests.conftest import REPO, child_pids
 
-REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.e2e
 
 
 def free_port() -> int:
@@ -107,7 +107,7 @@ def test_the_quickstart_runs_jobs_in_a_worker_and_the_job_page_follows_them(
     page.close()
 
     # Its jobs give way to the web server's requests; the server keeps the normal policy.
-    policies = {command: policy for command, policy in children_of(quickstart["pid"])}
+    policies = dict(children_of(quickstart["pid"]))
     assert policies["celery"] == os.SCHED_IDLE, policies
     assert policies["runserver"] == os.SCHED_OTHER, policies
 
@@ -121,9 +121,8 @@ def test_the_quickstart_runs_jobs_in_a_worker_and_the_job_page_follows_them(
 def children_of(pid: int) -> list[tuple[str, int]]:
     """(celery or runserver, scheduling policy) of each process the quickstart started."""
     found = []
-    for number in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
-        command = Path(f"/proc/{number}/cmdline").read_text().split("\0")
+    for child in child_pids(pid):
+        command = Path(f"/proc/{child}/cmdline").read_text().split("\0")
         kind = "celery" if "celery" in command else "runserver" if "runserver" in command else ""
-        policy = int(Path(f"/proc/{number}/stat").read_text().rsplit(")", 1)[1].split()[38])
-        found.append((kind, policy))
+        found.append((kind, os.sched_getscheduler(child)))
     return found
