@@ -63,6 +63,10 @@ from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from goldset.cpu_priority import autogroup_nice  # noqa: E402
+
 # --db-name and --redis-url replace these (parallel runs on one machine must not share them).
 DB_NAME = "goldset_load"
 PG_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
@@ -481,12 +485,14 @@ def scheduling(pid: int) -> str:
     seen = set()
     for process in [pid, *map(int, children)]:
         try:
-            policy = os.sched_getscheduler(process)
+            # Without the reset-on-fork flag a service manager may set on its children.
+            policy = os.sched_getscheduler(process) & ~getattr(os, "SCHED_RESET_ON_FORK", 0)
             nice = os.getpriority(os.PRIO_PROCESS, process)
-            group = Path(f"/proc/{process}/autogroup").read_text().split()[-1]
+            group = autogroup_nice(process)
         except OSError:  # gone meanwhile
             continue
-        seen.add(f"{names.get(policy, f'policy {policy}')}, nice {nice}, autogroup nice {group}")
+        weight = "root group" if group is None else f"autogroup nice {group}"
+        seen.add(f"{names.get(policy, f'policy {policy}')}, nice {nice}, {weight}")
     return " / ".join(sorted(seen)) or "(gone)"
 
 

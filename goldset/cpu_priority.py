@@ -28,8 +28,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-AUTOGROUP = Path("/proc/self/autogroup")
+PROC = Path("/proc")
+AUTOGROUP = PROC / "self" / "autogroup"
 LOWEST_NICE = 19
+
+
+def autogroup_nice(pid: int | str = "self", *, proc: Path = PROC) -> int | None:
+    """A process's autogroup weight as a nice value; None in the root group, which has none.
+
+    Processes whose session began before autogroups existed (pid 1's, and on some machines
+    everything a CI runner starts) stay in the root group, where the kernel prints nothing.
+    """
+    text = (proc / str(pid) / "autogroup").read_text().split()
+    return int(text[-1]) if text else None
 
 
 def give_way() -> list[str]:

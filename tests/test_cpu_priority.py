@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from goldset.cpu_priority import autogroup_nice
 from tests.conftest import REPO
 from tests.test_settings import run_manage
 
@@ -22,7 +23,7 @@ needs_autogroup = pytest.mark.skipif(
 
 CHILD = """
 import json, os, threading
-from goldset.cpu_priority import give_way
+from goldset.cpu_priority import autogroup_nice, give_way
 done = give_way()
 policies = {}
 thread = threading.Thread(target=lambda: policies.update(thread=os.sched_getscheduler(0)))
@@ -34,7 +35,7 @@ _, status = os.waitpid(pid, 0)
 print(json.dumps({
     "done": done, "policy": os.sched_getscheduler(0), "idle": os.SCHED_IDLE,
     "thread": policies["thread"], "child_idle": status == 0,
-    "autogroup": open("/proc/self/autogroup").read().split()[-1],
+    "autogroup": autogroup_nice(),
 }))
 """
 
@@ -52,10 +53,6 @@ def give_way_in_a_child(*, own_session: bool) -> dict:
     return json.loads(result.stdout)
 
 
-def own_autogroup_nice() -> str:
-    return Path("/proc/self/autogroup").read_text().split()[-1]
-
-
 @needs_autogroup
 def test_a_session_leader_gives_way_with_its_threads_children_and_autogroup():
     seen = give_way_in_a_child(own_session=True)
@@ -63,20 +60,30 @@ def test_a_session_leader_gives_way_with_its_threads_children_and_autogroup():
     assert seen["policy"] == seen["idle"]
     assert seen["thread"] == seen["idle"], "a thread started later (the encoder's) inherits it"
     assert seen["child_idle"], "a process forked later (the pool's) inherits it"
-    assert seen["autogroup"] == "19"
+    assert seen["autogroup"] == 19
 
 
 @needs_autogroup
 def test_a_process_sharing_its_session_leaves_the_group_to_the_others():
-    before = own_autogroup_nice()
+    before = autogroup_nice()  # None when the suite runs in the root group, as on some CI
     seen = give_way_in_a_child(own_session=False)
     assert seen["done"] == [
         "SCHED_IDLE",
         "autogroup shared with this session's other processes: left as it is",
     ]
     assert seen["policy"] == seen["idle"]
-    assert seen["autogroup"] == before == own_autogroup_nice()
+    assert seen["autogroup"] == before == autogroup_nice()
     assert os.sched_getscheduler(0) != os.SCHED_IDLE, "the suite's own process is untouched"
+
+
+def test_a_process_in_the_root_group_has_no_autogroup_weight(tmp_path):
+    # As the kernel prints them: one line for an autogroup, nothing for the root group.
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "autogroup").write_text("/autogroup-85 nice 19\n")
+    (tmp_path / "1").mkdir()
+    (tmp_path / "1" / "autogroup").write_text("")
+    assert autogroup_nice(7, proc=tmp_path) == 19
+    assert autogroup_nice(1, proc=tmp_path) is None
 
 
 def test_an_unknown_priority_is_refused_at_start_with_the_allowed_values():

@@ -5,13 +5,13 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 from django.conf import settings
 
 from corpus.models import Index, IndexState, JobState
 from corpus.services import documents, retrieval
+from goldset.cpu_priority import autogroup_nice
 from tests.conftest import REPO, child_pids, wait_for_job
 from tests.factories import add_documents
 
@@ -135,7 +135,7 @@ def test_index_builds_wait_for_a_builds_worker_and_never_hold_up_the_default_que
         assert {os.sched_getscheduler(pid) for pid in [builds.pid, *child_pids(builds.pid)]} == {
             os.SCHED_IDLE
         }
-        assert Path(f"/proc/{builds.pid}/autogroup").read_text().split()[-1] == "19"
+        assert autogroup_nice(builds.pid) == 19
         wait_for_job(build, timeout=120)
     finally:
         stop_worker(builds)
