@@ -24,6 +24,7 @@ dropped and created again (`--pg-name`, so parallel runs do not collide).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import statistics
 import sys
@@ -34,6 +35,8 @@ from urllib.parse import urlencode
 
 REPO = Path(__file__).resolve().parents[1]
 FORM_ENCODED = "application/x-www-form-urlencoded"
+# What every request of a logged-in user pays: the middleware, the session and the user, a 404.
+FLOOR_URL = "/no-such-page/"
 
 
 def configure(database: str, pg_name: str, *, debug: bool) -> None:
@@ -118,7 +121,63 @@ def world(passages: int):
     return user, assignment, candidates, text
 
 
-def timed(kind, results, send, url, data=None, **headers):
+# Where a grade's CPU goes (--split): the steps of a grade request, each a function replaced by
+# a timed wrapper while the benchmark runs. Indented steps are parts of the one above them.
+STEPS = [
+    ("session and user", "django.contrib.auth.middleware", "get_user"),
+    ("  the session", "django.contrib.sessions.backends.db", "SessionStore.load"),
+    ("the assignment and access", "labelling.views.grading", "held_assignment"),
+    ("the write (record_grade)", "labelling.services.judgements", "record_grade"),
+    ("  lock the assignment", "labelling.services.judgements", "_locked"),
+    ("  read the passages", "labelling.services.judgements", "_passages"),
+    ("  read the judgement", "labelling.services.judgements", "_judgement"),
+    ("  write judgement and spans", "labelling.services.judgements", "_write_judgement"),
+    ("  append the change", "labelling.services.judgements", "_append"),
+    ("the answer", "labelling.views.grading", "_answer"),
+    ("  the card", "labelling.views.grading", "_cards"),
+    ("  the template", "labelling.views.grading", "render"),
+]
+TIMING = {"kind": None, "steps": {}}  # the request being timed, and CPU seconds per step
+
+
+def time_steps() -> None:
+    """Wrap each step of STEPS so that its CPU is added up while a grade request runs."""
+    import importlib
+    from functools import wraps
+
+    for label, module_name, dotted in STEPS:
+        owner = importlib.import_module(module_name)
+        *path, name = dotted.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        function = getattr(owner, name)
+
+        def timed_step(*args, _function=function, _label=label, **kwargs):
+            if TIMING["kind"] != "grade":
+                return _function(*args, **kwargs)
+            start = time.thread_time()
+            try:
+                return _function(*args, **kwargs)
+            finally:
+                steps = TIMING["steps"]
+                steps[_label] = steps.get(_label, 0.0) + time.thread_time() - start
+
+        setattr(owner, name, wraps(function)(timed_step))
+
+
+def print_steps(results: dict) -> None:
+    grades = results["grade"]
+    total = sum(cpu for _, _, cpu in grades) / len(grades)
+    steps = {label: seconds * 1000 / len(grades) for label, seconds in TIMING["steps"].items()}
+    print(f"\nwhere a grade's CPU goes (mean ms of {len(grades)} grades; indented: part of above)")
+    for label, *_ in STEPS:
+        print(f"  {label:<30}{steps.get(label, 0.0):>7.2f}{steps.get(label, 0.0) / total:>7.0%}")
+    rest = total - sum(ms for label, ms in steps.items() if not label.startswith(" "))
+    print(f"  {'the rest (middleware, forms)':<30}{rest:>7.2f}{rest / total:>7.0%}")
+    print(f"  {'a grade in all':<30}{total:>7.2f}")
+
+
+def timed(kind, results, send, url, data=None, *, ok=(200, 302), **headers):
     from django.db import connection
 
     queries = []
@@ -135,11 +194,13 @@ def timed(kind, results, send, url, data=None, **headers):
         # multipart, whose parser would be measured as CPU no labeller's request costs.
         data, headers["content_type"] = urlencode(data), FORM_ENCODED
     with connection.execute_wrapper(count):
+        TIMING["kind"] = kind
         start, cpu = time.perf_counter(), time.process_time()
         response = send(url, data, secure=True, **headers)
         elapsed = (time.perf_counter() - start) * 1000
         cpu = (time.process_time() - cpu) * 1000
-    if response.status_code not in (200, 302):
+        TIMING["kind"] = None
+    if response.status_code not in ok:
         raise SystemExit(f"{kind}: HTTP {response.status_code}: {response.content[:200]!r}")
     results.setdefault(kind, []).append((elapsed, len(queries), cpu))
     return response
@@ -190,6 +251,7 @@ def run(passages: int, rounds: int) -> dict:
         timed("document", results, client.get, base + "document/", **htmx)
         after = {"pool": assignment.pool_id, "question": assignment.question_id}
         timed("next", results, client.post, next_url, after)
+        timed("floor", results, client.get, FLOOR_URL, ok=(404,))
     return results
 
 
@@ -202,8 +264,12 @@ def main() -> None:
     parser.add_argument(
         "--debug", action="store_true", help="DEBUG=1, as figures before 2026-12-01"
     )
+    parser.add_argument("--split", action="store_true", help="where a grade's CPU goes, by step")
     args = parser.parse_args()
     configure(args.database, args.pg_name, debug=args.debug)
+    logging.getLogger("django.request").setLevel(logging.ERROR)  # the floor's "Not Found" lines
+    if args.split:
+        time_steps()
     results = run(args.passages, args.rounds)
     settings = "DEBUG=1" if args.debug else "production settings"
     print(
@@ -222,6 +288,8 @@ def main() -> None:
             f"{kind:<10}{len(rows):>7}{statistics.median(times):>9.1f}{p95:>9.1f}"
             f"{statistics.median(cpu):>9.2f}{statistics.mean(cpu):>9.2f}{queries:>9.0f}"
         )
+    if args.split:
+        print_steps(results)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Instructions per grading request, counted by callgrind: a figure the machine's noise cannot move.
 
-    .venv/bin/python benchmarks/request_instructions.py [--kind grade|page|next]
+    .venv/bin/python benchmarks/request_instructions.py [--kind grade|page|next|floor]
         [--requests 50] [--database sqlite|postgres] [--passages 10]
 
 Milliseconds of CPU on a shared 2-core box drift by 1.5-2.5x within an hour, so a before/after
@@ -11,10 +11,13 @@ each (the same `.venv` is fine): the ratio of their counts is the change's effec
 
 The request is the one `grading_requests.py` sends (same world, same production settings, DEBUG
 off, urlencoded bodies): a grade of a changing passage (`grade`, 0/1/2 cycled), the grading page
-(`page`), or "next question" to the same open question (`next`). The process starts under
-valgrind with instrumentation off (so the migrations and the world cost minutes, not hours),
-warms up with 20 requests, and only then is callgrind switched on for the measured ones. The
-PostgreSQL server's own work is not counted (another process), as in the ms figures.
+(`page`), "next question" to the same open question (`next`), or the floor every request of a
+logged-in user pays (`floor`: a page that does not exist, so the middleware, the session and
+the user, and a 404; a grade's count over it says how much of the grade is the grade's own).
+The process starts under valgrind with instrumentation off (so the migrations and the world
+cost minutes, not hours), warms up with 20 requests, and only then is callgrind switched on
+for the measured ones. The PostgreSQL server's own work is not counted (another process), as in
+the ms figures.
 
 Needs valgrind (Debian: `apt-get install valgrind`, which brings `callgrind_control`). A run of 50
 grades takes about a minute here. Printed: instructions per request (millions) and, for scale,
@@ -24,6 +27,7 @@ the CPU ms per request the process measured under valgrind (~50x the real figure
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import shutil
@@ -56,8 +60,12 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
     next_url = reverse("labelling:next-question", kwargs={"slug": "bench"})
     revisions = {c.pk: 0 for c in candidates}
 
+    logging.getLogger("django.request").setLevel(logging.ERROR)  # the floor's "Not Found" lines
+
     def send(i: int) -> None:
-        if kind == "page":
+        if kind == "floor":
+            response = client.get(bench.FLOOR_URL, secure=True)
+        elif kind == "page":
             response = client.get(page, secure=True)
         elif kind == "next":
             after = {"pool": assignment.pool_id, "question": assignment.question_id}
@@ -76,7 +84,7 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
                 content_type=bench.FORM_ENCODED, secure=True, HTTP_HX_REQUEST="true",
             )  # fmt: skip
             revisions[candidate.pk] += 1
-        if response.status_code not in (200, 302):
+        if response.status_code not in ((404,) if kind == "floor" else (200, 302)):
             raise SystemExit(f"{kind}: HTTP {response.status_code}: {response.content[:200]!r}")
 
     for i in range(20):
@@ -92,7 +100,7 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kind", choices=["grade", "page", "next"], default="grade")
+    parser.add_argument("--kind", choices=["grade", "page", "next", "floor"], default="grade")
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="postgres")
     parser.add_argument("--passages", type=int, default=10)
