@@ -43,7 +43,7 @@ from labelling.models import (
     VerdictOutcome,
 )
 from labelling.services.completion import Progress, update_completion
-from labelling.services.write_lock import judgement_with_spans, locked_assignment
+from labelling.services.write_lock import append_change, judgement_with_spans, locked_assignment
 
 GRADES = {0: "Not relevant", 1: "Partly answers", 2: "Fully answers"}
 MAX_NOTE_CHARS = 5_000
@@ -532,10 +532,11 @@ def _revision(assignment: Assignment, subject: str, candidate: Candidate | None)
     ).count()
 
 
-def _append(assignment, subject, candidate, action, before, after, labeller, undoes=None) -> Change:
-    return Change.objects.create(
-        assignment=assignment, subject=subject, candidate=candidate, action=action,
-        before=before, after=after, made_by=labeller, undoes=undoes,
+def _append(assignment, subject, candidate, action, before, after, labeller, undoes=None) -> None:
+    append_change(
+        assignment_id=assignment.pk, candidate_id=getattr(candidate, "pk", None), subject=subject,
+        action=action, before=before, after=after, made_by_id=getattr(labeller, "pk", None),
+        undoes_id=getattr(undoes, "pk", None),
     )  # fmt: skip
 
 

@@ -1,15 +1,17 @@
 """The hand-written query every grading write starts from (`labelling.services.write_lock`)
 gives what the ORM gives: the assignment's fields, its project's newest guideline and the one
-the page showed, its verdict; and nothing for another labeller's assignment."""
+the page showed, its verdict; and nothing for another labeller's assignment. The history row
+every write ends with is the row the ORM would have written."""
 
 import pytest
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.http import Http404
 
-from labelling.models import Assignment, Guideline, Verdict
+from labelling.models import Assignment, Change, ChangeSubject, Guideline, Verdict
 from labelling.services.guidelines import save_guideline
 from labelling.services.write_lock import (
+    append_change,
     held_assignment,
     judgement_with_spans,
     locked_assignment,
@@ -147,3 +149,28 @@ def test_the_judgement_a_write_starts_from_is_the_one_the_orm_reads(project):
     assert len(spans_read(judgement_with_spans(**ids, candidate_id=c1.pk))) == 2
     span = judgement_with_spans(**ids, candidate_id=c1.pk).spans.all()[0]
     assert span.created_at == Span.objects.get(pk=span.pk).created_at  # loaded when asked for
+
+
+@pytest.mark.django_db
+def test_the_history_row_a_write_appends_is_the_one_the_orm_writes(project):
+    world = World(project)
+    state = {"grade": 2, "note": 'Ünïcode "quoted" <b>', "spans": [[world.c1.version_id, 0, 9]]}
+    orm = Change.objects.create(
+        assignment=world.a1, candidate=world.c1, subject=ChangeSubject.JUDGEMENT,
+        action="grade 2", before=None, after=state, made_by=world.ana,
+    )  # fmt: skip
+    append_change(
+        assignment_id=world.a1.pk, candidate_id=world.c1.pk, subject=ChangeSubject.JUDGEMENT,
+        action="undo", before=state, after=None, made_by_id=world.ana.pk, undoes_id=orm.pk,
+    )  # fmt: skip
+    raw = Change.objects.exclude(pk=orm.pk).get()
+    orm.refresh_from_db()
+    assert (raw.assignment, raw.candidate, raw.subject, raw.made_by) == (
+        orm.assignment, orm.candidate, orm.subject, orm.made_by
+    )  # fmt: skip
+    assert raw.before == orm.after == state and raw.after is None and orm.before is None
+    assert raw.undoes == orm and orm.undone_by == raw
+    assert raw.made_at >= orm.made_at and raw.made_at.tzinfo is not None
+    # A JSON null is stored as SQL NULL, as the ORM stores it: `after__isnull` finds both.
+    assert set(Change.objects.filter(after__isnull=True)) == {raw}
+    assert set(Change.objects.filter(before__isnull=True)) == {orm}
