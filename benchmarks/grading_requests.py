@@ -171,10 +171,10 @@ def print_steps(results: dict) -> None:
     steps = {label: seconds * 1000 / len(grades) for label, seconds in TIMING["steps"].items()}
     print(f"\nwhere a grade's CPU goes (mean ms of {len(grades)} grades; indented: part of above)")
     for label, *_ in STEPS:
-        print(f"  {label:<30}{steps.get(label, 0.0):>7.2f}{steps.get(label, 0.0) / total:>7.0%}")
+        print(f"  {label:<38}{steps.get(label, 0.0):>7.2f}{steps.get(label, 0.0) / total:>7.0%}")
     rest = total - sum(ms for label, ms in steps.items() if not label.startswith(" "))
-    print(f"  {'the rest (middleware, forms)':<30}{rest:>7.2f}{rest / total:>7.0%}")
-    print(f"  {'a grade in all':<30}{total:>7.2f}")
+    print(f"  {'the rest (middleware, forms, client)':<38}{rest:>7.2f}{rest / total:>7.0%}")
+    print(f"  {'a grade in all':<38}{total:>7.2f}")
 
 
 def timed(kind, results, send, url, data=None, *, ok=(200, 302), **headers):

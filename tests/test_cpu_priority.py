@@ -7,17 +7,16 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from goldset.cpu_priority import autogroup_nice
+from goldset.cpu_priority import AUTOGROUP, autogroup_nice
 from tests.conftest import REPO
 from tests.test_settings import run_manage
 
 # Skipped on a laptop without them; CI (GOLDSET_REQUIRE_SERVICES=1) runs these and fails instead.
 needs_autogroup = pytest.mark.skipif(
-    not Path("/proc/self/autogroup").exists() and os.environ.get("GOLDSET_REQUIRE_SERVICES") != "1",
+    not AUTOGROUP.exists() and os.environ.get("GOLDSET_REQUIRE_SERVICES") != "1",
     reason="Linux with autogroups",
 )
 
