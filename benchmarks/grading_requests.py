@@ -125,7 +125,8 @@ def world(passages: int):
 # a timed wrapper while the benchmark runs. Indented steps are parts of the one above them.
 STEPS = [
     ("session and user", "django.contrib.auth.middleware", "get_user"),
-    ("  the session", "django.contrib.sessions.backends.db", "SessionStore.load"),
+    ("  the session", "goldset.sessions", "SessionStore.load"),
+    ("  the user", "goldset.sessions", "SessionUserBackend.get_user"),
     ("the assignment and access", "labelling.views.grading", "held_assignment"),
     ("the write (record_grade)", "labelling.services.judgements", "record_grade"),
     ("  lock the assignment", "labelling.services.judgements", "_locked"),
