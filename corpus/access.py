@@ -7,11 +7,13 @@ a role too low inside one's own project is a 403.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from corpus.models import Membership, Project, Role
+from goldset.model_rows import RowShape, row_shape
 
 
 @dataclass(frozen=True)
@@ -65,15 +67,10 @@ def _membership(
     spent answering (`tests/corpus/test_access.py` compares the two)."""
     from django.db import connection
 
-    q = connection.ops.quote_name
-    project, membership = q(Project._meta.db_table), q(Membership._meta.db_table)
     extra, extra_params = column or ("NULL", [])
-    sql = f"""
-        SELECT p.*, m.id AS membership_id, m.role AS membership_role, ({extra}) AS also_read
-        FROM {project} p JOIN {membership} m ON m.project_id = p.id
-        WHERE m.user_id = %s AND p.slug = %s
-    """  # noqa: S608 - table names and the caller's SQL are interpolated; values are parameters
-    rows = list(Project.objects.raw(sql, [*extra_params, user.pk, slug]))
+    sql = _membership_select(connection.alias, connection.vendor).replace("EXTRA", extra, 1)
+    shape = _membership_shape(connection.alias, connection.vendor)
+    rows = shape.read(sql, [*extra_params, user.pk, slug], connection=connection)
     if not rows:
         return None  # one membership per (project, user): at most one row
     found = rows[0]
@@ -81,3 +78,29 @@ def _membership(
     row.role = found.membership_role
     row._state.adding, row._state.db = False, found._state.db  # as if the ORM had read it
     return row, found.also_read
+
+
+@cache
+def _membership_select(alias: str, vendor: str) -> str:
+    """The membership query, with EXTRA where the caller's column goes."""
+    from django.db import connections
+
+    q = connections[alias].ops.quote_name
+    project, membership = q(Project._meta.db_table), q(Membership._meta.db_table)
+    columns = ", ".join(f"p.{q(field.column)}" for field in Project._meta.concrete_fields)
+    return f"""
+        SELECT {columns}, m.id AS membership_id, m.role AS membership_role,
+            (EXTRA) AS also_read
+        FROM {project} p JOIN {membership} m ON m.project_id = p.id
+        WHERE m.user_id = %s AND p.slug = %s
+    """  # noqa: S608 - table names and the caller's SQL are interpolated; values are parameters
+
+
+@cache
+def _membership_shape(alias: str, vendor: str) -> RowShape:
+    from django.db import connections
+
+    extra = ["membership_id", "membership_role", "also_read"]
+    return row_shape(
+        Project, Project._meta.concrete_fields, extra=extra, connection=connections[alias]
+    )

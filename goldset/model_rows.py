@@ -42,6 +42,12 @@ class RowShape:
             found.append(instance)
         return found
 
+    def read(self, sql: str, params: Sequence, *, connection) -> list[Model]:
+        """The instances of the rows `sql` returns."""
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return self.instances(cursor.fetchall(), connection=connection)
+
 
 def row_shape(
     model: type[Model], fields: Sequence[Field], *, extra: Sequence[str] = (), connection

@@ -205,62 +205,23 @@ class CandidateQuerySet(models.QuerySet):
         `doc_id`, `doc_title` and, with `context_chars`, `window`/`window_start`: its text with
         that much around it. Only one candidate with `candidate_id`.
 
-        The grading page asks this on every keystroke. Built by the ORM, this query spent ten
-        times longer being compiled than being run, so it is written out once here; the
-        tests compare it with the ORM version (`not_hidden_from`).
+        The grading page asks this on every keystroke, so its SQL is written out once, in
+        `labelling.grading_sql`.
         """
         if not user.is_authenticated:
             return []
         from django.db import connection
 
-        q = connection.ops.quote_name
-        tables = {
-            "c": Candidate._meta.db_table,
-            "v": DocumentVersion._meta.db_table,
-            "d": Document._meta.db_table,
-            "j": Judgement._meta.db_table,
-            "ch": Change._meta.db_table,
-            "l": Document.access_groups.through._meta.db_table,
-            "m": AccessGroup.members.through._meta.db_table,
-        }
-        t = {key: q(name) for key, name in tables.items()}
-        start, end = f"c.{q('start')}", f"c.{q('end')}"
-        columns = [
-            f"c.id, c.pool_id, c.question_id, c.version_id, {start}, {end}, c.shuffle_rank",
-            "d.doc_id AS doc_id, d.title AS doc_title",
-            f"(SELECT jj.grade FROM {t['j']} jj WHERE jj.assignment_id = %s"  # noqa: S608
-            " AND jj.candidate_id = c.id) AS grade",
-            f"(SELECT COUNT(*) FROM {t['ch']} cc WHERE cc.assignment_id = %s"  # noqa: S608
-            " AND cc.subject = %s AND cc.candidate_id = c.id) AS revision",
-            f"SUBSTR(v.text, {start} + 1, {end} - {start}) AS passage",
-        ]
+        from labelling.grading_sql import grading_select
+
+        windowed, single = bool(context_chars), candidate_id is not None
+        sql, shape = grading_select(connection.alias, connection.vendor, windowed, single)
         params: list = [assignment.pk, assignment.pk, ChangeSubject.JUDGEMENT]
-        if context_chars:
-            window_start = f"(CASE WHEN {start} > %s THEN {start} - %s ELSE 0 END)"
-            columns.append(f"{window_start} AS window_start")
-            columns.append(
-                f"SUBSTR(v.text, {window_start} + 1, {end} + %s - {window_start}) AS window"
-            )
-            params += [context_chars] * 7  # 2 in window_start, 2 + 1 + 2 in window
-        where = "c.pool_id = %s AND c.question_id = %s"
+        params += [context_chars] * 7 if windowed else []  # 2 in window_start, 5 in window
         params += [assignment.pool_id, assignment.question_id]
-        if candidate_id is not None:
-            where += " AND c.id = %s"
-            params.append(candidate_id)
-        sql = f"""
-            SELECT {", ".join(columns)}
-            FROM {t["c"]} c
-            JOIN {t["v"]} v ON v.id = c.version_id
-            JOIN {t["d"]} d ON d.id = v.document_id
-            WHERE {where}
-              AND (NOT EXISTS (SELECT 1 FROM {t["l"]} l1 WHERE l1.document_id = d.id)
-                   OR EXISTS (SELECT 1 FROM {t["l"]} l2
-                              JOIN {t["m"]} m ON m.accessgroup_id = l2.accessgroup_id
-                              WHERE l2.document_id = d.id AND m.user_id = %s))
-            ORDER BY c.shuffle_rank, c.id
-        """  # noqa: S608 - only table and column names are interpolated, values are parameters
+        params += [candidate_id] if single else []
         params.append(user.pk)
-        rows = list(self.model.objects.raw(sql, params))
+        rows = shape.read(sql, params, connection=connection)
         for row in rows:
             row.graded = row.grade is not None
         return rows

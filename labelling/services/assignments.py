@@ -11,14 +11,16 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, connections, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
 from corpus.models import Membership, Project
 from goldset.errors import ServiceError
+from goldset.model_rows import RowShape, row_shape
 from labelling import assignment_plan as strategy
 from labelling.models import (
     Assignment,
@@ -398,6 +400,14 @@ def first_claimable_slot(*, project: Project, labeller) -> Assignment | None:
     rest of a "next question" request did, on every "next" that finds no open work of one's own.
     Locks the row where the database has row locks (call it inside a transaction).
     `tests/labelling/test_assignments.py` compares it with the ORM's answer."""
+    sql, shape = _claimable_select(connection.alias, connection.vendor)
+    found = shape.read(sql, [project.pk, PoolState.READY, labeller.pk], connection=connection)
+    return found[0] if found else None
+
+
+@cache
+def _claimable_select(alias: str, vendor: str) -> tuple[str, RowShape]:
+    connection = connections[alias]
     q = connection.ops.quote_name
     t = {key: q(model._meta.db_table) for key, model in {
         "a": Assignment, "p": Pool, "s": QuestionSet, "q": Question, "j": Judgement,
@@ -422,8 +432,8 @@ def first_claimable_slot(*, project: Project, labeller) -> Assignment | None:
         ORDER BY a.pool_id, a.question_id, a.slot
         LIMIT 1{lock}
     """  # noqa: S608 - only table and column names are interpolated, values are parameters
-    # raw(), not a bare cursor: it applies the fields' converters (SQLite's aware datetimes).
-    return next(iter(Assignment.objects.raw(sql, [project.pk, PoolState.READY, labeller.pk])), None)
+    fields = Assignment._meta.concrete_fields  # the shape applies their converters
+    return sql, row_shape(Assignment, fields, connection=connection)
 
 
 def reassign(*, assignment: Assignment, labeller, user) -> Assignment:

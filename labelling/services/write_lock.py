@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from functools import cache
 
-from django.db import connection
+from django.db import connection, connections
 from django.utils import timezone
 
 from corpus.access import project_access_with
+from goldset.model_rows import RowShape, row_shape
 from labelling.models import (
     Assignment,
     Change,
@@ -64,16 +65,24 @@ def locked_assignment(*, assignment_id: int, labeller_id: int | None, guideline_
     (the project's newest guideline, or None), `shown_guideline_id` (the project's guideline
     of `guideline_version`, or None) and `verdict_outcome` (the assignment's verdict, or None).
     """
-    q = connection.ops.quote_name
+    sql, shape = _locked_select(connection.alias, connection.vendor)
+    rows = shape.read(sql, [guideline_version, assignment_id, labeller_id], connection=connection)
+    return rows[0] if rows else None
+
+
+@cache
+def _locked_select(alias: str, vendor: str) -> tuple[str, RowShape]:
+    q = connections[alias].ops.quote_name
     t = {
         key: q(model._meta.db_table)
         for key, model in {
             "a": Assignment, "p": Pool, "s": QuestionSet, "g": Guideline, "v": Verdict
         }.items()
     }  # fmt: skip
-    columns = ", ".join(f"a.{q(field.column)}" for field in Assignment._meta.concrete_fields)
+    fields = Assignment._meta.concrete_fields
+    columns = ", ".join(f"a.{q(field.column)}" for field in fields)
     newest = f"FROM {t['g']} g WHERE g.project_id = s.project_id ORDER BY g.version DESC LIMIT 1"
-    lock = " FOR UPDATE OF a" if connection.features.has_select_for_update_of else ""
+    lock = " FOR UPDATE OF a" if connections[alias].features.has_select_for_update_of else ""
     sql = f"""
         SELECT {columns},
             (SELECT g.id {newest}) AS current_guideline_id,
@@ -86,25 +95,19 @@ def locked_assignment(*, assignment_id: int, labeller_id: int | None, guideline_
         JOIN {t["s"]} s ON s.id = p.question_set_id
         WHERE a.id = %s AND a.labeller_id = %s{lock}
     """  # noqa: S608 - only table and column names are interpolated, values are parameters
-    rows = list(Assignment.objects.raw(sql, [guideline_version, assignment_id, labeller_id]))
-    return rows[0] if rows else None
+    extra = [
+        "current_guideline_id", "current_guideline_version", "shown_guideline_id",
+        "verdict_outcome",
+    ]  # fmt: skip
+    return sql, row_shape(Assignment, fields, extra=extra, connection=connections[alias])
 
 
 def judgement_with_spans(*, assignment_id: int, candidate_id: int):
     """The assignment's judgement of the candidate (None if there is none) with its spans in
     `judgement.spans.all()` (unordered), in one query whether or not it has spans; a span's
     `created_at` loads on first use (a write never reads it)."""
-    q = connection.ops.quote_name
-    judgements, spans = q(Judgement._meta.db_table), q(Span._meta.db_table)
-    span_fields = [f for f in Span._meta.concrete_fields if f.attname != "created_at"]
-    columns = ", ".join(f"j.{q(f.column)}" for f in Judgement._meta.concrete_fields)
-    span_columns = ", ".join(f"s.{q(f.column)} AS {q(f'span_{f.column}')}" for f in span_fields)
-    sql = f"""
-        SELECT {columns}, {span_columns}
-        FROM {judgements} j LEFT JOIN {spans} s ON s.judgement_id = j.id
-        WHERE j.assignment_id = %s AND j.candidate_id = %s
-    """  # noqa: S608 - only table and column names are interpolated, values are parameters
-    rows = list(Judgement.objects.raw(sql, [assignment_id, candidate_id]))
+    sql, shape, span_fields = _judgement_select(connection.alias, connection.vendor)
+    rows = shape.read(sql, [assignment_id, candidate_id], connection=connection)
     if not rows:
         return None
     judgement = rows[0]
@@ -118,6 +121,24 @@ def judgement_with_spans(*, assignment_id: int, candidate_id: int):
         span.judgement = judgement
     judgement._prefetched_objects_cache = {"spans": found}  # as prefetch_related("spans") would
     return judgement
+
+
+@cache
+def _judgement_select(alias: str, vendor: str) -> tuple[str, RowShape, list]:
+    q = connections[alias].ops.quote_name
+    judgements, spans = q(Judgement._meta.db_table), q(Span._meta.db_table)
+    span_fields = [f for f in Span._meta.concrete_fields if f.attname != "created_at"]
+    fields = Judgement._meta.concrete_fields
+    columns = ", ".join(f"j.{q(f.column)}" for f in fields)
+    span_columns = ", ".join(f"s.{q(f.column)} AS {q(f'span_{f.column}')}" for f in span_fields)
+    sql = f"""
+        SELECT {columns}, {span_columns}
+        FROM {judgements} j LEFT JOIN {spans} s ON s.judgement_id = j.id
+        WHERE j.assignment_id = %s AND j.candidate_id = %s
+    """  # noqa: S608 - only table and column names are interpolated, values are parameters
+    extra = [f"span_{f.column}" for f in span_fields]
+    shape = row_shape(Judgement, fields, extra=extra, connection=connections[alias])
+    return sql, shape, span_fields
 
 
 def append_change(
