@@ -630,6 +630,36 @@ def test_every_write_answers_with_out_of_band_fragments_and_its_subjects_revisio
     assert 'id="verdict"' in verdict.content.decode()
 
 
+def test_swapped_in_forms_carry_no_csrf_token_and_the_page_keeps_its_own(world):
+    """Only the page's script submits a swapped-in form (with the page's token header), so an
+    answer mints no token, and sets no cookie; the page and a plain form post work as before."""
+    client = client_for(world.ana)
+    post(client, world.url("grade-candidate", candidate=world.c1), {"grade": "2", "revision": "0"})
+    grade = world.url("grade-candidate", candidate=world.c1)
+    answers = [
+        post(client, grade, {"grade": "1", "revision": "1"}),
+        post(client, world.url("set-verdict"), {"outcome": "answerable", "revision": "0"}),
+    ]
+    for answer in answers:
+        body = answer.content.decode()
+        assert answer.status_code == 200 and 'data-action="' in body
+        assert 'data-action="remove-span"' in body or 'id="verdict"' in body
+        assert "csrfmiddlewaretoken" not in body and 'name="labeller"' not in body
+        assert "csrftoken" not in answer.cookies
+    page = client.get(world.url("grade-question")).content.decode()
+    forms = page.count('data-action="grade"') + page.count('data-action="remove-span"')
+    assert page.count('name="csrfmiddlewaretoken"') >= forms + 1  # + the note and verdict forms
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(world.ana)
+    strict.get(world.url("grade-question"))
+    token = strict.cookies["csrftoken"].value
+    plain = strict.post(
+        world.url("grade-candidate", candidate=world.c2),
+        {"grade": "2", "revision": "0", "csrfmiddlewaretoken": token},
+    )
+    assert plain.status_code == 302 and Judgement.objects.filter(candidate=world.c2).exists()
+
+
 def test_a_grade_request_reads_the_database_no_more_than_before(
     world, django_assert_max_num_queries
 ):
