@@ -43,7 +43,12 @@ from labelling.models import (
     VerdictOutcome,
 )
 from labelling.services.completion import Progress, update_completion
-from labelling.services.write_lock import append_change, judgement_with_spans, locked_assignment
+from labelling.services.write_lock import (
+    append_change,
+    judgement_with_spans,
+    locked_assignment,
+    save_judgement_edit,
+)
 
 GRADES = {0: "Not relevant", 1: "Partly answers", 2: "Fully answers"}
 MAX_NOTE_CHARS = 5_000
@@ -587,7 +592,10 @@ def _write_judgement(
     judgement.seconds_spent = (judgement.seconds_spent or 0.0) + seconds
     judgement.revision = revision
     is_new = judgement.pk is None
-    judgement.save(update_fields=None if is_new else JUDGEMENT_EDIT_FIELDS)
+    if is_new:
+        judgement.save()
+    else:
+        save_judgement_edit(judgement, fields=JUDGEMENT_EDIT_FIELDS)
     existing = {} if is_new else {(s.version_id, s.start, s.end): s for s in judgement.spans.all()}
     wanted = {tuple(s) for s in state["spans"]}
     stale = [s.pk for key, s in existing.items() if key not in wanted]

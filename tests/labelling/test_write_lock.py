@@ -1,20 +1,22 @@
 """The hand-written query every grading write starts from (`labelling.services.write_lock`)
 gives what the ORM gives: the assignment's fields, its project's newest guideline and the one
 the page showed, its verdict; and nothing for another labeller's assignment. The history row
-every write ends with is the row the ORM would have written."""
+every write ends with, and an edited judgement's row, are the rows the ORM would have written."""
 
 import pytest
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import OuterRef, Subquery
 from django.http import Http404
 
-from labelling.models import Assignment, Change, ChangeSubject, Guideline, Verdict
+from labelling.models import Assignment, Change, ChangeSubject, Guideline, Judgement, Verdict
 from labelling.services.guidelines import save_guideline
+from labelling.services.judgements import JUDGEMENT_EDIT_FIELDS
 from labelling.services.write_lock import (
     append_change,
     held_assignment,
     judgement_with_spans,
     locked_assignment,
+    save_judgement_edit,
 )
 from tests.factories import MembershipFactory
 from tests.labelling.test_grading_views import World
@@ -174,3 +176,31 @@ def test_the_history_row_a_write_appends_is_the_one_the_orm_writes(project):
     # A JSON null is stored as SQL NULL, as the ORM stores it: `after__isnull` finds both.
     assert set(Change.objects.filter(after__isnull=True)) == {raw}
     assert set(Change.objects.filter(before__isnull=True)) == {orm}
+
+
+@pytest.mark.django_db
+def test_an_edited_judgement_saves_as_the_orms_save_would(project):
+    world = World(project)
+    guideline = save_guideline(project=project, text="Grade 2 if it answers.", user=world.lead)
+    ours, theirs = (
+        Judgement.objects.create(assignment=world.a1, candidate=c, grade=1, seconds_spent=2.5)
+        for c in (world.c1, world.c2)
+    )
+    before = ours.updated_at
+    for judgement in (ours, theirs):
+        judgement.grade, judgement.note, judgement.revision = 2, 'Ünïcode "q" <b>', 3
+        judgement.guideline_id, judgement.seconds_spent = guideline.pk, 4.25
+    save_judgement_edit(ours, fields=JUDGEMENT_EDIT_FIELDS)
+    theirs.save(update_fields=JUDGEMENT_EDIT_FIELDS)
+    fields = ["grade", "note", "revision", "guideline_id", "seconds_spent", "created_at"]
+    ours_row, theirs_row = (Judgement.objects.values(*fields).get(pk=j.pk) for j in (ours, theirs))
+    assert {**ours_row, "created_at": None} == {**theirs_row, "created_at": None}
+    assert ours_row["created_at"] == ours.created_at  # only the edited columns are written
+    saved = Judgement.objects.get(pk=ours.pk).updated_at
+    assert saved == ours.updated_at and saved > before and saved.tzinfo is not None
+    ours.guideline_id, ours.note = None, ""  # NULL and empty, as the ORM writes them
+    save_judgement_edit(ours, fields=JUDGEMENT_EDIT_FIELDS)
+    assert Judgement.objects.values_list("guideline_id", "note").get(pk=ours.pk) == (None, "")
+    gone = Judgement(pk=ours.pk + 1000, assignment=world.a1, candidate=world.c1, grade=0)
+    with pytest.raises(DatabaseError, match="did not affect any rows"):
+        save_judgement_edit(gone, fields=JUDGEMENT_EDIT_FIELDS)
