@@ -68,8 +68,8 @@ def _membership(
     from django.db import connection
 
     extra, extra_params = column or ("NULL", [])
-    sql = _membership_select(connection.alias, connection.vendor).replace("EXTRA", extra, 1)
-    shape = _membership_shape(connection.alias, connection.vendor)
+    sql, shape = _membership_select(connection.alias, connection.vendor)
+    sql = sql.replace("EXTRA", extra, 1)
     rows = shape.read(sql, [*extra_params, user.pk, slug], connection=connection)
     if not rows:
         return None  # one membership per (project, user): at most one row
@@ -81,26 +81,20 @@ def _membership(
 
 
 @cache
-def _membership_select(alias: str, vendor: str) -> str:
-    """The membership query, with EXTRA where the caller's column goes."""
+def _membership_select(alias: str, vendor: str) -> tuple[str, RowShape]:
+    """The membership query, with EXTRA where the caller's column goes, and its rows' shape."""
     from django.db import connections
 
-    q = connections[alias].ops.quote_name
+    connection = connections[alias]
+    q = connection.ops.quote_name
     project, membership = q(Project._meta.db_table), q(Membership._meta.db_table)
-    columns = ", ".join(f"p.{q(field.column)}" for field in Project._meta.concrete_fields)
-    return f"""
+    fields = Project._meta.concrete_fields
+    columns = ", ".join(f"p.{q(field.column)}" for field in fields)
+    sql = f"""
         SELECT {columns}, m.id AS membership_id, m.role AS membership_role,
             (EXTRA) AS also_read
         FROM {project} p JOIN {membership} m ON m.project_id = p.id
         WHERE m.user_id = %s AND p.slug = %s
     """  # noqa: S608 - table names and the caller's SQL are interpolated; values are parameters
-
-
-@cache
-def _membership_shape(alias: str, vendor: str) -> RowShape:
-    from django.db import connections
-
     extra = ["membership_id", "membership_role", "also_read"]
-    return row_shape(
-        Project, Project._meta.concrete_fields, extra=extra, connection=connections[alias]
-    )
+    return sql, row_shape(Project, fields, extra=extra, connection=connection)

@@ -40,7 +40,9 @@ class SessionStore(DatabaseSessionStore):
         connection = connections[router.db_for_read(self.model)]
         now = connection.ops.adapt_datetimefield_value(timezone.now())
         with connection.cursor() as cursor:
-            cursor.execute(_session_select(connection.vendor), [self.session_key, now])
+            cursor.execute(
+                _session_select(connection.alias, connection.vendor), [self.session_key, now]
+            )
             row = cursor.fetchone()
         if row is None:
             self._session_key = None
@@ -49,10 +51,10 @@ class SessionStore(DatabaseSessionStore):
 
 
 @cache
-def _session_select(vendor: str) -> str:
+def _session_select(alias: str, vendor: str) -> str:
     from django.contrib.sessions.models import Session
 
-    q = connections[router.db_for_read(Session)].ops.quote_name
+    q = connections[alias].ops.quote_name
     return (
         f"SELECT {q('session_data')} FROM {q(Session._meta.db_table)} "  # noqa: S608 - names only
         f"WHERE {q('session_key')} = %s AND {q('expire_date')} > %s"
@@ -71,9 +73,7 @@ class SessionUserBackend(ModelBackend):
         except ValidationError:  # a session naming no user that could exist
             return None
         sql, shape = _user_select(connection.alias, connection.vendor)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [key])
-            users = shape.instances(cursor.fetchall(), connection=connection)
+        users = shape.read(sql, [key], connection=connection)
         if not users:
             return None
         return users[0] if self.user_can_authenticate(users[0]) else None

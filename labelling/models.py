@@ -196,36 +196,6 @@ class CandidateQuerySet(models.QuerySet):
             )
         )
 
-    def for_grading(
-        self, *, assignment, user, context_chars: int = 0, candidate_id: int | None = None
-    ) -> list[Candidate]:
-        """The passages of an assignment that the user sees (`not_hidden_from`), in page order,
-        each with `grade` (the assignment's judgement of it, or None), `graded`, `revision`
-        (changes made to its judgement), `passage` (its text),
-        `doc_id`, `doc_title` and, with `context_chars`, `window`/`window_start`: its text with
-        that much around it. Only one candidate with `candidate_id`.
-
-        The grading page asks this on every keystroke, so its SQL is written out once, in
-        `labelling.grading_sql`.
-        """
-        if not user.is_authenticated:
-            return []
-        from django.db import connection
-
-        from labelling.grading_sql import grading_select
-
-        windowed, single = bool(context_chars), candidate_id is not None
-        sql, shape = grading_select(connection.alias, connection.vendor, windowed, single)
-        params: list = [assignment.pk, assignment.pk, ChangeSubject.JUDGEMENT]
-        params += [context_chars] * 7 if windowed else []  # 2 in window_start, 5 in window
-        params += [assignment.pool_id, assignment.question_id]
-        params += [candidate_id] if single else []
-        params.append(user.pk)
-        rows = shape.read(sql, params, connection=connection)
-        for row in rows:
-            row.graded = row.grade is not None
-        return rows
-
 
 class Candidate(models.Model):
     """A passage `(version, start, end)` proposed for a question. Labellers see it in

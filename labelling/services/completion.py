@@ -54,7 +54,7 @@ def assignment_progress(
 ) -> Progress:
     """Done means a verdict and a grade on every passage the labeller can see.
 
-    ``passages`` (`Candidate.objects.for_grading`, with `grade` kept up to date by the write
+    ``passages`` (`passages_for_grading`, with `grade` kept up to date by the write
     that read them) saves reading them again; so does ``verdict`` (the verdict's outcome or
     None, read by the caller under the assignment's lock).
     """

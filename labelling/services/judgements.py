@@ -32,6 +32,7 @@ from django.db.models.functions import Length, Substr
 from corpus.models import DocumentVersion
 from corpus.spans import overlaps
 from goldset.errors import ServiceError
+from labelling.grading_passages import passages_for_grading
 from labelling.models import (
     Assignment,
     Candidate,
@@ -385,7 +386,8 @@ def undo_latest_change_elsewhere(
 
 
 def verdict_revision(assignment: Assignment) -> int:
-    """The revision of the assignment's verdict (judgements carry theirs: `for_grading`)."""
+    """The revision of the assignment's verdict (judgements carry theirs, read with the
+    passages: `passages_for_grading`)."""
     return _revision(assignment, ChangeSubject.VERDICT, None)
 
 
@@ -482,7 +484,7 @@ def _passages(assignment: Assignment, labeller) -> list[Candidate]:
     """The candidates the labeller sees for the assignment, in page order, each with whether
     it is graded, its judgement's revision, its passage text and the page's window around it:
     one query serves the check of the candidate, the progress and the card the page redraws."""
-    return Candidate.objects.for_grading(
+    return passages_for_grading(
         assignment=assignment, user=labeller, context_chars=PAGE_CONTEXT_CHARS
     )
 

@@ -106,14 +106,13 @@ def judgement_with_spans(*, assignment_id: int, candidate_id: int):
     """The assignment's judgement of the candidate (None if there is none) with its spans in
     `judgement.spans.all()` (unordered), in one query whether or not it has spans; a span's
     `created_at` loads on first use (a write never reads it)."""
-    sql, shape, span_fields = _judgement_select(connection.alias, connection.vendor)
+    sql, shape, names = _judgement_select(connection.alias, connection.vendor)
     rows = shape.read(sql, [assignment_id, candidate_id], connection=connection)
     if not rows:
         return None
     judgement = rows[0]
-    names, aliases = [f.attname for f in span_fields], [f"span_{f.column}" for f in span_fields]
     found = [
-        Span.from_db(judgement._state.db, names, [getattr(row, alias) for alias in aliases])
+        Span.from_db(judgement._state.db, names, [getattr(row, alias) for alias in shape.extra])
         for row in rows
         if row.span_id is not None
     ]
@@ -124,7 +123,9 @@ def judgement_with_spans(*, assignment_id: int, candidate_id: int):
 
 
 @cache
-def _judgement_select(alias: str, vendor: str) -> tuple[str, RowShape, list]:
+def _judgement_select(alias: str, vendor: str) -> tuple[str, RowShape, list[str]]:
+    """The query, its rows' shape (the span's columns are its `extra`) and the span fields'
+    names, in the order of those columns."""
     q = connections[alias].ops.quote_name
     judgements, spans = q(Judgement._meta.db_table), q(Span._meta.db_table)
     span_fields = [f for f in Span._meta.concrete_fields if f.attname != "created_at"]
@@ -138,7 +139,7 @@ def _judgement_select(alias: str, vendor: str) -> tuple[str, RowShape, list]:
     """  # noqa: S608 - only table and column names are interpolated, values are parameters
     extra = [f"span_{f.column}" for f in span_fields]
     shape = row_shape(Judgement, fields, extra=extra, connection=connections[alias])
-    return sql, shape, span_fields
+    return sql, shape, [f.attname for f in span_fields]
 
 
 def append_change(

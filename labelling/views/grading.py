@@ -36,6 +36,7 @@ from labelling.forms import (
     UndoForm,
     VerdictForm,
 )
+from labelling.grading_passages import passages_for_grading
 from labelling.highlight import Segment, highlight, whole_words
 from labelling.models import (
     Assignment,
@@ -111,7 +112,7 @@ def _cards(
     saved: services.Outcome | None = None,
     whole: bool = False,
 ) -> list[Card]:
-    """The passages of an assignment as the labeller sees them (`Candidate.for_grading`). With
+    """The passages of an assignment as the labeller sees them (`passages_for_grading`). With
     `only`, just that one; its position then comes from the caller's progress, see `_answer`.
     With `saved` (an outcome that carries the judgement it wrote), that judgement is used
     instead of being read again. With `whole` (and `only`), the passage is shown in its whole
@@ -120,7 +121,7 @@ def _cards(
     if saved is not None and saved.judgement_saved and hasattr(only, "window"):
         candidates = [only]  # read with its window by the write, revision already advanced
     else:
-        candidates = Candidate.objects.for_grading(
+        candidates = passages_for_grading(
             assignment=assignment,
             user=user,
             context_chars=CONTEXT_CHARS,

@@ -2,7 +2,8 @@
 
 import pytest
 
-from labelling.models import Assignment, Candidate, Change, ChangeSubject, Judgement, Span, Verdict
+from labelling.grading_passages import passages_for_grading
+from labelling.models import Assignment, Change, ChangeSubject, Judgement, Span, Verdict
 from labelling.services import judgements as services
 from labelling.services.completion import assignment_progress
 from labelling.services.guidelines import (
@@ -414,7 +415,7 @@ def test_members_of_the_documents_access_group_may_grade_it(project, member):
 
 
 def test_the_hand_written_grading_query_matches_the_orm_rules(project, member):
-    """`Candidate.objects.for_grading` is SQL written out for speed; it must agree with the
+    """`passages_for_grading` is SQL written out for speed; it must agree with the
     ORM's access rule (`not_hidden_from`) and with the stored text, on every database."""
     from corpus.models import AccessGroup
 
@@ -431,14 +432,14 @@ def test_the_hand_written_grading_query_matches_the_orm_rules(project, member):
             .order_by("shuffle_rank", "pk")
             .values_list("pk", flat=True)
         )
-        rows = Candidate.objects.for_grading(assignment=assignment, user=user, context_chars=40)
+        rows = passages_for_grading(assignment=assignment, user=user, context_chars=40)
         assert [row.pk for row in rows] == expected
         assert len(expected) == (3 if user == inside else 2)
         first = rows[0]
         services.record_grade(
             assignment=assignment, candidate_id=first.pk, labeller=user, grade=1, revision=0
         )
-        (again,) = Candidate.objects.for_grading(
+        (again,) = passages_for_grading(
             assignment=assignment, user=user, context_chars=40, candidate_id=first.pk
         )
         text = first.version.text

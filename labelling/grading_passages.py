@@ -1,32 +1,50 @@
-"""The SQL of `Candidate.objects.for_grading`, the passages a labeller sees, and the shape of
-its rows, built once per process for each of its four forms.
+"""The passages a labeller sees on the grading page (`passages_for_grading`), read by one
+query written out by hand, its SQL and the shape of its rows built once per process for each
+of its four forms.
 
 The grading page asks it on every keystroke. Built by the ORM, the query spent ten times longer
 being compiled than being run; `tests/labelling/test_judgements.py` compares its answers
-with the ORM's (`not_hidden_from`).
+with the ORM's (`Candidate.objects.not_hidden_from`).
 """
 
 from __future__ import annotations
 
 from functools import cache
 
-from django.db import connections
+from django.db import connection, connections
 
+from corpus.models import AccessGroup, Document, DocumentVersion
 from goldset.model_rows import RowShape, row_shape
+from labelling.models import Candidate, Change, ChangeSubject, Judgement
+
+
+def passages_for_grading(
+    *, assignment, user, context_chars: int = 0, candidate_id: int | None = None
+) -> list[Candidate]:
+    """The passages of an assignment that the user sees (`not_hidden_from`), in page order,
+    each with `grade` (the assignment's judgement of it, or None), `graded`, `revision`
+    (changes made to its judgement), `passage` (its text),
+    `doc_id`, `doc_title` and, with `context_chars`, `window`/`window_start`: its text with
+    that much around it. Only one candidate with `candidate_id`."""
+    if not user.is_authenticated:
+        return []
+    windowed, single = bool(context_chars), candidate_id is not None
+    sql, shape = _select(connection.alias, connection.vendor, windowed, single)
+    params: list = [assignment.pk, assignment.pk, ChangeSubject.JUDGEMENT]
+    params += [context_chars] * 7 if windowed else []  # 2 in window_start, 5 in window
+    params += [assignment.pool_id, assignment.question_id]
+    params += [candidate_id] if single else []
+    params.append(user.pk)
+    rows = shape.read(sql, params, connection=connection)
+    for row in rows:
+        row.graded = row.grade is not None
+    return rows
 
 
 @cache
-def grading_select(alias: str, vendor: str, windowed: bool, single: bool) -> tuple[str, RowShape]:
-    """`for_grading`'s SQL, with a context window or not, for one candidate or all, and the
-    shape of its rows: built once per process."""
-    from labelling.models import (
-        AccessGroup,
-        Candidate,
-        Change,
-        Document,
-        DocumentVersion,
-        Judgement,
-    )
+def _select(alias: str, vendor: str, windowed: bool, single: bool) -> tuple[str, RowShape]:
+    """The SQL, with a context window or not, for one candidate or all, and the shape of its
+    rows: built once per process."""
 
     q = connections[alias].ops.quote_name
     tables = {
