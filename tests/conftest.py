@@ -105,6 +105,33 @@ class WorkerProcess:
             self.process.wait(timeout=20)
         self.process = None
 
+    def wait_until_idle(self, timeout: float = 120.0) -> None:
+        """Return once the worker runs nothing and nothing waits in its queues. A job may start
+        another (a draw starts a pool): a worker still writing when the test's tables are
+        truncated deadlocks with the TRUNCATE, and the test database keeps that test's rows.
+        A worker that stays busy past ``timeout`` is killed and its queues purged instead."""
+        from goldset.celery import app
+
+        if self.process is None or self.process.poll() is not None:
+            return
+        queues = {app.conf.task_default_queue, settings.GOLDSET_BUILD_QUEUE} - {""}
+        deadline, idle_seen = time.monotonic() + timeout, 0
+        while time.monotonic() < deadline:
+            with app.connection_for_write() as connection:
+                waiting = sum(connection.default_channel.client.llen(q) for q in queues)
+                inspect = app.control.inspect(timeout=2, limit=1, connection=connection)
+                running = inspect.active() or {}
+                held = inspect.reserved() or {}
+            # No answer at all is not idleness: the worker may be too busy to reply.
+            busy = waiting or not running or any(running.values()) or any(held.values())
+            # Twice in a row: a message moves from the queue to the worker in between reads.
+            idle_seen = 0 if busy else idle_seen + 1
+            if idle_seen == 2:
+                return
+            time.sleep(0.1)
+        self.kill()
+        app.control.purge()
+
     def stop(self) -> None:
         if self.process is None:
             return
@@ -155,7 +182,9 @@ def worker(celery_worker_process, transactional_db):
     """For tests whose jobs must really travel through the queue (committed rows, real worker)."""
     if celery_worker_process is not None and celery_worker_process.process is None:
         celery_worker_process.start()  # a fault test that failed midway left it stopped
-    return celery_worker_process
+    yield celery_worker_process
+    if celery_worker_process is not None:
+        celery_worker_process.wait_until_idle()  # before pytest-django truncates the tables
 
 
 def child_pids(pid: int) -> list[int]:
