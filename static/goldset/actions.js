@@ -332,14 +332,24 @@
 
     // --- htmx events on the source element -------------------------------------------------
 
-    function ours(detail) {
+    function actionId(detail) {
       const headers = (detail.requestConfig || detail).headers || {};
-      return headers["X-Goldset-Action"] ? find(headers["X-Goldset-Action"]) : null;
+      return headers["X-Goldset-Action"] || null;
+    }
+
+    function ours(detail) {
+      const id = actionId(detail);
+      return id ? find(id) : null;
     }
 
     source.addEventListener("htmx:configRequest", function (event) {
       const action = ours(event.detail);
-      if (!action) return;
+      if (!action) {
+        // An action answered already (or dropped at logout) never goes out again: a second
+        // copy htmx replays from its queue would write twice and its answer swap over the first.
+        if (actionId(event.detail)) event.preventDefault();
+        return;
+      }
       // A request htmx queued before a failure: keep it for the resend, in its place.
       if (held || (pumping && actions[0] !== action)) {
         action.inFlight = false;
@@ -356,7 +366,10 @@
 
     source.addEventListener("htmx:beforeSwap", function (event) {
       const action = ours(event.detail);
-      if (!action) return;
+      if (!action) {
+        if (actionId(event.detail)) event.detail.shouldSwap = false; // see configRequest
+        return;
+      }
       const status = event.detail.xhr.status;
       const html = (event.detail.xhr.getResponseHeader("Content-Type") || "").indexOf("text/html") === 0;
       // Refusals come with the saved state and a message: show them like any answer.

@@ -72,7 +72,7 @@ def watch_console(page) -> list[str]:
     return problems
 
 
-def test_a_labeller_reviews_an_answer_with_the_keyboard(transactional_db, live_server, page):
+def test_a_labeller_reviews_an_answer_with_the_keyboard(worker, live_server, page):
     lina, omar, lead = make_world()
     mine = AnswerAssignment.objects.get(labeller=lina)
     problems = watch_console(page)

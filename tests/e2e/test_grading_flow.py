@@ -214,5 +214,42 @@ def test_a_grade_refused_with_503_is_sent_again_and_saved_once(live_server, brow
     context.close()
 
 
+def test_a_copy_of_an_answered_action_never_goes_out_again(live_server, browser):
+    """An action is sent once per attempt: a second copy of one already answered (as htmx's
+    request queue could replay it) is neither sent nor allowed to swap over the answer."""
+    project, pool, q1, lina, omar, url = make_world()
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    log_in(page, live_server, "lina", PASSWORD)
+    page.goto(f"{live_server.url}{url}")
+    expect(cards(page)).to_have_count(3)
+    wait_for_keys(page)
+    sent = []
+
+    def count(route):
+        sent.append((route.request.headers.get("x-goldset-action"), route.request.post_data))
+        route.continue_()
+
+    page.route(re.compile(r".*/candidates/\d+/grade/$"), count)
+    page.keyboard.press("2")
+    expect(page.locator("#save-state")).to_have_text("All changes saved")
+    assert len(sent) == 1 and sent[0][0]
+    page.evaluate(
+        """([id, body]) => htmx.ajax("POST", document.querySelector(".candidate").dataset.gradeUrl,
+             {source: document.getElementById("grading"), swap: "none",
+              values: Object.fromEntries(new URLSearchParams(body)),
+              headers: {"X-Goldset-Action": id}})""",
+        list(sent[0]),
+    )
+    # The next real action goes out behind anything htmx sent or queued before it.
+    page.keyboard.press("0")
+    expect(page.locator("#save-state")).to_have_text("All changes saved")
+    expect(cards(page).nth(0)).to_have_class(lambda_has("grade-0"))
+    assert len(sent) == 2 and "grade=0" in sent[1][1]
+    assert Judgement.objects.get().grade == 0
+    context.close()
+
+
 def lambda_has(name: str):
     return re.compile(rf"(^|\s){re.escape(name)}(\s|$)")
