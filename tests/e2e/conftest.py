@@ -26,8 +26,11 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 def browser():
     if not CHROMIUM.exists():
         pytest.fail("Debian's chromium is needed for browser tests: apt-get install -y chromium")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # Expectations wait as long as actions do (5 s by default): on a busy 2-core CI machine a
+    # job or a queued write can take longer than that to show, and a test is not about speed.
+    expect.set_options(timeout=20_000)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         yield browser
