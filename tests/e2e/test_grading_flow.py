@@ -153,13 +153,7 @@ def test_keyboard_grading_mouse_span_unanswerable_survive_reload_and_stay_blind(
 
 def test_an_action_made_after_the_session_expired_is_replayed_after_login(live_server, browser):
     project, pool, q1, lina, omar, url = make_world()
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    log_in(page, live_server, "lina", PASSWORD)
-    page.goto(f"{live_server.url}{url}")
-    expect(cards(page)).to_have_count(3)
-    wait_for_keys(page)
+    context, page = open_grading_page(browser, live_server, url)
 
     context.clear_cookies()  # the session expires while the page is open
     page.keyboard.press("2")
@@ -182,13 +176,7 @@ def test_a_grade_refused_with_503_is_sent_again_and_saved_once(live_server, brow
     """What the page does when the server answers as DatabaseUnavailableMiddleware does (the
     server side is tests/test_faults.py): wait as Retry-After says, send again, save once."""
     project, pool, q1, lina, omar, url = make_world()
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    log_in(page, live_server, "lina", PASSWORD)
-    page.goto(f"{live_server.url}{url}")
-    expect(cards(page)).to_have_count(3)
-    wait_for_keys(page)
+    context, page = open_grading_page(browser, live_server, url)
 
     sent = []
 
@@ -218,13 +206,7 @@ def test_a_copy_of_an_answered_action_never_goes_out_again(live_server, browser)
     """An action is sent once per attempt: a second copy of one already answered (as htmx's
     request queue could replay it) is neither sent nor allowed to swap over the answer."""
     project, pool, q1, lina, omar, url = make_world()
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    log_in(page, live_server, "lina", PASSWORD)
-    page.goto(f"{live_server.url}{url}")
-    expect(cards(page)).to_have_count(3)
-    wait_for_keys(page)
+    context, page = open_grading_page(browser, live_server, url)
     sent = []
 
     def count(route):
@@ -249,6 +231,18 @@ def test_a_copy_of_an_answered_action_never_goes_out_again(live_server, browser)
     assert len(sent) == 2 and "grade=0" in sent[1][1]
     assert Judgement.objects.get().grade == 0
     context.close()
+
+
+def open_grading_page(browser, live_server, url):
+    """Lina's grading page in a fresh browser context, once its keys answer."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    log_in(page, live_server, "lina", PASSWORD)
+    page.goto(f"{live_server.url}{url}")
+    expect(cards(page)).to_have_count(3)
+    wait_for_keys(page)
+    return context, page
 
 
 def lambda_has(name: str):
