@@ -133,12 +133,7 @@ def test_keyboard_grading_mouse_span_unanswerable_survive_reload_and_stay_blind(
     context.close()
 
     # omar holds the second slot of the same question: he sees none of lina's work.
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    log_in(page, live_server, "omar", PASSWORD)
-    page.goto(f"{live_server.url}{url}")
-    expect(cards(page)).to_have_count(3)
+    context, page = open_grading_page(browser, live_server, url, "omar")
     expect(page.locator("#question-progress")).to_contain_text("0 of 3")
     expect(page.locator("#question-progress")).to_contain_text("no verdict yet")
     expect(page.locator(".grade-button.chosen")).to_have_count(0)
@@ -233,12 +228,12 @@ def test_a_copy_of_an_answered_action_never_goes_out_again(live_server, browser)
     context.close()
 
 
-def open_grading_page(browser, live_server, url):
-    """Lina's grading page in a fresh browser context, once its keys answer."""
+def open_grading_page(browser, live_server, url, username="lina"):
+    """A labeller's grading page in a fresh browser context, once its keys answer."""
     context = browser.new_context()
     page = context.new_page()
     page.set_default_timeout(20_000)
-    log_in(page, live_server, "lina", PASSWORD)
+    log_in(page, live_server, username, PASSWORD)
     page.goto(f"{live_server.url}{url}")
     expect(cards(page)).to_have_count(3)
     wait_for_keys(page)
