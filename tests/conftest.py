@@ -114,11 +114,11 @@ class WorkerProcess:
 
         if self.process is None or self.process.poll() is not None:
             return
-        queues = {app.conf.task_default_queue, settings.GOLDSET_BUILD_QUEUE} - {""}
+        queue = app.conf.task_default_queue  # the only one this worker (no -Q) consumes
         deadline, idle_seen = time.monotonic() + timeout, 0
         while time.monotonic() < deadline:
             with app.connection_for_write() as connection:
-                waiting = sum(connection.default_channel.client.llen(q) for q in queues)
+                waiting = connection.default_channel.client.llen(queue)
                 inspect = app.control.inspect(timeout=2, limit=1, connection=connection)
                 running = inspect.active() or {}
                 held = inspect.reserved() or {}
