@@ -19,8 +19,10 @@ from functools import wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.messages import get_messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -55,6 +57,9 @@ from labelling.services.write_lock import held_assignment
 # (a write reads them with the passages it locks, so its answer needs no second read).
 CONTEXT_CHARS = services.PAGE_CONTEXT_CHARS
 PAGE = "labelling/grade.html"
+DOCUMENT = "labelling/passage_document.html"  # Jinja, as the card it belongs to
+GRADE_CHOICES = list(services.GRADES.items())
+ANSWER = "labelling/grade_update.html"  # Jinja: `labelling/templatetags/grading_fragments.py`
 SESSION_EXPIRED = "Your session has expired. Log in again; your last action is kept."
 OTHER_ACCOUNT = (
     "This browser is now logged in as {user}, not as the account this page was opened for, so "
@@ -117,7 +122,6 @@ def _cards(
     With `saved` (an outcome that carries the judgement it wrote), that judgement is used
     instead of being read again. With `whole` (and `only`), the passage is shown in its whole
     document, as the labeller had opened it."""
-    judgements = Judgement.objects.filter(assignment=assignment).prefetch_related("spans")
     if saved is not None and saved.judgement_saved and hasattr(only, "window"):
         candidates = [only]  # read with its window by the write, revision already advanced
     else:
@@ -127,11 +131,14 @@ def _cards(
             context_chars=CONTEXT_CHARS,
             candidate_id=only.pk if only is not None else None,
         )
-    if only is not None:
-        judgements = judgements.filter(candidate_id=only.pk)
     if saved is not None and saved.judgement_saved:
         by_candidate = {only.pk: saved.judgement} if saved.judgement else {}
     else:
+        # Built only here: a write's answer has its judgement already, and composing the
+        # queryset it would never run was ~5% of a grade's CPU.
+        judgements = Judgement.objects.filter(assignment=assignment).prefetch_related("spans")
+        if only is not None:
+            judgements = judgements.filter(candidate_id=only.pk)
         by_candidate = {j.candidate_id: j for j in judgements}
     base = candidate_url(assignment, slug)
     cards = []
@@ -240,16 +247,9 @@ def _verdict_of(assignment: Assignment) -> Verdict | None:
         return None
 
 
-def _fixed_context(assignment: Assignment, guideline_version: int | None = None) -> dict:
+def _fixed_context(assignment: Assignment) -> dict:
     """What every piece of the page needs (the partials use ids only, never `question`)."""
-    context = {
-        "assignment": assignment,
-        "outcomes": VerdictOutcome.choices,
-        "grades": list(services.GRADES.items()),
-    }
-    if guideline_version is not None:  # a write: keep what the page showed
-        context["guideline_version"] = guideline_version
-    return context
+    return {"assignment": assignment, "outcomes": VerdictOutcome.choices, "grades": GRADE_CHOICES}
 
 
 # Views -------------------------------------------------------------------------------------
@@ -275,7 +275,7 @@ def show_passage_document(
     )
     whole = request.GET.get("view") != "passage"
     (card,) = _cards(assignment, request.user, slug=slug, only=candidate, whole=whole)
-    return render(request, f"{PAGE}#document", {"card": card, "doc_oob": True})
+    return render(request, DOCUMENT, {"card": card, "doc_oob": True}, using="jinja2")
 
 
 def _write(action: Callable[..., services.Outcome | HttpResponse]) -> Callable:
@@ -370,13 +370,14 @@ def _answer(
             question_id=assignment.question_id,
         )
     kind = "ok" if status == 200 else "error"
-    context: dict = {"message": message, "message_kind": kind, "oob": True}
+    context: dict = {
+        "message": message, "message_kind": kind, "oob": True, "notice": "",
+        "messages": get_messages(request), "card": None, "progress": None, "verdict_html": "",
+    }  # fmt: skip
     subject = revision = None
     if assignment is not None and outcome is not None:
         progress = outcome.progress or assignment_progress(assignment, request.user)
-        shown = _shown_guideline(request)
-        context.update(_fixed_context(assignment, shown))
-        context.update({"project": access.project, "progress": progress, "notice": notice})
+        context.update(progress=progress, notice=notice)
         candidate = outcome.candidate
         if outcome.subject == ChangeSubject.JUDGEMENT and candidate is not None:
             cards = _cards(
@@ -394,28 +395,29 @@ def _answer(
                 card.message_kind = kind
                 if status == 200 and card.grade and progress.contradiction:
                     card.message, card.message_kind = progress.contradiction, "warn"
-                context["card"] = card
+                # What the card's template needs besides the card (`grading_fragments`).
+                context.update(card=card, total=progress.total, grades=GRADE_CHOICES)
+                context.update(page_fields="", doc_oob=False)
                 subject, revision = f"candidate-{candidate.pk}", card.revision
         if outcome.subject == ChangeSubject.VERDICT:
-            context["show_verdict"] = True
-            context["verdict"] = Verdict.objects.filter(assignment=assignment).first()
-            context["verdict_revision"] = (
+            verdict_revision = (
                 outcome.revision
                 if outcome.revision is not None
                 else services.verdict_revision(assignment)
             )
-            context["verdict_message"], context["verdict_message_kind"] = message, kind
-            subject, revision = "verdict", context["verdict_revision"]
-    response = render(request, "labelling/grade_update.html", context, status=status)
+            verdict = {
+                **_fixed_context(assignment), "project": access.project, "progress": progress,
+                "oob": True, "verdict": Verdict.objects.filter(assignment=assignment).first(),
+                "verdict_revision": verdict_revision, "verdict_message": message,
+                "verdict_message_kind": kind,
+            }  # fmt: skip
+            context["verdict_html"] = render_to_string(f"{PAGE}#verdict", verdict, request)
+            subject, revision = "verdict", verdict_revision
+    response = render(request, ANSWER, context, status=status, using="jinja2")
     if subject is not None:
         response["X-Goldset-Subject"] = subject
         response["X-Goldset-Revision"] = str(revision)
     return response
-
-
-def _shown_guideline(request) -> int | None:
-    raw = request.POST.get("guideline", "")
-    return int(raw) if raw.isdigit() else None
 
 
 def _cleaned(form: GradingWriteForm) -> dict:
