@@ -37,11 +37,23 @@ def held_assignment(*, user, slug: str, pool_id: int, question_id: int):
     .for_question(pool_id=..., question_id=...).first()`, read in one query: the access, and
     the assignment with only `id`, `pool_id`, `question_id` and `labeller_id` read (the rest
     load on first use), or None if the user holds none for that question."""
+    column = _held_assignment_column(connection.vendor)
+    access, assignment_id = project_access_with(user, slug, column=(column, [pool_id, question_id]))
+    if assignment_id is None:
+        return access, None
+    fields = ["id", "pool_id", "question_id", "labeller_id"]
+    values = [assignment_id, pool_id, question_id, user.pk]
+    return access, Assignment.from_db(access.project._state.db, fields, values)
+
+
+@cache
+def _held_assignment_column(vendor: str) -> str:
+    """held_assignment's scalar subquery over corpus.access's project row `p` and membership
+    row `m` (so the pool is `ap`), built once per process (`vendor` keys the quoting)."""
     q = connection.ops.quote_name
     t = {key: q(model._meta.db_table) for key, model in {
         "a": Assignment, "ap": Pool, "s": QuestionSet, "q": Question}.items()}  # fmt: skip
-    # Over corpus.access's project row `p` and membership row `m` (so the pool is `ap`).
-    column = f"""
+    return f"""
         SELECT a.id
         FROM {t["a"]} a
         JOIN {t["ap"]} ap ON ap.id = a.pool_id
@@ -51,12 +63,6 @@ def held_assignment(*, user, slug: str, pool_id: int, question_id: int):
           AND a.pool_id = %s AND a.question_id = %s
         ORDER BY a.id LIMIT 1
     """  # noqa: S608 - only table and column names are interpolated, values are parameters
-    access, assignment_id = project_access_with(user, slug, column=(column, [pool_id, question_id]))
-    if assignment_id is None:
-        return access, None
-    fields = ["id", "pool_id", "question_id", "labeller_id"]
-    values = [assignment_id, pool_id, question_id, user.pk]
-    return access, Assignment.from_db(access.project._state.db, fields, values)
 
 
 def locked_assignment(*, assignment_id: int, labeller_id: int | None, guideline_version: int):
