@@ -70,7 +70,7 @@ MIDDLEWARE = [
     "goldset.middleware.PrivatePagesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "csp.middleware.CSPMiddleware",
+    "goldset.middleware.ContentSecurityPolicyMiddleware",  # django-csp's, the header built once
     "django_htmx.middleware.HtmxMiddleware",
     "goldset.middleware.RejectLookupParametersMiddleware",
     "goldset.middleware.DatabaseUnavailableMiddleware",
