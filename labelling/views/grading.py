@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import wraps
+from functools import lru_cache, wraps
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -23,7 +23,7 @@ from django.contrib.messages import get_messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from corpus.access import ProjectAccess, project_access
@@ -504,15 +504,17 @@ def undo_change(request, access, assignment) -> services.Outcome | HttpResponse:
 
 def candidate_url(assignment: Assignment, slug: str) -> str:
     """The common start of a passage's URLs (`<this>/<candidate id>/grade/`, `.../spans/`...),
-    reversed once per page instead of six times per passage: `labelling/urls.py` nests them all
-    under `_candidate`, and reversing is a noticeable share of the page's time."""
+    reversed once per question, not six times per passage: `labelling/urls.py` nests them all
+    under `_candidate`, and reversing is a noticeable share of a page's and a write's time."""
+    return _candidate_url(get_script_prefix(), slug, assignment.pool_id, assignment.question_id)
+
+
+@lru_cache(maxsize=4096)
+def _candidate_url(script_prefix: str, slug: str, pool_id: int, question_id: int) -> str:
+    # `script_prefix` only keys the cache: reverse() reads it itself.
     page = reverse(
         "labelling:grade-question",
-        kwargs={
-            "slug": slug,
-            "pool_id": assignment.pool_id,
-            "question_id": assignment.question_id,
-        },
+        kwargs={"slug": slug, "pool_id": pool_id, "question_id": question_id},
     )
     return f"{page}candidates/"
 
