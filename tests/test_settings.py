@@ -118,3 +118,18 @@ def test_there_is_no_self_sign_up(db):
         assert client.get(path).status_code in (302, 404), path  # the admin redirects to log in
     page = client.get("/accounts/login/").content.decode().lower()
     assert "sign up" not in page and "register" not in page
+
+
+def test_postgresql_binds_on_the_server_and_prepares_statements_unless_told_not_to():
+    show = "import json; from django.conf import settings as s; print(json.dumps(s.DATABASES))"
+
+    def options(url, **env):
+        result = run_manage("shell", "-c", show, DEBUG="1", DATABASE_URL=url, **env)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.strip().splitlines()[-1])["default"].get("OPTIONS", {})
+
+    postgres = "postgres://goldset@127.0.0.1:5432/goldset"
+    prepared = {"server_side_binding": True, "prepare_threshold": 5}
+    assert options(postgres) == prepared
+    assert options(postgres, DB_PREPARED_STATEMENTS="0") == {}
+    assert "server_side_binding" not in options("sqlite:///goldset.sqlite3")
