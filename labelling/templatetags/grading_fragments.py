@@ -14,8 +14,21 @@ from django.template.backends.utils import csrf_input
 from django.template.loader import get_template
 from django.utils.safestring import mark_safe
 
+from labelling.services.judgements import GRADES
+
 register = template.Library()
 PAGE_FIELDS = "labelling/grade.html#page_fields"  # the page's own, which its verdict form uses too
+GRADE_CHOICES = list(GRADES.items())
+
+
+def card_values(card, *, total: int, page_fields: str = "") -> dict:
+    """What `passage_card.html` needs: the card, the question's number of passages, and the
+    fields the page's forms carry (its CSRF token and page fields). Without them, the card is
+    a write's answer (`oob`): only the page's script submits a swapped-in form."""
+    return {
+        "card": card, "total": total, "grades": GRADE_CHOICES, "page_fields": page_fields,
+        "oob": not page_fields, "doc_oob": False,
+    }  # fmt: skip
 
 
 def _jinja(name: str, values: dict) -> str:
@@ -26,15 +39,22 @@ def _jinja(name: str, values: dict) -> str:
 
 @register.simple_tag(takes_context=True)
 def passage_card(context, card) -> str:
-    """The card as the page shows it: with the CSRF and page fields on its forms, which a
-    write's answer leaves out (only the page's script submits a swapped-in form)."""
-    request = context.request
-    page_fields = csrf_input(request) + get_template(PAGE_FIELDS).render(
-        {"user": request.user, "guideline_version": context.get("guideline_version")}
+    """The card as the page shows it, its forms with the page's fields."""
+    return _jinja(
+        "labelling/passage_card.html",
+        card_values(card, total=context["progress"].total, page_fields=_page_fields(context)),
     )
-    values = {"card": card, "oob": False, "doc_oob": False, "page_fields": page_fields}
-    values.update(total=context["progress"].total, grades=context["grades"])
-    return _jinja("labelling/passage_card.html", values)
+
+
+def _page_fields(context) -> str:
+    """The CSRF token and the page fields, rendered once per page for all its cards."""
+    rendered = context.render_context
+    if PAGE_FIELDS not in rendered:
+        request = context.request
+        rendered[PAGE_FIELDS] = csrf_input(request) + get_template(PAGE_FIELDS).render(
+            {"user": request.user, "guideline_version": context.get("guideline_version")}
+        )
+    return rendered[PAGE_FIELDS]
 
 
 @register.simple_tag(takes_context=True)
@@ -47,5 +67,5 @@ def grading_flash(context) -> str:
 @register.simple_tag(takes_context=True)
 def question_progress(context) -> str:
     return _jinja(
-        "labelling/question_progress.html", {"progress": context["progress"]} | {"oob": False}
+        "labelling/question_progress.html", {"progress": context["progress"], "oob": False}
     )

@@ -52,13 +52,13 @@ from labelling.services import judgements as services
 from labelling.services.completion import Progress, assignment_progress
 from labelling.services.guidelines import current_guideline, render_guideline
 from labelling.services.write_lock import held_assignment
+from labelling.templatetags.grading_fragments import card_values
 
 # Characters of document text shown on each side of a passage when its context is expanded
 # (a write reads them with the passages it locks, so its answer needs no second read).
 CONTEXT_CHARS = services.PAGE_CONTEXT_CHARS
 PAGE = "labelling/grade.html"
 DOCUMENT = "labelling/passage_document.html"  # Jinja, as the card it belongs to
-GRADE_CHOICES = list(services.GRADES.items())
 ANSWER = "labelling/grade_update.html"  # Jinja: `labelling/templatetags/grading_fragments.py`
 SESSION_EXPIRED = "Your session has expired. Log in again; your last action is kept."
 OTHER_ACCOUNT = (
@@ -249,7 +249,7 @@ def _verdict_of(assignment: Assignment) -> Verdict | None:
 
 def _fixed_context(assignment: Assignment) -> dict:
     """What every piece of the page needs (the partials use ids only, never `question`)."""
-    return {"assignment": assignment, "outcomes": VerdictOutcome.choices, "grades": GRADE_CHOICES}
+    return {"assignment": assignment, "outcomes": VerdictOutcome.choices}
 
 
 # Views -------------------------------------------------------------------------------------
@@ -395,9 +395,7 @@ def _answer(
                 card.message_kind = kind
                 if status == 200 and card.grade and progress.contradiction:
                     card.message, card.message_kind = progress.contradiction, "warn"
-                # What the card's template needs besides the card (`grading_fragments`).
-                context.update(card=card, total=progress.total, grades=GRADE_CHOICES)
-                context.update(page_fields="", doc_oob=False)
+                context.update(card_values(card, total=progress.total))
                 subject, revision = f"candidate-{candidate.pk}", card.revision
         if outcome.subject == ChangeSubject.VERDICT:
             verdict_revision = (
