@@ -4,14 +4,16 @@
         [--database sqlite|postgres] [--pg-name goldset_bench_grading]
 
 What a labeller's browser asks for, through Django's test client with a logged-in session: the
-grading page (GET), a grade (htmx POST, a changing grade every time), a span that narrows the
+grading page (GET), a grade (htmx POST, a changing grade every time), a first grade (`first`:
+a passage of a question not graded yet, as a labeller mostly sends), a span that narrows the
 evidence, a note, a verdict, an undo, the whole document of a passage, and "next question"
 (the queue's POST). Printed per kind: p50 and p95 in ms, the CPU time of this process per
 request (`time.process_time`, p50 and mean: what a web worker spends, whatever else the
 machine runs; SQLite's work is in it, PostgreSQL's server is not) and the number of SQL
-queries; the grade request is the one the labelling
-load benchmark (`labelling_load.py`) puts under concurrency. Use it to compare two trees on the
-same machine in the same minute (a ratio), since absolute times on a shared box vary.
+queries; the first grade is what the labelling load benchmark (`labelling_load.py`) mostly
+sends under concurrency (each of its labellers grades each passage once). Use it to compare
+two trees on the same machine in the same minute (a ratio), since absolute times on a shared
+box vary.
 
 Django runs with production settings (DEBUG off) unless ``--debug``: DEBUG's WhiteNoise
 autorefresh and query log cost a web worker CPU that no deployment spends. Queries are counted by
@@ -121,6 +123,35 @@ def world(passages: int):
     return user, assignment, candidates, text
 
 
+def fresh_assignments(assignment, count: int) -> list:
+    """`count` more questions in the assignment's pool, each with passages laid out as the
+    first one's and assigned to the same labeller: (assignment, its candidates) each, for
+    first grades (what a labeller mostly sends: a passage no one graded yet)."""
+    from labelling.models import Assignment, Candidate, Question
+
+    template = list(
+        Candidate.objects.filter(
+            pool_id=assignment.pool_id, question_id=assignment.question_id
+        ).order_by("pk")
+    )
+    made = []
+    for n in range(count):
+        question = Question.objects.create(
+            question_set_id=assignment.question.question_set_id, external_id=f"fresh-{n}",
+            text=f"how many leave days can i carry over ({n})?",
+        )  # fmt: skip
+        candidates = Candidate.objects.bulk_create(
+            Candidate(pool_id=c.pool_id, question=question, version_id=c.version_id,
+                      start=c.start, end=c.end, shuffle_rank=c.shuffle_rank)
+            for c in template
+        )  # fmt: skip
+        fresh = Assignment.objects.create(
+            pool_id=assignment.pool_id, question=question, labeller_id=assignment.labeller_id
+        )
+        made.append((fresh, candidates))
+    return made
+
+
 # Where a grade's CPU goes (--split): the steps of a grade request, each a function replaced by
 # a timed wrapper while the benchmark runs. Indented steps are parts of the one above them.
 STEPS = [
@@ -223,8 +254,17 @@ def run(passages: int, rounds: int) -> dict:
     results: dict = {}
     revisions = {c.pk: 0 for c in candidates}
     verdict_revision = 0
+    fresh = fresh_assignments(assignment, rounds)
     for round_ in range(rounds):
         timed("page", results, client.get, page)
+        first, first_candidates = fresh[round_]
+        first_ids = {"pool_id": first.pool_id, "question_id": first.question_id}
+        first_page = reverse("labelling:grade-question", kwargs={"slug": "bench", **first_ids})
+        for n, candidate in enumerate(first_candidates):
+            fields = {"grade": "0112"[n % 4], "revision": 0, "guideline": "0",
+                      "labeller": user.pk, "seconds": "3"}  # fmt: skip
+            url = f"{first_page}candidates/{candidate.pk}/grade/"
+            timed("first", results, client.post, url, fields, **htmx)
         for candidate in candidates:
             base = f"{page}candidates/{candidate.pk}/"
             grade = "2" if (round_ + candidate.pk) % 2 else "1"

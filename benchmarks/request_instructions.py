@@ -1,6 +1,6 @@
 """Instructions per grading request, counted by callgrind: a figure the machine's noise cannot move.
 
-    .venv/bin/python benchmarks/request_instructions.py [--kind grade|page|next|floor]
+    .venv/bin/python benchmarks/request_instructions.py [--kind grade|first|page|next|floor]
         [--requests 50] [--database sqlite|postgres] [--passages 10]
 
 Milliseconds of CPU on a shared 2-core box drift by 1.5-2.5x within an hour, so a before/after
@@ -11,7 +11,9 @@ each (the same `.venv` is fine): the ratio of their counts is the change's effec
 
 The request is the one `grading_requests.py` sends (same world, same production settings, DEBUG
 off, urlencoded bodies): a grade of a changing passage (`grade`, 0/1/2 cycled), the grading page
-(`page`), "next question" to the same open question (`next`), or the floor every request of a
+(`page`), a first grade of a passage no one graded yet (`first`, what a labeller mostly sends:
+a new judgement and its span, 0/1/1/2 cycled, on a fresh question every 10 grades), "next
+question" to the same open question (`next`), or the floor every request of a
 logged-in user pays (`floor`: a page that does not exist, so the middleware, the session and
 the user, and a 404; a grade's count over it says how much of the grade is the grade's own).
 The process starts under valgrind with instrumentation off (so the migrations and the world
@@ -59,6 +61,7 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
     page = reverse("labelling:grade-question", kwargs={"slug": "bench", **ids})
     next_url = reverse("labelling:next-question", kwargs={"slug": "bench"})
     revisions = {c.pk: 0 for c in candidates}
+    fresh = bench.fresh_assignments(assignment, -(-(20 + requests) // len(candidates)))
 
     logging.getLogger("django.request").setLevel(logging.ERROR)  # the floor's "Not Found" lines
 
@@ -75,6 +78,17 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
             # The page it leads to shows (and so drops) its message: without this, the
             # messages would pile up in the cookie and then in the session, unlike any browser.
             client.cookies.pop("messages", None)
+        elif kind == "first":
+            first, first_candidates = fresh[i // len(candidates)]
+            candidate = first_candidates[i % len(candidates)]
+            first_ids = {"pool_id": first.pool_id, "question_id": first.question_id}
+            first_page = reverse("labelling:grade-question", kwargs={"slug": "bench", **first_ids})
+            fields = {"grade": "0112"[i % 4], "revision": 0, "guideline": "0",
+                      "labeller": user.pk, "seconds": "3"}  # fmt: skip
+            response = client.post(
+                f"{first_page}candidates/{candidate.pk}/grade/", urlencode(fields),
+                content_type=bench.FORM_ENCODED, secure=True, HTTP_HX_REQUEST="true",
+            )  # fmt: skip
         else:
             candidate = candidates[i % len(candidates)]
             fields = {"grade": str(i // len(candidates) % 3), "revision": revisions[candidate.pk],
@@ -100,7 +114,9 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--kind", choices=["grade", "page", "next", "floor"], default="grade")
+    parser.add_argument(
+        "--kind", choices=["grade", "first", "page", "next", "floor"], default="grade"
+    )
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="postgres")
     parser.add_argument("--passages", type=int, default=10)
