@@ -146,9 +146,9 @@ def _cards(
         judgement = by_candidate.get(candidate.pk)
         spans = []
         if judgement is not None:
-            spans = getattr(judgement, "saved_spans", None) or sorted(
-                judgement.spans.all(), key=lambda s: (s.start, s.end)
-            )
+            spans = getattr(judgement, "saved_spans", None)
+            if spans is None:  # read, not written by this request (a 0 grade saves none: [])
+                spans = sorted(judgement.spans.all(), key=lambda s: (s.start, s.end))
         passage = (candidate.start, candidate.end)
         evidence = [(s.start, s.end) for s in spans if s.version_id == candidate.version_id]
         if whole and only is not None:

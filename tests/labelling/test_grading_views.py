@@ -669,6 +669,12 @@ def test_a_grade_request_reads_the_database_no_more_than_before(
     # but writes its default span: 10
     with django_assert_max_num_queries(10):
         assert post(client, url, {"grade": "2", "revision": "0"}).status_code == 200
+    # A first 0 writes no span, and its answer reads none back (it read the spans it had not
+    # written once: 10)
+    zero = world.url("grade-candidate", candidate=world.c2)
+    with django_assert_max_num_queries(9) as seen:
+        assert post(client, zero, {"grade": "0", "revision": "0"}).status_code == 200
+    assert not [q for q in seen.captured_queries if Span._meta.db_table in q["sql"]]
     fields = {"grade": "1", "revision": "1", "guideline": "0", "labeller": str(world.ana.pk)}
     # 15 before issue 14 (the frozen-item check), 14 before issue 19 (the card read again), 13
     # before the verdict was read with the locked assignment, 12 before the judgement was read
