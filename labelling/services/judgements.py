@@ -46,6 +46,7 @@ from labelling.models import (
 from labelling.services.completion import Progress, update_completion
 from labelling.services.write_lock import (
     append_change,
+    insert_new,
     judgement_with_spans,
     locked_assignment,
     save_judgement_edit,
@@ -595,7 +596,7 @@ def _write_judgement(
     judgement.revision = revision
     is_new = judgement.pk is None
     if is_new:
-        judgement.save()
+        insert_new([judgement])
     else:
         save_judgement_edit(judgement, fields=JUDGEMENT_EDIT_FIELDS)
     existing = {} if is_new else {(s.version_id, s.start, s.end): s for s in judgement.spans.all()}
@@ -604,20 +605,12 @@ def _write_judgement(
     if stale:
         Span.objects.filter(pk__in=stale).delete()
     new = sorted(wanted - set(existing))
-    created = []
-    if new:
-        created = Span.objects.bulk_create(
-            [
-                Span(
-                    judgement=judgement,
-                    version_id=v,
-                    start=s,
-                    end=e,
-                    quote=(quotes or {}).get((v, s, e)) or _quote(v, s, e),
-                )  # fmt: skip
-                for v, s, e in new
-            ]
-        )
+    created = [
+        Span(judgement=judgement, version_id=v, start=s, end=e,
+             quote=(quotes or {}).get((v, s, e)) or _quote(v, s, e))
+        for v, s, e in new
+    ]  # fmt: skip
+    insert_new(created)
     kept = [span for key, span in existing.items() if key in wanted]
     judgement.saved_spans = sorted(kept + created, key=lambda span: (span.start, span.end))
     return judgement

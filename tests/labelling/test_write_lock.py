@@ -4,7 +4,7 @@ the page showed, its verdict; and nothing for another labeller's assignment. The
 every write ends with, and an edited judgement's row, are the rows the ORM would have written."""
 
 import pytest
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import OuterRef, Subquery
 from django.http import Http404
 
@@ -204,3 +204,47 @@ def test_an_edited_judgement_saves_as_the_orms_save_would(project):
     gone = Judgement(pk=ours.pk + 1000, assignment=world.a1, candidate=world.c1, grade=0)
     with pytest.raises(DatabaseError, match="did not affect any rows"):
         save_judgement_edit(gone, fields=JUDGEMENT_EDIT_FIELDS)
+
+
+@pytest.mark.django_db
+def test_new_judgements_and_spans_insert_as_the_orms_bulk_create_would(project):
+    from labelling.models import Span
+    from labelling.services.write_lock import insert_new
+
+    world = World(project)
+    guideline = save_guideline(project=project, text="Grade 2 if it answers.", user=world.lead)
+    made = {}
+    for name, assignment, save in (
+        ("ours", world.a1, insert_new),
+        ("theirs", world.b1, lambda objs: type(objs[0]).objects.bulk_create(objs)),
+    ):  # fmt: skip
+        judgement = Judgement(
+            assignment=assignment, candidate=world.c1, grade=2, note='Ünïcode "q" <b>',
+            guideline=guideline, seconds_spent=1.5,
+        )  # fmt: skip
+        save([judgement])
+        assert judgement.pk is not None and not judgement._state.adding
+        spans = [Span(judgement=judgement, version_id=world.c1.version_id, start=s, end=s + 5,
+                      quote=f"q{s}") for s in (30, 0, 12)]  # fmt: skip
+        save(spans)
+        assert all(s.pk is not None and not s._state.adding for s in spans)
+        made[name] = (judgement, spans)
+    fields = ["grade", "note", "guideline_id", "seconds_spent", "revision", "candidate_id"]
+    rows = {name: Judgement.objects.values(*fields).get(pk=j.pk) for name, (j, _) in made.items()}
+    assert rows["ours"] == rows["theirs"]
+    for judgement, spans in made.values():
+        saved = Judgement.objects.get(pk=judgement.pk)
+        assert saved.created_at == judgement.created_at and saved.created_at.tzinfo is not None
+        assert saved.updated_at == judgement.updated_at
+        # Each instance holds its own row's id: RETURNING answers in the order of the rows.
+        assert [(s.pk, s.start, s.quote, s.created_at) for s in spans] == [
+            (s.pk, s.start, s.quote, s.created_at)
+            for s in (Span.objects.get(pk=x.pk) for x in spans)
+        ]
+        assert {s.judgement_id for s in Span.objects.filter(pk__in=[s.pk for s in spans])} == {
+            judgement.pk
+        }
+    insert_new([])  # nothing to write is no statement and no error
+    twice = Judgement(assignment=world.a1, candidate=world.c1, grade=1)
+    with pytest.raises(IntegrityError), transaction.atomic():  # the one-per-candidate rule holds
+        insert_new([twice])
