@@ -18,10 +18,8 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from corpus.models import Job
-from goldset.model_rows import row_shape
 from goldset.sessions import SessionStore, SessionUserBackend
-from tests.factories import PASSWORD, ProjectFactory, UserFactory
+from tests.factories import PASSWORD, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -94,31 +92,6 @@ def test_signed_out_by_expiry_a_deleted_user_or_a_changed_password(client):
             user.save()
         response = client.get(PRIVATE)
         assert response.status_code == 302 and "/accounts/login/" in response["Location"], end
-
-
-def test_rows_become_instances_as_the_orm_makes_them():
-    job = Job.objects.create(
-        project=ProjectFactory(), kind="index", params={"reason": 'ünïcode "q"', "k1": 0.9},
-        started_at=timezone.now(),
-    )  # fmt: skip
-    fields = [f for f in Job._meta.concrete_fields if f.attname != "created_at"]
-    q = connection.ops.quote_name
-    columns = ", ".join(q(f.column) for f in fields)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {columns}, 41 + 1 FROM {q(Job._meta.db_table)} WHERE id = %s",  # noqa: S608
-            [job.pk],
-        )
-        (read,) = row_shape(Job, fields, extra=["answer"], connection=connection).instances(
-            cursor.fetchall(), connection=connection
-        )
-    orm = Job.objects.get(pk=job.pk)
-    assert [getattr(read, f.attname) for f in fields] == [getattr(orm, f.attname) for f in fields]
-    assert read.params == {"reason": 'ünïcode "q"', "k1": 0.9} and read.answer == 42
-    assert timezone.is_aware(read.started_at)
-    assert read.get_deferred_fields() == {"created_at"} and read.created_at == orm.created_at
-    with pytest.raises(ValueError, match="primary key"):
-        row_shape(Job, fields[1:], connection=connection)
 
 
 @pytest.fixture
