@@ -203,12 +203,12 @@ def test_a_backend_killed_mid_grade_writes_nothing_and_the_client_is_told_to_ret
     grading, monkeypatch
 ):
     client, url = grading
-    real_append = judgement_services._append
+    real_completion = judgement_services.update_completion
     killed = []
 
-    def append_after_the_backend_dies(*args, **kwargs):
-        # The judgement and its default span are written (uncommitted) by now; an operator, a
-        # failover or an OOM kill ends the backend before the history row and the commit.
+    def completion_after_the_backend_dies(*args, **kwargs):
+        # The judgement, its default span and the history row are written (uncommitted) by
+        # now; an operator, a failover or an OOM kill ends the backend before the commit.
         if not killed:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_backend_pid()")
@@ -225,9 +225,9 @@ def test_a_backend_killed_mid_grade_writes_nothing_and_the_client_is_told_to_ret
             ) as admin:
                 admin.execute("SELECT pg_terminate_backend(%s, 10000)", [pid])
             killed.append(pid)
-        return real_append(*args, **kwargs)
+        return real_completion(*args, **kwargs)
 
-    monkeypatch.setattr(judgement_services, "_append", append_after_the_backend_dies)
+    monkeypatch.setattr(judgement_services, "update_completion", completion_after_the_backend_dies)
     headers = {"HTTP_HX_REQUEST": "true"}
     response = client.post(url, {"grade": "2", "revision": "0"}, **headers)
 

@@ -45,7 +45,11 @@ from labelling.models import (
 )
 from labelling.services.completion import Progress, update_completion
 from labelling.services.write_lock import (
+    HistoryRow,
     append_change,
+    append_history,
+    change_row,
+    insert_judgement,
     insert_new,
     judgement_with_spans,
     locked_assignment,
@@ -430,11 +434,15 @@ def _edit_judgement(
                 if revision != current:
                     raise StaleEdit(STALE_MESSAGE)
                 known = {(candidate.version_id, candidate.start, candidate.end): candidate.passage}
+                history = change_row(
+                    assignment_id=locked.pk, candidate_id=candidate.pk,
+                    subject=ChangeSubject.JUDGEMENT, action=action, before=before, after=after,
+                    made_by_id=getattr(labeller, "pk", None),
+                )  # fmt: skip
                 judgement = _write_judgement(
                     locked, candidate, judgement, after, seconds=seconds, revision=current + 1,
-                    quotes={**known, **(quotes or {})},
+                    quotes={**known, **(quotes or {})}, history=history,
                 )  # fmt: skip
-                _append(locked, ChangeSubject.JUDGEMENT, candidate, action, before, after, labeller)
                 candidate.revision = current + 1
                 candidate.grade = after["grade"] if after is not None else None
                 candidate.graded = after is not None
@@ -580,12 +588,17 @@ def _verdict_state(verdict: Verdict | None) -> VerdictState:
 def _write_judgement(
     assignment: Assignment, candidate: Candidate, judgement: Judgement | None,
     state: JudgementState, *, seconds: float, revision: int, quotes: dict | None = None,
+    history: HistoryRow | None = None,
 ) -> Judgement | None:  # fmt: skip
     """Make the saved judgement match ``state``; ``quotes`` holds span texts already known
-    (the passage, a validated selection), the rest are read from the version text."""
+    (the passage, a validated selection), the rest are read from the version text. The
+    write's `history` row goes into the judgement's own statement where the database allows
+    (without it, the caller appends the change)."""
     if state is None:
         if judgement is not None:
             judgement.delete()
+        if history is not None:
+            append_history(history)
         return None
     if judgement is None:
         judgement = Judgement(assignment=assignment, candidate=candidate, seconds_spent=0.0)
@@ -595,22 +608,21 @@ def _write_judgement(
     judgement.seconds_spent = (judgement.seconds_spent or 0.0) + seconds
     judgement.revision = revision
     is_new = judgement.pk is None
-    if is_new:
-        insert_new([judgement])
-    else:
-        save_judgement_edit(judgement, fields=JUDGEMENT_EDIT_FIELDS)
     existing = {} if is_new else {(s.version_id, s.start, s.end): s for s in judgement.spans.all()}
     wanted = {tuple(s) for s in state["spans"]}
-    stale = [s.pk for key, s in existing.items() if key not in wanted]
-    if stale:
-        Span.objects.filter(pk__in=stale).delete()
-    new = sorted(wanted - set(existing))
     created = [
         Span(judgement=judgement, version_id=v, start=s, end=e,
              quote=(quotes or {}).get((v, s, e)) or _quote(v, s, e))
-        for v, s, e in new
+        for v, s, e in sorted(wanted - set(existing))
     ]  # fmt: skip
-    insert_new(created)
+    if is_new:
+        insert_judgement(judgement, created, history=history)
+    else:
+        save_judgement_edit(judgement, fields=JUDGEMENT_EDIT_FIELDS, history=history)
+        stale = [s.pk for key, s in existing.items() if key not in wanted]
+        if stale:
+            Span.objects.filter(pk__in=stale).delete()
+        insert_new(created)
     kept = [span for key, span in existing.items() if key in wanted]
     judgement.saved_spans = sorted(kept + created, key=lambda span: (span.start, span.end))
     return judgement

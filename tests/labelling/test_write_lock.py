@@ -248,3 +248,71 @@ def test_new_judgements_and_spans_insert_as_the_orms_bulk_create_would(project):
     twice = Judgement(assignment=world.a1, candidate=world.c1, grade=1)
     with pytest.raises(IntegrityError), transaction.atomic():  # the one-per-candidate rule holds
         insert_new([twice])
+
+
+def history_of(world, candidate, action):
+    return {
+        "assignment_id": world.a1.pk, "candidate_id": candidate.pk,
+        "subject": ChangeSubject.JUDGEMENT, "action": action, "before": None,
+        "after": {"grade": 2, "note": "", "spans": []}, "made_by_id": world.ana.pk,
+    }  # fmt: skip
+
+
+def change_values(change):
+    return (change.assignment_id, change.candidate_id, change.subject, change.action,
+            change.before, change.after, change.made_by_id, change.undoes_id)  # fmt: skip
+
+
+@pytest.mark.django_db
+def test_a_first_grade_writes_judgement_spans_and_history_as_the_orm_would(project):
+    """One statement on PostgreSQL (WITH queries), three elsewhere: the same rows either way."""
+    from labelling.models import Span
+    from labelling.services.write_lock import change_row, insert_judgement
+
+    world = World(project)
+    version = world.c1.version_id
+    for candidate, starts in ((world.c1, (40, 0, 12)), (world.c2, ())):  # a 0 has no spans
+        judgement = Judgement(assignment=world.a1, candidate=candidate, grade=2 if starts else 0,
+                              note='Ünïcode "q" <b>', seconds_spent=2.0)  # fmt: skip
+        spans = [Span(judgement=judgement, version_id=version, start=s, end=s + 5, quote=f"q{s}")
+                 for s in starts]  # fmt: skip
+        fields = history_of(world, candidate, f"grade {judgement.grade}")
+        insert_judgement(judgement, spans, history=change_row(**fields))
+        saved = Judgement.objects.get(assignment=world.a1, candidate=candidate)
+        assert judgement.pk == saved.pk and not judgement._state.adding
+        assert (saved.grade, saved.note, saved.created_at) == (
+            judgement.grade, judgement.note, judgement.created_at
+        )  # fmt: skip
+        rows = Span.objects.filter(judgement=saved)
+        assert sorted((s.pk, s.start, s.quote) for s in rows) == sorted(
+            (s.pk, s.start, s.quote) for s in spans
+        )  # each instance has its own row's id
+        assert all(s.judgement is judgement and not s._state.adding for s in spans)
+        (change,) = Change.objects.filter(candidate=candidate)
+        expected = Change.objects.create(**fields)  # the ORM's row of the same history
+        assert change_values(change) == change_values(expected)
+        expected.delete()
+    # A second judgement of the same passage is refused, and its history row with it.
+    again = Judgement(assignment=world.a1, candidate=world.c1, grade=1)
+    history = change_row(**history_of(world, world.c1, "grade 1"))
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_judgement(again, [], history=history)
+    assert Change.objects.filter(candidate=world.c1).count() == 1
+
+
+@pytest.mark.django_db
+def test_an_edit_and_its_history_are_written_together_or_not_at_all(project):
+    from labelling.services.write_lock import change_row
+
+    world = World(project)
+    judgement = Judgement.objects.create(assignment=world.a1, candidate=world.c1, grade=1)
+    judgement.grade, judgement.revision = 2, 2
+    history = change_row(**history_of(world, world.c1, "grade 2"))
+    save_judgement_edit(judgement, fields=JUDGEMENT_EDIT_FIELDS, history=history)
+    assert Judgement.objects.get(pk=judgement.pk).grade == 2
+    assert [c.action for c in Change.objects.all()] == ["grade 2"]
+    gone = Judgement(pk=judgement.pk + 1000, assignment=world.a1, candidate=world.c1, grade=0)
+    history = change_row(**history_of(world, world.c1, "grade 0"))
+    with pytest.raises(DatabaseError, match="did not affect any rows"), transaction.atomic():
+        save_judgement_edit(gone, fields=JUDGEMENT_EDIT_FIELDS, history=history)
+    assert [c.action for c in Change.objects.all()] == ["grade 2"]  # rolled back with the edit
