@@ -43,18 +43,8 @@ from labelling.models import (
     Verdict,
     VerdictOutcome,
 )
+from labelling.services import write_lock
 from labelling.services.completion import Progress, update_completion
-from labelling.services.write_lock import (
-    HistoryRow,
-    append_change,
-    append_history,
-    change_row,
-    insert_judgement,
-    insert_new,
-    judgement_with_spans,
-    locked_assignment,
-    save_judgement_edit,
-)
 
 GRADES = {0: "Not relevant", 1: "Partly answers", 2: "Fully answers"}
 MAX_NOTE_CHARS = 5_000
@@ -434,11 +424,8 @@ def _edit_judgement(
                 if revision != current:
                     raise StaleEdit(STALE_MESSAGE)
                 known = {(candidate.version_id, candidate.start, candidate.end): candidate.passage}
-                history = change_row(
-                    assignment_id=locked.pk, candidate_id=candidate.pk,
-                    subject=ChangeSubject.JUDGEMENT, action=action, before=before, after=after,
-                    made_by_id=getattr(labeller, "pk", None),
-                )  # fmt: skip
+                history = _history(locked, ChangeSubject.JUDGEMENT, candidate, action, before,
+                                   after, labeller)  # fmt: skip
                 judgement = _write_judgement(
                     locked, candidate, judgement, after, seconds=seconds, revision=current + 1,
                     quotes={**known, **(quotes or {})}, history=history,
@@ -467,7 +454,7 @@ def _locked(assignment: Assignment, labeller, guideline_version: int | None = No
     guideline the write records: the version the page showed, or the current one),
     `newer_guideline` (the current version when it is newer than the page's) and
     `verdict_outcome`, read in the same query."""
-    locked = locked_assignment(
+    locked = write_lock.locked_assignment(
         assignment_id=assignment.pk,
         labeller_id=getattr(labeller, "pk", None),
         guideline_version=guideline_version or 0,
@@ -548,8 +535,12 @@ def _revision(assignment: Assignment, subject: str, candidate: Candidate | None)
     ).count()
 
 
-def _append(assignment, subject, candidate, action, before, after, labeller, undoes=None) -> None:
-    append_change(
+def _append(*args, **kwargs) -> None:
+    write_lock.append_history(_history(*args, **kwargs))
+
+
+def _history(assignment, subject, candidate, action, before, after, labeller, undoes=None):
+    return write_lock.change_row(
         assignment_id=assignment.pk, candidate_id=getattr(candidate, "pk", None), subject=subject,
         action=action, before=before, after=after, made_by_id=getattr(labeller, "pk", None),
         undoes_id=getattr(undoes, "pk", None),
@@ -569,7 +560,7 @@ def _copy(state: JudgementState) -> JudgementState:
 def _judgement(assignment: Assignment, candidate: Candidate) -> Judgement | None:
     """The judgement with its spans (`judgement.spans.all()`, unordered: `_judgement_state`
     sorts), read in one query (`write_lock.judgement_with_spans`)."""
-    return judgement_with_spans(assignment_id=assignment.pk, candidate_id=candidate.pk)
+    return write_lock.judgement_with_spans(assignment_id=assignment.pk, candidate_id=candidate.pk)
 
 
 def _judgement_state(judgement: Judgement | None) -> JudgementState:
@@ -588,17 +579,16 @@ def _verdict_state(verdict: Verdict | None) -> VerdictState:
 def _write_judgement(
     assignment: Assignment, candidate: Candidate, judgement: Judgement | None,
     state: JudgementState, *, seconds: float, revision: int, quotes: dict | None = None,
-    history: HistoryRow | None = None,
+    history: write_lock.HistoryRow | None = None,
 ) -> Judgement | None:  # fmt: skip
     """Make the saved judgement match ``state``; ``quotes`` holds span texts already known
-    (the passage, a validated selection), the rest are read from the version text. The
-    write's `history` row goes into the judgement's own statement where the database allows
-    (without it, the caller appends the change)."""
+    (the passage, a validated selection), the rest are read from the version text; the
+    write's `history` row is written with it (None: the caller appends the change)."""
     if state is None:
         if judgement is not None:
             judgement.delete()
         if history is not None:
-            append_history(history)
+            write_lock.append_history(history)
         return None
     if judgement is None:
         judgement = Judgement(assignment=assignment, candidate=candidate, seconds_spent=0.0)
@@ -616,13 +606,13 @@ def _write_judgement(
         for v, s, e in sorted(wanted - set(existing))
     ]  # fmt: skip
     if is_new:
-        insert_judgement(judgement, created, history=history)
+        write_lock.insert_judgement(judgement, created, history=history)
     else:
-        save_judgement_edit(judgement, fields=JUDGEMENT_EDIT_FIELDS, history=history)
+        write_lock.save_judgement_edit(judgement, fields=JUDGEMENT_EDIT_FIELDS, history=history)
         stale = [s.pk for key, s in existing.items() if key not in wanted]
         if stale:
             Span.objects.filter(pk__in=stale).delete()
-        insert_new(created)
+        write_lock.insert_new(created)
     kept = [span for key, span in existing.items() if key in wanted]
     judgement.saved_spans = sorted(kept + created, key=lambda span: (span.start, span.end))
     return judgement
