@@ -41,6 +41,11 @@ a shared box), and the integrity check: judgement rows in the database == distin
 whose grade the server acknowledged, compared as sets of (labeller, passage) (none lost, none
 doubled, none unacknowledged). Exit status 1 on any error or mismatch. Issue 7 runs it with
 `--labellers 50 --duration 120 --index-build`.
+
+A shared box runs the same code 1.5-2x faster in one hour than in another, so the report also
+gives a machine reference: the CPU of a fixed pure-Python workload (JSON, strings, dicts, as
+a request's own work), best of five, measured in this process just before the load and just
+after it. A grade's web CPU in those units compares runs of different hours.
 """
 
 from __future__ import annotations
@@ -505,6 +510,20 @@ def server_cpu_ms(header: str) -> float | None:
     return float(match.group(1)) if match else None
 
 
+def machine_reference_ms() -> float:
+    """CPU ms of a fixed pure-Python workload, best of five (see the module's docstring)."""
+    payload = {"grade": 2, "spans": [[7, 120, 280]] * 20, "note": "naïve “quotes” " * 20}
+    best = float("inf")
+    for _ in range(5):
+        start = time.thread_time()
+        for _ in range(1000):
+            json.loads(json.dumps(payload))
+            "-".join(str(n) for n in range(40))
+            {str(k): k for k in range(40)}
+        best = min(best, time.thread_time() - start)
+    return best * 1000
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))
@@ -606,6 +625,7 @@ def main() -> None:
             build = start_index_build(data["retriever"])
             build_started, build_done_before = time.monotonic(), build.done
             build_scheduling = scheduling(build_worker.pid)
+        reference_before = machine_reference_ms()
         cpu_before = cpu_seconds(server.pid)
         machine_before, me_before = machine_busy_seconds(), sum(os.times()[:2])
         stop_at[0] = time.monotonic() + args.duration
@@ -618,6 +638,7 @@ def main() -> None:
         cpu_after = cpu_seconds(server.pid)
         machine = machine_busy_seconds() - machine_before
         client = sum(os.times()[:2]) - me_before
+        reference_after = machine_reference_ms()
         if build is not None:
             build.refresh_from_db()
             build_minutes = (time.monotonic() - build_started) / 60
@@ -679,6 +700,13 @@ def main() -> None:
         f"{client / elapsed:.2f}, other processes {others / elapsed:.2f} "
         f"(of {os.cpu_count()})"
     )
+    reference = min(reference_before, reference_after)
+    grade_cpu = percentile(cpu["grade"], 50) if cpu["grade"] else float("nan")
+    print(
+        f"machine reference (a fixed Python workload, best of 5): {reference_before:.1f} ms "
+        f"before the load, {reference_after:.1f} ms after; web CPU per grade p50 = "
+        f"{grade_cpu / reference:.3f} references"
+    )
     print(f"errors: {len(errors)}")
     for error in errors[:10]:
         print(f"  {error}")
@@ -691,7 +719,6 @@ def main() -> None:
     )
     grade_p95 = percentile(timings["grade"], 95) * 1000 if timings["grade"] else float("nan")
     page_p95 = percentile(timings["page"], 95) * 1000 if timings["page"] else float("nan")
-    grade_cpu = percentile(cpu["grade"], 50) if cpu["grade"] else float("nan")
     print(
         f"targets: grade p95 {grade_p95:.0f} ms (<= 100) "
         f"{'met' if grade_p95 <= 100 else 'MISSED'}; page p95 {page_p95:.0f} ms (<= 150) "
