@@ -5,7 +5,7 @@ needs to know about guidelines and the verdict (`locked_assignment`, what
 `labelling.services.judgements` starts every write with); a new judgement's and its spans'
 INSERTs (`insert_judgement`, `insert_new`), an edited judgement's UPDATE
 (`save_judgement_edit`); and the history row every write ends with (`change_row`), written in
-the same statement as the judgement where the database allows (`append_change` alone).
+the same statement as the judgement where the database allows (`append_history` alone).
 
 Built by the ORM (joins to the project, four correlated subqueries), these cost a grade request
 more CPU to compile than any other step. `tests/labelling/test_write_lock.py` compares them
@@ -153,7 +153,7 @@ def _judgement_select(alias: str, vendor: str) -> tuple[str, RowShape, list[str]
 
 @dataclass(frozen=True)
 class HistoryRow:
-    """The INSERT of one history row (`change_row`): run alone (`append_change`), or inside the
+    """The INSERT of one history row (`change_row`): run alone (`append_history`), or inside the
     statement that writes the judgement it records (`insert_judgement`, `save_judgement_edit`)."""
 
     sql: str
@@ -179,15 +179,11 @@ def change_row(
         "action": action, "before": before, "after": after, "made_by_id": made_by_id,
         "undoes_id": undoes_id, "made_at": timezone.now(),
     }  # fmt: skip
-    fields, sql = _change_insert(connection.vendor)
+    fields, head, _ = _insert(connection.vendor, Change)
     if {field.attname for field in fields} != set(values):  # a new column: write it here too
         raise AssertionError("change_row does not know every column of Change")
-    return HistoryRow(sql, [f.get_db_prep_save(values[f.attname], connection) for f in fields])
-
-
-def append_change(**fields) -> None:
-    """Write the history row `change_row(**fields)` describes, in a statement of its own."""
-    append_history(change_row(**fields))
+    params = [f.get_db_prep_save(values[f.attname], connection) for f in fields]
+    return HistoryRow(f"{head} {_rows(1, len(fields))}", params)
 
 
 def append_history(history: HistoryRow) -> None:
@@ -293,6 +289,7 @@ def _values(instances: list, fields: list) -> list:
             for f in fields]  # fmt: skip
 
 
+@cache
 def _rows(count: int, width: int) -> str:
     return ", ".join(["(" + ", ".join(["%s"] * width) + ")"] * count)
 
@@ -307,8 +304,9 @@ def _saved(instances: list) -> None:
 
 
 @cache
-def _insert(vendor: str, model: type[Judgement] | type[Span]) -> tuple[list, str, str]:
-    """The model's columns but its id, the INSERT up to its rows, and its RETURNING clause."""
+def _insert(vendor: str, model: type[Change | Judgement | Span]) -> tuple[list, str, str]:
+    """The model's columns but its id, the INSERT up to its rows, and its RETURNING clause,
+    built once per process (`vendor` keys the quoting): every grading write runs them."""
     fields = [field for field in model._meta.concrete_fields if not field.primary_key]
     q = connection.ops.quote_name
     columns = ", ".join(q(field.column) for field in fields)
@@ -323,14 +321,3 @@ def _judgement_update(vendor: str, names: tuple[str, ...]) -> tuple[list, str]:
     columns = ", ".join(f"{q(field.column)} = %s" for field in fields)
     table, key = q(Judgement._meta.db_table), q(Judgement._meta.pk.column)
     return fields, f"UPDATE {table} SET {columns} WHERE {key} = %s"  # noqa: S608 - names only
-
-
-@cache
-def _change_insert(vendor: str) -> tuple[list, str]:
-    """Change's columns (all but the id) and the INSERT of one row, built once per process
-    (`vendor` keys the quoting): every grading write runs it."""
-    fields = [field for field in Change._meta.concrete_fields if not field.primary_key]
-    q = connection.ops.quote_name
-    columns = ", ".join(q(field.column) for field in fields)
-    marks = ", ".join(["%s"] * len(fields))
-    return fields, f"INSERT INTO {q(Change._meta.db_table)} ({columns}) VALUES ({marks})"  # noqa: S608

@@ -12,7 +12,8 @@ from labelling.models import Assignment, Change, ChangeSubject, Guideline, Judge
 from labelling.services.guidelines import save_guideline
 from labelling.services.judgements import JUDGEMENT_EDIT_FIELDS
 from labelling.services.write_lock import (
-    append_change,
+    append_history,
+    change_row,
     held_assignment,
     judgement_with_spans,
     locked_assignment,
@@ -161,10 +162,10 @@ def test_the_history_row_a_write_appends_is_the_one_the_orm_writes(project):
         assignment=world.a1, candidate=world.c1, subject=ChangeSubject.JUDGEMENT,
         action="grade 2", before=None, after=state, made_by=world.ana,
     )  # fmt: skip
-    append_change(
+    append_history(change_row(
         assignment_id=world.a1.pk, candidate_id=world.c1.pk, subject=ChangeSubject.JUDGEMENT,
         action="undo", before=state, after=None, made_by_id=world.ana.pk, undoes_id=orm.pk,
-    )  # fmt: skip
+    ))  # fmt: skip
     raw = Change.objects.exclude(pk=orm.pk).get()
     orm.refresh_from_db()
     assert (raw.assignment, raw.candidate, raw.subject, raw.made_by) == (
@@ -267,7 +268,7 @@ def change_values(change):
 def test_a_first_grade_writes_judgement_spans_and_history_as_the_orm_would(project):
     """One statement on PostgreSQL (WITH queries), three elsewhere: the same rows either way."""
     from labelling.models import Span
-    from labelling.services.write_lock import change_row, insert_judgement
+    from labelling.services.write_lock import insert_judgement
 
     world = World(project)
     version = world.c1.version_id
@@ -302,8 +303,6 @@ def test_a_first_grade_writes_judgement_spans_and_history_as_the_orm_would(proje
 
 @pytest.mark.django_db
 def test_an_edit_and_its_history_are_written_together_or_not_at_all(project):
-    from labelling.services.write_lock import change_row
-
     world = World(project)
     judgement = Judgement.objects.create(assignment=world.a1, candidate=world.c1, grade=1)
     judgement.grade, judgement.revision = 2, 2
