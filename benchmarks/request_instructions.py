@@ -61,7 +61,13 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
     page = reverse("labelling:grade-question", kwargs={"slug": "bench", **ids})
     next_url = reverse("labelling:next-question", kwargs={"slug": "bench"})
     revisions = {c.pk: 0 for c in candidates}
-    fresh = bench.fresh_assignments(assignment, -(-(20 + requests) // len(candidates)))
+    fresh = [  # each fresh question's page, reversed here: the measured requests only send
+        (reverse("labelling:grade-question", kwargs={"slug": "bench", "pool_id": a.pool_id,
+                 "question_id": a.question_id}), first_candidates)
+        for a, first_candidates in bench.fresh_assignments(
+            assignment, -(-(20 + requests) // len(candidates))
+        )
+    ]  # fmt: skip
 
     logging.getLogger("django.request").setLevel(logging.ERROR)  # the floor's "Not Found" lines
 
@@ -79,10 +85,8 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
             # messages would pile up in the cookie and then in the session, unlike any browser.
             client.cookies.pop("messages", None)
         elif kind == "first":
-            first, first_candidates = fresh[i // len(candidates)]
+            first_page, first_candidates = fresh[i // len(candidates)]
             candidate = first_candidates[i % len(candidates)]
-            first_ids = {"pool_id": first.pool_id, "question_id": first.question_id}
-            first_page = reverse("labelling:grade-question", kwargs={"slug": "bench", **first_ids})
             fields = {"grade": "0112"[i % 4], "revision": 0, "guideline": "0",
                       "labeller": user.pk, "seconds": "3"}  # fmt: skip
             response = client.post(
