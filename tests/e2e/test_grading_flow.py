@@ -204,12 +204,19 @@ def test_a_copy_of_an_answered_action_never_goes_out_again(live_server, browser)
     context, page = open_grading_page(browser, live_server, url)
     sent = []
 
-    def count(route):
-        sent.append((route.request.headers.get("x-goldset-action"), route.request.post_data))
-        route.continue_()
+    grade_url = re.compile(r".*/candidates/\d+/grade/$")
 
-    page.route(re.compile(r".*/candidates/\d+/grade/$"), count)
-    page.keyboard.press("2")
+    def count(request):
+        if request.method == "POST" and grade_url.match(request.url):
+            sent.append((request.headers.get("x-goldset-action"), request.post_data))
+
+    # Requests as the page sends them, not intercepted: a route's handler runs only while the
+    # test waits, so a count taken through one depends on when the test looked.
+    page.on("request", count)
+    # Each key's action is waited for by its answer: "All changes saved" is also what the page
+    # says before an action goes out, so that text alone could match too early.
+    with page.expect_response(grade_url):
+        page.keyboard.press("2")
     expect(page.locator("#save-state")).to_have_text("All changes saved")
     assert len(sent) == 1 and sent[0][0]
     page.evaluate(
@@ -220,7 +227,12 @@ def test_a_copy_of_an_answered_action_never_goes_out_again(live_server, browser)
         list(sent[0]),
     )
     # The next real action goes out behind anything htmx sent or queued before it.
-    page.keyboard.press("0")
+    with page.expect_response(
+        lambda response: (
+            bool(grade_url.match(response.url)) and "grade=0" in (response.request.post_data or "")
+        )
+    ):
+        page.keyboard.press("0")
     expect(page.locator("#save-state")).to_have_text("All changes saved")
     expect(cards(page).nth(0)).to_have_class(lambda_has("grade-0"))
     assert len(sent) == 2 and "grade=0" in sent[1][1]
