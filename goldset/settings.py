@@ -23,6 +23,18 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _env_int(name: str, default: int) -> int:
+    """An integer setting; one that is not a number stops the start with its name (Python's
+    own error would say only "invalid literal for int()")."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} is {value!r}: set it to a whole number.") from None
+
+
 DEBUG = _env_bool("DEBUG", False)
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
@@ -105,13 +117,19 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.config(
-        default=f"sqlite:///{BASE_DIR / 'goldset.sqlite3'}",
-        conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")),
-        conn_health_checks=True,
-    )
-}
+try:
+    DATABASES = {
+        "default": dj_database_url.config(
+            default=f"sqlite:///{BASE_DIR / 'goldset.sqlite3'}",
+            conn_max_age=_env_int("DB_CONN_MAX_AGE", 60),
+            conn_health_checks=True,
+        )
+    }
+except ValueError as error:  # dj_database_url's ParseError and UnknownSchemeError
+    raise ImproperlyConfigured(
+        f"DATABASE_URL is not a database address ({error}); for example "
+        "postgres://user@127.0.0.1:5432/goldset"
+    ) from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web requests and the quickstart's worker share the file: wait for locks instead of
     # failing; WAL lets the job page read while the worker writes; IMMEDIATE takes the write
@@ -146,15 +164,15 @@ AUTHENTICATION_BACKENDS = [
     "goldset.login_throttle.LoginThrottleBackend",
     "goldset.sessions.SessionUserBackend",  # Django's ModelBackend, reading the user faster
 ]
-AXES_FAILURE_LIMIT = int(os.environ.get("GOLDSET_LOGIN_FAILURE_LIMIT", "10"))
-AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("GOLDSET_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_FAILURE_LIMIT = _env_int("GOLDSET_LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=_env_int("GOLDSET_LOGIN_COOLOFF_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "goldset.login_throttle.lockout_response"
 AXES_CLIENT_IP_CALLABLE = "goldset.login_throttle.client_address"
 AXES_VERBOSE = False
 # Reverse proxies in front of the app whose X-Forwarded-For is trusted (0: none).
-GOLDSET_TRUSTED_PROXIES = int(os.environ.get("GOLDSET_TRUSTED_PROXIES", "0"))
+GOLDSET_TRUSTED_PROXIES = _env_int("GOLDSET_TRUSTED_PROXIES", 0)
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "corpus:list-projects"
@@ -177,9 +195,9 @@ GOLDSET_SERVER_TIMING = _env_bool("GOLDSET_SERVER_TIMING", False)
 
 # Uploads: the whole request body is capped before Django reads it (a clean 413-style message
 # comes from the upload view's own check of each file, see corpus.forms).
-GOLDSET_MAX_UPLOAD_BYTES = int(os.environ.get("GOLDSET_MAX_UPLOAD_BYTES", str(25 * 2**20)))
-GOLDSET_MAX_UPLOAD_FILES = int(os.environ.get("GOLDSET_MAX_UPLOAD_FILES", "50"))
-GOLDSET_MAX_REQUEST_BYTES = int(os.environ.get("GOLDSET_MAX_REQUEST_BYTES", str(200 * 2**20)))
+GOLDSET_MAX_UPLOAD_BYTES = _env_int("GOLDSET_MAX_UPLOAD_BYTES", 25 * 2**20)
+GOLDSET_MAX_UPLOAD_FILES = _env_int("GOLDSET_MAX_UPLOAD_FILES", 50)
+GOLDSET_MAX_REQUEST_BYTES = _env_int("GOLDSET_MAX_REQUEST_BYTES", 200 * 2**20)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 2**20
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 2**20
 # Django refuses a request with more files than this before any view runs, with a bare 400;
@@ -194,7 +212,7 @@ GOLDSET_EMBEDDING_BACKEND = os.environ.get("GOLDSET_EMBEDDING_BACKEND", "onnx-in
 # Encoder threads per process (0: one per core). Index-build workers run best at a lower CPU
 # priority instead: GOLDSET_WORKER_PRIORITY=low (goldset.cpu_priority; README "Running on more
 # than one machine"), which a plain `nice` cannot give across containers or sessions.
-GOLDSET_ENCODER_THREADS = int(os.environ.get("GOLDSET_ENCODER_THREADS", "0"))
+GOLDSET_ENCODER_THREADS = _env_int("GOLDSET_ENCODER_THREADS", 0)
 GOLDSET_WORKER_PRIORITY = (os.environ.get("GOLDSET_WORKER_PRIORITY") or "normal").strip().lower()
 if GOLDSET_WORKER_PRIORITY not in {"normal", "low"}:
     raise ImproperlyConfigured(
@@ -210,7 +228,17 @@ GOLDSET_ARTIFACT_DIR = Path(os.environ.get("GOLDSET_ARTIFACT_DIR", BASE_DIR / "a
 _ARTIFACT_BACKEND = os.environ.get(
     "GOLDSET_ARTIFACT_STORAGE", "django.core.files.storage.FileSystemStorage"
 )
-_ARTIFACT_OPTIONS = json.loads(os.environ.get("GOLDSET_ARTIFACT_STORAGE_OPTIONS", "{}") or "{}")
+try:
+    _ARTIFACT_OPTIONS = json.loads(os.environ.get("GOLDSET_ARTIFACT_STORAGE_OPTIONS") or "{}")
+except json.JSONDecodeError as error:
+    raise ImproperlyConfigured(
+        f"GOLDSET_ARTIFACT_STORAGE_OPTIONS is not JSON ({error}): give the backend's options "
+        'as an object, e.g. {"bucket_name": "goldset-artifacts"}'
+    ) from None
+if not isinstance(_ARTIFACT_OPTIONS, dict):
+    raise ImproperlyConfigured(
+        "GOLDSET_ARTIFACT_STORAGE_OPTIONS must be a JSON object of the backend's options"
+    )
 if _ARTIFACT_BACKEND == "django.core.files.storage.FileSystemStorage":
     _ARTIFACT_OPTIONS.setdefault("location", str(GOLDSET_ARTIFACT_DIR))
 STORAGES = {
@@ -268,6 +296,19 @@ if REDIS_URL:
 # (crontab day of week: 0 = Sunday). Emails link to GOLDSET_SITE_URL.
 GOLDSET_SAMPLE_WEEKDAY = os.environ.get("GOLDSET_SAMPLE_WEEKDAY", "1")
 GOLDSET_SAMPLE_HOUR = os.environ.get("GOLDSET_SAMPLE_HOUR", "6")
+
+
+def _weekly_sample_schedule() -> crontab:
+    try:
+        return crontab(minute="0", hour=GOLDSET_SAMPLE_HOUR, day_of_week=GOLDSET_SAMPLE_WEEKDAY)
+    except ValueError as error:  # celery's message names the value, not the variable
+        raise ImproperlyConfigured(
+            f"GOLDSET_SAMPLE_WEEKDAY {GOLDSET_SAMPLE_WEEKDAY!r} or GOLDSET_SAMPLE_HOUR "
+            f"{GOLDSET_SAMPLE_HOUR!r} is not a crontab day of week (0-6, mon-sun) or hour (0-23): "
+            f"{error}"
+        ) from None
+
+
 GOLDSET_SITE_URL = os.environ.get("GOLDSET_SITE_URL", "http://localhost:8000")
 # `celery -A goldset beat` re-queues jobs whose message was lost or whose worker died.
 # It also runs the daily index health check (issue 17), which records history and emails alerts,
@@ -279,9 +320,7 @@ CELERY_BEAT_SCHEDULE = {
     "evaluate-index-builds": {"task": "evaluation.tasks.evaluate_index_builds", "schedule": 60.0},
     "weekly-production-samples": {
         "task": "labelling.tasks.draw_weekly_samples",
-        "schedule": crontab(
-            minute="0", hour=GOLDSET_SAMPLE_HOUR, day_of_week=GOLDSET_SAMPLE_WEEKDAY
-        ),
+        "schedule": _weekly_sample_schedule(),
     },
     "purge-expired-traces": {
         "task": "labelling.tasks.purge_expired_traces",
@@ -291,10 +330,10 @@ CELERY_BEAT_SCHEDULE = {
 
 # Production traces (labelling/services/traces.py): kept this many days unless a sample holds
 # them (0: forever); the endpoint's body cap, batch cap and per-token request rate.
-GOLDSET_TRACE_RETENTION_DAYS = int(os.environ.get("GOLDSET_TRACE_RETENTION_DAYS", "180"))
-GOLDSET_TRACE_MAX_BODY_BYTES = int(os.environ.get("GOLDSET_TRACE_MAX_BODY_BYTES", str(5 * 2**20)))
-GOLDSET_TRACE_MAX_BATCH = int(os.environ.get("GOLDSET_TRACE_MAX_BATCH", "1000"))
-GOLDSET_TRACE_REQUESTS_PER_MINUTE = int(os.environ.get("GOLDSET_TRACE_REQUESTS_PER_MINUTE", "600"))
+GOLDSET_TRACE_RETENTION_DAYS = _env_int("GOLDSET_TRACE_RETENTION_DAYS", 180)
+GOLDSET_TRACE_MAX_BODY_BYTES = _env_int("GOLDSET_TRACE_MAX_BODY_BYTES", 5 * 2**20)
+GOLDSET_TRACE_MAX_BATCH = _env_int("GOLDSET_TRACE_MAX_BATCH", 1000)
+GOLDSET_TRACE_REQUESTS_PER_MINUTE = _env_int("GOLDSET_TRACE_REQUESTS_PER_MINUTE", 600)
 
 # The cache holds the endpoint's rate counters: Redis when there is one, so every web replica
 # counts the same requests; the process's memory otherwise (the quickstart, one process).
@@ -315,7 +354,7 @@ EMAIL_BACKEND = os.environ.get(
     else "django.core.mail.backends.console.EmailBackend",
 )
 EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
-EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_PORT = _env_int("EMAIL_PORT", 25)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "goldset@localhost")
 # Links in emails: the site's address as users reach it (no trailing slash).
 GOLDSET_BASE_URL = os.environ.get("GOLDSET_BASE_URL", "").rstrip("/")
@@ -333,7 +372,7 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_SSL_REDIRECT = _env_bool("SECURE_SSL_REDIRECT", True)
-    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", "31536000"))
+    SECURE_HSTS_SECONDS = _env_int("SECURE_HSTS_SECONDS", 31536000)
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

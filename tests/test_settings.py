@@ -36,8 +36,26 @@ def run_manage(*args, **env_overrides):
 
 def test_production_refuses_to_start_without_secret_key():
     result = run_manage("check")
-    assert result.returncode != 0
-    assert "SECRET_KEY is not set" in result.stderr
+    assert result.returncode == 2
+    assert "SECRET_KEY is not set" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_setting_the_environment_gets_wrong_is_named_without_a_traceback():
+    for variable, value, said in [
+        ("DB_CONN_MAX_AGE", "sixty", "DB_CONN_MAX_AGE is 'sixty': set it to a whole number."),
+        ("GOLDSET_MAX_UPLOAD_BYTES", "25MB", "GOLDSET_MAX_UPLOAD_BYTES is '25MB'"),
+        ("DATABASE_URL", "goldset.sqlite3", "DATABASE_URL is not a database address"),
+        ("DATABASE_URL", "postgres://u@host:port/db", "DATABASE_URL is not a database address"),
+        ("GOLDSET_ARTIFACT_STORAGE_OPTIONS", "{bucket: x}", "is not JSON"),
+        ("GOLDSET_ARTIFACT_STORAGE_OPTIONS", '["x"]', "must be a JSON object"),
+        ("GOLDSET_SAMPLE_WEEKDAY", "funday", "GOLDSET_SAMPLE_WEEKDAY 'funday' or"),
+        ("GOLDSET_SAMPLE_HOUR", "25", "GOLDSET_SAMPLE_HOUR '25' is not a crontab"),
+    ]:
+        result = run_manage("check", DEBUG="1", **{variable: value})
+        assert result.returncode == 2, (variable, value, result.stdout)
+        assert said in result.stderr and "Traceback" not in result.stderr, result.stderr
+    # A blank entry (as a compose file's `VARIABLE:` sets it) keeps the default.
+    assert run_manage("check", DEBUG="1", GOLDSET_TRACE_MAX_BATCH="").returncode == 0
 
 
 def test_check_deploy_is_clean_with_production_variables():
