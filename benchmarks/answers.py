@@ -2,9 +2,9 @@
 
 10,000 answers x 5 sentences x 2 citations, each with a context of 5 passages, against gold
 spans in a corpus of 1,000 documents; every answer has human grades (5 claims, its citations
-graded) and 4 reference facts. Timed: `evaluation.answers.evaluate_answers` with the grades
+graded) and 4 reference facts. Timed: `goldeval.scoring.answers.evaluate_answers` with the grades
 (all scores, automatic and human), and separately reading the answer file
-(`labelling.answerfiles.read_answer_file`) and computing each answer's key.
+(`goldeval.formats.answers.read_answer_file`) and computing each answer's key.
 
     .venv/bin/python benchmarks/answers.py [--answers 10000] [--repeats 3]
 
@@ -22,16 +22,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluation.answergold import (  # noqa: E402
+from goldeval.formats.answer_gold import (  # noqa: E402
     AnswerGold,
     AnswerGrades,
     GradedCitation,
     GradedClaim,
     ReferenceFact,
 )
-from evaluation.answers import evaluate_answers  # noqa: E402
-from evaluation.gold import Gold, GoldQuestion, GoldSpan  # noqa: E402
-from labelling.answerfiles import read_answer_file  # noqa: E402
+from goldeval.scoring.answers import evaluate_answers  # noqa: E402
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan  # noqa: E402
+from goldeval.formats.answers import read_answer_file  # noqa: E402
 
 DOCUMENTS = 1_000
 SENTENCES = 5

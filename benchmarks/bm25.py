@@ -23,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from corpus.analysis import Analyzer  # noqa: E402
-from corpus.bm25 import BM25Index  # noqa: E402
+from goldeval.text.analysis import Analyzer  # noqa: E402
+from goldeval.bm25 import BM25Index  # noqa: E402
 
 SEED = 20240601
 VOCABULARY = 50_000
@@ -90,7 +90,7 @@ def run_ours(size: int, queries: int) -> None:
     BM25Index.from_bytes(stored)
     round_trip_s = time.perf_counter() - start
     tokens = sum(len(ANALYZER.tokens(p)) for p in passages[:1000]) / 1000
-    print(f"ours (corpus.bm25), {size:,} passages, ~{tokens:.0f} tokens each after analysis")
+    print(f"ours (goldeval.bm25), {size:,} passages, ~{tokens:.0f} tokens each after analysis")
     print(f"  build            {build_s:7.1f} s")
     print(
         f"  peak RSS         {rss_built:7.0f} MB  (of which {rss_corpus:.0f} MB before the build:"

@@ -10,7 +10,7 @@ indexes the title with each passage, title + text as the reference run and BEIR 
 retriever with Snowball stemming, stopwords, k1 0.9, b 0.4 and Lucene's IDF (the
 default; with --okapi also one with rank-bm25's Okapi IDF, for comparison), and the packaged
 all-MiniLM-L6-v2 embedding retriever over the same passages. Each retriever's top 100 is scored
-with `evaluation.metrics` against qrels.tsv, next to the reference BM25 run of the data folder
+with `goldeval.scoring.metrics` against qrels.tsv, next to the reference BM25 run of the data folder
 (bm25_k1-0.9_b-0.4_top100.run, nDCG@10 linear 0.3517 in its README) scored by the same code.
 Then both are pooled at depth 10 through the pool job, and the pool's size and its coverage of
 the judged relevant documents are printed.
@@ -61,7 +61,7 @@ def setup_django(folder: Path) -> None:
 
 
 def scores(gold, run) -> dict[str, float]:
-    from evaluation.metrics import MetricOptions, evaluate_run
+    from goldeval.scoring.metrics import MetricOptions, evaluate_run
 
     linear = evaluate_run(gold=gold, run=run, options=MetricOptions(ks=(10, K), gain="linear"))
     exp = evaluate_run(gold=gold, run=run, options=MetricOptions(ks=(10,), gain="exp"))
@@ -80,8 +80,8 @@ def show(name: str, figures: dict[str, float]) -> None:
 
 def run_of(retriever, questions, name: str):
     from corpus.services import retrieval
-    from evaluation.gold import Passage
-    from evaluation.runs import Ranking, Run
+    from goldeval.formats.gold import Passage
+    from goldeval.formats.runs import Ranking, Run
 
     started = time.perf_counter()
     found = retrieval.retrieve(retriever=retriever, questions=[q.text for q in questions], k=K)
@@ -110,8 +110,8 @@ def main() -> None:
         setup_django(Path(tmp))
         from corpus.models import Project
         from corpus.services import documents, retrieval
-        from evaluation.gold import Gold, load_qrels
-        from evaluation.runs import load_run
+        from goldeval.formats.gold import Gold, load_qrels
+        from goldeval.formats.runs import load_run
         from labelling.models import Candidate
         from labelling.services.pools import start_pool, summarize_pool
         from labelling.services.questions import import_beir

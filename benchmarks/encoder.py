@@ -11,7 +11,7 @@ into ``--rounds`` slices; each slice timed on both, the order alternating), so a
 load on this shared machine hits both sides alike; the figure is the ratio of passages/s.
 Then: mean (and minimum) cosine of the int8 vectors to fp32's, nDCG@10 (linear and
 exponential gain) of exact cosine search over each, the relative difference, and the paired
-randomization test of evaluation.compare (10,000 sign flips) on per-question nDCG@10.
+randomization test of goldeval.scoring.compare (10,000 sign flips) on per-question nDCG@10.
 Targets (issue 19): >= 1.7x, mean cosine >= 0.99, nDCG@10 within 2% relative, not significant.
 """
 
@@ -38,9 +38,9 @@ def stored_text(doc: dict) -> str:
 
 def ndcg(doc_ids, doc_vectors, queries, query_vectors, gold):
     from corpus.embedding import ModelInfo, VectorIndex
-    from evaluation.gold import Passage
-    from evaluation.metrics import MetricOptions, evaluate_run
-    from evaluation.runs import Ranking, Run
+    from goldeval.formats.gold import Passage
+    from goldeval.scoring.metrics import MetricOptions, evaluate_run
+    from goldeval.formats.runs import Ranking, Run
 
     info = ModelInfo(name="x", version="x", dimension=doc_vectors.shape[1])
     found = VectorIndex(doc_vectors, info=info).search_many(query_vectors, k=100)
@@ -65,8 +65,8 @@ def main() -> None:
     args = parser.parse_args()
     from corpus.embedding import Encoder
     from corpus.onnx_encoder import OnnxEncoder
-    from evaluation.compare import paired_randomization_p_values
-    from evaluation.gold import Gold, load_qrels
+    from goldeval.scoring.compare import paired_randomization_p_values
+    from goldeval.formats.gold import Gold, load_qrels
 
     lines = (args.data / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     docs = [d for d in map(json.loads, lines) if (d.get("text") or "").strip()]

@@ -5,7 +5,7 @@ lines). Two comparisons:
 
 1. **Whole process** (issue 13's target, at most 1.5x): from the files on disk to the figures.
    pytrec_eval: ``parse_qrel`` + ``parse_run`` of the TREC files, ``RelevanceEvaluator`` and
-   ``evaluate`` (recall_10, P_10, ndcg_cut_10, recip_rank). Ours: ``python -m evaluation
+   ``evaluate`` (recall_10, P_10, ndcg_cut_10, recip_rank). Ours: ``python -m goldeval
    evaluate --gold qrels.trec --run run.trec --compat trec_eval --k 10 --mrr-cutoff 100
    --no-baseline`` run in this process (the command's ``main``; its JSON report discarded),
    which reads both files with every check (ties, repeats, unknown questions) and computes the
@@ -32,10 +32,10 @@ import pytrec_eval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from evaluation.cli import main as evaluation_main  # noqa: E402
-from evaluation.gold import Gold, GoldQuestion, GoldSpan, Passage  # noqa: E402
-from evaluation.metrics import MetricOptions, evaluate_run  # noqa: E402
-from evaluation.runs import Ranking, Run, load_run  # noqa: E402
+from goldeval.cli import main as evaluation_main  # noqa: E402
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan, Passage  # noqa: E402
+from goldeval.scoring.metrics import MetricOptions, evaluate_run  # noqa: E402
+from goldeval.formats.runs import Ranking, Run, load_run  # noqa: E402
 
 JUDGED_PER_QUESTION = 30
 CORPUS_SIZE = 1_000_000
@@ -185,7 +185,7 @@ def main() -> None:
     print(f"ours, default options (17 metrics, depth 10): {full_time:.3f} s")
     print(f"ours, load_run of the same run as a TREC file: {load_time:.3f} s")
     print(f"whole process, pytrec_eval (parse files + evaluate): {whole_pytrec:.3f} s")
-    print(f"whole process, python -m evaluation evaluate (in process): {whole_mine:.3f} s")
+    print(f"whole process, python -m goldeval evaluate (in process): {whole_mine:.3f} s")
     print(f"ratio whole process ours / pytrec_eval, wall: {whole_mine / whole_pytrec:.2f}x")
     print(f"whole process CPU time: pytrec_eval {cpu_pytrec:.3f} s, ours {cpu_mine:.3f} s")
     cpu_ratio = cpu_mine / cpu_pytrec

@@ -3,7 +3,7 @@
 1. Throughput of `corpus.httpsearch.SearchClient` against the suite's test server on 127.0.0.1
    answering after a fixed delay (a stand-in for a search cluster's latency), at concurrency 1
    and at the configured concurrency: the ratio shows the concurrency limit doing its work.
-2. The replay core (`evaluation.permissions.replay_permissions`) on generated data: 300
+2. The replay core (`goldeval.scoring.permission_replay.replay_permissions`) on generated data: 300
    questions x 5 test users x 100 results, with side channels, against 10,000 documents.
 
     .venv/bin/python benchmarks/http_retriever.py [--questions 200] [--delay 0.02] [--repeats 3]
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from corpus.httpendpoint import Endpoint, with_preset  # noqa: E402
 from corpus.httpguard import HostPolicy  # noqa: E402
 from corpus.httpsearch import Query, SearchClient  # noqa: E402
-from evaluation.permissions import (  # noqa: E402
+from goldeval.scoring.permission_replay import (  # noqa: E402
     AccessSnapshot,
     DocumentAccess,
     Result,

@@ -1,4 +1,4 @@
-"""Time the index health checks (`corpus.manifests` + `evaluation.health`) at scale.
+"""Time the index health checks (`goldeval.formats.manifests` + `goldeval.scoring.health`) at scale.
 
 A generated corpus of 20,000 documents and a manifest of 200,000 chunk rows (10 per document,
 1% stale, a 2% slice on a second model revision, near-duplicate groups of 3 for 5% of the
@@ -17,11 +17,11 @@ import random
 import resource
 import time
 
-from corpus.manifests import COLUMNS, read_manifest
-from corpus.runfiles import Passage
-from evaluation.gold import DocumentState
-from evaluation.health import Thresholds, check_index
-from evaluation.runs import Ranking, Run
+from goldeval.formats.manifests import COLUMNS, read_manifest
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.gold import DocumentState
+from goldeval.scoring.health import Thresholds, check_index
+from goldeval.formats.runs import Ranking, Run
 
 NOW = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
 

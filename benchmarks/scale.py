@@ -60,7 +60,7 @@ def measure_bm25(size: int, queries: int) -> dict:
     from bm25 import ANALYZER, SEED, latency_ms, synthetic_corpus
 
     from corpus import indexfile
-    from corpus.bm25 import BM25Index
+    from goldeval.bm25 import BM25Index
 
     passages, query_texts = synthetic_corpus(size, queries)
     before = peak_rss_mb()

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from corpus.bm25 import top_k
+from goldeval.bm25 import top_k
 from goldset.errors import ServiceError
 
 # Set before sentence-transformers (and through it huggingface_hub) is first imported: both read

@@ -17,7 +17,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from corpus.bm25 import BM25Index
+from goldeval.bm25 import BM25Index
 from corpus.embedding import VectorIndex
 from goldset.errors import ServiceError
 

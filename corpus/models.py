@@ -610,7 +610,7 @@ class EmbeddingCache(models.Model):
 
 
 class IndexManifest(models.Model):
-    """What the team's index holds, uploaded for one retriever (`corpus.manifests`' format)."""
+    """What the team's index holds, uploaded for one retriever (`goldeval.formats.manifests`' format)."""
 
     retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="manifests")
     file_name = models.CharField(max_length=255)

@@ -22,9 +22,9 @@ from corpus.extraction import (
     assess_quality,
     normalise_text,
 )
-from corpus.qrels import read_qrels
+from goldeval.formats.qrels import read_qrels
 from corpus.sandbox import extract_isolated
-from corpus.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines, text_problem
+from goldeval.formats.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines, text_problem
 
 RECORD_SUFFIXES = (".jsonl", ".csv")
 # The columns the app stores these in (corpus.models): checked here, so a long value is a line's
@@ -276,7 +276,7 @@ def read_beir(path: Path) -> BeirCollection:
     qrels: list[QrelRecord] = []
     for file in qrel_files:
         source = file.relative_to(path).as_posix()
-        # The one qrels reader (corpus.qrels): identical repeats count once, conflicting
+        # The one qrels reader (goldeval.formats.qrels): identical repeats count once, conflicting
         # grades are refused naming both lines, grades are ASCII whole numbers.
         read = read_qrels(_decode_utf8(source, file.read_bytes()))
         errors.extend(

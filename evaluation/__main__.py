@@ -1,6 +1,8 @@
+"""`python -m goldeval …`, kept as an alias of `python -m goldeval …` for existing CI scripts."""
+
 import sys
 
-from evaluation.cli import main
+from goldeval.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -95,7 +95,7 @@ class EvaluationRunQuerySet(models.QuerySet):
 
 class EvaluationRun(models.Model):
     """A ranked list of passages per question of one gold set, stored as the run file itself
-    (JSONL or TREC) so the page scores exactly what `python -m evaluation` would."""
+    (JSONL or TREC) so the page scores exactly what `python -m goldeval` would."""
 
     gold_set = models.ForeignKey(GoldSet, on_delete=models.CASCADE, related_name="runs")
     name = models.CharField(max_length=100)
@@ -321,7 +321,7 @@ class IndexHealthReport(models.Model):
     key = models.CharField(max_length=64, help_text="SHA-256 of the inputs.")
     source = models.CharField(max_length=16)
     described = models.CharField(max_length=300)
-    report = models.JSONField(help_text="evaluation.health.check_index's report.")
+    report = models.JSONField(help_text="goldeval.scoring.health.check_index's report.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -2,7 +2,7 @@
 set, per question and per span, and the geometry of the recall@k curve, so the view only renders.
 
 Scoring goes through the Django-free ``evaluation`` modules on the gold set's own files, so the
-page shows exactly what ``python -m evaluation`` prints.
+page shows exactly what ``python -m goldeval`` prints.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.baseline import BASELINE_NAME
-from evaluation.baseline import K1 as BM25_K1
-from evaluation.baseline import B as BM25_B
-from evaluation.compare import PERMUTATIONS, compare_runs
-from evaluation.gold import Gold, GoldQuestion, GoldSpan
-from evaluation.metrics import (
+from goldeval.scoring.baseline import BASELINE_NAME
+from goldeval.scoring.baseline import K1 as BM25_K1
+from goldeval.scoring.baseline import B as BM25_B
+from goldeval.scoring.compare import PERMUTATIONS, compare_runs
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan
+from goldeval.scoring.metrics import (
     CONVENTIONS,
     MetricOptions,
     RunEvaluation,
@@ -24,7 +24,7 @@ from evaluation.metrics import (
     first_reaching_ranks,
 )
 from evaluation.models import EvaluationRun, GoldSet
-from evaluation.runs import Run
+from goldeval.formats.runs import Run
 from evaluation.services.evaluation_runs import (
     CURVE_MIN_K,
     MRR_CUTOFF,
@@ -158,7 +158,7 @@ def evaluate_gold_set(
     progress: Callable[[int], None] | None = None,
 ) -> Scoreboard:
     """Score stored runs (and the CLI's keyword baseline) against the gold set's own files,
-    with the CLI's default options, so every figure equals ``python -m evaluation``'s.
+    with the CLI's default options, so every figure equals ``python -m goldeval``'s.
 
     ``progress(1)`` follows each step: reading the gold set, each run, the baseline. Long work
     (spans re-anchored onto edited versions, a large run): a job calls this, never a request

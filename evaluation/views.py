@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from corpus.access import ProjectAccess, project_access
 from corpus.models import Role
 from corpus.views import follow_job
-from evaluation.answers_report import LABELS
+from goldeval.scoring.answers_report import LABELS
 from evaluation.forms import (
     FinaliseForm,
     KSentForm,
@@ -35,7 +35,7 @@ from evaluation.services import (
     reports,
 )
 from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
-from labelling.answerfiles import write_answer_file
+from goldeval.formats.answers import write_answer_file
 from labelling.models import AnswerRun, QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
 from labelling.services.answer_gold import core_answers

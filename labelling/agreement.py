@@ -23,7 +23,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from corpus.spans import merge_ranges
+from goldeval.text.spans import merge_ranges
 
 GRADES: tuple[int, ...] = (0, 1, 2)
 VERDICTS: tuple[str, ...] = ("answerable", "unanswerable", "cant_tell")
@@ -417,7 +417,7 @@ def paired_reliability_data(
 def merge_spans(spans: Sequence[Span]) -> list[Span]:
     """Sorted, non-overlapping spans: one labeller's overlapping spans count each character once.
 
-    `corpus.spans`' rule: touching spans stay apart, which covers the same characters."""
+    `goldeval.text.spans`' rule: touching spans stay apart, which covers the same characters."""
     for start, end in spans:
         if start < 0 or end <= start:
             raise AgreementInputError(

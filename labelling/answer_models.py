@@ -48,7 +48,7 @@ class Answer(models.Model):
     refused = models.BooleanField()
     # False when Goldset split the answer into sentences itself (the file gave none).
     sentences_given = models.BooleanField(default=True)
-    # `labelling.answerfiles.answer_key`: human grades apply to exactly what was graded.
+    # `goldeval.formats.answers.answer_key`: human grades apply to exactly what was graded.
     key = models.CharField(max_length=64)
     line = models.PositiveIntegerField(help_text="The line of the file it was read from.")
 

@@ -6,7 +6,7 @@ An item is one candidate of a question (its grade and evidence spans), or the qu
 - a lead's resolution, when there is one, is the answer;
 - an item judged by its only planned labeller takes that judgement;
 - a double-labelled item whose two votes agree takes the shared grade, and its spans are the
-  union of both labellers' spans, overlapping spans coalesced into one (`corpus.spans`' rule:
+  union of both labellers' spans, overlapping spans coalesced into one (`goldeval.text.spans`' rule:
   spans sharing a character merge, touching ones stay two units, as the metrics see them).
   Why union: both experts agree the passage answers; each span is evidence one of them marked,
   and a retrieved passage that reaches either has delivered supporting text. Coalescing keeps a

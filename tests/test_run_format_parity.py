@@ -1,8 +1,8 @@
 """A run file reads the same in the app and in the CLI: the same ranked rows, and the same
 problems with the same lines and messages (the app lists them all, the CLI stops at the first).
 
-Both go through corpus.runfiles; these tests hold the two entry points to it, the labelling run
-import and `python -m evaluation`, so neither can drift into a reader of its own again."""
+Both go through goldeval.formats.runfiles; these tests hold the two entry points to it, the labelling run
+import and `python -m goldeval`, so neither can drift into a reader of its own again."""
 
 import json
 import os
@@ -14,8 +14,8 @@ import pytest
 
 from corpus.models import Document
 from corpus.services import retrieval
-from evaluation.cli import main as evaluation_cli
-from evaluation.runs import RunFormatError, read_run
+from goldeval.cli import main as evaluation_cli
+from goldeval.formats.runs import RunFormatError, read_run
 from goldset.errors import ServiceError
 from labelling.models import RunResult
 from labelling.services.questions import InputRejected

@@ -13,7 +13,7 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from corpus import jobs
-from corpus.chunking import ChunkSpec, chunk_spans
+from goldeval.text.chunking import ChunkSpec, chunk_spans
 from corpus.dedupe import NearDuplicateIndex, signature
 from corpus.models import (
     AccessGroup,

@@ -1,6 +1,6 @@
 """Index manifests: the team's index described per retriever, stored whole or not at all.
 
-The format is `corpus.manifests`'; a file with any problem stores nothing and lists every
+The format is `goldeval.formats.manifests`'; a file with any problem stores nothing and lists every
 problem with its line. The browser's upload is a job (a large manifest takes seconds); the
 command imports in place. An HTTP retriever's manifest may also be fetched from a URL on its
 own endpoint's host, under the same host policy and headers as its searches. A doc id the
@@ -20,7 +20,7 @@ from corpus import jobs
 from corpus.httpendpoint import ConfigError, HttpSearchError
 from corpus.httpguard import GuardedTransport
 from corpus.httpsearch import MAX_RESPONSE_BYTES, SearchClient
-from corpus.manifests import ManifestFile, read_manifest
+from goldeval.formats.manifests import ManifestFile, read_manifest
 from corpus.models import (
     IndexManifest,
     IndexManifestRow,
@@ -31,7 +31,7 @@ from corpus.models import (
     Upload,
 )
 from corpus.services import http_retrieval
-from corpus.textfiles import NotUTF8Error
+from goldeval.formats.textfiles import NotUTF8Error
 from goldset.errors import ServiceError
 
 BATCH = 2000

@@ -17,8 +17,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from corpus import indexfile, jobs
-from corpus.analysis import Analyzer
-from corpus.bm25 import IDF_KINDS, BM25Index
+from goldeval.text.analysis import Analyzer
+from goldeval.bm25 import IDF_KINDS, BM25Index
 from corpus.embedding import (
     VECTOR_PRECISIONS,
     Encoder,

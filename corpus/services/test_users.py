@@ -114,7 +114,7 @@ def parse_user_value(text: str) -> Any:
 
 
 def acl_of(project: Project) -> dict[str, Any]:
-    """acl.json for ``python -m evaluation permissions``: each test user's groups, or "*"."""
+    """acl.json for ``python -m goldeval permissions``: each test user's groups, or "*"."""
     return {
         profile.name: "*"
         if profile.unrestricted

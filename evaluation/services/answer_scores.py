@@ -4,9 +4,9 @@ Computed by a job (`start_answers_report`, task ``evaluation.tasks.answer_report
 as an `EvaluationReport` keyed by the runs scored, so opening the page scores nothing: the
 gold set is re-anchored and every run read in the worker, as for the evaluation page.
 
-The figures are `evaluation.answers`' on exactly what ``python -m evaluation answers --gold
+The figures are `goldeval.scoring.answers`' on exactly what ``python -m goldeval answers --gold
 BUNDLE --answers RUN.jsonl --per-question`` reads: the bundle's gold and ``answers-gold.jsonl``
-(frozen when the gold set was finalised) and each run as `labelling.answerfiles` reads it
+(frozen when the gold set was finalised) and each run as `goldeval.formats.answers` reads it
 (`core_answers` rebuilds it from the rows; the page offers the same file for download). So the
 report here is the CLI's, number for number (tests/evaluation/test_answer_scores.py).
 """
@@ -23,14 +23,14 @@ from django.urls import reverse
 
 from corpus import jobs
 from corpus.models import Document, Job, JobState
-from evaluation.answergold import ANSWERS_GOLD_FILE, AnswerGold, read_answer_gold
-from evaluation.answers import compare_answer_runs, evaluate_answers
-from evaluation.answers_report import build_answer_report
-from evaluation.gold import Gold
-from evaluation.metrics import passages_reaching_gold
+from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, AnswerGold, read_answer_gold
+from goldeval.scoring.answers import compare_answer_runs, evaluate_answers
+from goldeval.scoring.answers_report import build_answer_report
+from goldeval.formats.gold import Gold
+from goldeval.scoring.metrics import passages_reaching_gold
 from evaluation.models import EvaluationReport, GoldSet
 from evaluation.services.gold_sets import bundle_files, load_gold_set
-from labelling.answerfiles import Answer
+from goldeval.formats.answers import Answer
 from labelling.models import AnswerAssignment, AnswerPassage, AnswerRun
 from labelling.services.answer_gold import core_answers
 

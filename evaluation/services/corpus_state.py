@@ -6,7 +6,7 @@ live by the Index health page."""
 from __future__ import annotations
 
 from corpus.models import Document, Project
-from evaluation.gold import DocumentState
+from goldeval.formats.gold import DocumentState
 
 
 def document_states(project: Project, *, viewer=None) -> list[DocumentState]:

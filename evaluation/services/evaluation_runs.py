@@ -15,13 +15,13 @@ from django.utils.text import slugify
 
 from corpus import jobs
 from corpus.models import Job, Project, Retriever, RetrieverKind, Upload
-from corpus.runfiles import jsonl_run_line
+from goldeval.formats.runfiles import jsonl_run_line
 from corpus.services import http_retrieval
 from corpus.services.retrieval import retrieve
-from evaluation.baseline import BASELINE_NAME, bm25_baseline_run
-from evaluation.gold import EvaluationInputError, Gold
+from goldeval.scoring.baseline import BASELINE_NAME, bm25_baseline_run
+from goldeval.formats.gold import EvaluationInputError, Gold
 from evaluation.models import EvaluationRun, GoldSet, RunSource
-from evaluation.runs import Run, check_run_against_gold, read_run
+from goldeval.formats.runs import Run, check_run_against_gold, read_run
 from evaluation.services.gold_sets import GoldSetError, load_gold_set
 from goldset.errors import ServiceError
 

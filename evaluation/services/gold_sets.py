@@ -1,9 +1,9 @@
 """Gold sets: finalise (freeze what `labelling.services.gold` says into the next numbered set),
 read back, verify, download as a zip, write to a folder.
 
-A gold set is its bundle: the files `evaluation.bundle` writes from the data gathered here,
+A gold set is its bundle: the files `goldeval.formats.bundle` writes from the data gathered here,
 stored once and never changed. Everything that reads a gold set reads those files through
-`evaluation.gold.read_bundle`, exactly as ``python -m evaluation`` reads a downloaded bundle.
+`goldeval.formats.gold.read_bundle`, exactly as ``python -m goldeval`` reads a downloaded bundle.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from corpus import jobs
-from corpus.chunking import ChunkSpec
+from goldeval.text.chunking import ChunkSpec
 from corpus.models import ChunkingScheme, Document, DocumentVersion, Job, JobState, Project
-from evaluation.answergold import ANSWERS_GOLD_FILE, read_answer_gold
-from evaluation.bundle import Bundle, BundleInfo, CorpusVersion, Vote, build_bundle, sha256
-from evaluation.gold import (
+from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, read_answer_gold
+from goldeval.formats.bundle import Bundle, BundleInfo, CorpusVersion, Vote, build_bundle, sha256
+from goldeval.formats.gold import (
     MANIFEST_FILE,
     READ_FILES,
     EvaluationInputError,
@@ -89,7 +89,7 @@ def finalise_gold_set(
 
     Refused, with every unresolved item listed, while anything blocks the gold rule. Who may
     finalise (admins) is the caller's check; ``user`` is recorded as the creator. The bundle is
-    read back with ``evaluation.gold.read_bundle`` before it is stored, so a stored gold set always
+    read back with ``goldeval.formats.gold.read_bundle`` before it is stored, so a stored gold set always
     loads in the CLI. That and the gold rule take their time on a large set (a long span
     re-anchored onto an edited version), so they run before the short transaction that stores
     the result, and report each stage to ``progress``; ``on_stored`` runs inside that
@@ -348,8 +348,8 @@ _cache_lock = threading.Lock()
 
 
 def load_gold_set(gold_set: GoldSet) -> Gold:
-    """The gold set read by ``evaluation.gold.read_bundle`` from its own bundle files, exactly as
-    ``python -m evaluation evaluate --gold BUNDLE`` reads them."""
+    """The gold set read by ``goldeval.formats.gold.read_bundle`` from its own bundle files, exactly as
+    ``python -m goldeval evaluate --gold BUNDLE`` reads them."""
     key = (gold_set.pk, gold_set.checksum)
     with _cache_lock:
         if key in _gold_cache:

@@ -16,11 +16,11 @@ from django.db import IntegrityError, transaction
 
 from corpus import jobs
 from corpus.models import Index, IndexState, Job, JobState, Project, Retriever, RetrieverKind
-from corpus.runfiles import jsonl_run_line
+from goldeval.formats.runfiles import jsonl_run_line
 from corpus.services.retrieval import retrieve
-from evaluation.metrics import MetricOptions, evaluate_run
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
 from evaluation.models import BuildEvaluationStart, EvaluationRun, GoldSet, IndexEvaluation
-from evaluation.runs import read_run
+from goldeval.formats.runs import read_run
 from evaluation.services.evaluation_runs import evaluation_depth, load_stored_run
 from evaluation.services.gold_sets import load_gold_set
 from labelling.charts import time_chart

@@ -1,4 +1,4 @@
-"""Index health in the app: the checks of `evaluation.health` over the live corpus, per
+"""Index health in the app: the checks of `goldeval.scoring.health` over the live corpus, per
 retriever, as the viewer may see it; the daily recorded check, the banner and the emails.
 
 An uploaded manifest describes the team's index; a built-in retriever's index is described by
@@ -26,7 +26,7 @@ from django.db.models import OuterRef, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
-from corpus.manifests import ManifestRow
+from goldeval.formats.manifests import ManifestRow
 from corpus.models import (
     Document,
     DocumentVersion,
@@ -37,8 +37,8 @@ from corpus.models import (
     RetrieverKind,
     Role,
 )
-from evaluation.gold import DocumentState
-from evaluation.health import Thresholds, check_index
+from goldeval.formats.gold import DocumentState
+from goldeval.scoring.health import Thresholds, check_index
 from evaluation.models import (
     EvaluationRun,
     GoldSet,
@@ -46,7 +46,7 @@ from evaluation.models import (
     IndexHealthThresholds,
     PermissionReplay,
 )
-from evaluation.runs import Ranking, Run, read_run
+from goldeval.formats.runs import Ranking, Run, read_run
 from evaluation.services.corpus_state import document_states
 from evaluation.services.evaluation_runs import load_stored_run
 from evaluation.services.gold_sets import load_gold_set

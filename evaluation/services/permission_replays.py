@@ -1,6 +1,6 @@
 """Permission replays in the app: every question of a gold set (and the project's canary
 questions) run as each test user, through a retriever or from uploaded per-user runs, checked by
-`evaluation.permissions` against the access groups recorded when the replay started.
+`goldeval.scoring.permission_replay` against the access groups recorded when the replay started.
 
 The replay is a job: it searches (a built-in retriever filters by the test user's groups before
 the top k; the HTTP retriever is called with their headers and ``{{user}}``), stores each user's
@@ -23,9 +23,9 @@ from corpus.services import http_retrieval
 from corpus.services.canaries import SOURCE as CANARY_SOURCE
 from corpus.services.retrieval import retrieve
 from corpus.services.test_users import RESERVED_NAME
-from evaluation.gold import EvaluationInputError
+from goldeval.formats.gold import EvaluationInputError
 from evaluation.models import GoldSet, PermissionReplay, PermissionReplayRun, ReplaySource
-from evaluation.permissions import (
+from goldeval.scoring.permission_replay import (
     DEFAULT_KS,
     AccessSnapshot,
     TestUser,

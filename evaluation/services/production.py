@@ -1,5 +1,5 @@
 """The production loop's evaluation side: a sample's misses report (as its viewer may see it)
-and the trend over samples. The figures are `evaluation/misses.py`'s."""
+and the trend over samples. The figures are `goldeval/scoring/misses.py`'s."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from corpus.models import Document, DocumentVersion, Project
-from corpus.runfiles import Passage
-from evaluation.gold import GoldSpan
-from evaluation.misses import MissesReport, SampledQuestion, misses_report, place_on, unplaced
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.gold import GoldSpan
+from goldeval.scoring.misses import MissesReport, SampledQuestion, misses_report, place_on, unplaced
 from goldset.errors import ServiceError
 from labelling.models import Provenance
 from labelling.services import promotion

@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from corpus import jobs
 from corpus.models import AccessGroup, Document, DocumentVersion, Job, JobState
-from evaluation.misses import report_content
+from goldeval.scoring.misses import report_content
 from evaluation.models import ProductionReport
 from evaluation.services.production import TREND_SAMPLES, sample_misses
 from goldset.errors import ServiceError

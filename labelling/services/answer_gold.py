@@ -1,6 +1,6 @@
 """What a gold set says about answers: the reference facts and the agreed grades of each
-answer, as the records of the bundle's ``answers-gold.jsonl`` (`evaluation.answergold` reads
-them; `evaluation.bundle` writes them).
+answer, as the records of the bundle's ``answers-gold.jsonl`` (`goldeval.formats.answer_gold` reads
+them; `goldeval.formats.bundle` writes them).
 
 The rule, as for passages: a lead's resolution (the review they chose) when there is one; an
 answer reviewed by one labeller takes that review; one reviewed by two takes their grades when
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from corpus.runfiles import Passage
-from labelling.answerfiles import Answer as CoreAnswer
-from labelling.answerfiles import Sentence
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.answers import Answer as CoreAnswer
+from goldeval.formats.answers import Sentence
 from labelling.models import Answer, AnswerAssignment, AnswerRun, QuestionSet, ReferenceAnswer
 
 
@@ -143,7 +143,7 @@ def answers_gold_records(question_set: QuestionSet) -> list[dict[str, Any]]:
 
 
 def core_answers(run: AnswerRun) -> dict[str, CoreAnswer]:
-    """The run's answers as `labelling.answerfiles` reads them from a file, so the scores and
+    """The run's answers as `goldeval.formats.answers` reads them from a file, so the scores and
     the answer keys are the CLI's (`write_answer_file` writes the same file back)."""
     answers: dict[str, CoreAnswer] = {}
     rows = (

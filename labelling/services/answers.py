@@ -1,7 +1,7 @@
 """Answer runs imported into a question set, and the leads' reference answers.
 
-The file is read by `labelling.answerfiles` (the one reader of the answer-run format, shared
-with ``python -m evaluation answers``); what is checked here needs the database: the ids must
+The file is read by `goldeval.formats.answers` (the one reader of the answer-run format, shared
+with ``python -m goldeval answers``); what is checked here needs the database: the ids must
 name the set's questions and documents the importer may see, and offsets must stay inside the
 newest version of a document. All or nothing: any problem, and nothing is written.
 """
@@ -21,10 +21,10 @@ from django.utils.text import slugify
 from corpus import jobs
 from corpus.models import Document, DocumentVersion, Job, JobState, Upload
 from corpus.sources import RecordError
-from corpus.textfiles import LineProblem, NotUTF8Error
+from goldeval.formats.textfiles import LineProblem, NotUTF8Error
 from goldset.errors import ServiceError
-from labelling.answerfiles import Answer as ReadAnswer
-from labelling.answerfiles import check_answers, read_answer_file
+from goldeval.formats.answers import Answer as ReadAnswer
+from goldeval.formats.answers import check_answers, read_answer_file
 from labelling.models import (
     Answer,
     AnswerPassage,

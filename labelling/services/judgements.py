@@ -30,7 +30,7 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Length, Substr
 
 from corpus.models import DocumentVersion
-from corpus.spans import overlaps
+from goldeval.text.spans import overlaps
 from goldset.errors import ServiceError
 from labelling.grading_passages import passages_for_grading
 from labelling.models import (

@@ -20,10 +20,10 @@ from corpus.services.canaries import SOURCE as CANARY_SOURCE
 from corpus.services.canaries import PlantedCanary, plant_canary_documents
 from corpus.services.documents import Importer, IngestResult, ingest_batch
 from corpus.sources import RecordError, read_beir
-from corpus.textfiles import text_problem
+from goldeval.formats.textfiles import text_problem
 from goldset.errors import ServiceError
 from labelling.models import ImportedJudgement, Question, QuestionSet
-from labelling.sources import (
+from goldeval.formats.questions import (
     MAX_SOURCE,
     QUESTION_FORMATS,
     QuestionFileError,

@@ -1,7 +1,7 @@
 """Gold spans on documents that changed after labelling, re-projected onto the newest version.
 
 A span points at the version its labeller read. When the document gets a newer version, the
-span's quote is found again in the new text with `corpus.anchoring.locate` (exact, then the
+span's quote is found again in the new text with `goldeval.text.anchoring.locate` (exact, then the
 bounded fuzzy match: the same rule the gold reader applies when scoring), and what could not be
 found is listed with its question. A labeller's re-check list is their own spans on changed
 documents; the lead's figures (the Index health page) are every span of the project's labels
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import F, Q
 
-from corpus.anchoring import SIMILARITY_FLOOR, locate
+from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
 from corpus.models import Document, Project
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Change, ChangeSubject, Span, SpanRecheck

@@ -1,7 +1,7 @@
 """Importing a team's own run for a `run` retriever, so pools can draw on it.
 
-The file is read by `corpus.runfiles` (the one reader of the run format, shared with
-``python -m evaluation``); what is checked here needs the database: the ids must name the
+The file is read by `goldeval.formats.runfiles` (the one reader of the run format, shared with
+``python -m goldeval``); what is checked here needs the database: the ids must name the
 set's questions and the project's documents, and offsets must stay inside a document's text.
 """
 
@@ -14,9 +14,9 @@ from django.db import transaction
 from django.db.models.functions import Length
 
 from corpus.models import Chunk, Document, DocumentVersion, Retriever, RetrieverKind
-from corpus.runfiles import read_run_file
+from goldeval.formats.runfiles import read_run_file
 from corpus.sources import RecordError
-from corpus.textfiles import NotUTF8Error, text_problem
+from goldeval.formats.textfiles import NotUTF8Error, text_problem
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet, RunResult
 from labelling.services.questions import InputRejected

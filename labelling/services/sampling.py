@@ -1,6 +1,6 @@
 """Sampling rules (versioned) and the samples they draw from production traces.
 
-The thinking is `labelling/sampling.py`'s; here the rule's filter becomes a query, the traces
+The thinking is `goldeval/scoring/sampling.py`'s; here the rule's filter becomes a query, the traces
 become units, and the draw is stored with each trace's stratum and inclusion probability.
 """
 
@@ -17,7 +17,7 @@ from django.utils import timezone
 from corpus.models import Project, Retriever, RetrieverKind
 from corpus.services import retrieval
 from goldset.errors import ServiceError
-from labelling import sampling
+from goldeval.scoring import sampling
 from labelling.trace_models import Sample, SampledTrace, SamplingRule, SamplingStrategy, Trace
 
 FEEDBACK = {"": "all traces", "down": "negative", "up": "positive", "none": "none", "any": "any"}
@@ -206,7 +206,7 @@ _STRATUM_OF = {
 
 def _groups(rule: SamplingRule, traces: QuerySet[Trace]) -> dict[str, list[int]]:
     """The population's trace pks, grouped as the rule's strategy draws them
-    (`labelling.sampling.group_units`), read as plain tuples: no object per trace."""
+    (`goldeval.scoring.sampling.group_units`), read as plain tuples: no object per trace."""
     if rule.strategy == SamplingStrategy.STRATIFIED:
         column, stratum_of = _STRATUM_OF[rule.stratify_by]
         groups: dict[str, list[int]] = defaultdict(list)

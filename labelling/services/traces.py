@@ -15,10 +15,10 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from corpus.models import Document, Project
-from corpus.textfiles import LineProblem
+from goldeval.formats.textfiles import LineProblem
 from goldset.errors import ServiceError
 from labelling.trace_models import ApiToken, Trace
-from labelling.tracefiles import TraceRecord, read_trace
+from goldeval.formats.traces import TraceRecord, read_trace
 
 BATCH = 2_000
 ANALYZE_AFTER = 10_000  # traces stored by one import
@@ -193,7 +193,7 @@ def import_traces(
     lines: Iterable[tuple[int, TraceRecord | LineProblem]],
     progress: Callable[[int], None] | None = None,
 ) -> TraceIntake:
-    """Traces from a file's lines (`labelling.tracefiles.read_trace_lines`), in one transaction:
+    """Traces from a file's lines (`goldeval.formats.traces.read_trace_lines`), in one transaction:
     any line with a problem stores nothing, and every problem (up to `MAX_PROBLEMS`) is listed.
     A trace id already stored is skipped, so importing a file again adds nothing."""
     known, now = _known_doc_ids(project), timezone.now()

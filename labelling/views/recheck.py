@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from corpus.access import project_access
-from corpus.anchoring import SIMILARITY_FLOOR, locate
+from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
 from labelling.forms import RecheckForm
 from labelling.services.recheck import (
     GONE,

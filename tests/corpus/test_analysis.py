@@ -1,4 +1,4 @@
-from corpus.analysis import ENGLISH_STOPWORDS, Analyzer
+from goldeval.text.analysis import ENGLISH_STOPWORDS, Analyzer
 
 
 def test_codes_stay_whole_and_lower_cased() -> None:

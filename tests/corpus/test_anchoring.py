@@ -1,4 +1,4 @@
-"""corpus/anchoring.py: a quote found again exactly, moved, edited inside, or reported lost."""
+"""goldeval/text/anchoring.py: a quote found again exactly, moved, edited inside, or reported lost."""
 
 import difflib
 import random
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corpus.anchoring import SIMILARITY_FLOOR, Located, locate, similarity
+from goldeval.text.anchoring import SIMILARITY_FLOOR, Located, locate, similarity
 
 CLAUSE = (
     "Carry-over of unused leave needs written approval from the line manager before the end "

@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
-from corpus.bm25 import BM25Index
+from goldeval.bm25 import BM25Index
 from corpus.models import Index, IndexState, Retriever
 from corpus.services import artifacts, documents, retrieval
 from goldset.errors import ServiceError

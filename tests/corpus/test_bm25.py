@@ -7,8 +7,8 @@ import pytest
 from bm25s.tokenization import Tokenized
 from rank_bm25 import BM25Okapi
 
-from corpus.analysis import Analyzer
-from corpus.bm25 import BM25Index, BM25IndexError, top_k
+from goldeval.text.analysis import Analyzer
+from goldeval.bm25 import BM25Index, BM25IndexError, top_k
 
 PASSAGES = [
     "Annual leave is 25 days per year; carry-over needs approval under HR-POL-014.",

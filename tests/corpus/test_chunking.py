@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corpus.chunking import ChunkingError, ChunkSpec, chunk_spans
+from goldeval.text.chunking import ChunkingError, ChunkSpec, chunk_spans
 
 
 def texts_of(text: str, spans: list[tuple[int, int]]) -> list[str]:

@@ -1,8 +1,8 @@
-"""The index manifest format (corpus/manifests.py): rows, and every problem with its line."""
+"""The index manifest format (goldeval/formats/manifests.py): rows, and every problem with its line."""
 
 import datetime
 
-from corpus.manifests import COLUMNS, describe_model, parse_time, read_manifest
+from goldeval.formats.manifests import COLUMNS, describe_model, parse_time, read_manifest
 
 HASH = "a" * 64
 HEADER = ",".join(COLUMNS) + "\n"

@@ -4,7 +4,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corpus.spans import merge_overlapping, merge_ranges, overlaps
+from goldeval.text.spans import merge_overlapping, merge_ranges, overlaps
 
 
 def test_touching_ranges_do_not_overlap_and_stay_apart():

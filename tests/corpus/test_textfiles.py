@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from corpus.textfiles import (
+from goldeval.formats.textfiles import (
     LineProblem,
     NotUTF8Error,
     decode_utf8,

@@ -10,7 +10,7 @@ import hashlib
 import pytest
 from playwright.sync_api import expect
 
-from corpus.manifests import COLUMNS
+from goldeval.formats.manifests import COLUMNS
 from corpus.models import IndexManifest
 from corpus.services import retrieval
 from tests.e2e.conftest import log_in

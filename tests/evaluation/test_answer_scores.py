@@ -1,5 +1,5 @@
 """Answers round trip: import a run, review it as two labellers, finalise, and the Answers page
-equals ``python -m evaluation answers`` on the exported bundle and the run's file."""
+equals ``python -m goldeval answers`` on the exported bundle and the run's file."""
 
 import json
 
@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 
 from corpus.models import AccessGroup, Document, Job
-from evaluation.answergold import ANSWERS_GOLD_FILE, read_answer_gold
-from evaluation.cli import main
+from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, read_answer_gold
+from goldeval.cli import main
 from evaluation.models import EvaluationReport
 from evaluation.services import gold_sets
 from evaluation.services.answer_scores import answers_page

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from corpus.runfiles import Passage
-from evaluation.answergold import AnswerGoldError, read_answer_gold
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.answer_gold import AnswerGoldError, read_answer_gold
 
 
 def jsonl(*records):

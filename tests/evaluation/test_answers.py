@@ -2,15 +2,15 @@
 
 import pytest
 
-from corpus.runfiles import Passage
-from evaluation.answergold import (
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.answer_gold import (
     AnswerGold,
     AnswerGrades,
     GradedCitation,
     GradedClaim,
     ReferenceFact,
 )
-from evaluation.answers import (
+from goldeval.scoring.answers import (
     SCORE_NAMES,
     RefusalOutcome,
     citation_scores,
@@ -24,8 +24,8 @@ from evaluation.answers import (
     precise_citations,
     refusal_scores,
 )
-from evaluation.gold import Gold, GoldQuestion, GoldSpan
-from labelling.answerfiles import Answer, Sentence
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan
+from goldeval.formats.answers import Answer, Sentence
 
 LEAVE = GoldQuestion(
     question_id="q1",

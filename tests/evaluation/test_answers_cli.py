@@ -1,4 +1,4 @@
-"""``python -m evaluation answers`` as a CI job runs it: scores, coverage, bars, bad input."""
+"""``python -m goldeval answers`` as a CI job runs it: scores, coverage, bars, bad input."""
 
 import csv
 import io
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from evaluation.cli import main
-from labelling.answerfiles import read_answer_file
+from goldeval.cli import main
+from goldeval.formats.answers import read_answer_file
 from tests.evaluation.test_cli import DOCUMENTS, QUESTIONS, REPO, write_jsonl
 
 # Against test_cli's gold: q1 (leave [0, 34)), q2 (pension, whole document), =q3 unanswerable.
@@ -195,7 +195,7 @@ def test_runs_in_a_fresh_interpreter_without_django(bundle, tmp_path):
     good = write_jsonl(tmp_path / "good.jsonl", GOOD)
     env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
     code = (
-        "import sys; sys.modules['django'] = None; from evaluation.cli import main; "
+        "import sys; sys.modules['django'] = None; from goldeval.cli import main; "
         f"sys.exit(main(['answers', '--gold', {str(bundle)!r}, '--answers', {str(good)!r}]))"
     )
     result = subprocess.run(

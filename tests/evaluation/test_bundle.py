@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import pytest
 from django.utils import timezone
 
-from corpus.chunking import ChunkSpec
+from goldeval.text.chunking import ChunkSpec
 from corpus.models import Document
 from corpus.services import documents
-from evaluation.bundle import BundleInfo, CorpusVersion, Vote, build_bundle
+from goldeval.formats.bundle import BundleInfo, CorpusVersion, Vote, build_bundle
 from evaluation.services.gold_sets import finalise_gold_set
 from labelling.models import Assignment, Candidate, Guideline, Judgement, Pool, Span, Verdict
 from tests.factories import (
@@ -25,7 +25,7 @@ from tests.factories import (
 FIXED_NOW = datetime.datetime(2025, 3, 4, 5, 6, 7, tzinfo=datetime.UTC)
 
 # SHA-256 of every file of the fixture's bundle, as the app wrote them before the bundle writer
-# moved to evaluation/bundle.py; issue 17 added documents.jsonl (so manifest.json lists it) and
+# moved to goldeval/formats/bundle.py; issue 17 added documents.jsonl (so manifest.json lists it) and
 # changed no other file.
 GOLDEN = {
     "beir/corpus.jsonl": "5fa2acaa3e0e2e1a19a75b513931a6c94521ee0e89a77261b2685c2e4e8ad56c",

@@ -98,7 +98,7 @@ def weak_run(tmp_path):
 def evaluate(*arguments):
     env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
     return subprocess.run(
-        [sys.executable, "-m", "evaluation", "evaluate", *map(str, arguments)],
+        [sys.executable, "-m", "goldeval", "evaluate", *map(str, arguments)],
         cwd=REPO,
         env=env,
         capture_output=True,

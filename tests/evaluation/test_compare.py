@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from evaluation.compare import compare_runs, paired_randomization_p_values
-from evaluation.metrics import RunEvaluation, UnanswerableReport
+from goldeval.scoring.compare import compare_runs, paired_randomization_p_values
+from goldeval.scoring.metrics import RunEvaluation, UnanswerableReport
 
 
 def evaluation_of(values):

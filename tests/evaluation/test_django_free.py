@@ -26,19 +26,19 @@ def test_the_guard_really_blocks_django():
 
 
 def test_import_without_settings_or_django():
-    result = run_python("import evaluation.metrics, evaluation.cli")
+    result = run_python("import goldeval.scoring.metrics, goldeval.cli")
     assert result.returncode == 0, result.stderr
     modules = (
-        "evaluation.metrics, evaluation.cli, evaluation.gold, evaluation.runs, "
-        "evaluation.compare, evaluation.report, evaluation.baseline, evaluation.bundle, "
-        "evaluation.permissions, evaluation.permissions_cli, corpus.httpsearch, corpus.httpguard, "
+        "goldeval.scoring.metrics, goldeval.cli, goldeval.formats.gold, goldeval.formats.runs, "
+        "goldeval.scoring.compare, goldeval.scoring.report, goldeval.scoring.baseline, goldeval.formats.bundle, "
+        "goldeval.scoring.permission_replay, goldeval.cli.permissions, corpus.httpsearch, corpus.httpguard, "
         # The file formats the CLI reads, and the question files read the same way.
-        "corpus.textfiles, corpus.runfiles, labelling.sources, "
+        "goldeval.formats.textfiles, goldeval.formats.runfiles, goldeval.formats.questions, "
         # Answer runs and their scores.
-        "labelling.answerfiles, evaluation.answers, evaluation.answergold, "
-        "evaluation.answers_report, evaluation.answers_cli, "
+        "goldeval.formats.answers, goldeval.scoring.answers, goldeval.formats.answer_gold, "
+        "goldeval.scoring.answers_report, goldeval.cli.answers, "
         # Index health (issue 17): the manifest format and the checks.
-        "corpus.manifests, evaluation.health, evaluation.health_cli"
+        "goldeval.formats.manifests, goldeval.scoring.health, goldeval.cli.health"
     )
     result = run_python(GUARD + f"import {modules}")
     assert result.returncode == 0, result.stderr
@@ -66,7 +66,7 @@ def test_full_evaluation_with_baseline_without_django(tmp_path):
         + "\n"
     )
     code = GUARD + (
-        "from evaluation.cli import main; "
+        "from goldeval.cli import main; "
         f"sys.exit(main(['evaluate', '--gold', {str(bundle)!r}, '--k', '1']))"
     )
     result = run_python(code)
@@ -79,9 +79,9 @@ def test_the_bundle_is_written_and_read_back_without_django():
     code = GUARD + (
         "import datetime\n"
         "from types import SimpleNamespace as S\n"
-        "from corpus.chunking import ChunkSpec\n"
-        "from evaluation.bundle import BundleInfo, CorpusVersion, build_bundle\n"
-        "from evaluation.gold import read_bundle\n"
+        "from goldeval.text.chunking import ChunkSpec\n"
+        "from goldeval.formats.bundle import BundleInfo, CorpusVersion, build_bundle\n"
+        "from goldeval.formats.gold import read_bundle\n"
         "span = S(doc_id='d1', version=1, start=0, end=5, grade=2, quote='25 da')\n"
         "question = S(question_id='q1', text='leave', answerable=True, spans=[span],"
         " judged=[('d1', 1, 0, 23)])\n"
@@ -108,7 +108,7 @@ def test_index_health_runs_without_django(tmp_path):
         "doc_id,indexed_at,embedding_model,dimension\nd1,2026-11-30T00:00:00Z,minilm,384\n"
     )
     code = (
-        GUARD + "from evaluation.cli import main; "
+        GUARD + "from goldeval.cli import main; "
         f"raise SystemExit(main(['health', '--gold', {str(bundle)!r}, "
         f"'--manifest', {str(manifest)!r}, '--format', 'json']))"
     )

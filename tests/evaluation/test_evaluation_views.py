@@ -7,10 +7,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from corpus.models import AccessGroup, Job
-from evaluation.gold import load_gold
-from evaluation.metrics import MetricOptions, evaluate_run
+from goldeval.formats.gold import load_gold
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
 from evaluation.models import EvaluationRun, GoldSet
-from evaluation.runs import load_run
+from goldeval.formats.runs import load_run
 from evaluation.scoreboard import format_figure
 from evaluation.services import gold_sets
 from tests.conftest import wait_for_job

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from evaluation.gold import (
+from goldeval.formats.gold import (
     FUZZY_MIN_RATIO,
     GoldFormatError,
     GoldSpan,

@@ -9,11 +9,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from corpus.chunking import ChunkSpec, chunk_spans
+from goldeval.text.chunking import ChunkSpec, chunk_spans
 from corpus.models import Document
 from corpus.services import documents
-from evaluation.bundle import JUDGEMENT_COLUMNS, spreadsheet_safe
-from evaluation.gold import load_corpus_versions, load_gold, load_qrels
+from goldeval.formats.bundle import JUDGEMENT_COLUMNS, spreadsheet_safe
+from goldeval.formats.gold import load_corpus_versions, load_gold, load_qrels
 from evaluation.models import GoldSet, GoldSetFile
 from evaluation.services import gold_sets
 from labelling.models import Question
@@ -393,7 +393,7 @@ def test_the_bundle_qrels_read_by_ir_measures_and_ranx_give_the_cli_figures(
     import pandas
     import ranx
 
-    from evaluation.cli import main
+    from goldeval.cli import main
 
     _, folder = bundle
     path = folder / name

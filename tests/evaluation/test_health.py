@@ -1,16 +1,16 @@
-"""Index health (evaluation/health.py) on a small corpus, and ``python -m evaluation health``."""
+"""Index health (goldeval/scoring/health.py) on a small corpus, and ``python -m goldeval health``."""
 
 import datetime
 import json
 
 import pytest
 
-from corpus.manifests import COLUMNS, read_manifest
-from corpus.runfiles import Passage
-from evaluation.cli import main
-from evaluation.gold import DocumentState, Gold, GoldQuestion, GoldSpan, load_gold
-from evaluation.health import Thresholds, check_index, crowding_of, documents_of
-from evaluation.runs import Ranking, Run
+from goldeval.formats.manifests import COLUMNS, read_manifest
+from goldeval.formats.runfiles import Passage
+from goldeval.cli import main
+from goldeval.formats.gold import DocumentState, Gold, GoldQuestion, GoldSpan, load_gold
+from goldeval.scoring.health import Thresholds, check_index, crowding_of, documents_of
+from goldeval.formats.runs import Ranking, Run
 
 NOW = datetime.datetime(2026, 12, 1, 12, 0, tzinfo=datetime.UTC)
 H1, H2, H3 = "1" * 64, "2" * 64, "3" * 64

@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 from django.urls import reverse
 
 from corpus.extraction import assess_quality
-from corpus.manifests import COLUMNS
+from goldeval.formats.manifests import COLUMNS
 from corpus.models import DocumentVersion, IndexManifest, IndexManifestRow, Job, JobState
 from corpus.services import documents, manifests, projects, retrieval
 from corpus.sources import DocumentRecord, SourceBatch

@@ -1,6 +1,6 @@
 """Issue 13: figures that no threshold or input quirk changes silently, and conventions named.
 
-Each test is a minimal case through ``python -m evaluation evaluate`` (in process: the command's
+Each test is a minimal case through ``python -m goldeval evaluate`` (in process: the command's
 ``main``), asserting on what a user sees: the exit status, the report and the warnings.
 """
 
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from evaluation.cli import main
+from goldeval.cli import main
 
 
 def write(path, text, *, bom=False):

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaluation.gold import Gold, GoldQuestion, GoldSpan, Passage, UnanchoredSpan
-from evaluation.metrics import MetricOptions, evaluate_run, first_reaching_ranks
-from evaluation.runs import Ranking, Run
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan, Passage, UnanchoredSpan
+from goldeval.scoring.metrics import MetricOptions, evaluate_run, first_reaching_ranks
+from goldeval.formats.runs import Ranking, Run
 
 
 def span(doc_id, grade, start=None, end=None, **extra):

@@ -1,10 +1,10 @@
-"""The misses core (evaluation/misses.py), on hand-made questions."""
+"""The misses core (goldeval/scoring/misses.py), on hand-made questions."""
 
 import pytest
 
-from corpus.runfiles import Passage
-from evaluation.gold import GoldSpan
-from evaluation.misses import SampledQuestion, misses_report
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.gold import GoldSpan
+from goldeval.scoring.misses import SampledQuestion, misses_report
 
 
 def question(qid, *, spans=(), production=(), probability=0.5, stratum="", answerable=True,
@@ -60,7 +60,7 @@ def test_unanswerable_questions_answered_and_undecided_ones_apart():
 
 
 def test_a_passage_is_placed_on_another_version_by_its_text():
-    from evaluation.misses import place_on
+    from goldeval.scoring.misses import place_on
 
     old = "Travel costs are paid back monthly after the trip report is filed."
     new = "A new preface. " + old.replace("monthly", "each month")

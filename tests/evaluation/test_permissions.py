@@ -1,13 +1,13 @@
-"""The permission replay's core and ``python -m evaluation permissions``: findings, leak@k, leak
+"""The permission replay's core and ``python -m goldeval permissions``: findings, leak@k, leak
 rate, first leaked rank, canaries, over-restriction, visible recall, side channels, bad input."""
 
 import json
 
 import pytest
 
-from evaluation.cli import main
-from evaluation.gold import load_gold
-from evaluation.permissions import (
+from goldeval.cli import main
+from goldeval.formats.gold import load_gold
+from goldeval.scoring.permission_replay import (
     AccessSnapshot,
     DocumentAccess,
     PermissionInputError,

@@ -2,9 +2,9 @@ import csv
 import io
 import json
 
-from evaluation.compare import Comparison
-from evaluation.metrics import RunEvaluation, UnanswerableReport
-from evaluation.report import build_report, render
+from goldeval.scoring.compare import Comparison
+from goldeval.scoring.metrics import RunEvaluation, UnanswerableReport
+from goldeval.scoring.report import build_report, render
 
 
 def evaluations():

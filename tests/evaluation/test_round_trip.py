@@ -1,4 +1,4 @@
-"""The round trip of issue 6: a labelled question set → finalise → export → `python -m evaluation`
+"""The round trip of issue 6: a labelled question set → finalise → export → `python -m goldeval`
 on the bundle with the BM25 run of `manage.py retrieve` gives the figures of the in-app page."""
 
 import json

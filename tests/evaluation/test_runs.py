@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from evaluation.gold import CorpusDocument, Gold, GoldQuestion, Passage
-from evaluation.runs import RunFormatError, check_run_against_gold, load_run
+from goldeval.formats.gold import CorpusDocument, Gold, GoldQuestion, Passage
+from goldeval.formats.runs import RunFormatError, check_run_against_gold, load_run
 
 
 def test_jsonl_run_keeps_list_order(tmp_path):
@@ -161,7 +161,7 @@ def test_repeated_trec_lines_keep_the_best_and_are_counted(tmp_path):
 
 
 def test_a_trec_rankings_passages_read_like_a_list():
-    from corpus.runfiles import WholeDocuments
+    from goldeval.formats.runfiles import WholeDocuments
 
     passages = WholeDocuments(["a", "b", "c"])
     expected = [Passage("a"), Passage("b"), Passage("c")]

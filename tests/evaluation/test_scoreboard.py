@@ -1,8 +1,8 @@
 """The evaluation page's read model without the page: the recall curve's geometry."""
 
-from evaluation.gold import Gold, GoldQuestion, GoldSpan, Passage
-from evaluation.metrics import MetricOptions, evaluate_run
-from evaluation.runs import Ranking, Run
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan, Passage
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
+from goldeval.formats.runs import Ranking, Run
 from evaluation.scoreboard import PALETTE, Scoreboard, ScoredRun, recall_curve_svg, run_colours
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.gold import load_gold
-from evaluation.metrics import MetricOptions, evaluate_run
-from evaluation.runs import load_run
+from goldeval.formats.gold import load_gold
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
+from goldeval.formats.runs import load_run
 from tests.conftest import REPO, SHARED_DATA
 
 # The data sits in shared/ beside the clone; CI refuses to start without it (tests/conftest.py).

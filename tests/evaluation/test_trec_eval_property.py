@@ -2,7 +2,7 @@
 ir_measures' on random graded document-level qrels and TREC runs with ties, repeated lines,
 missing and unknown queries (issue 13). Nothing is skipped: both oracles are dev dependencies.
 
-The files go through ``python -m evaluation evaluate`` (in process), so the readers (ties by
+The files go through ``python -m goldeval evaluate`` (in process), so the readers (ties by
 docno descending, repeats dropped, unknown questions skipped) are under test as much as the
 metrics. pytrec_eval receives what a run file means to trec_eval: one score per document (the
 best of a repeated document's lines, which is the one Goldset keeps) and every query of the run.
@@ -19,7 +19,7 @@ import pytrec_eval
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaluation.cli import main
+from goldeval.cli import main
 
 KS = (1, 3, 5, 10)
 DOCS = [f"d{n}" for n in range(12)]

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from corpus.runfiles import Passage
-from corpus.textfiles import NotUTF8Error
-from labelling.answerfiles import (
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.textfiles import NotUTF8Error
+from goldeval.formats.answers import (
     Sentence,
     answer_key,
     check_answers,

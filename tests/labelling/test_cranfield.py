@@ -9,9 +9,9 @@ import pytest
 
 from corpus.models import Document
 from corpus.services import documents, retrieval
-from evaluation.gold import Gold, Passage, load_qrels
-from evaluation.metrics import MetricOptions, evaluate_run
-from evaluation.runs import Ranking, Run
+from goldeval.formats.gold import Gold, Passage, load_qrels
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
+from goldeval.formats.runs import Ranking, Run
 from labelling.services.questions import import_beir
 from tests.conftest import SHARED_DATA
 

@@ -1,4 +1,4 @@
-"""Spans on documents changed after labelling: re-projected with corpus.anchoring.locate, the
+"""Spans on documents changed after labelling: re-projected with goldeval.text.anchoring.locate, the
 labeller's Re-check list (their own only) and the lead's list on the Index health page."""
 
 from django.urls import reverse

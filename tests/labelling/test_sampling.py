@@ -1,4 +1,4 @@
-"""The sampling core (labelling/sampling.py): every strategy's inclusion probabilities are
+"""The sampling core (goldeval/scoring/sampling.py): every strategy's inclusion probabilities are
 what the draws do, and weighted estimates find the population mean within their intervals."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from labelling.sampling import (
+from goldeval.scoring.sampling import (
     Observation,
     SamplingError,
     Unit,

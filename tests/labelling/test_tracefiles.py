@@ -1,9 +1,9 @@
-"""The trace format (labelling/tracefiles.py), Django-free."""
+"""The trace format (goldeval/formats/traces.py), Django-free."""
 
 import json
 from datetime import UTC, datetime
 
-from labelling.tracefiles import read_trace, read_trace_lines, read_trace_stream
+from goldeval.formats.traces import read_trace, read_trace_lines, read_trace_stream
 
 TRACE = {
     "trace_id": "t-1",

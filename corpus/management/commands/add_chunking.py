@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from corpus.chunking import ChunkingError
+from goldeval.text.chunking import ChunkingError
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import ChunkingStrategy, ChunkUnit
 from corpus.services import documents

@@ -10,7 +10,7 @@ from corpus.services.test_users import acl_of
 
 class Command(BaseCommand):
     help = (
-        "Write acl.json for `python -m evaluation permissions --acl`: each test user of the "
+        "Write acl.json for `python -m goldeval permissions --acl`: each test user of the "
         'project with their access groups, or "*" for one who sees everything.'
     )
 

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from corpus.management.commands._exit import unusable
 from corpus.management.commands._jobs import wait_for_job
-from corpus.manifests import COLUMNS
+from goldeval.formats.manifests import COLUMNS
 from corpus.models import (
     ChunkingScheme,
     Document,

@@ -6,7 +6,7 @@ from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.management.commands._progress import ProgressBar, progress_stream
 from goldset.errors import ServiceError
 from labelling.services import traces as services
-from labelling.tracefiles import read_trace_stream
+from goldeval.formats.traces import read_trace_stream
 
 
 class Command(BaseCommand):

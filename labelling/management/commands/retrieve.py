@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand
 
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import PermissionProfile, Retriever, RetrieverKind
-from corpus.runfiles import jsonl_run_line
+from goldeval.formats.runfiles import jsonl_run_line
 from corpus.services import http_retrieval, retrieval
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet
@@ -17,7 +17,7 @@ class Command(BaseCommand):
     help = (
         "Write the run of a retriever (built-in or HTTP) for one or more question sets, in the "
         'JSONL run format ({"question_id", "results": [{"doc_id", "start", "end", "score"}]}) '
-        "that `python -m evaluation` scores. With --as-test-user, the run a permission replay "
+        "that `python -m goldeval` scores. With --as-test-user, the run a permission replay "
         "checks: made as that test user, canaries included."
     )
 

@@ -1,6 +1,6 @@
-"""Runs for evaluation: a run file read by `corpus.runfiles`, its first problem raised.
+"""Runs for evaluation: a run file read by `goldeval.formats.runfiles`, its first problem raised.
 
-The run format lives in `corpus.runfiles`, so the app's run import and this CLI read a file
+The run format lives in `goldeval.formats.runfiles`, so the app's run import and this CLI read a file
 alike; here a problem stops the file, as a CI gate should, with the file and line to look at.
 """
 
@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from corpus.runfiles import TIES_RULES, read_run_file
-from corpus.textfiles import NotUTF8Error
-from evaluation.gold import EvaluationInputError, Gold, Passage
+from goldeval.formats.runfiles import TIES_RULES, read_run_file
+from goldeval.formats.textfiles import NotUTF8Error
+from goldeval.formats.gold import EvaluationInputError, Gold, Passage
 
 
 class RunFormatError(EvaluationInputError):
@@ -21,7 +21,7 @@ class RunFormatError(EvaluationInputError):
 
 @dataclass(slots=True)
 class Ranking:
-    passages: Sequence[Passage]  # a list, or a TREC run's `corpus.runfiles.WholeDocuments`
+    passages: Sequence[Passage]  # a list, or a TREC run's `goldeval.formats.runfiles.WholeDocuments`
     # None when the run says nothing about refusing; only JSONL runs can say it.
     refused: bool | None = None
     line: int | None = None  # where the question first appears in the file
@@ -32,8 +32,8 @@ class Run:
     name: str
     rankings: dict[str, Ranking] = field(default_factory=dict)
     source: Path | None = None
-    ties: str = "trec_eval"  # how equal scores were ordered (TREC runs; `corpus.runfiles.TIES`)
-    scores: str = "double"  # how precisely they were compared (`corpus.runfiles.SCORES`)
+    ties: str = "trec_eval"  # how equal scores were ordered (TREC runs; `goldeval.formats.runfiles.TIES`)
+    scores: str = "double"  # how precisely they were compared (`goldeval.formats.runfiles.SCORES`)
     format: str = "jsonl"
     repeats: int = 0  # repeated passages dropped after their first occurrence, all questions
     # Questions of the run that the gold set does not know, skipped (`check_run_against_gold`).
@@ -95,7 +95,7 @@ def read_run(
     scores: str = "double",
 ) -> Run:
     """A run given as the file's bytes; ``source`` names the file in errors. ``ties`` and
-    ``scores``: how a TREC run is ranked (`corpus.runfiles`)."""
+    ``scores``: how a TREC run is ranked (`goldeval.formats.runfiles`)."""
     path = Path(source) if source is not None else None
     try:
         parsed = read_run_file(data, ties=ties, scores=scores)

@@ -1,6 +1,6 @@
-"""``python -m evaluation answers``: answer runs scored against a gold set, as a CI gate.
+"""``python -m goldeval answers``: answer runs scored against a gold set, as a CI gate.
 
-    python -m evaluation answers --gold gold/ --answers rag=answers.jsonl \\
+    python -m goldeval answers --gold gold/ --answers rag=answers.jsonl \\
         [--answers old=old.jsonl] [--judgements gold/answers-gold.jsonl] \\
         [--fail-under faithfulness=0.9] [--format json|markdown|csv]
 
@@ -17,19 +17,19 @@ import argparse
 import sys
 from pathlib import Path
 
-from corpus.textfiles import NotUTF8Error
-from evaluation.answergold import ANSWERS_GOLD_FILE, AnswerGold, load_answer_gold
-from evaluation.answers import (
+from goldeval.formats.textfiles import NotUTF8Error
+from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, AnswerGold, load_answer_gold
+from goldeval.scoring.answers import (
     BARRED_SCORES,
     AnswerEvaluation,
     compare_answer_runs,
     evaluate_answers,
 )
-from evaluation.answers_report import FORMATS, build_answer_report, render_answer_report
-from evaluation.cli_arguments import UsageError, fail_under_bars, positive_argument, run_arguments
-from evaluation.compare import PERMUTATIONS
-from evaluation.gold import EvaluationInputError, Gold, load_gold
-from labelling.answerfiles import Answer, check_answers, read_answer_file
+from goldeval.scoring.answers_report import FORMATS, build_answer_report, render_answer_report
+from goldeval.cli.arguments import UsageError, fail_under_bars, positive_argument, run_arguments
+from goldeval.scoring.compare import PERMUTATIONS
+from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
+from goldeval.formats.answers import Answer, check_answers, read_answer_file
 
 EXIT_OK = 0
 EXIT_BELOW_BAR = 1
@@ -40,7 +40,7 @@ class AnswerFileError(EvaluationInputError):
 
 
 def add_parser(commands) -> None:
-    """Register the subcommand on ``python -m evaluation``'s parser."""
+    """Register the subcommand on ``python -m goldeval``'s parser."""
 
     parser = commands.add_parser(
         "answers",

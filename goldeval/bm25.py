@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import scipy.sparse
 
-from corpus.analysis import Analyzer
+from goldeval.text.analysis import Analyzer
 
 # rank_bm25.BM25Okapi's floor for negative IDF, as a fraction of the average IDF.
 EPSILON = 0.25

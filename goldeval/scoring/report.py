@@ -11,10 +11,10 @@ import io
 import json
 from typing import Any
 
-from evaluation.bundle import spreadsheet_safe
-from evaluation.compare import Comparison
-from evaluation.metrics import CONVENTIONS, RunEvaluation
-from evaluation.runs import Run
+from goldeval.formats.bundle import spreadsheet_safe
+from goldeval.scoring.compare import Comparison
+from goldeval.scoring.metrics import CONVENTIONS, RunEvaluation
+from goldeval.formats.runs import Run
 
 FORMATS = ("json", "markdown", "csv")
 # A spreadsheet runs a cell that starts with one of these as a formula.
@@ -98,7 +98,7 @@ def render(report: dict[str, Any], *, output_format: str) -> str:
 
 
 def markdown_number(value: Any) -> str:
-    """A figure as every markdown report of `python -m evaluation` prints it."""
+    """A figure as every markdown report of `python -m goldeval` prints it."""
     if value is None:
         return "—"
     if isinstance(value, bool):

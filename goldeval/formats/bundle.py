@@ -4,7 +4,7 @@ The bundle is the contract with other tools (issue 6): ``gold.jsonl``, ``corpus.
 ``manifest.json`` (every other file with its SHA-256 and size), document-level ``qrels.trec``,
 ``qrels-<scheme>.trec`` per chunking scheme, ``beir/``, ``judgements.csv`` and (since issue 17,
 optional) ``documents.jsonl``: every document's newest version as of finalising, without its
-text, for the index health checks. `evaluation.gold`
+text, for the index health checks. `goldeval.formats.gold`
 reads it back; `evaluation.services.gold_sets` gathers the data from the database, calls
 `build_bundle` and stores what it returns. Byte for byte, the same input gives the same files.
 """
@@ -20,10 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from corpus.chunking import ChunkSpec, chunk_spans
-from corpus.spans import overlaps
-from evaluation.answergold import ANSWERS_GOLD_FILE
-from evaluation.gold import CORPUS_FILE, DOCUMENTS_FILE, GOLD_FILE, MANIFEST_FILE, DocumentState
+from goldeval.text.chunking import ChunkSpec, chunk_spans
+from goldeval.text.spans import overlaps
+from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE
+from goldeval.formats.gold import CORPUS_FILE, DOCUMENTS_FILE, GOLD_FILE, MANIFEST_FILE, DocumentState
 
 BUNDLE_FORMAT = "goldset-bundle"
 BUNDLE_FORMAT_VERSION = 1
@@ -191,7 +191,7 @@ def build_bundle(
     )
     files[JUDGEMENTS_FILE] = _csv(votes)
     if answers_gold:
-        # Reference facts and agreed answer grades (`evaluation.answergold` reads them back).
+        # Reference facts and agreed answer grades (`goldeval.formats.answer_gold` reads them back).
         files[ANSWERS_GOLD_FILE] = _jsonl(answers_gold)
     if documents:
         files[DOCUMENTS_FILE] = _jsonl(_document_line(document) for document in documents)

@@ -1,6 +1,6 @@
 """Text files as every reader here takes them: UTF-8 bytes, lines, and one JSON object a line.
 
-Django-free and light on purpose: the run and gold readers of ``python -m evaluation`` use it,
+Django-free and light on purpose: the run and gold readers of ``python -m goldeval`` use it,
 as do the app's document, question and judgement imports, so a file reads the same whoever
 reads it. Two rules live here and nowhere else:
 

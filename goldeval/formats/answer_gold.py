@@ -1,6 +1,6 @@
 """``answers-gold.jsonl``: reference facts and the human grades of answers, read here.
 
-The gold bundle carries this file beside ``gold.jsonl``; ``python -m evaluation answers
+The gold bundle carries this file beside ``gold.jsonl``; ``python -m goldeval answers
 --judgements FILE`` reads it to compute the human-graded answer scores. Django-free. Two kinds of
 line, told apart by ``kind``:
 
@@ -11,7 +11,7 @@ line, told apart by ``kind``:
   "support": "full"|"partial"|"none", "citations": [{"doc_id", "start"?, "end"?, "grade": 2|1|0}],
   "citations_support"?: true|false}], "facts": [{"fact_id", "present": "yes"|"partly"|"no"}],
   "wrongly_refused"?: true|false}``: the adjudicated grades of one answer. ``answer_key`` is
-  `labelling.answerfiles.answer_key` of the graded answer, so grades apply to a run only where
+  `goldeval.formats.answers.answer_key` of the graded answer, so grades apply to a run only where
   it says exactly what was graded. A claim's citations are those of the sentence it came from,
   graded against the claim (ALCE's 2 supports / 1 partially / 0 does not). ``citations_support``
   says whether the citations *together* support the claim; left out, it is true exactly when one
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from corpus.runfiles import Passage
-from corpus.textfiles import LineProblem, NotUTF8Error, json_lines
-from evaluation.gold import EvaluationInputError, read_doc_id, read_offsets
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.textfiles import LineProblem, NotUTF8Error, json_lines
+from goldeval.formats.gold import EvaluationInputError, read_doc_id, read_offsets
 
 ANSWERS_GOLD_FILE = "answers-gold.jsonl"
 SUPPORT = {"full": 1.0, "partial": 0.5, "none": 0.0}

@@ -1,6 +1,6 @@
 """The index manifest format: what the team's index holds, read here and nowhere else.
 
-Django-free, so ``python -m evaluation health`` in a team's CI and the app's manifest import
+Django-free, so ``python -m goldeval health`` in a team's CI and the app's manifest import
 read a file alike: the same rows and the same problems, each with its line. The CLI stops at
 the first problem; the app lists them all and stores nothing.
 
@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from corpus.textfiles import LineProblem, decode_utf8, first_line, json_lines, text_problem
+from goldeval.formats.textfiles import LineProblem, decode_utf8, first_line, json_lines, text_problem
 
 REQUIRED = ("doc_id", "indexed_at", "embedding_model", "dimension")
 OPTIONAL = ("version", "content_sha256", "start", "end", "embedding_revision")

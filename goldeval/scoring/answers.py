@@ -1,8 +1,8 @@
 """Answer scores: faithfulness, citations, correctness, refusals and where the evidence sat.
 
-Django-free (``python -m evaluation answers`` runs them in a team's CI) and model-free: the
+Django-free (``python -m goldeval answers`` runs them in a team's CI) and model-free: the
 automatic scores need only the gold set, the human-graded ones the adjudicated grades of
-``answers-gold.jsonl`` (`evaluation.answergold`). Each score is reported on its own, never
+``answers-gold.jsonl`` (`goldeval.formats.answer_gold`). Each score is reported on its own, never
 folded into one number. Definitions (DESIGN.md §3, docs/design.md "Answer scores"):
 
 - ``faithfulness`` (Ragas): per answer, (claims fully supported by the context sent + 0.5 ×
@@ -16,7 +16,7 @@ folded into one number. Definitions (DESIGN.md §3, docs/design.md "Answer score
   precision = precise citations / citations; an answer without citations scores 0 on both.
 - ``gold_citation_precision``, with no human review: per answer, citations whose passage reaches
   a gold span (grade >= 1) of the question / citations (0 without citations). The reach rule is
-  the retrieval metrics' (`evaluation.metrics.passages_reaching_gold`).
+  the retrieval metrics' (`goldeval.scoring.metrics.passages_reaching_gold`).
 - ``correctness`` (TREC 2024 RAG nugget recall): (facts present + 0.5 × partly) / reference
   facts; ``correctness_vital`` over vital facts only; ``correctness_strict`` counts present
   ones only. A refused answer contains no fact: it scores 0 without a grade.
@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from corpus.runfiles import Passage
-from evaluation.answergold import PRESENCE, SUPPORT, AnswerGold, GradedClaim, ReferenceFact
-from evaluation.compare import PERMUTATIONS, Comparison, paired_randomization_p_values
-from evaluation.gold import Gold, GoldQuestion
-from evaluation.metrics import passages_reaching_gold
-from labelling.answerfiles import Answer
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.answer_gold import PRESENCE, SUPPORT, AnswerGold, GradedClaim, ReferenceFact
+from goldeval.scoring.compare import PERMUTATIONS, Comparison, paired_randomization_p_values
+from goldeval.formats.gold import Gold, GoldQuestion
+from goldeval.scoring.metrics import passages_reaching_gold
+from goldeval.formats.answers import Answer
 
 HUMAN_SCORES = (
     "faithfulness",

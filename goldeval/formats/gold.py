@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from corpus.anchoring import SIMILARITY_FLOOR, locate
-from corpus.qrels import duplicates_warning, read_qrels
-from corpus.runfiles import Passage, whole_document
-from corpus.textfiles import (
+from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
+from goldeval.formats.qrels import duplicates_warning, read_qrels
+from goldeval.formats.runfiles import Passage, whole_document
+from goldeval.formats.textfiles import (
     LineProblem,
     NotUTF8Error,
     cyclic_gc_paused,
@@ -35,7 +35,7 @@ DOCUMENTS_FILE = "documents.jsonl"
 READ_FILES = (GOLD_FILE, CORPUS_FILE, MANIFEST_FILE, DOCUMENTS_FILE)
 
 # A fuzzy re-anchoring below this similarity is more likely a different passage than an edited one
-# (`corpus.anchoring` documents the measure).
+# (`goldeval.text.anchoring` documents the measure).
 FUZZY_MIN_RATIO = SIMILARITY_FLOOR
 
 
@@ -96,7 +96,7 @@ class CorpusDocument:
 @dataclass(frozen=True, slots=True)
 class DocumentState:
     """A document as the index health checks compare an index with: its newest version
-    (``documents.jsonl``, written by `evaluation.bundle`)."""
+    (``documents.jsonl``, written by `goldeval.formats.bundle`)."""
 
     doc_id: str
     version: int
@@ -355,7 +355,7 @@ def _distinct_spans(
     spans: list[GoldSpan], *, question_id: str, path: Path, line: int, warnings: list[str]
 ) -> tuple[GoldSpan, ...]:
     """A span repeated with its grade counts once (with a warning); one stretch of a document
-    given two grades is an error, as for qrels (`corpus.qrels`)."""
+    given two grades is an error, as for qrels (`goldeval.formats.qrels`)."""
     kept: dict[tuple[str, int | None, int | None, int | None], tuple[int, GoldSpan]] = {}
     repeats: list[str] = []
     for number, span in enumerate(spans, start=1):
@@ -554,7 +554,7 @@ def _reanchor_to_newest(
 def reanchor(span: GoldSpan, text: str) -> tuple[int, int] | None:
     """Where the span's quoted text sits in ``text`` (a newer version), or None.
 
-    `corpus.anchoring.locate`: the exact occurrence nearest the old offset, else the most
+    `goldeval.text.anchoring.locate`: the exact occurrence nearest the old offset, else the most
     similar window if its similarity reaches FUZZY_MIN_RATIO; near-linear in the text's length.
     """
     if not span.quote:

@@ -1,4 +1,4 @@
-"""``python -m evaluation health``: check the team's index against a gold set's corpus in CI.
+"""``python -m goldeval health``: check the team's index against a gold set's corpus in CI.
 
 Exit status: 0 when all is well, 1 when a threshold is crossed, 2 for bad input (with the file
 and line). The JSON report is the contract; markdown is drawn from it.
@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from corpus.manifests import parse_time, read_manifest
-from corpus.textfiles import NotUTF8Error
-from evaluation.cli_arguments import finite_argument, positive_argument, run_arguments
-from evaluation.gold import EvaluationInputError, load_gold
-from evaluation.health import DEFAULT_K, Thresholds, check_index, documents_of
-from evaluation.report import markdown_cell
-from evaluation.runs import load_run
+from goldeval.formats.manifests import parse_time, read_manifest
+from goldeval.formats.textfiles import NotUTF8Error
+from goldeval.cli.arguments import finite_argument, positive_argument, run_arguments
+from goldeval.formats.gold import EvaluationInputError, load_gold
+from goldeval.scoring.health import DEFAULT_K, Thresholds, check_index, documents_of
+from goldeval.scoring.report import markdown_cell
+from goldeval.formats.runs import load_run
 
 EXIT_OK, EXIT_CROSSED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -29,7 +29,7 @@ class ManifestError(EvaluationInputError):
 
 
 def add_parser(commands) -> None:
-    """Register the subcommand on ``python -m evaluation``'s parser."""
+    """Register the subcommand on ``python -m goldeval``'s parser."""
 
     parser = commands.add_parser(
         "health",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from corpus.textfiles import LineProblem, NotUTF8Error, json_lines, text_problem
+from goldeval.formats.textfiles import LineProblem, NotUTF8Error, json_lines, text_problem
 
 MAX_TRACE_ID = 200
 MAX_QUESTION = 20_000
@@ -342,7 +342,7 @@ def _feedback(reader: _Reader) -> tuple[str, str]:
 
 def read_trace_lines(data: bytes | str) -> Iterator[tuple[int, TraceRecord | LineProblem]]:
     """JSONL traces by line number: the trace, or one `LineProblem` naming all its problems.
-    Raises `corpus.textfiles.NotUTF8Error` for bytes that are not UTF-8."""
+    Raises `goldeval.formats.textfiles.NotUTF8Error` for bytes that are not UTF-8."""
     for number, value in json_lines(data):
         if isinstance(value, LineProblem):
             yield number, value
@@ -356,7 +356,7 @@ def read_trace_lines(data: bytes | str) -> Iterator[tuple[int, TraceRecord | Lin
 
 def read_trace_stream(lines: Iterable[bytes]) -> Iterator[tuple[int, TraceRecord | LineProblem]]:
     """Like `read_trace_lines`, over a file opened in binary and read line by line, so a file of
-    a million traces is never held whole. The rules are `corpus.textfiles`' (a line ends at
+    a million traces is never held whole. The rules are `goldeval.formats.textfiles`' (a line ends at
     "\\n" only; a BOM on the first line is dropped; bytes must be UTF-8), applied per line."""
     for number, raw in enumerate(lines, start=1):
         try:

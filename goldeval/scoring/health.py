@@ -1,6 +1,6 @@
 """Index health: what an index holds compared with the corpus, and what runs over it return.
 
-Django-free, so ``python -m evaluation health`` (on an exported bundle) and the app's Index
+Django-free, so ``python -m goldeval health`` (on an exported bundle) and the app's Index
 health page (on the live corpus) compute every figure with the same code. Each check is a figure
 with the rows behind it:
 
@@ -36,12 +36,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from corpus.manifests import ManifestRow, describe_model
-from corpus.runfiles import Passage
-from corpus.spans import overlaps
-from evaluation.gold import DocumentState, Gold
-from evaluation.metrics import MetricOptions, evaluate_run
-from evaluation.runs import Ranking, Run
+from goldeval.formats.manifests import ManifestRow, describe_model
+from goldeval.formats.runfiles import Passage
+from goldeval.text.spans import overlaps
+from goldeval.formats.gold import DocumentState, Gold
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
+from goldeval.formats.runs import Ranking, Run
 
 DEFAULT_K = 10
 ROWS_SHOWN = 200  # rows behind a figure kept in a report; the count is always complete
@@ -388,7 +388,7 @@ def _extraction_split(
 
 def stale_gold(gold: Gold) -> dict[str, Any]:
     """Gold spans whose document changed after labelling: re-anchored onto the newest version
-    when the gold set was read (`evaluation.gold.reanchor`, i.e. `corpus.anchoring.locate`),
+    when the gold set was read (`goldeval.formats.gold.reanchor`, i.e. `goldeval.text.anchoring.locate`),
     and the ones that could not be, with their questions (they still count, unreachable)."""
     lost = [
         {

@@ -1,6 +1,6 @@
 """Answer scores as a report: JSON (the contract), markdown and CSV drawn from it.
 
-The CLI (`evaluation.answers_cli`) prints it and the app's Answers page shows the same
+The CLI (`goldeval.cli.answers`) prints it and the app's Answers page shows the same
 structure, so the two never disagree.
 """
 
@@ -12,10 +12,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from evaluation.answers import AUTOMATIC_SCORES, HUMAN_SCORES, AnswerEvaluation
-from evaluation.bundle import spreadsheet_safe
-from evaluation.compare import Comparison
-from evaluation.report import (
+from goldeval.scoring.answers import AUTOMATIC_SCORES, HUMAN_SCORES, AnswerEvaluation
+from goldeval.formats.bundle import spreadsheet_safe
+from goldeval.scoring.compare import Comparison
+from goldeval.scoring.report import (
     CSV_HEADER,
     csv_comparison_rows,
     csv_question_rows,

@@ -1,7 +1,7 @@
 """Permission replays: the questions run as each test user, every result checked against the
 documents' access groups as of a recorded snapshot.
 
-Django-free, so the app's Permissions page and ``python -m evaluation permissions`` in a team's
+Django-free, so the app's Permissions page and ``python -m goldeval permissions`` in a team's
 CI compute the same figures from the same inputs: a snapshot (doc id -> access groups, canary
 flag), test users (name -> groups, or unrestricted), one run per user, and optionally the gold
 set for the recall figures.
@@ -16,7 +16,7 @@ an unrestricted user (an admin, ``"*"`` in acl.json) sees everything. Figures (D
 - **over-restriction**: a gold span of a document the user may see that the reference run (the
   unrestricted user's) reaches in its top k while the user's run does not;
   ``visible_recall@k`` is span-based recall against the gold restricted to what the user may
-  see (`evaluation.metrics`: the same reach rule, each span credited once).
+  see (`goldeval.scoring.metrics`: the same reach rule, each span credited once).
 - **side channels**: for each restricted document in an insider's top k (a user who may see
   it, the reference first) and each outsider (who may not) asked the same question, the two
   result counts and score distributions. An outsider list shorter than a full insider list
@@ -37,12 +37,12 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from corpus.runfiles import Passage, read_run_file
-from corpus.textfiles import NotUTF8Error, decode_utf8
-from evaluation.gold import EvaluationInputError, Gold, GoldQuestion
-from evaluation.metrics import MetricOptions, evaluate_run, first_reaching_ranks
-from evaluation.report import markdown_cell
-from evaluation.runs import Ranking, Run
+from goldeval.formats.runfiles import Passage, read_run_file
+from goldeval.formats.textfiles import NotUTF8Error, decode_utf8
+from goldeval.formats.gold import EvaluationInputError, Gold, GoldQuestion
+from goldeval.scoring.metrics import MetricOptions, evaluate_run, first_reaching_ranks
+from goldeval.scoring.report import markdown_cell
+from goldeval.formats.runs import Ranking, Run
 
 UNRESTRICTED = "*"
 DEFAULT_KS = (1, 3, 5, 10)
@@ -171,7 +171,7 @@ def read_acl(data: bytes | str, *, source: Path | str | None = None) -> dict[str
 
 
 def read_user_run(data: bytes | str, *, source: Path | str | None = None) -> UserRun:
-    """A JSONL or TREC run (the format of `corpus.runfiles`), scores kept; the first problem
+    """A JSONL or TREC run (the format of `goldeval.formats.runfiles`), scores kept; the first problem
     raises, with its line."""
     path = Path(source) if source is not None else None
     try:

@@ -41,9 +41,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-from corpus.runfiles import WholeDocuments
-from evaluation.gold import Gold, GoldQuestion, GoldSpan, Passage
-from evaluation.runs import Ranking, Run
+from goldeval.formats.runfiles import WholeDocuments
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan, Passage
+from goldeval.formats.runs import Ranking, Run
 
 Gain = Literal["exp", "linear"]
 COMPATS = ("goldset", "trec_eval", "trec_eval-c")

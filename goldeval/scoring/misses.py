@@ -3,15 +3,15 @@
 For each labelled question of a sample: the gold evidence the production system did not
 retrieve in the top k it sent to the model (and where a built-in retriever found it), its
 recall@k and reciprocal rank; over the sample, production recall@k and MRR estimated with the
-inclusion weights (`labelling.sampling.weighted_mean`, Hájek, stratified intervals), so a sample
+inclusion weights (`goldeval.scoring.sampling.weighted_mean`, Hájek, stratified intervals), so a sample
 that over-draws negative feedback still estimates the whole of production; and the
 unanswerable questions production answered instead of refusing.
 
-The span rules are the metrics' (`evaluation.metrics`): a passage reaches a span when they
+The span rules are the metrics' (`goldeval.scoring.metrics`): a passage reaches a span when they
 overlap in the same document, each span is credited once. A passage's offsets are in the version
 it names, else the version current when the trace occurred; where that is not the version of
 the question's gold spans of the document, the passage is placed on the gold's version first
-(`place_on`: its text found again with `corpus.anchoring`), so offsets of one version never meet
+(`place_on`: its text found again with `goldeval.text.anchoring`), so offsets of one version never meet
 spans of another by accident. A passage whose text is not found there reaches nothing.
 """
 
@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from corpus.anchoring import locate
-from corpus.runfiles import Passage
-from evaluation.gold import Gold, GoldQuestion, GoldSpan
-from evaluation.metrics import MetricOptions, evaluate_run, first_reaching_ranks
-from evaluation.runs import Ranking, Run
-from labelling.sampling import Estimate, Observation, weighted_mean
+from goldeval.text.anchoring import locate
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan
+from goldeval.scoring.metrics import MetricOptions, evaluate_run, first_reaching_ranks
+from goldeval.formats.runs import Ranking, Run
+from goldeval.scoring.sampling import Estimate, Observation, weighted_mean
 
 MRR_CUTOFF = 10
 
@@ -33,7 +33,7 @@ MRR_CUTOFF = 10
 def place_on(passage: Passage, *, text: str, onto: str) -> Passage | None:
     """``passage``, whose offsets are in ``text`` (one version of its document), placed on
     ``onto`` (another version of it): where its text is found again (exactly, nearest its old
-    offset, else fuzzily above `corpus.anchoring`'s floor). None when it is not there: the
+    offset, else fuzzily above `goldeval.text.anchoring`'s floor). None when it is not there: the
     passage reaches nothing in that version. A whole-document passage stays as it is."""
     if passage.start is None or passage.end is None:
         return passage

@@ -1,6 +1,6 @@
 """Document-level judgments (qrels), read here and nowhere else.
 
-Django-free, so ``python -m evaluation`` (a gold set given as qrels) and the app's BEIR import read
+Django-free, so ``python -m goldeval`` (a gold set given as qrels) and the app's BEIR import read
 a file alike. Two layouts, told per line by the number of columns:
 
 - TREC: ``qid iter docid grade`` (the ``iter`` column is ignored, as trec_eval does);
@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from corpus.textfiles import LineProblem
+from goldeval.formats.textfiles import LineProblem
 
 _GRADE = re.compile(r"[+-]?[0-9]{1,9}")
 SHAPE = "expected 'qid 0 docid grade' (TREC) or 'query-id<TAB>corpus-id<TAB>score' (BEIR)"

@@ -13,7 +13,7 @@ from itertools import combinations
 
 import numpy as np
 
-from evaluation.metrics import RunEvaluation
+from goldeval.scoring.metrics import RunEvaluation
 
 PERMUTATIONS = 10_000
 # Bounds the sign matrix (permutations x questions) held in memory at once.

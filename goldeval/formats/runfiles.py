@@ -1,6 +1,6 @@
 """The run format: ranked passages per question, read and written here and nowhere else.
 
-Django-free, so ``python -m evaluation`` in a team's CI and the app's run import read a file
+Django-free, so ``python -m goldeval`` in a team's CI and the app's run import read a file
 alike: the same rows and the same problems, each with its line. The CLI stops at the first
 problem; the app lists them all.
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, NamedTuple, Protocol
 
-from corpus.textfiles import LineProblem, cyclic_gc_paused, decode_utf8, first_line, json_lines
+from goldeval.formats.textfiles import LineProblem, cyclic_gc_paused, decode_utf8, first_line, json_lines
 
 TREC_COLUMNS = "qid Q0 docid rank score tag"
 # How equal scores of a TREC run are ordered: trec_eval's rule (docno descending) or file order.
@@ -49,7 +49,7 @@ TIES_RULES = {
 class Passage(NamedTuple):
     """A stretch of one document; ``start``/``end`` of None mean the whole document.
 
-    Defined here, where runs are read, and used by evaluation.gold for judged passages too.
+    Defined here, where runs are read, and used by goldeval.formats.gold for judged passages too.
     """
 
     doc_id: str
@@ -124,7 +124,7 @@ class RunFile:
 def read_run_file(data: bytes | str, *, ties: str = "trec_eval", scores: str = "double") -> RunFile:
     """Every question's ranked results and every problem (in file order) of a TREC or JSONL
     run; ``ties`` orders equal scores of a TREC run (`TIES`), ``scores`` says how precisely
-    they are compared (`SCORES`). Raises `corpus.textfiles.NotUTF8Error` for bytes that are
+    they are compared (`SCORES`). Raises `goldeval.formats.textfiles.NotUTF8Error` for bytes that are
     not UTF-8."""
     if ties not in TIES:
         raise ValueError(f"ties must be one of {', '.join(TIES)}")

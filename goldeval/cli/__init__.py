@@ -1,7 +1,7 @@
-"""``python -m evaluation evaluate``: score runs against a gold set, usable as a CI gate.
+"""``python -m goldeval evaluate``: score runs against a gold set, usable as a CI gate.
 
-(``permissions`` and ``answers`` are subcommands of their own: `evaluation.permissions_cli`,
-`evaluation.answers_cli`.)
+(``permissions`` and ``answers`` are subcommands of their own: `goldeval.cli.permissions`,
+`goldeval.cli.answers`.)
 
 Exit status: 0 when all is well, 1 when a run misses a ``--fail-under`` bar, 2 for bad input.
 """
@@ -13,26 +13,26 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from corpus.runfiles import SCORES, TIES
-from corpus.textfiles import cyclic_gc_paused
-from evaluation.answers_cli import add_parser as add_answers_parser
+from goldeval.formats.runfiles import SCORES, TIES
+from goldeval.formats.textfiles import cyclic_gc_paused
+from goldeval.cli.answers import add_parser as add_answers_parser
 
 # The argument types every subcommand shares live apart, so subcommands need not import this
 # module (which imports them).
-from evaluation.cli_arguments import (
+from goldeval.cli.arguments import (
     UsageError,
     fail_under_bars,
     ks_argument,
     positive_argument,
     run_arguments,
 )
-from evaluation.compare import PERMUTATIONS, compare_runs
-from evaluation.gold import EvaluationInputError, Gold, load_gold
-from evaluation.health_cli import add_parser as add_health_parser
-from evaluation.metrics import COMPATS, MetricOptions, RunEvaluation, evaluate_run
-from evaluation.permissions_cli import add_parser as add_permissions_parser
-from evaluation.report import FORMATS, build_report, render
-from evaluation.runs import Run, check_run_against_gold, load_run
+from goldeval.scoring.compare import PERMUTATIONS, compare_runs
+from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
+from goldeval.cli.health import add_parser as add_health_parser
+from goldeval.scoring.metrics import COMPATS, MetricOptions, RunEvaluation, evaluate_run
+from goldeval.cli.permissions import add_parser as add_permissions_parser
+from goldeval.scoring.report import FORMATS, build_report, render
+from goldeval.formats.runs import Run, check_run_against_gold, load_run
 
 EXIT_OK = 0
 EXIT_BELOW_BAR = 1
@@ -41,7 +41,7 @@ EXIT_BAD_INPUT = 2
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m evaluation",
+        prog="python -m goldeval",
         description="Score retrieval runs against a Goldset gold set (span-based metrics).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -207,7 +207,7 @@ def _evaluate(arguments: argparse.Namespace) -> int:
     baseline_names: set[str] = set()
     if gold.corpus and not arguments.no_baseline:
         # Imported here: only a bundle with a corpus needs the BM25 machinery.
-        from evaluation.baseline import BASELINE_NAME, bm25_baseline_run
+        from goldeval.scoring.baseline import BASELINE_NAME, bm25_baseline_run
 
         if any(run.name == BASELINE_NAME for run in runs):
             raise UsageError(f"the run name {BASELINE_NAME!r} is taken by the baseline")

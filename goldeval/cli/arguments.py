@@ -1,4 +1,4 @@
-"""Argument types shared by every ``python -m evaluation`` subcommand (Django-free)."""
+"""Argument types shared by every ``python -m goldeval`` subcommand (Django-free)."""
 
 from __future__ import annotations
 

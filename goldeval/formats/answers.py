@@ -1,10 +1,10 @@
 """The answer-run format: a team's generated answers, read here and nowhere else.
 
-Django-free, so ``python -m evaluation answers`` in a team's CI and the app's answer import read
+Django-free, so ``python -m goldeval answers`` in a team's CI and the app's answer import read
 a file alike: the same answers and the same problems, each with its line. The CLI stops at the
 first problem; the app lists them all and stores nothing. It lives in ``labelling`` (not
 ``evaluation``) because the answer review is labelling work and ``labelling`` may not import
-``evaluation``; ``labelling.sources`` (question files) sits here for the same reason.
+``evaluation``; ``goldeval.formats.questions`` (question files) sits here for the same reason.
 
 One JSON object a line, one line per question::
 
@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from corpus.runfiles import Passage
-from corpus.textfiles import LineProblem, decode_utf8, json_lines, text_problem
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.textfiles import LineProblem, decode_utf8, json_lines, text_problem
 
 # An answer is a paragraph or a page; this much is a mistake (a document pasted as an answer).
 MAX_ANSWER = 100_000
@@ -143,7 +143,7 @@ def _lines(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 def read_answer_file(data: bytes | str) -> AnswerFile:
     """Every answer and every problem (in file order) of an answer run. Raises
-    `corpus.textfiles.NotUTF8Error` for bytes that are not UTF-8."""
+    `goldeval.formats.textfiles.NotUTF8Error` for bytes that are not UTF-8."""
     result = AnswerFile()
     problems = result.problems
     seen: dict[str, int] = {}  # a question's first line, even when that line is refused

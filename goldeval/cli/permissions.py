@@ -1,6 +1,6 @@
-"""``python -m evaluation permissions``: the permission replay as a CI gate.
+"""``python -m goldeval permissions``: the permission replay as a CI gate.
 
-    python -m evaluation permissions --gold gold/ --acl acl.json --fail-on-leak \\
+    python -m goldeval permissions --gold gold/ --acl acl.json --fail-on-leak \\
         --run-as alice=runs/alice.jsonl --run-as bob=runs/bob.trec --run-as admin=admin.jsonl
 
 The bundle's corpus.jsonl gives each document's access groups (the snapshot); acl.json maps
@@ -17,9 +17,9 @@ import json
 import sys
 from pathlib import Path
 
-from evaluation.cli_arguments import UsageError, ks_argument, positive_argument
-from evaluation.gold import load_gold
-from evaluation.permissions import (
+from goldeval.cli.arguments import UsageError, ks_argument, positive_argument
+from goldeval.formats.gold import load_gold
+from goldeval.scoring.permission_replay import (
     DEFAULT_KS,
     UNRESTRICTED,
     AccessSnapshot,
@@ -36,7 +36,7 @@ SHOWN_ON_STDERR = 50
 
 
 def add_parser(commands) -> None:
-    """Register the subcommand on ``python -m evaluation``'s parser."""
+    """Register the subcommand on ``python -m goldeval``'s parser."""
 
     parser = commands.add_parser(
         "permissions",
