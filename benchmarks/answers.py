@@ -29,9 +29,9 @@ from goldeval.formats.answer_gold import (  # noqa: E402
     GradedClaim,
     ReferenceFact,
 )
-from goldeval.scoring.answers import evaluate_answers  # noqa: E402
-from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan  # noqa: E402
 from goldeval.formats.answers import read_answer_file  # noqa: E402
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan  # noqa: E402
+from goldeval.scoring.answers import evaluate_answers  # noqa: E402
 
 DOCUMENTS = 1_000
 SENTENCES = 5

@@ -23,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from goldeval.text.analysis import Analyzer  # noqa: E402
 from goldeval.bm25 import BM25Index  # noqa: E402
+from goldeval.text.analysis import Analyzer  # noqa: E402
 
 SEED = 20240601
 VOCABULARY = 50_000

@@ -39,8 +39,8 @@ def stored_text(doc: dict) -> str:
 def ndcg(doc_ids, doc_vectors, queries, query_vectors, gold):
     from corpus.embedding import ModelInfo, VectorIndex
     from goldeval.formats.gold import Passage
-    from goldeval.scoring.metrics import MetricOptions, evaluate_run
     from goldeval.formats.runs import Ranking, Run
+    from goldeval.scoring.metrics import MetricOptions, evaluate_run
 
     info = ModelInfo(name="x", version="x", dimension=doc_vectors.shape[1])
     found = VectorIndex(doc_vectors, info=info).search_many(query_vectors, k=100)
@@ -65,8 +65,8 @@ def main() -> None:
     args = parser.parse_args()
     from corpus.embedding import Encoder
     from corpus.onnx_encoder import OnnxEncoder
-    from goldeval.scoring.compare import paired_randomization_p_values
     from goldeval.formats.gold import Gold, load_qrels
+    from goldeval.scoring.compare import paired_randomization_p_values
 
     lines = (args.data / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     docs = [d for d in map(json.loads, lines) if (d.get("text") or "").strip()]

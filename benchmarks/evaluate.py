@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from goldeval.cli import main as evaluation_main  # noqa: E402
 from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan, Passage  # noqa: E402
-from goldeval.scoring.metrics import MetricOptions, evaluate_run  # noqa: E402
 from goldeval.formats.runs import Ranking, Run, load_run  # noqa: E402
+from goldeval.scoring.metrics import MetricOptions, evaluate_run  # noqa: E402
 
 JUDGED_PER_QUESTION = 30
 CORPUS_SIZE = 1_000_000

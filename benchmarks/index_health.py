@@ -17,11 +17,11 @@ import random
 import resource
 import time
 
+from goldeval.formats.gold import DocumentState
 from goldeval.formats.manifests import COLUMNS, read_manifest
 from goldeval.formats.runfiles import Passage
-from goldeval.formats.gold import DocumentState
-from goldeval.scoring.health import Thresholds, check_index
 from goldeval.formats.runs import Ranking, Run
+from goldeval.scoring.health import Thresholds, check_index
 
 NOW = datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC)
 

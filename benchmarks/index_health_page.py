@@ -47,15 +47,9 @@ def world(documents: int, chunks: int):
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from corpus.models import (
-        Document,
-        DocumentVersion,
-        IndexManifest,
-        IndexManifestRow,
-        Membership,
-        Project,
-    )
+    from corpus.models import Document, DocumentVersion, Membership, Project
     from corpus.services import retrieval
+    from health.models import IndexManifest, IndexManifestRow
 
     rng = random.Random(7)
     project = Project.objects.create(slug="bench", name="Bench")
@@ -123,7 +117,7 @@ def main() -> None:
           f"{time.perf_counter() - started:.1f} s")  # fmt: skip
     client = Client()
     client.force_login(lead)
-    url = reverse("evaluation:show-index-health", args=[project.slug])
+    url = reverse("health:show-index-health", args=[project.slug])
 
     def requests(label: str) -> None:
         times = []
@@ -138,7 +132,7 @@ def main() -> None:
 
     requests("no stored report yet (a Check now button)")
     from corpus.models import Job, Retriever
-    from evaluation.services.health_reports import start_health_report
+    from health.services.reports import start_health_report
 
     started = time.perf_counter()
     # No broker: the job runs in this process as soon as it is queued.

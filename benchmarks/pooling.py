@@ -57,7 +57,7 @@ def percentile(values: list[float], q: float) -> float:
 def vocabulary() -> tuple[list[str], np.ndarray]:
     """Words of the demo corpus with their frequencies: realistic English for the tokenizer."""
     counts: Counter[str] = Counter()
-    for file in (REPO / "demo" / "documents").iterdir():
+    for file in (REPO / "demo" / "data" / "documents").iterdir():
         counts.update(re.findall(r"[a-z]+(?:-[a-z0-9]+)*", file.read_text().lower()))
     words = [w for w, _ in counts.most_common()]
     weights = np.array([counts[w] for w in words], dtype=np.float64)

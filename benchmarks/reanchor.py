@@ -1,15 +1,18 @@
-"""Re-anchoring spans onto newer document versions (goldeval/text/anchoring.py), as the gold reader does.
+"""Re-anchoring spans onto newer document versions (goldeval/text/anchoring.py), as the gold reader
+does.
 
     .venv/bin/python benchmarks/reanchor.py [--repeats 5] [--with-difflib]
 
 1. One 2,100-character span with three one-character edits (and with 30), in a 100 KB and a
-   1 MB document: time of `goldeval.text.anchoring.locate` (median of the repeats). Issue 13 measured
+   1 MB document: time of `goldeval.text.anchoring.locate` (median of the repeats). Issue 13
+   measured
    the difflib search it replaced at ~46 s (3 edits) and 216 s (30 edits); ``--with-difflib``
    times that search once on the 100 KB case for a side-by-side figure (slow).
 2. A 100-span gold set against a 1 MB corpus of edited versions: 100 documents of ~10 KB, each
    with a version 1 the spans point at and a version 2 that moved the text (a new paragraph
    first), edited inside the span (3-60 one-character edits) or, for 5 of them, deleted it. The
-   bundle is written to a temporary folder and read with `goldeval.formats.gold.load_gold`, the route
+   bundle is written to a temporary folder and read with `goldeval.formats.gold.load_gold`, the
+   route
    of ``python -m goldeval`` and the app; the time covers reading and re-anchoring, and every
    re-anchored span is checked against where its text really went.
 
@@ -30,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from goldeval.text.anchoring import locate  # noqa: E402
 from goldeval.formats.gold import load_gold  # noqa: E402
+from goldeval.text.anchoring import locate  # noqa: E402
 
 SPAN = 2_100
 SEED = 13

@@ -67,8 +67,8 @@ def main() -> None:
     from django.test import Client
 
     from corpus.services import projects
-    from labelling.services import sampling, traces
-    from labelling.trace_models import Trace
+    from production.models import Trace
+    from production.services import sampling, traces
 
     settings.ALLOWED_HOSTS = ["*"]
     call_command("migrate", verbosity=0)

@@ -9,8 +9,6 @@ from corpus.models import (
     DuplicateGroup,
     EmbeddingCache,
     Index,
-    IndexManifest,
-    IndexManifestRow,
     Job,
     Membership,
     PermissionProfile,
@@ -139,19 +137,6 @@ class IndexAdmin(admin.ModelAdmin):
     list_display = ["pk", "retriever", "state", "built_at", "passages", "model_name", "dimension"]
     readonly_fields = ["artifact_name", "artifact_size", "artifact_sha256"]
     raw_id_fields = ["job"]
-
-
-@admin.register(IndexManifest)
-class IndexManifestAdmin(admin.ModelAdmin):
-    list_display = ["pk", "retriever", "file_name", "rows", "uploaded_by", "uploaded_at"]
-    readonly_fields = ["sha256", "rows", "uploaded_at"]
-
-
-@admin.register(IndexManifestRow)
-class IndexManifestRowAdmin(admin.ModelAdmin):
-    list_display = ["manifest", "line", "doc_id", "version", "embedding_model", "indexed_at"]
-    list_filter = ["embedding_model"]
-    raw_id_fields = ["manifest"]
 
 
 @admin.register(EmbeddingCache)

@@ -7,7 +7,6 @@ from django import forms
 from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 
-from goldeval.text.chunking import ChunkingError, ChunkSpec
 from corpus.extraction import SUPPORTED_SUFFIXES
 from corpus.httpendpoint import LIMITS, PRESETS
 from corpus.models import (
@@ -22,6 +21,7 @@ from corpus.models import (
 from corpus.services.test_users import parse_headers, parse_user_value
 from corpus.sources import MAX_DOC_ID_LENGTH, RECORD_SUFFIXES
 from goldeval.formats.textfiles import text_problem
+from goldeval.text.chunking import ChunkingError, ChunkSpec
 from goldset.errors import ServiceError
 
 ACCEPTED_SUFFIXES = SUPPORTED_SUFFIXES + RECORD_SUFFIXES

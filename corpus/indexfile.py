@@ -17,8 +17,8 @@ from typing import BinaryIO
 
 import numpy as np
 
-from goldeval.bm25 import BM25Index
 from corpus.embedding import VectorIndex
+from goldeval.bm25 import BM25Index
 from goldset.errors import ServiceError
 
 _PASSAGE_FORMAT = 2

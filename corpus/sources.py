@@ -22,9 +22,15 @@ from corpus.extraction import (
     assess_quality,
     normalise_text,
 )
-from goldeval.formats.qrels import read_qrels
 from corpus.sandbox import extract_isolated
-from goldeval.formats.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines, text_problem
+from goldeval.formats.qrels import read_qrels
+from goldeval.formats.textfiles import (
+    LineProblem,
+    NotUTF8Error,
+    decode_utf8,
+    json_lines,
+    text_problem,
+)
 
 RECORD_SUFFIXES = (".jsonl", ".csv")
 # The columns the app stores these in (corpus.models): checked here, so a long value is a line's

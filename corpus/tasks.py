@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from corpus import jobs
-from corpus.services import documents, manifests, retrieval
+from corpus.services import documents, retrieval
 
 
 @shared_task(**jobs.TASK_OPTIONS)
@@ -19,11 +19,6 @@ def chunk_corpus(job_id: int) -> None:
 @shared_task(**jobs.TASK_OPTIONS)
 def build_index(job_id: int) -> None:
     jobs.run(job_id, retrieval.run_index_build)
-
-
-@shared_task(**jobs.TASK_OPTIONS)
-def import_manifest(job_id: int) -> None:
-    jobs.run(job_id, manifests.run_manifest_import)
 
 
 @shared_task(acks_late=True)

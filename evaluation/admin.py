@@ -10,24 +10,10 @@ from evaluation.models import (
     GoldSet,
     GoldSetFile,
     IndexEvaluation,
-    IndexHealthCheck,
-    IndexHealthReport,
-    IndexHealthThresholds,
     PermissionReplay,
     PermissionReplayRun,
-    ProductionReport,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
+from goldset.admin import ReadOnlyAdmin
 
 
 class GoldSetFileInline(admin.TabularInline):
@@ -82,22 +68,6 @@ class EvaluationReportAdmin(ReadOnlyAdmin):
     readonly_fields = fields
 
 
-@admin.register(IndexHealthThresholds)
-class IndexHealthThresholdsAdmin(admin.ModelAdmin):
-    list_display = ["project", "max_stale", "max_lag_days", "fail_on_model_mix", "max_crowding"]
-
-
-@admin.register(IndexHealthCheck)
-class IndexHealthCheckAdmin(ReadOnlyAdmin):
-    list_display = ["retriever", "checked_at", "stale_share", "lag_oldest_days", "notified"]
-    list_filter = ["project"]
-    fields = [
-        "project", "retriever", "checked_at", "source", "stale_share", "lag_p95_days",
-        "lag_oldest_days", "mixed_models", "crossed", "notified",
-    ]  # fmt: skip
-    readonly_fields = fields
-
-
 @admin.register(IndexEvaluation)
 class IndexEvaluationAdmin(ReadOnlyAdmin):
     list_display = ["retriever", "built_at", "gold_set", "change", "k"]
@@ -108,23 +78,5 @@ class IndexEvaluationAdmin(ReadOnlyAdmin):
 @admin.register(BuildEvaluationStart)
 class BuildEvaluationStartAdmin(ReadOnlyAdmin):
     list_display = ["retriever", "built_at", "job", "created_at"]
-    fields = list_display
-    readonly_fields = fields
-
-
-@admin.register(IndexHealthReport)
-class IndexHealthReportAdmin(ReadOnlyAdmin):
-    """Metadata only: the report names documents an access group may hide."""
-
-    list_display = ["retriever", "key", "source", "created_at"]
-    fields = list_display
-    readonly_fields = fields
-
-
-@admin.register(ProductionReport)
-class ProductionReportAdmin(ReadOnlyAdmin):
-    """Metadata only: the report quotes passages an access group may hide."""
-
-    list_display = ["sample", "key", "created_at"]
     fields = list_display
     readonly_fields = fields

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Exists, OuterRef
 
-from corpus.models import Document, Job, PermissionProfile, Project, Retriever
+from corpus.models import Document, Job, PermissionProfile, Retriever
 
 
 class GoldSetQuerySet(models.QuerySet):
@@ -222,47 +222,6 @@ class EvaluationReport(models.Model):
         return f"report of {self.gold_set} ({self.key[:8]})"
 
 
-class IndexHealthThresholds(models.Model):
-    """A project's alert thresholds for index health; a blank limit is not checked."""
-
-    project = models.OneToOneField(
-        Project, on_delete=models.CASCADE, related_name="index_health_thresholds"
-    )
-    max_stale = models.FloatField(
-        null=True, blank=True, default=0.01, help_text="Share of searchable documents, 0–1."
-    )
-    max_lag_days = models.FloatField(null=True, blank=True, default=7)
-    fail_on_model_mix = models.BooleanField(default=True)
-    max_crowding = models.FloatField(
-        null=True, blank=True, help_text="A run's mean share of top-k slots, 0–1."
-    )
-
-    def __str__(self) -> str:
-        return f"index health thresholds of {self.project}"
-
-
-class IndexHealthCheck(models.Model):
-    """One recorded check of one retriever's index over the whole corpus (the daily task):
-    the history plotted on the Index health page, and what the banner and emails say."""
-
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="health_checks")
-    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="+")
-    checked_at = models.DateTimeField()
-    source = models.CharField(max_length=16, help_text="manifest or built-in")
-    stale_share = models.FloatField()
-    lag_p95_days = models.FloatField(null=True)
-    lag_oldest_days = models.FloatField(null=True)
-    mixed_models = models.BooleanField(default=False)
-    crossed = models.JSONField(default=list, help_text="[{check, value, limit, message}]")
-    notified = models.BooleanField(default=False, help_text="Admins were emailed about it.")
-
-    class Meta:
-        ordering = ["retriever", "checked_at", "pk"]
-
-    def __str__(self) -> str:
-        return f"{self.retriever} checked {self.checked_at:%Y-%m-%d}"
-
-
 class IndexEvaluation(models.Model):
     """A retriever's figures on the newest gold set right after one of its index builds (a
     job), so the retriever page shows which change moved which metric."""
@@ -311,47 +270,3 @@ class BuildEvaluationStart(models.Model):
         return f"{self.retriever} built {self.built_at:%Y-%m-%d %H:%M}"
 
 
-class IndexHealthReport(models.Model):
-    """Index health figures of one retriever's large index for one state of its inputs (the
-    documents a viewer may see and their versions, the manifest or index, the thresholds, k),
-    computed by a job and stored, so the page reads no manifest rows itself. Another state of
-    the inputs is another report."""
-
-    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="+")
-    key = models.CharField(max_length=64, help_text="SHA-256 of the inputs.")
-    source = models.CharField(max_length=16)
-    described = models.CharField(max_length=300)
-    report = models.JSONField(help_text="goldeval.scoring.health.check_index's report.")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["retriever", "key"], name="one_health_report_per_key")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.retriever} health {self.key[:8]}"
-
-
-class ProductionReport(models.Model):
-    """A production sample's misses report and the trend over samples, computed by a job and
-    stored (`evaluation.services.production_reports`): the page renders it and computes
-    nothing. One report per sample and key: the key names the viewers' visibility (their access
-    groups) and the state of the labels they may see, so a label changed, a pool rebuilt or a
-    document re-grouped is another key, and nobody is shown figures computed over documents
-    hidden from them."""
-
-    sample = models.ForeignKey("labelling.Sample", on_delete=models.CASCADE, related_name="+")
-    key = models.CharField(max_length=64, help_text="SHA-256 of visibility and label state.")
-    visibility = models.CharField(max_length=64, help_text="SHA-256 of the viewers' groups.")
-    content = models.JSONField(help_text="What the misses page shows.")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["sample", "-created_at"]
-        constraints = [
-            models.UniqueConstraint(fields=["sample", "key"], name="one_production_report_per_key")
-        ]
-
-    def __str__(self) -> str:
-        return f"misses report of sample {self.sample_id} ({self.key[:8]})"

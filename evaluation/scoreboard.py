@@ -11,20 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from goldeval.scoring.baseline import BASELINE_NAME
-from goldeval.scoring.baseline import K1 as BM25_K1
-from goldeval.scoring.baseline import B as BM25_B
-from goldeval.scoring.compare import PERMUTATIONS, compare_runs
-from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan
-from goldeval.scoring.metrics import (
-    CONVENTIONS,
-    MetricOptions,
-    RunEvaluation,
-    evaluate_run,
-    first_reaching_ranks,
-)
 from evaluation.models import EvaluationRun, GoldSet
-from goldeval.formats.runs import Run
 from evaluation.services.evaluation_runs import (
     CURVE_MIN_K,
     MRR_CUTOFF,
@@ -33,6 +20,19 @@ from evaluation.services.evaluation_runs import (
     load_stored_run,
 )
 from evaluation.services.gold_sets import GoldSetError, load_gold_set
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan
+from goldeval.formats.runs import Run
+from goldeval.scoring.baseline import BASELINE_NAME
+from goldeval.scoring.baseline import K1 as BM25_K1
+from goldeval.scoring.baseline import B as BM25_B
+from goldeval.scoring.compare import PERMUTATIONS, compare_runs
+from goldeval.scoring.metrics import (
+    CONVENTIONS,
+    MetricOptions,
+    RunEvaluation,
+    evaluate_run,
+    first_reaching_ranks,
+)
 
 # Line colours of the recall curve (SVG presentation attributes: the CSP forbids inline styles).
 PALETTE = ["#1f4e9c", "#b54708", "#067647", "#8a6d1e", "#7a2e98", "#c01048", "#0e7090", "#667085"]

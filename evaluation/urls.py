@@ -1,6 +1,6 @@
 from django.urls import path
 
-from evaluation import health_views, production_views, views
+from evaluation import views
 
 app_name = "evaluation"
 
@@ -41,41 +41,5 @@ urlpatterns = [
         "p/<slug:slug>/permissions/<int:replay_id>/",
         views.show_permission_replay,
         name="show-permission-replay",
-    ),
-    path("p/<slug:slug>/index-health/", health_views.show_index_health, name="show-index-health"),
-    path(
-        "p/<slug:slug>/index-health/<int:retriever_id>/check/",
-        health_views.check_index_now,
-        name="check-index-now",
-    ),
-    path(
-        "p/<slug:slug>/index-health/manifest/",
-        health_views.upload_manifest,
-        name="upload-manifest",
-    ),
-    path(
-        "p/<slug:slug>/index-health/thresholds/",
-        health_views.edit_health_thresholds,
-        name="edit-health-thresholds",
-    ),
-    path(
-        "p/<slug:slug>/index-health/banner/",
-        health_views.show_health_banner,
-        name="show-health-banner",
-    ),
-    path(
-        "p/<slug:slug>/retrievers/<int:retriever_id>/builds/",
-        health_views.show_retriever_builds,
-        name="show-retriever-builds",
-    ),
-    path(
-        "p/<slug:slug>/samples/<int:sample_id>/misses/",
-        production_views.show_misses,
-        name="show-misses",
-    ),
-    path(
-        "p/<slug:slug>/samples/<int:sample_id>/promote/",
-        production_views.promote_sample,
-        name="promote-sample",
     ),
 ]

@@ -15,10 +15,11 @@ from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 
+from answers.models import AnswerRun
+from answers.services.gold import core_answers
 from corpus.access import ProjectAccess, project_access
 from corpus.models import Role
 from corpus.views import follow_job
-from goldeval.scoring.answers_report import LABELS
 from evaluation.forms import (
     FinaliseForm,
     KSentForm,
@@ -36,9 +37,9 @@ from evaluation.services import (
 )
 from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
 from goldeval.formats.answers import write_answer_file
-from labelling.models import AnswerRun, QuestionSet
+from goldeval.scoring.answers_report import LABELS
+from labelling.models import QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
-from labelling.services.answer_gold import core_answers
 
 
 def _gold_set(access: ProjectAccess, gold_set_id: int) -> GoldSet:

@@ -67,7 +67,11 @@ INSTALLED_APPS = [
     "axes",
     "corpus",
     "labelling",
+    "answers",
     "evaluation",
+    "health",
+    "production",
+    "demo",
 ]
 
 MIDDLEWARE = [
@@ -292,7 +296,7 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 if REDIS_URL:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
-# The weekly sample (labelling.tasks.draw_weekly_samples): Monday 06:00 UTC by default
+# The weekly sample (production.tasks.draw_weekly_samples): Monday 06:00 UTC by default
 # (crontab day of week: 0 = Sunday). Emails link to GOLDSET_SITE_URL.
 GOLDSET_SAMPLE_WEEKDAY = os.environ.get("GOLDSET_SAMPLE_WEEKDAY", "1")
 GOLDSET_SAMPLE_HOUR = os.environ.get("GOLDSET_SAMPLE_HOUR", "6")
@@ -316,19 +320,19 @@ GOLDSET_SITE_URL = os.environ.get("GOLDSET_SITE_URL", "http://localhost:8000")
 # And it draws the production sample of every active sampling rule once a week.
 CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {"task": "corpus.tasks.reconcile_jobs", "schedule": 60.0},
-    "check-index-health": {"task": "evaluation.tasks.check_index_health", "schedule": 86400.0},
+    "check-index-health": {"task": "health.tasks.check_index_health", "schedule": 86400.0},
     "evaluate-index-builds": {"task": "evaluation.tasks.evaluate_index_builds", "schedule": 60.0},
     "weekly-production-samples": {
-        "task": "labelling.tasks.draw_weekly_samples",
+        "task": "production.tasks.draw_weekly_samples",
         "schedule": _weekly_sample_schedule(),
     },
     "purge-expired-traces": {
-        "task": "labelling.tasks.purge_expired_traces",
+        "task": "production.tasks.purge_expired_traces",
         "schedule": crontab(minute="30", hour="3"),
     },
 }
 
-# Production traces (labelling/services/traces.py): kept this many days unless a sample holds
+# Production traces (production/services/traces.py): kept this many days unless a sample holds
 # them (0: forever); the endpoint's body cap, batch cap and per-token request rate.
 GOLDSET_TRACE_RETENTION_DAYS = _env_int("GOLDSET_TRACE_RETENTION_DAYS", 180)
 GOLDSET_TRACE_MAX_BODY_BYTES = _env_int("GOLDSET_TRACE_MAX_BODY_BYTES", 5 * 2**20)

@@ -31,7 +31,10 @@ urlpatterns = [
     ),
     path("", include("labelling.urls")),
     path("", include("corpus.urls")),
+    path("", include("answers.urls")),
     path("", include("evaluation.urls")),
+    path("", include("health.urls")),
+    path("", include("production.urls")),
 ]
 
 # A refused action gets the project's menu and an explanation (corpus/team_views.py).

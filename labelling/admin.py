@@ -3,19 +3,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
 from labelling.models import (
-    Answer,
-    AnswerAssignment,
-    AnswerPassage,
-    AnswerResolution,
-    AnswerRun,
-    AnswerSentence,
     Assignment,
     Candidate,
     Change,
-    CitationJudgement,
-    ClaimEvidence,
-    ClaimJudgement,
-    FactJudgement,
     Guideline,
     ImportedJudgement,
     Judgement,
@@ -24,8 +14,6 @@ from labelling.models import (
     Provenance,
     Question,
     QuestionSet,
-    ReferenceAnswer,
-    ReferenceFact,
     Resolution,
     RunResult,
     Span,
@@ -33,14 +21,6 @@ from labelling.models import (
     Verdict,
 )
 from labelling.services import assignments as services
-from labelling.trace_models import (
-    ApiToken,
-    PromotedQuestion,
-    Sample,
-    SampledTrace,
-    SamplingRule,
-    Trace,
-)
 
 
 @admin.register(QuestionSet)
@@ -266,115 +246,3 @@ def _release_unstarted(user, *, by) -> int:
             continue  # started meanwhile: it stays theirs
         released += 1
     return released
-
-
-# Answer runs and reference answers (issue 15) ---------------------------------------------
-
-
-@admin.register(AnswerRun)
-class AnswerRunAdmin(admin.ModelAdmin):
-    list_display = ["name", "question_set", "system", "system_version", "created_at"]
-    raw_id_fields = ["question_set", "created_by"]
-
-
-@admin.register(Answer)
-class AnswerAdmin(admin.ModelAdmin):
-    list_display = ["run", "question", "refused", "line"]
-    raw_id_fields = ["run", "question"]
-
-
-@admin.register(AnswerSentence)
-class AnswerSentenceAdmin(admin.ModelAdmin):
-    list_display = ["answer", "position", "start", "end"]
-    raw_id_fields = ["answer"]
-
-
-@admin.register(AnswerPassage)
-class AnswerPassageAdmin(admin.ModelAdmin):
-    list_display = ["answer", "role", "position", "version", "start", "end"]
-    raw_id_fields = ["answer", "sentence", "version"]
-
-
-@admin.register(ReferenceAnswer)
-class ReferenceAnswerAdmin(admin.ModelAdmin):
-    list_display = ["question", "version", "created_by", "created_at"]
-    raw_id_fields = ["question", "created_by"]
-
-
-@admin.register(ReferenceFact)
-class ReferenceFactAdmin(admin.ModelAdmin):
-    list_display = ["reference", "position", "vital", "text"]
-    raw_id_fields = ["reference"]
-
-
-@admin.register(AnswerAssignment)
-class AnswerAssignmentAdmin(admin.ModelAdmin):
-    list_display = ["answer", "labeller", "slot", "wrongly_refused", "done_at"]
-    raw_id_fields = ["answer", "labeller", "reference"]
-
-
-@admin.register(ClaimJudgement)
-class ClaimJudgementAdmin(admin.ModelAdmin):
-    list_display = ["assignment", "position", "start", "end", "support"]
-    raw_id_fields = ["assignment"]
-
-
-@admin.register(CitationJudgement)
-class CitationJudgementAdmin(admin.ModelAdmin):
-    list_display = ["claim", "passage", "grade"]
-    raw_id_fields = ["claim", "passage"]
-
-
-@admin.register(FactJudgement)
-class FactJudgementAdmin(admin.ModelAdmin):
-    list_display = ["assignment", "fact", "present"]
-    raw_id_fields = ["assignment", "fact"]
-
-
-@admin.register(AnswerResolution)
-class AnswerResolutionAdmin(admin.ModelAdmin):
-    list_display = ["answer", "chosen", "decided_by", "decided_at"]
-    raw_id_fields = ["answer", "chosen", "decided_by"]
-
-
-@admin.register(ClaimEvidence)
-class ClaimEvidenceAdmin(admin.ModelAdmin):
-    list_display = ["claim", "version", "start", "end"]
-    raw_id_fields = ["claim", "version"]
-
-
-# The production loop (labelling/trace_models.py). Read-mostly: traces come from the team's
-# system, tokens are made on the project's token page (the secret is never stored).
-@admin.register(Trace)
-class TraceAdmin(admin.ModelAdmin):
-    list_display = ["trace_id", "project", "occurred_at", "thumb", "refused"]
-    list_filter = ["has_unknown_documents"]
-    search_fields = ["trace_id"]
-
-
-@admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
-    list_display = ["name", "project", "prefix", "created_at", "expires_at", "revoked_at"]
-    readonly_fields = ["digest", "prefix"]
-
-
-@admin.register(SamplingRule)
-class SamplingRuleAdmin(admin.ModelAdmin):
-    list_display = ["name", "version", "project", "strategy", "size", "active"]
-
-
-@admin.register(Sample)
-class SampleAdmin(admin.ModelAdmin):
-    list_display = ["pk", "project", "rule", "window_end", "population", "question_set"]
-
-
-@admin.register(SampledTrace)
-class SampledTraceAdmin(admin.ModelAdmin):
-    list_display = ["sample", "trace", "stratum", "inclusion_probability"]
-    raw_id_fields = ["sample", "trace", "question"]
-
-
-@admin.register(PromotedQuestion)
-class PromotedQuestionAdmin(admin.ModelAdmin):
-    list_display = ["question", "sampled_trace", "promoted_at"]
-    raw_id_fields = ["question", "sampled_trace"]

@@ -9,19 +9,6 @@ from django.db.models import Q
 from corpus.models import AccessGroup, Document, DocumentVersion, Job, Project, Retriever
 
 # Answer runs and reference answers live in their own module; named here, Django finds them.
-from labelling.answer_models import Answer as Answer
-from labelling.answer_models import AnswerAssignment as AnswerAssignment
-from labelling.answer_models import AnswerPassage as AnswerPassage
-from labelling.answer_models import AnswerResolution as AnswerResolution
-from labelling.answer_models import AnswerRun as AnswerRun
-from labelling.answer_models import AnswerSentence as AnswerSentence
-from labelling.answer_models import CitationJudgement as CitationJudgement
-from labelling.answer_models import ClaimEvidence as ClaimEvidence
-from labelling.answer_models import ClaimJudgement as ClaimJudgement
-from labelling.answer_models import FactJudgement as FactJudgement
-from labelling.answer_models import ReferenceAnswer as ReferenceAnswer
-from labelling.answer_models import ReferenceFact as ReferenceFact
-
 # What came in from files lives in its own module; re-exported so labelling.models stays the
 # one place to import models from.
 from labelling.imported import ImportedJudgement as ImportedJudgement
@@ -96,6 +83,10 @@ class Question(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     exclusion_reason = models.CharField(max_length=500, blank=True)
+    # Where a question came from beyond its file, as the gold set's manifest records it: for a
+    # question promoted from a production sample, the trace, sample, rule and stratum. Written
+    # by the app that made the question, so labelling and evaluation need not know that app.
+    origin = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = QuestionQuerySet.as_manager()
@@ -573,9 +564,3 @@ class Resolution(models.Model):
 # The production loop's rows and the Re-check answers live in their own modules; named here so
 # Django finds them.
 from labelling.recheck_models import SpanRecheck as SpanRecheck  # noqa: E402
-from labelling.trace_models import ApiToken as ApiToken  # noqa: E402
-from labelling.trace_models import PromotedQuestion as PromotedQuestion  # noqa: E402
-from labelling.trace_models import Sample as Sample  # noqa: E402
-from labelling.trace_models import SampledTrace as SampledTrace  # noqa: E402
-from labelling.trace_models import SamplingRule as SamplingRule  # noqa: E402
-from labelling.trace_models import Trace as Trace  # noqa: E402

@@ -103,51 +103,6 @@ urlpatterns += [
     ),
 ]
 
-# Answer runs and reference answers (labelling/views/answers.py) ---------------------------
-from labelling.views import answers  # noqa: E402
-
-urlpatterns += [
-    path(_set + "answers/", answers.list_answer_runs, name="list-answer-runs"),
-    path(_set + "answers/plan/", answers.plan_answer_review, name="plan-answer-review"),
-    path(
-        _set + "answers/adjudication/",
-        answers.list_answer_adjudication,
-        name="list-answer-adjudication",
-    ),
-    path(_set + "answers/resolve/", answers.resolve_answer, name="resolve-answer"),
-    path("p/<slug:slug>/reviews/", answers.list_answer_reviews, name="list-answer-reviews"),
-    path(
-        "p/<slug:slug>/reviews/<int:answer_assignment_id>/",
-        answers.review_answer,
-        name="review-answer",
-    ),
-    path(
-        "p/<slug:slug>/reviews/<int:answer_assignment_id>/grade/",
-        answers.grade_answer,
-        name="grade-answer",
-    ),
-    path(
-        "p/<slug:slug>/reviews/<int:answer_assignment_id>/split/",
-        answers.split_answer_claim,
-        name="split-answer-claim",
-    ),
-    path(
-        "p/<slug:slug>/reviews/<int:answer_assignment_id>/evidence/",
-        answers.mark_claim_evidence,
-        name="mark-claim-evidence",
-    ),
-    path(
-        "p/<slug:slug>/reviews/<int:answer_assignment_id>/finish/",
-        answers.finish_answer_review,
-        name="finish-answer-review",
-    ),
-    path(
-        _set + "questions/<int:question_id>/reference/",
-        answers.edit_reference_answer,
-        name="edit-reference-answer",
-    ),
-]
-
 # A labeller's spans on changed documents (labelling/views/recheck.py) -----------------------
 from labelling.views import recheck  # noqa: E402
 
@@ -158,38 +113,5 @@ urlpatterns += [
         "p/<slug:slug>/recheck/<int:span_id>/answer/",
         recheck.answer_recheck,
         name="answer-recheck",
-    ),
-]
-
-# Production traces (labelling/views/traces.py) -------------------------------------------
-from labelling.views import traces  # noqa: E402
-
-urlpatterns += [
-    # Token requests only, from the team's system: no trailing slash, as APIs are called.
-    path("api/p/<slug:slug>/traces", traces.receive_traces, name="receive-traces"),
-    path("p/<slug:slug>/traces/", traces.list_traces, name="list-traces"),
-    path("p/<slug:slug>/traces/tokens/", traces.list_api_tokens, name="list-api-tokens"),
-    path(
-        "p/<slug:slug>/traces/tokens/<int:token_id>/revoke/",
-        traces.revoke_api_token,
-        name="revoke-api-token",
-    ),
-]
-
-# Sampling rules and samples (labelling/views/samples.py) ---------------------------------
-from labelling.views import samples  # noqa: E402
-
-urlpatterns += [
-    path("p/<slug:slug>/samples/", samples.list_sampling_rules, name="list-sampling-rules"),
-    path(
-        "p/<slug:slug>/samples/rules/<int:rule_id>/draw/",
-        samples.draw_sample,
-        name="draw-sample",
-    ),
-    path("p/<slug:slug>/samples/<int:sample_id>/", samples.show_sample, name="show-sample"),
-    path(
-        "p/<slug:slug>/samples/<int:sample_id>/dismiss/",
-        samples.dismiss_sample,
-        name="dismiss-sample",
     ),
 ]

@@ -13,12 +13,16 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import transaction
 
+from corpus import jobs
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 SHARED_DATA_NEEDED = ("trec_eval_test", "cranfield")
+# The apps with models, views and templates of their own (demo has none), floors lowest first.
+GOLDSET_APPS = ("corpus", "labelling", "answers", "evaluation", "health", "production")
 
 
 def pytest_sessionstart(session):
@@ -218,3 +222,12 @@ def member(project):
         return user
 
     return make
+
+
+@pytest.fixture
+def inline_jobs(monkeypatch):
+    """Jobs run in this process when their transaction commits, whatever the broker (with
+    REDIS_URL set, no worker would pick them up in a test that does not start one)."""
+    monkeypatch.setattr(
+        jobs, "queue", lambda job: transaction.on_commit(lambda: jobs.task_named(job.task)(job.pk))
+    )

@@ -14,17 +14,19 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from answers.models import AnswerAssignment
+from answers.services.review import plan_answer_review
+from answers.services.runs import import_answers
 from corpus import jobs
 from corpus.models import AccessGroup, Document, DuplicateGroup, Job, Membership, PermissionProfile
 from corpus.services import documents, retrieval
 from evaluation.models import EvaluationRun, PermissionReplay
 from evaluation.services.gold_sets import finalise_gold_set
-from labelling.models import AnswerAssignment, Assignment, Candidate, Span
-from labelling.services.answer_review import plan_answer_review
-from labelling.services.answers import import_answers
-from labelling.services.sampling import check_rule, save_sampling_rule
-from labelling.services.traces import create_api_token
-from labelling.trace_models import Sample
+from labelling.models import Assignment, Candidate, Span
+from production.models import Sample
+from production.services.sampling import check_rule, save_sampling_rule
+from production.services.traces import create_api_token
+from tests.conftest import GOLDSET_APPS
 from tests.factories import (
     POLICY_TEXT,
     MembershipFactory,
@@ -47,9 +49,9 @@ OPEN_URLS = {
     "favicon",
 }
 # Called by the team's system with a project API token, never a session: anonymous and
-# session requests get 401 (after the CSRF check), tested in tests/labelling/test_trace_intake.py
+# session requests get 401 (after the CSRF check), tested in tests/production/test_trace_intake.py
 # and below.
-TOKEN_URLS = {"labelling:receive-traces"}
+TOKEN_URLS = {"production:receive-traces"}
 # What the open URLs that take arguments are requested with (a link that does not work).
 OPEN_URL_KWARGS = {"corpus:accept-invitation": {"uidb64": "MQ", "token": "not-a-token"}}
 
@@ -154,7 +156,7 @@ def world(prefix: str) -> dict:
 def snapshot() -> dict:
     return {
         model._meta.label: sorted(map(repr, model.objects.values_list()))
-        for app in ("corpus", "labelling", "evaluation")
+        for app in GOLDSET_APPS
         for model in apps.get_app_config(app).get_models()
     }
 

@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.test import Client
 from django.urls import reverse
 
+from tests.conftest import GOLDSET_APPS
 from tests.factories import PASSWORD, UserFactory
 
 
@@ -12,7 +13,7 @@ def test_every_model_is_in_the_admin_and_its_list_renders(db):
     superuser = UserFactory(is_staff=True, is_superuser=True)
     client = Client()
     assert client.login(username=superuser.username, password=PASSWORD)
-    for app in ("corpus", "labelling", "evaluation"):
+    for app in GOLDSET_APPS:
         for model in apps.get_app_config(app).get_models():
             if model._meta.label == "evaluation.GoldSetFile":
                 continue  # shown inline on its gold set

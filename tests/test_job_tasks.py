@@ -14,9 +14,10 @@ from corpus import jobs
 from corpus.models import Job, JobState
 from corpus.services import projects
 from labelling.services.completion import refresh_completion
+from tests.conftest import GOLDSET_APPS
 
 REPO = Path(__file__).resolve().parents[1]
-APPS = ("corpus", "labelling", "evaluation")
+APPS = GOLDSET_APPS
 
 
 def started_tasks() -> dict[str, str]:

@@ -15,6 +15,9 @@ import json
 import pytest
 from django.urls import reverse
 
+from answers.models import AnswerAssignment
+from answers.services.review import plan_answer_review
+from answers.services.runs import import_answers
 from corpus.models import (
     AccessGroup,
     Document,
@@ -26,10 +29,8 @@ from corpus.models import (
 from corpus.services import projects, retrieval
 from evaluation.models import EvaluationRun, PermissionReplay
 from evaluation.services.gold_sets import finalise_gold_set
-from labelling.models import AnswerAssignment, Assignment, Candidate, Span, Verdict
+from labelling.models import Assignment, Candidate, Span, Verdict
 from labelling.services import judgements
-from labelling.services.answer_review import plan_answer_review
-from labelling.services.answers import import_answers
 from tests.factories import (
     POLICY_TEXT,
     SALARY_TEXT,

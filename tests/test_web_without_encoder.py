@@ -47,7 +47,7 @@ from django.urls import reverse
 call_command("migrate", verbosity=0)
 from corpus.models import Job, Retriever
 from corpus.services import documents, projects
-from labelling.trace_models import SamplingRule
+from production.models import SamplingRule
 from tests.factories import MembershipFactory, UserFactory, add_documents
 
 try:
@@ -80,7 +80,7 @@ for name, args in [
     ("corpus:list-retrievers", ["web"]),
     ("corpus:list-documents", ["web"]),
     ("corpus:list-jobs", ["web"]),
-    ("labelling:list-sampling-rules", ["web"]),
+    ("production:list-sampling-rules", ["web"]),
 ]:
     seen[name] = client.get(reverse(name, args=args)).status_code
 print(json.dumps({

@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from corpus.models import Job
 from labelling.models import Judgement
+from tests.conftest import GOLDSET_APPS
 from tests.factories import (
     PASSWORD,
     MembershipFactory,
@@ -82,7 +83,7 @@ def test_the_admin_escapes_hostile_text(hostile):
     superuser = UserFactory(is_staff=True, is_superuser=True)
     client = Client()
     assert client.login(username=superuser.username, password=PASSWORD)
-    for app in ("corpus", "labelling", "evaluation"):
+    for app in GOLDSET_APPS:
         for model in apps.get_app_config(app).get_models():
             if not admin.site.is_registered(model):
                 continue
@@ -105,7 +106,7 @@ def test_nothing_but_the_sanitised_guideline_is_marked_safe():
     )
     found = sorted(
         (str(path.relative_to(repo)), match)
-        for folder in ("templates", "corpus", "labelling", "evaluation", "goldset")
+        for folder in ("templates", "goldset", "goldeval", *GOLDSET_APPS)
         for path in (repo / folder).rglob("*")
         if path.suffix in (".html", ".py") and "migrations" not in path.parts
         for match in bypass.findall(path.read_text())

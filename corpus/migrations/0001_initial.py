@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,194 +14,443 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ChunkingScheme',
+            name="ChunkingScheme",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=60)),
-                ('strategy', models.CharField(choices=[('fixed', 'Fixed size with overlap'), ('paragraph', 'Paragraph-aware'), ('document', 'Whole document')], max_length=16)),
-                ('unit', models.CharField(choices=[('words', 'Words'), ('chars', 'Characters')], default='words', max_length=8)),
-                ('size', models.PositiveIntegerField(default=200)),
-                ('overlap', models.PositiveIntegerField(default=50)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=60)),
+                (
+                    "strategy",
+                    models.CharField(
+                        choices=[
+                            ("fixed", "Fixed size with overlap"),
+                            ("paragraph", "Paragraph-aware"),
+                            ("document", "Whole document"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "unit",
+                    models.CharField(
+                        choices=[("words", "Words"), ("chars", "Characters")],
+                        default="words",
+                        max_length=8,
+                    ),
+                ),
+                ("size", models.PositiveIntegerField(default=200)),
+                ("overlap", models.PositiveIntegerField(default=50)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Project',
+            name="Project",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=60, unique=True)),
-                ('name', models.CharField(max_length=200)),
-                ('duplicate_threshold', models.FloatField(default=0.9, help_text='Jaccard similarity above which documents are near-duplicates.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("slug", models.SlugField(max_length=60, unique=True)),
+                ("name", models.CharField(max_length=200)),
+                (
+                    "duplicate_threshold",
+                    models.FloatField(
+                        default=0.9,
+                        help_text="Jaccard similarity above which documents are near-duplicates.",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['slug'],
+                "ordering": ["slug"],
             },
         ),
         migrations.CreateModel(
-            name='AccessGroup',
+            name="AccessGroup",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('members', models.ManyToManyField(blank=True, related_name='access_groups', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='access_groups', to='corpus.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                (
+                    "members",
+                    models.ManyToManyField(
+                        blank=True, related_name="access_groups", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="access_groups",
+                        to="corpus.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Document',
+            name="Document",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('doc_id', models.CharField(help_text='Stable external identifier.', max_length=255)),
-                ('title', models.CharField(blank=True, max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('access_groups', models.ManyToManyField(blank=True, related_name='documents', to='corpus.accessgroup')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "doc_id",
+                    models.CharField(help_text="Stable external identifier.", max_length=255),
+                ),
+                ("title", models.CharField(blank=True, max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "access_groups",
+                    models.ManyToManyField(
+                        blank=True, related_name="documents", to="corpus.accessgroup"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['doc_id'],
+                "ordering": ["doc_id"],
             },
         ),
         migrations.CreateModel(
-            name='DocumentVersion',
+            name="DocumentVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('text', models.TextField()),
-                ('content_hash', models.CharField(help_text='SHA-256 of the stored text.', max_length=64)),
-                ('source_name', models.CharField(blank=True, max_length=500)),
-                ('source_modified_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('indexed_at', models.DateTimeField(blank=True, help_text='When an index last took this version in.', null=True)),
-                ('extraction', models.JSONField(default=dict, help_text='The extraction quality report.')),
-                ('quality_flagged', models.BooleanField(default=False)),
-                ('quality_accepted_at', models.DateTimeField(blank=True, null=True)),
-                ('minhash', models.BinaryField(default=b'')),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='corpus.document')),
-                ('quality_accepted_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("version", models.PositiveIntegerField()),
+                ("text", models.TextField()),
+                (
+                    "content_hash",
+                    models.CharField(help_text="SHA-256 of the stored text.", max_length=64),
+                ),
+                ("source_name", models.CharField(blank=True, max_length=500)),
+                ("source_modified_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "indexed_at",
+                    models.DateTimeField(
+                        blank=True, help_text="When an index last took this version in.", null=True
+                    ),
+                ),
+                (
+                    "extraction",
+                    models.JSONField(default=dict, help_text="The extraction quality report."),
+                ),
+                ("quality_flagged", models.BooleanField(default=False)),
+                ("quality_accepted_at", models.DateTimeField(blank=True, null=True)),
+                ("minhash", models.BinaryField(default=b"")),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="versions",
+                        to="corpus.document",
+                    ),
+                ),
+                (
+                    "quality_accepted_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['document', 'version'],
+                "ordering": ["document", "version"],
             },
         ),
         migrations.AddField(
-            model_name='document',
-            name='latest_version',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='corpus.documentversion'),
+            model_name="document",
+            name="latest_version",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="corpus.documentversion",
+            ),
         ),
         migrations.CreateModel(
-            name='Chunk',
+            name="Chunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('ordinal', models.PositiveIntegerField()),
-                ('start', models.PositiveIntegerField()),
-                ('end', models.PositiveIntegerField()),
-                ('text_hash', models.CharField(help_text='Hash of the passage text, for caches.', max_length=32)),
-                ('scheme', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='corpus.chunkingscheme')),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='corpus.documentversion')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("ordinal", models.PositiveIntegerField()),
+                ("start", models.PositiveIntegerField()),
+                ("end", models.PositiveIntegerField()),
+                (
+                    "text_hash",
+                    models.CharField(
+                        help_text="Hash of the passage text, for caches.", max_length=32
+                    ),
+                ),
+                (
+                    "scheme",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chunks",
+                        to="corpus.chunkingscheme",
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chunks",
+                        to="corpus.documentversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['version', 'ordinal'],
+                "ordering": ["version", "ordinal"],
             },
         ),
         migrations.CreateModel(
-            name='DuplicateGroup',
+            name="DuplicateGroup",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('representative', models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='corpus.document')),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='duplicate_groups', to='corpus.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "representative",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="corpus.document",
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="duplicate_groups",
+                        to="corpus.project",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='document',
-            name='duplicate_group',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='documents', to='corpus.duplicategroup'),
+            model_name="document",
+            name="duplicate_group",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="documents",
+                to="corpus.duplicategroup",
+            ),
         ),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('labeller', 'Labeller'), ('lead', 'Lead'), ('admin', 'Admin')], default='labeller', max_length=16)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='corpus.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[("labeller", "Labeller"), ("lead", "Lead"), ("admin", "Admin")],
+                        default="labeller",
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to="corpus.project",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Job',
+            name="Job",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(max_length=40)),
-                ('description', models.CharField(blank=True, max_length=300)),
-                ('params', models.JSONField(default=dict)),
-                ('state', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed')], default='queued', max_length=16)),
-                ('done', models.PositiveIntegerField(default=0)),
-                ('total', models.PositiveIntegerField(default=0)),
-                ('message', models.TextField(blank=True)),
-                ('errors', models.JSONField(default=list, help_text='Per-item problems: [{item, line, error}].')),
-                ('result', models.JSONField(default=dict)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='jobs', to='corpus.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("kind", models.CharField(max_length=40)),
+                ("description", models.CharField(blank=True, max_length=300)),
+                ("params", models.JSONField(default=dict)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("done", models.PositiveIntegerField(default=0)),
+                ("total", models.PositiveIntegerField(default=0)),
+                ("message", models.TextField(blank=True)),
+                (
+                    "errors",
+                    models.JSONField(
+                        default=list, help_text="Per-item problems: [{item, line, error}]."
+                    ),
+                ),
+                ("result", models.JSONField(default=dict)),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="jobs",
+                        to="corpus.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.AddField(
-            model_name='document',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='documents', to='corpus.project'),
+            model_name="document",
+            name="project",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="documents",
+                to="corpus.project",
+            ),
         ),
         migrations.AddField(
-            model_name='chunkingscheme',
-            name='project',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunking_schemes', to='corpus.project'),
+            model_name="chunkingscheme",
+            name="project",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="chunking_schemes",
+                to="corpus.project",
+            ),
         ),
         migrations.CreateModel(
-            name='Upload',
+            name="Upload",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=255)),
-                ('size', models.PositiveBigIntegerField()),
-                ('sha256', models.CharField(max_length=64)),
-                ('content', models.BinaryField()),
-                ('job', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='uploads', to='corpus.job')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=255)),
+                ("size", models.PositiveBigIntegerField()),
+                ("sha256", models.CharField(max_length=64)),
+                ("content", models.BinaryField()),
+                (
+                    "job",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="uploads",
+                        to="corpus.job",
+                    ),
+                ),
             ],
         ),
         migrations.AddConstraint(
-            model_name='documentversion',
-            constraint=models.UniqueConstraint(fields=('document', 'version'), name='unique_version_number'),
+            model_name="documentversion",
+            constraint=models.UniqueConstraint(
+                fields=("document", "version"), name="unique_version_number"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='chunk',
-            constraint=models.UniqueConstraint(fields=('scheme', 'version', 'ordinal'), name='unique_chunk_position'),
+            model_name="chunk",
+            constraint=models.UniqueConstraint(
+                fields=("scheme", "version", "ordinal"), name="unique_chunk_position"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='chunk',
-            constraint=models.CheckConstraint(condition=models.Q(('end__gt', models.F('start'))), name='chunk_not_empty'),
+            model_name="chunk",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("end__gt", models.F("start"))), name="chunk_not_empty"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.UniqueConstraint(fields=('project', 'user'), name='one_membership_per_user'),
+            model_name="membership",
+            constraint=models.UniqueConstraint(
+                fields=("project", "user"), name="one_membership_per_user"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='document',
-            constraint=models.UniqueConstraint(fields=('project', 'doc_id'), name='unique_doc_id_in_project'),
+            model_name="document",
+            constraint=models.UniqueConstraint(
+                fields=("project", "doc_id"), name="unique_doc_id_in_project"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='chunkingscheme',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='unique_scheme_name'),
+            model_name="chunkingscheme",
+            constraint=models.UniqueConstraint(
+                fields=("project", "name"), name="unique_scheme_name"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='accessgroup',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='unique_access_group_name'),
+            model_name="accessgroup",
+            constraint=models.UniqueConstraint(
+                fields=("project", "name"), name="unique_access_group_name"
+            ),
         ),
     ]

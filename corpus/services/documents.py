@@ -13,7 +13,6 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from corpus import jobs
-from goldeval.text.chunking import ChunkSpec, chunk_spans
 from corpus.dedupe import NearDuplicateIndex, signature
 from corpus.models import (
     AccessGroup,
@@ -39,6 +38,7 @@ from corpus.sources import (
     read_file_source,
     read_source,
 )
+from goldeval.text.chunking import ChunkSpec, chunk_spans
 from goldset.errors import ServiceError
 
 BULK_BATCH = 2000

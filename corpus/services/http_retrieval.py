@@ -3,7 +3,8 @@ in the corpus.
 
 The calls themselves are `corpus.httpsearch`'s. Here an answer's results become passages of the
 newest version of each document: by the offsets the answer gave, else by locating the passage
-text the answer carried (`goldeval.text.anchoring`: exact, then the bounded fuzzy match), else as the
+text the answer carried (`goldeval.text.anchoring`: exact, then the bounded fuzzy match), else as
+the
 whole document. A run counts how many results were placed each way, and keeps one message per
 question that failed, so a job can list them.
 """
@@ -20,7 +21,6 @@ from typing import Any
 import httpx2
 from django.conf import settings
 
-from goldeval.text.anchoring import locate
 from corpus.httpendpoint import (
     PRESETS,
     ConfigError,
@@ -41,6 +41,7 @@ from corpus.models import (
     Retriever,
     RetrieverKind,
 )
+from goldeval.text.anchoring import locate
 from goldset.errors import ServiceError
 
 SEARCH_BATCH = 64

@@ -17,8 +17,6 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from corpus import indexfile, jobs
-from goldeval.text.analysis import Analyzer
-from goldeval.bm25 import IDF_KINDS, BM25Index
 from corpus.embedding import (
     VECTOR_PRECISIONS,
     Encoder,
@@ -47,6 +45,8 @@ from corpus.onnx_encoder import BACKEND as ONNX_BACKEND
 from corpus.onnx_encoder import OnnxEncoder
 from corpus.services import artifacts
 from corpus.services.http_retrieval import check_endpoint
+from goldeval.bm25 import IDF_KINDS, BM25Index
+from goldeval.text.analysis import Analyzer
 from goldset.errors import ServiceError
 
 BULK_BATCH = 2000

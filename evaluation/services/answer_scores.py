@@ -21,18 +21,18 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
+from answers.models import AnswerAssignment, AnswerPassage, AnswerRun
+from answers.services.gold import core_answers
 from corpus import jobs
 from corpus.models import Document, Job, JobState
-from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, AnswerGold, read_answer_gold
-from goldeval.scoring.answers import compare_answer_runs, evaluate_answers
-from goldeval.scoring.answers_report import build_answer_report
-from goldeval.formats.gold import Gold
-from goldeval.scoring.metrics import passages_reaching_gold
 from evaluation.models import EvaluationReport, GoldSet
 from evaluation.services.gold_sets import bundle_files, load_gold_set
+from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, AnswerGold, read_answer_gold
 from goldeval.formats.answers import Answer
-from labelling.models import AnswerAssignment, AnswerPassage, AnswerRun
-from labelling.services.answer_gold import core_answers
+from goldeval.formats.gold import Gold
+from goldeval.scoring.answers import compare_answer_runs, evaluate_answers
+from goldeval.scoring.answers_report import build_answer_report
+from goldeval.scoring.metrics import passages_reaching_gold
 
 
 @dataclass

@@ -15,14 +15,14 @@ from django.utils.text import slugify
 
 from corpus import jobs
 from corpus.models import Job, Project, Retriever, RetrieverKind, Upload
-from goldeval.formats.runfiles import jsonl_run_line
 from corpus.services import http_retrieval
 from corpus.services.retrieval import retrieve
-from goldeval.scoring.baseline import BASELINE_NAME, bm25_baseline_run
-from goldeval.formats.gold import EvaluationInputError, Gold
 from evaluation.models import EvaluationRun, GoldSet, RunSource
-from goldeval.formats.runs import Run, check_run_against_gold, read_run
 from evaluation.services.gold_sets import GoldSetError, load_gold_set
+from goldeval.formats.gold import EvaluationInputError, Gold
+from goldeval.formats.runfiles import jsonl_run_line
+from goldeval.formats.runs import Run, check_run_against_gold, read_run
+from goldeval.scoring.baseline import BASELINE_NAME, bm25_baseline_run
 from goldset.errors import ServiceError
 
 # The evaluation page: the CLI's defaults, plus a recall curve up to CURVE_MIN_K (or further,

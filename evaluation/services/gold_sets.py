@@ -22,9 +22,11 @@ from django.db.models import Max, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from answers.services.gold import answers_gold_records
 from corpus import jobs
-from goldeval.text.chunking import ChunkSpec
 from corpus.models import ChunkingScheme, Document, DocumentVersion, Job, JobState, Project
+from evaluation.models import GoldSet, GoldSetFile
+from evaluation.services.corpus_state import document_pks, document_states
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, read_answer_gold
 from goldeval.formats.bundle import Bundle, BundleInfo, CorpusVersion, Vote, build_bundle, sha256
 from goldeval.formats.gold import (
@@ -34,21 +36,19 @@ from goldeval.formats.gold import (
     Gold,
     read_bundle,
 )
-from evaluation.models import GoldSet, GoldSetFile
-from evaluation.services.corpus_state import document_pks, document_states
+from goldeval.text.chunking import ChunkSpec
 from goldset.errors import ServiceError
 from labelling.models import (
     Assignment,
     Judgement,
+    Question,
     QuestionSet,
     Resolution,
     Verdict,
     VerdictOutcome,
 )
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
-from labelling.services.answer_gold import answers_gold_records
 from labelling.services.gold import FrozenQuestion, UnresolvedItem, collect_gold
-from labelling.trace_models import PromotedQuestion
 
 
 class GoldSetError(ServiceError):
@@ -89,7 +89,8 @@ def finalise_gold_set(
 
     Refused, with every unresolved item listed, while anything blocks the gold rule. Who may
     finalise (admins) is the caller's check; ``user`` is recorded as the creator. The bundle is
-    read back with ``goldeval.formats.gold.read_bundle`` before it is stored, so a stored gold set always
+    read back with ``goldeval.formats.gold.read_bundle`` before it is stored, so a stored gold set
+    always
     loads in the CLI. That and the gold rule take their time on a large set (a long span
     re-anchored onto an edited version), so they run before the short transaction that stores
     the result, and report each stage to ``progress``; ``on_stored`` runs inside that
@@ -348,7 +349,8 @@ _cache_lock = threading.Lock()
 
 
 def load_gold_set(gold_set: GoldSet) -> Gold:
-    """The gold set read by ``goldeval.formats.gold.read_bundle`` from its own bundle files, exactly as
+    """The gold set read by ``goldeval.formats.gold.read_bundle`` from its own bundle files,
+    exactly as
     ``python -m goldeval evaluate --gold BUNDLE`` reads them."""
     key = (gold_set.pk, gold_set.checksum)
     with _cache_lock:
@@ -489,24 +491,18 @@ def _judged_texts(
 
 
 def _production_questions(question_set: QuestionSet, questions) -> list[dict]:
-    """Where each question promoted from a production sample came from."""
+    """Where each question promoted from a production sample came from (`Question.origin`)."""
     kept = {q.question_id for q in questions}
-    promoted = PromotedQuestion.objects.filter(question__question_set=question_set).select_related(
-        "question", "sampled_trace__trace", "sampled_trace__sample__rule"
+    promoted = (
+        Question.objects.filter(question_set=question_set)
+        .exclude(origin={})
+        .order_by("pk")
+        .values_list("external_id", "origin")
     )
     return [
-        {
-            "question_id": p.question.external_id,
-            "trace_id": p.sampled_trace.trace.trace_id,
-            "sample": p.sampled_trace.sample_id,
-            "rule": p.sampled_trace.sample.rule.name,
-            "rule_version": p.sampled_trace.sample.rule.version,
-            "stratum": p.sampled_trace.stratum,
-            "inclusion_probability": p.sampled_trace.inclusion_probability,
-            "promoted_at": p.promoted_at.isoformat(),
-        }
-        for p in promoted.order_by("pk")
-        if p.question.external_id in kept
+        {"question_id": external_id, **origin}
+        for external_id, origin in promoted
+        if external_id in kept and "trace_id" in origin
     ]
 
 

@@ -16,13 +16,13 @@ from django.db import IntegrityError, transaction
 
 from corpus import jobs
 from corpus.models import Index, IndexState, Job, JobState, Project, Retriever, RetrieverKind
-from goldeval.formats.runfiles import jsonl_run_line
 from corpus.services.retrieval import retrieve
-from goldeval.scoring.metrics import MetricOptions, evaluate_run
 from evaluation.models import BuildEvaluationStart, EvaluationRun, GoldSet, IndexEvaluation
-from goldeval.formats.runs import read_run
 from evaluation.services.evaluation_runs import evaluation_depth, load_stored_run
 from evaluation.services.gold_sets import load_gold_set
+from goldeval.formats.runfiles import jsonl_run_line
+from goldeval.formats.runs import read_run
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
 from labelling.charts import time_chart
 
 BATCH = 64

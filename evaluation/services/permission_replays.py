@@ -23,8 +23,10 @@ from corpus.services import http_retrieval
 from corpus.services.canaries import SOURCE as CANARY_SOURCE
 from corpus.services.retrieval import retrieve
 from corpus.services.test_users import RESERVED_NAME
-from goldeval.formats.gold import EvaluationInputError
 from evaluation.models import GoldSet, PermissionReplay, PermissionReplayRun, ReplaySource
+from evaluation.services.evaluation_runs import MAX_RUN_BYTES
+from evaluation.services.gold_sets import GoldSetError, load_gold_set
+from goldeval.formats.gold import EvaluationInputError
 from goldeval.scoring.permission_replay import (
     DEFAULT_KS,
     AccessSnapshot,
@@ -32,8 +34,6 @@ from goldeval.scoring.permission_replay import (
     read_user_run,
     replay_permissions,
 )
-from evaluation.services.evaluation_runs import MAX_RUN_BYTES
-from evaluation.services.gold_sets import GoldSetError, load_gold_set
 from goldset.errors import ServiceError
 from labelling.models import Question
 

@@ -13,8 +13,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from goldeval.formats.runfiles import SCORES, TIES
-from goldeval.formats.textfiles import cyclic_gc_paused
 from goldeval.cli.answers import add_parser as add_answers_parser
 
 # The argument types every subcommand shares live apart, so subcommands need not import this
@@ -26,13 +24,15 @@ from goldeval.cli.arguments import (
     positive_argument,
     run_arguments,
 )
-from goldeval.scoring.compare import PERMUTATIONS, compare_runs
-from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
 from goldeval.cli.health import add_parser as add_health_parser
-from goldeval.scoring.metrics import COMPATS, MetricOptions, RunEvaluation, evaluate_run
 from goldeval.cli.permissions import add_parser as add_permissions_parser
-from goldeval.scoring.report import FORMATS, build_report, render
+from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
+from goldeval.formats.runfiles import SCORES, TIES
 from goldeval.formats.runs import Run, check_run_against_gold, load_run
+from goldeval.formats.textfiles import cyclic_gc_paused
+from goldeval.scoring.compare import PERMUTATIONS, compare_runs
+from goldeval.scoring.metrics import COMPATS, MetricOptions, RunEvaluation, evaluate_run
+from goldeval.scoring.report import FORMATS, build_report, render
 
 EXIT_OK = 0
 EXIT_BELOW_BAR = 1

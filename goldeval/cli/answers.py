@@ -17,8 +17,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from goldeval.formats.textfiles import NotUTF8Error
+from goldeval.cli.arguments import UsageError, fail_under_bars, positive_argument, run_arguments
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, AnswerGold, load_answer_gold
+from goldeval.formats.answers import Answer, check_answers, read_answer_file
+from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
+from goldeval.formats.textfiles import NotUTF8Error
 from goldeval.scoring.answers import (
     BARRED_SCORES,
     AnswerEvaluation,
@@ -26,10 +29,7 @@ from goldeval.scoring.answers import (
     evaluate_answers,
 )
 from goldeval.scoring.answers_report import FORMATS, build_answer_report, render_answer_report
-from goldeval.cli.arguments import UsageError, fail_under_bars, positive_argument, run_arguments
 from goldeval.scoring.compare import PERMUTATIONS
-from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
-from goldeval.formats.answers import Answer, check_answers, read_answer_file
 
 EXIT_OK = 0
 EXIT_BELOW_BAR = 1

@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from goldeval.formats.manifests import parse_time, read_manifest
-from goldeval.formats.textfiles import NotUTF8Error
 from goldeval.cli.arguments import finite_argument, positive_argument, run_arguments
 from goldeval.formats.gold import EvaluationInputError, load_gold
+from goldeval.formats.manifests import parse_time, read_manifest
+from goldeval.formats.runs import load_run
+from goldeval.formats.textfiles import NotUTF8Error
 from goldeval.scoring.health import DEFAULT_K, Thresholds, check_index, documents_of
 from goldeval.scoring.report import markdown_cell
-from goldeval.formats.runs import load_run
 
 EXIT_OK, EXIT_CROSSED, EXIT_BAD_INPUT = 0, 1, 2
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from goldeval.formats.gold import EvaluationInputError, read_doc_id, read_offsets
 from goldeval.formats.runfiles import Passage
 from goldeval.formats.textfiles import LineProblem, NotUTF8Error, json_lines
-from goldeval.formats.gold import EvaluationInputError, read_doc_id, read_offsets
 
 ANSWERS_GOLD_FILE = "answers-gold.jsonl"
 SUPPORT = {"full": 1.0, "partial": 0.5, "none": 0.0}

@@ -20,10 +20,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE
+from goldeval.formats.gold import (
+    CORPUS_FILE,
+    DOCUMENTS_FILE,
+    GOLD_FILE,
+    MANIFEST_FILE,
+    DocumentState,
+)
 from goldeval.text.chunking import ChunkSpec, chunk_spans
 from goldeval.text.spans import overlaps
-from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE
-from goldeval.formats.gold import CORPUS_FILE, DOCUMENTS_FILE, GOLD_FILE, MANIFEST_FILE, DocumentState
 
 BUNDLE_FORMAT = "goldset-bundle"
 BUNDLE_FORMAT_VERSION = 1

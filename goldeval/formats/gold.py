@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
 from goldeval.formats.qrels import duplicates_warning, read_qrels
 from goldeval.formats.runfiles import Passage, whole_document
 from goldeval.formats.textfiles import (
@@ -25,6 +24,7 @@ from goldeval.formats.textfiles import (
     first_line,
     json_lines,
 )
+from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
 
 GOLD_FILE = "gold.jsonl"
 CORPUS_FILE = "corpus.jsonl"

@@ -35,7 +35,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from goldeval.formats.textfiles import LineProblem, decode_utf8, first_line, json_lines, text_problem
+from goldeval.formats.textfiles import (
+    LineProblem,
+    decode_utf8,
+    first_line,
+    json_lines,
+    text_problem,
+)
 
 REQUIRED = ("doc_id", "indexed_at", "embedding_model", "dimension")
 OPTIONAL = ("version", "content_sha256", "start", "end", "embedding_revision")

@@ -14,7 +14,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from goldeval.formats.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines, text_problem
+from goldeval.formats.textfiles import (
+    LineProblem,
+    NotUTF8Error,
+    decode_utf8,
+    json_lines,
+    text_problem,
+)
 
 QUESTION_FORMATS = ("csv", "jsonl", "lines")
 MAX_EXTERNAL_ID = 255

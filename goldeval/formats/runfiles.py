@@ -33,7 +33,13 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, NamedTuple, Protocol
 
-from goldeval.formats.textfiles import LineProblem, cyclic_gc_paused, decode_utf8, first_line, json_lines
+from goldeval.formats.textfiles import (
+    LineProblem,
+    cyclic_gc_paused,
+    decode_utf8,
+    first_line,
+    json_lines,
+)
 
 TREC_COLUMNS = "qid Q0 docid rank score tag"
 # How equal scores of a TREC run are ordered: trec_eval's rule (docno descending) or file order.
@@ -124,7 +130,8 @@ class RunFile:
 def read_run_file(data: bytes | str, *, ties: str = "trec_eval", scores: str = "double") -> RunFile:
     """Every question's ranked results and every problem (in file order) of a TREC or JSONL
     run; ``ties`` orders equal scores of a TREC run (`TIES`), ``scores`` says how precisely
-    they are compared (`SCORES`). Raises `goldeval.formats.textfiles.NotUTF8Error` for bytes that are
+    they are compared (`SCORES`). Raises `goldeval.formats.textfiles.NotUTF8Error` for bytes that
+    are
     not UTF-8."""
     if ties not in TIES:
         raise ValueError(f"ties must be one of {', '.join(TIES)}")

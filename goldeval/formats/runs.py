@@ -1,6 +1,7 @@
 """Runs for evaluation: a run file read by `goldeval.formats.runfiles`, its first problem raised.
 
-The run format lives in `goldeval.formats.runfiles`, so the app's run import and this CLI read a file
+The run format lives in `goldeval.formats.runfiles`, so the app's run import and this CLI read a
+file
 alike; here a problem stops the file, as a CI gate should, with the file and line to look at.
 """
 
@@ -10,9 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from goldeval.formats.gold import EvaluationInputError, Gold, Passage
 from goldeval.formats.runfiles import TIES_RULES, read_run_file
 from goldeval.formats.textfiles import NotUTF8Error
-from goldeval.formats.gold import EvaluationInputError, Gold, Passage
 
 
 class RunFormatError(EvaluationInputError):
@@ -21,7 +22,8 @@ class RunFormatError(EvaluationInputError):
 
 @dataclass(slots=True)
 class Ranking:
-    passages: Sequence[Passage]  # a list, or a TREC run's `goldeval.formats.runfiles.WholeDocuments`
+    # A list, or a TREC run's `goldeval.formats.runfiles.WholeDocuments`.
+    passages: Sequence[Passage]
     # None when the run says nothing about refusing; only JSONL runs can say it.
     refused: bool | None = None
     line: int | None = None  # where the question first appears in the file
@@ -32,7 +34,8 @@ class Run:
     name: str
     rankings: dict[str, Ranking] = field(default_factory=dict)
     source: Path | None = None
-    ties: str = "trec_eval"  # how equal scores were ordered (TREC runs; `goldeval.formats.runfiles.TIES`)
+    # How equal scores were ordered (TREC runs; `goldeval.formats.runfiles.TIES`).
+    ties: str = "trec_eval"
     scores: str = "double"  # how precisely they were compared (`goldeval.formats.runfiles.SCORES`)
     format: str = "jsonl"
     repeats: int = 0  # repeated passages dropped after their first occurrence, all questions

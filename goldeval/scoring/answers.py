@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from goldeval.formats.runfiles import Passage
 from goldeval.formats.answer_gold import PRESENCE, SUPPORT, AnswerGold, GradedClaim, ReferenceFact
-from goldeval.scoring.compare import PERMUTATIONS, Comparison, paired_randomization_p_values
-from goldeval.formats.gold import Gold, GoldQuestion
-from goldeval.scoring.metrics import passages_reaching_gold
 from goldeval.formats.answers import Answer
+from goldeval.formats.gold import Gold, GoldQuestion
+from goldeval.formats.runfiles import Passage
+from goldeval.scoring.compare import PERMUTATIONS, Comparison, paired_randomization_p_values
+from goldeval.scoring.metrics import passages_reaching_gold
 
 HUMAN_SCORES = (
     "faithfulness",

@@ -12,8 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from goldeval.scoring.answers import AUTOMATIC_SCORES, HUMAN_SCORES, AnswerEvaluation
 from goldeval.formats.bundle import spreadsheet_safe
+from goldeval.scoring.answers import AUTOMATIC_SCORES, HUMAN_SCORES, AnswerEvaluation
 from goldeval.scoring.compare import Comparison
 from goldeval.scoring.report import (
     CSV_HEADER,

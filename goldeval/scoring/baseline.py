@@ -6,10 +6,10 @@ whether its embedding system beats plain BM25 on its own questions.
 
 from __future__ import annotations
 
-from goldeval.text.analysis import Analyzer
 from goldeval.bm25 import BM25Index
 from goldeval.formats.gold import Gold, Passage
 from goldeval.formats.runs import Ranking, Run
+from goldeval.text.analysis import Analyzer
 
 BASELINE_NAME = "bm25-baseline"
 # Lucene's defaults as Anserini uses them; the Cranfield reference run uses the same settings.

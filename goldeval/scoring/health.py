@@ -36,12 +36,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from goldeval.formats.gold import DocumentState, Gold
 from goldeval.formats.manifests import ManifestRow, describe_model
 from goldeval.formats.runfiles import Passage
-from goldeval.text.spans import overlaps
-from goldeval.formats.gold import DocumentState, Gold
-from goldeval.scoring.metrics import MetricOptions, evaluate_run
 from goldeval.formats.runs import Ranking, Run
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
+from goldeval.text.spans import overlaps
 
 DEFAULT_K = 10
 ROWS_SHOWN = 200  # rows behind a figure kept in a report; the count is always complete
@@ -388,7 +388,8 @@ def _extraction_split(
 
 def stale_gold(gold: Gold) -> dict[str, Any]:
     """Gold spans whose document changed after labelling: re-anchored onto the newest version
-    when the gold set was read (`goldeval.formats.gold.reanchor`, i.e. `goldeval.text.anchoring.locate`),
+    when the gold set was read (`goldeval.formats.gold.reanchor`, i.e.
+    `goldeval.text.anchoring.locate`),
     and the ones that could not be, with their questions (they still count, unreachable)."""
     lost = [
         {

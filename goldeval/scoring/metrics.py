@@ -5,7 +5,7 @@ ids. Goldset's relevant units are character spans of a document, and a retrieved
 credit by *overlapping* a span, whatever chunking produced it. Each span is credited once, so
 five near-duplicate chunks of one paragraph earn nothing extra, and labels survive re-chunking.
 On document-level data (whole-document spans and passages) the figures equal trec_eval's, which
-tests/evaluation/test_trec_eval.py checks against trec_eval's own test files.
+tests/goldeval/scoring/test_trec_eval.py checks against trec_eval's own test files.
 
 Semantics (DESIGN.md §3):
 - answerability is the gold's verdict (`GoldQuestion.answerable`: a span of grade >= 1 or the
@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
-from goldeval.formats.runfiles import WholeDocuments
 from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan, Passage
+from goldeval.formats.runfiles import WholeDocuments
 from goldeval.formats.runs import Ranking, Run
 
 Gain = Literal["exp", "linear"]

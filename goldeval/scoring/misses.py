@@ -3,7 +3,8 @@
 For each labelled question of a sample: the gold evidence the production system did not
 retrieve in the top k it sent to the model (and where a built-in retriever found it), its
 recall@k and reciprocal rank; over the sample, production recall@k and MRR estimated with the
-inclusion weights (`goldeval.scoring.sampling.weighted_mean`, Hájek, stratified intervals), so a sample
+inclusion weights (`goldeval.scoring.sampling.weighted_mean`, Hájek, stratified intervals), so a
+sample
 that over-draws negative feedback still estimates the whole of production; and the
 unanswerable questions production answered instead of refusing.
 
@@ -11,7 +12,8 @@ The span rules are the metrics' (`goldeval.scoring.metrics`): a passage reaches 
 overlap in the same document, each span is credited once. A passage's offsets are in the version
 it names, else the version current when the trace occurred; where that is not the version of
 the question's gold spans of the document, the passage is placed on the gold's version first
-(`place_on`: its text found again with `goldeval.text.anchoring`), so offsets of one version never meet
+(`place_on`: its text found again with `goldeval.text.anchoring`), so offsets of one version never
+meet
 spans of another by accident. A passage whose text is not found there reaches nothing.
 """
 
@@ -20,12 +22,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from goldeval.text.anchoring import locate
-from goldeval.formats.runfiles import Passage
 from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan
-from goldeval.scoring.metrics import MetricOptions, evaluate_run, first_reaching_ranks
+from goldeval.formats.runfiles import Passage
 from goldeval.formats.runs import Ranking, Run
+from goldeval.scoring.metrics import MetricOptions, evaluate_run, first_reaching_ranks
 from goldeval.scoring.sampling import Estimate, Observation, weighted_mean
+from goldeval.text.anchoring import locate
 
 MRR_CUTOFF = 10
 

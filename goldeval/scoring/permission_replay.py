@@ -37,12 +37,12 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from goldeval.formats.runfiles import Passage, read_run_file
-from goldeval.formats.textfiles import NotUTF8Error, decode_utf8
 from goldeval.formats.gold import EvaluationInputError, Gold, GoldQuestion
+from goldeval.formats.runfiles import Passage, read_run_file
+from goldeval.formats.runs import Ranking, Run
+from goldeval.formats.textfiles import NotUTF8Error, decode_utf8
 from goldeval.scoring.metrics import MetricOptions, evaluate_run, first_reaching_ranks
 from goldeval.scoring.report import markdown_cell
-from goldeval.formats.runs import Ranking, Run
 
 UNRESTRICTED = "*"
 DEFAULT_KS = (1, 3, 5, 10)
@@ -171,7 +171,8 @@ def read_acl(data: bytes | str, *, source: Path | str | None = None) -> dict[str
 
 
 def read_user_run(data: bytes | str, *, source: Path | str | None = None) -> UserRun:
-    """A JSONL or TREC run (the format of `goldeval.formats.runfiles`), scores kept; the first problem
+    """A JSONL or TREC run (the format of `goldeval.formats.runfiles`), scores kept; the first
+    problem
     raises, with its line."""
     path = Path(source) if source is not None else None
     try:

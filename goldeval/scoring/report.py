@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 from goldeval.formats.bundle import spreadsheet_safe
+from goldeval.formats.runs import Run
 from goldeval.scoring.compare import Comparison
 from goldeval.scoring.metrics import CONVENTIONS, RunEvaluation
-from goldeval.formats.runs import Run
 
 FORMATS = ("json", "markdown", "csv")
 # A spreadsheet runs a cell that starts with one of these as a formula.

@@ -5,61 +5,112 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('corpus', '0001_initial'),
+        ("corpus", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='QuestionSet',
+            name="QuestionSet",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.SlugField(max_length=100)),
-                ('description', models.CharField(blank=True, max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='question_sets', to='corpus.project')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.SlugField(max_length=100)),
+                ("description", models.CharField(blank=True, max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="question_sets",
+                        to="corpus.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Question',
+            name="Question",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=255)),
-                ('text', models.TextField()),
-                ('source', models.CharField(blank=True, max_length=200)),
-                ('tags', models.JSONField(blank=True, default=list)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('question_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='questions', to='labelling.questionset')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("external_id", models.CharField(max_length=255)),
+                ("text", models.TextField()),
+                ("source", models.CharField(blank=True, max_length=200)),
+                ("tags", models.JSONField(blank=True, default=list)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "question_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="questions",
+                        to="labelling.questionset",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['question_set', 'id'],
+                "ordering": ["question_set", "id"],
             },
         ),
         migrations.CreateModel(
-            name='ImportedJudgement',
+            name="ImportedJudgement",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('grade', models.IntegerField()),
-                ('source', models.CharField(blank=True, max_length=200)),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='imported_judgements', to='corpus.document')),
-                ('question', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='imported_judgements', to='labelling.question')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("grade", models.IntegerField()),
+                ("source", models.CharField(blank=True, max_length=200)),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="imported_judgements",
+                        to="corpus.document",
+                    ),
+                ),
+                (
+                    "question",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="imported_judgements",
+                        to="labelling.question",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('question', 'document', 'source'), name='one_imported_grade_per_source')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("question", "document", "source"),
+                        name="one_imported_grade_per_source",
+                    )
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='questionset',
-            constraint=models.UniqueConstraint(fields=('project', 'name'), name='unique_question_set_name'),
+            model_name="questionset",
+            constraint=models.UniqueConstraint(
+                fields=("project", "name"), name="unique_question_set_name"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='question',
-            constraint=models.UniqueConstraint(fields=('question_set', 'external_id'), name='unique_question_id_in_set'),
+            model_name="question",
+            constraint=models.UniqueConstraint(
+                fields=("question_set", "external_id"), name="unique_question_id_in_set"
+            ),
         ),
     ]

@@ -10,7 +10,13 @@ from django.utils import timezone
 
 from corpus.models import Document, Membership, Project, Role
 from corpus.sources import RecordError
-from goldeval.formats.textfiles import LineProblem, NotUTF8Error, decode_utf8, json_lines, text_problem
+from goldeval.formats.textfiles import (
+    LineProblem,
+    NotUTF8Error,
+    decode_utf8,
+    json_lines,
+    text_problem,
+)
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Candidate, Judgement, Pool, PoolState, Question, Span
 

@@ -20,9 +20,6 @@ from corpus.services.canaries import SOURCE as CANARY_SOURCE
 from corpus.services.canaries import PlantedCanary, plant_canary_documents
 from corpus.services.documents import Importer, IngestResult, ingest_batch
 from corpus.sources import RecordError, read_beir
-from goldeval.formats.textfiles import text_problem
-from goldset.errors import ServiceError
-from labelling.models import ImportedJudgement, Question, QuestionSet
 from goldeval.formats.questions import (
     MAX_SOURCE,
     QUESTION_FORMATS,
@@ -30,6 +27,9 @@ from goldeval.formats.questions import (
     QuestionRow,
     read_questions,
 )
+from goldeval.formats.textfiles import text_problem
+from goldset.errors import ServiceError
+from labelling.models import ImportedJudgement, Question, QuestionSet
 
 
 @dataclass

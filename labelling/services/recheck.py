@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import F, Q
 
-from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
 from corpus.models import Document, Project
+from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Change, ChangeSubject, Span, SpanRecheck
 

@@ -14,8 +14,8 @@ from django.db import transaction
 from django.db.models.functions import Length
 
 from corpus.models import Chunk, Document, DocumentVersion, Retriever, RetrieverKind
-from goldeval.formats.runfiles import read_run_file
 from corpus.sources import RecordError
+from goldeval.formats.runfiles import read_run_file
 from goldeval.formats.textfiles import NotUTF8Error, text_problem
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet, RunResult

@@ -12,9 +12,9 @@ from django.core.management.base import CommandError
 from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
-from goldeval.bm25 import BM25Index
 from corpus.models import Index, IndexState, Retriever
 from corpus.services import artifacts, documents, retrieval
+from goldeval.bm25 import BM25Index
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet
 from tests.factories import QuestionFactory, add_documents

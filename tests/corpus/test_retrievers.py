@@ -11,7 +11,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.urls import reverse
 
-from goldeval.bm25 import BM25Index
 from corpus.models import (
     AccessGroup,
     Chunk,
@@ -25,6 +24,7 @@ from corpus.models import (
     Retriever,
 )
 from corpus.services import documents, projects, retrieval
+from goldeval.bm25 import BM25Index
 from goldeval.formats.runs import load_run
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet

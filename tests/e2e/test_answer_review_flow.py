@@ -8,16 +8,16 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from evaluation.services.gold_sets import finalise_gold_set
-from labelling.models import (
+from answers.models import (
     AnswerAssignment,
     CitationJudgement,
     ClaimEvidence,
     ClaimJudgement,
     FactJudgement,
 )
-from labelling.services.answer_review import plan_answer_review
-from labelling.services.answers import FactInput, import_answers, record_reference_answer
+from answers.services.review import plan_answer_review
+from answers.services.runs import FactInput, import_answers, record_reference_answer
+from evaluation.services.gold_sets import finalise_gold_set
 from tests.e2e.conftest import log_in
 from tests.factories import (
     PASSWORD,

@@ -10,9 +10,9 @@ import hashlib
 import pytest
 from playwright.sync_api import expect
 
-from goldeval.formats.manifests import COLUMNS
-from corpus.models import IndexManifest
 from corpus.services import retrieval
+from goldeval.formats.manifests import COLUMNS
+from health.models import IndexManifest
 from tests.e2e.conftest import log_in
 from tests.factories import (
     PASSWORD,

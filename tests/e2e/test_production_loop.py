@@ -11,10 +11,10 @@ from corpus.services import documents, retrieval
 from evaluation.models import GoldSet
 from evaluation.services.gold_sets import finalise_gold_set
 from labelling.models import Candidate, Pool
-from labelling.services import production
-from labelling.services import sampling as sampling_services
 from labelling.services.assignments import plan_assignments
-from labelling.services.traces import receive_traces
+from production.services import draws as production
+from production.services import sampling as sampling_services
+from production.services.traces import receive_traces
 from tests.conftest import wait_for_job
 from tests.e2e.conftest import log_in
 from tests.factories import (

@@ -6,17 +6,17 @@ import json
 import pytest
 from django.urls import reverse
 
+from answers.models import AnswerAssignment, CitationJudgement
+from answers.services import review
+from answers.services.adjudication import answer_agreement
+from answers.services.runs import FactInput, import_answers, record_reference_answer
 from corpus.models import AccessGroup, Document, Job
-from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, read_answer_gold
-from goldeval.cli import main
 from evaluation.models import EvaluationReport
 from evaluation.services import gold_sets
 from evaluation.services.answer_scores import answers_page
 from evaluation.tasks import answer_report
-from labelling.models import AnswerAssignment, CitationJudgement
-from labelling.services import answer_review as review
-from labelling.services.answer_adjudication import answer_agreement
-from labelling.services.answers import FactInput, import_answers, record_reference_answer
+from goldeval.cli import main
+from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, read_answer_gold
 from tests.factories import POLICY_TEXT, labelled_question_set, login
 
 
@@ -179,7 +179,7 @@ def test_a_lead_decides_a_disagreement_and_the_next_gold_set_covers_it(finalised
     gold_set, run = finalised
     question_set = gold_set.question_set
     lead = login(people["lead"])
-    url = reverse("labelling:list-answer-adjudication", args=[project.slug, question_set.pk])
+    url = reverse("answers:list-answer-adjudication", args=[project.slug, question_set.pk])
     page = lead.get(url).content.decode()
     # Support was graded alike on q1 and q3's answers has no claims; q2's disagrees.
     assert "claim support" in page and "to decide" in page
@@ -188,7 +188,7 @@ def test_a_lead_decides_a_disagreement_and_the_next_gold_set_covers_it(finalised
     q2 = run.answers.get(question__external_id="q2")
     anns = q2.assignments.get(labeller=people["ann"])
     response = lead.post(
-        reverse("labelling:resolve-answer", args=[project.slug, question_set.pk]),
+        reverse("answers:resolve-answer", args=[project.slug, question_set.pk]),
         {"answer": q2.pk, "chosen": anns.pk},
     )
     assert response.status_code == 302

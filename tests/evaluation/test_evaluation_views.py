@@ -7,12 +7,12 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from corpus.models import AccessGroup, Job
-from goldeval.formats.gold import load_gold
-from goldeval.scoring.metrics import MetricOptions, evaluate_run
 from evaluation.models import EvaluationRun, GoldSet
-from goldeval.formats.runs import load_run
 from evaluation.scoreboard import format_figure
 from evaluation.services import gold_sets
+from goldeval.formats.gold import load_gold
+from goldeval.formats.runs import load_run
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
 from tests.conftest import wait_for_job
 from tests.factories import (
     MembershipFactory,

@@ -9,13 +9,13 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from goldeval.text.chunking import ChunkSpec, chunk_spans
 from corpus.models import Document
 from corpus.services import documents
-from goldeval.formats.bundle import JUDGEMENT_COLUMNS, spreadsheet_safe
-from goldeval.formats.gold import load_corpus_versions, load_gold, load_qrels
 from evaluation.models import GoldSet, GoldSetFile
 from evaluation.services import gold_sets
+from goldeval.formats.bundle import JUDGEMENT_COLUMNS, spreadsheet_safe
+from goldeval.formats.gold import load_corpus_versions, load_gold, load_qrels
+from goldeval.text.chunking import ChunkSpec, chunk_spans
 from labelling.models import Question
 from labelling.services import adjudication
 from labelling.services.gold import resolve_gold

@@ -55,7 +55,7 @@ def test_each_build_is_evaluated_and_tagged_with_what_changed(
     assert second.change == "chunking" and second.scheme != first.scheme
 
     page = login(people["lead"]).get(
-        reverse("evaluation:show-retriever-builds", args=[project.slug, bm25.pk])
+        reverse("health:show-retriever-builds", args=[project.slug, bm25.pk])
     )
     html = page.content.decode()
     assert page.status_code == 200 and html.count("<polyline") == 2
@@ -64,7 +64,7 @@ def test_each_build_is_evaluated_and_tagged_with_what_changed(
         reverse("corpus:show-retriever", args=[project.slug, bm25.pk])
     )
     assert (
-        reverse("evaluation:show-retriever-builds", args=[project.slug, bm25.pk])
+        reverse("health:show-retriever-builds", args=[project.slug, bm25.pk])
         in retriever_page.content.decode()
     )
 
@@ -125,5 +125,5 @@ def test_an_uploaded_run_tagged_with_what_changed_joins_its_systems_plot(
     assert row.change == "filters" and row.run.name == "after-filters"
     # q2 reaches one of its two spans, q1 is missing: (0.5 + 0) / 2 answerable questions.
     assert row.metrics[f"recall@{project.k_sent_to_model}"] == 0.25
-    html = lead.get(reverse("evaluation:show-retriever-builds", args=[project.slug, team.pk]))
+    html = lead.get(reverse("health:show-retriever-builds", args=[project.slug, team.pk]))
     assert "<td>filters</td>" in html.content.decode()

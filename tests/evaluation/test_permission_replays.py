@@ -13,10 +13,10 @@ from django.urls import reverse
 
 from corpus.models import AccessGroup, Document
 from corpus.services import documents, retrieval, test_users
-from goldeval.cli import main as evaluation_cli
 from evaluation.models import EvaluationRun, PermissionReplay
 from evaluation.services import evaluation_runs, permission_replays
 from evaluation.services.gold_sets import finalise_gold_set
+from goldeval.cli import main as evaluation_cli
 from labelling.services.questions import plant_canaries
 from tests.conftest import wait_for_job
 from tests.factories import (

@@ -1,9 +1,9 @@
 """The evaluation page's read model without the page: the recall curve's geometry."""
 
-from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan, Passage
-from goldeval.scoring.metrics import MetricOptions, evaluate_run
-from goldeval.formats.runs import Ranking, Run
 from evaluation.scoreboard import PALETTE, Scoreboard, ScoredRun, recall_curve_svg, run_colours
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan, Passage
+from goldeval.formats.runs import Ranking, Run
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
 
 
 def test_the_recall_curve_spans_the_plot_and_marks_k_sent_to_the_model():

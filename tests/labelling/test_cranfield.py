@@ -10,8 +10,8 @@ import pytest
 from corpus.models import Document
 from corpus.services import documents, retrieval
 from goldeval.formats.gold import Gold, Passage, load_qrels
-from goldeval.scoring.metrics import MetricOptions, evaluate_run
 from goldeval.formats.runs import Ranking, Run
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
 from labelling.services.questions import import_beir
 from tests.conftest import SHARED_DATA
 

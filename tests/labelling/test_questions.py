@@ -16,7 +16,7 @@ from labelling.services.questions import InputRejected, import_questions
 from tests.factories import login
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO_QUESTIONS = REPO / "demo" / "questions.jsonl"
+DEMO_QUESTIONS = REPO / "demo" / "data" / "questions.jsonl"
 
 # Typos, odd case, doubled spaces, trailing punctuation and whitespace, non-ASCII, an embedded
 # line break: all of it is the question.

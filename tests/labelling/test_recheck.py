@@ -34,7 +34,7 @@ def test_a_span_on_a_changed_paragraph_reanchors_and_one_on_a_deleted_paragraph_
     bobs = login(bob).get(reverse("labelling:show-recheck", args=[project.slug])).content.decode()
     assert bobs.count('<tr id="span-') == 1 and "vpn client install" not in bobs
 
-    health = login(lead).get(reverse("evaluation:show-index-health", args=[project.slug]))
+    health = login(lead).get(reverse("health:show-index-health", args=[project.slug]))
     html = health.content.decode()
     assert "3 spans point at an older version" in html
     assert html.count("not re-anchored</span>") == 1 and "re-anchored at [13, 53)" in html
@@ -112,7 +112,7 @@ def test_confirming_and_saying_gone_are_stored_with_history_and_the_gold_takes_t
     assert _gold_spans(question_set, "q2") == [("vpn", 2, 13, 53, VPN_TEXT[:40])]
     health = (
         login(people["lead"])
-        .get(reverse("evaluation:show-index-health", args=[project.slug]))
+        .get(reverse("health:show-index-health", args=[project.slug]))
         .content.decode()
     )
     assert "confirmed at [13, 53)" in health and "gone: no longer in the gold" in health

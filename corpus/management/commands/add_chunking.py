@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand
 
-from goldeval.text.chunking import ChunkingError
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import ChunkingStrategy, ChunkUnit
 from corpus.services import documents
+from goldeval.text.chunking import ChunkingError
 from goldset.errors import ServiceError
 
 

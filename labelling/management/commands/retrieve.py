@@ -5,8 +5,8 @@ from django.core.management.base import BaseCommand
 
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import PermissionProfile, Retriever, RetrieverKind
-from goldeval.formats.runfiles import jsonl_run_line
 from corpus.services import http_retrieval, retrieval
+from goldeval.formats.runfiles import jsonl_run_line
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet
 

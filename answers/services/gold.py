@@ -1,0 +1,185 @@
+"""What a gold set says about answers: the reference facts and the agreed grades of each
+answer, as the records of the bundle's ``answers-gold.jsonl`` (`goldeval.formats.answer_gold` reads
+them; `goldeval.formats.bundle` writes them).
+
+The rule, as for passages: a lead's resolution (the review they chose) when there is one; an
+answer reviewed by one labeller takes that review; one reviewed by two takes their grades when
+every grade agrees (each claim's support and citation grades, each fact, the refused-wrongly
+mark). An answer whose review is unfinished, whose two reviews disagree with no decision, or
+whose facts were graded on an older reference version is left out: it is not covered, and the
+scores say so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from answers.models import Answer, AnswerAssignment, AnswerRun, ReferenceAnswer
+from goldeval.formats.answers import Answer as CoreAnswer
+from goldeval.formats.answers import Sentence
+from goldeval.formats.runfiles import Passage
+from labelling.models import QuestionSet
+
+
+def reference_records(question_set: QuestionSet) -> list[dict[str, Any]]:
+    """The current reference answer of every included question that has one."""
+    records = []
+    current: dict[int, ReferenceAnswer] = {}
+    for reference in (
+        ReferenceAnswer.objects.filter(
+            question__question_set=question_set, question__excluded_at__isnull=True
+        )
+        .select_related("question")
+        .prefetch_related("facts")
+        .order_by("question_id", "-version")
+    ):
+        current.setdefault(reference.question_id, reference)
+    for reference in current.values():
+        records.append(
+            {
+                "kind": "reference",
+                "question_id": reference.question.external_id,
+                "version": reference.version,
+                "facts": [
+                    {
+                        "fact_id": str(fact.pk),
+                        "text": fact.text,
+                        "importance": "vital" if fact.vital else "okay",
+                        "spans": [
+                            {k: span[k] for k in ("doc_id", "start", "end") if k in span}
+                            for span in fact.spans
+                        ],
+                    }
+                    for fact in reference.facts.all()
+                ],
+            }
+        )
+    return records
+
+
+def review_of(assignment: AnswerAssignment) -> dict[str, Any]:
+    """One review's grades in the bundle's shape, comparable with another review's."""
+    claims = []
+    for claim in assignment.claims.all():
+        claims.append(
+            {
+                "start": claim.start,
+                "end": claim.end,
+                "support": claim.support,
+                "citations": [
+                    {**_passage(citation.passage), "grade": citation.grade}
+                    for citation in claim.citations.all()
+                ],
+            }
+        )
+    return {
+        "claims": claims,
+        "facts": sorted(
+            ({"fact_id": str(f.fact_id), "present": f.present} for f in assignment.facts.all()),
+            key=lambda fact: int(fact["fact_id"]),
+        ),
+        "wrongly_refused": assignment.wrongly_refused,
+        "reference": assignment.reference_id,
+    }
+
+
+def _passage(passage) -> dict[str, Any]:
+    doc_id = passage.version.document.doc_id
+    if passage.start is None:
+        return {"doc_id": doc_id}
+    return {"doc_id": doc_id, "start": passage.start, "end": passage.end}
+
+
+def answer_records(question_set: QuestionSet) -> list[dict[str, Any]]:
+    """The agreed grades of every answer of the set's runs that has them."""
+    current = {reference["question_id"]: reference for reference in reference_records(question_set)}
+    current_versions = {
+        question_id: {fact["fact_id"] for fact in reference["facts"]}
+        for question_id, reference in current.items()
+    }
+    records = []
+    answers = (
+        Answer.objects.filter(run__question_set=question_set, question__excluded_at__isnull=True)
+        .select_related("run", "question", "resolution__chosen")
+        .prefetch_related(
+            "assignments__claims__citations__passage__version__document", "assignments__facts"
+        )
+        .order_by("run__name", "question_id")
+    )
+    for answer in answers:
+        assignments = list(answer.assignments.all())
+        if not assignments or any(a.done_at is None for a in assignments):
+            continue
+        reviews = [review_of(a) for a in assignments]
+        resolution = getattr(answer, "resolution", None)
+        if resolution is not None:
+            # A lead's decision: the review they chose stands (both stay recorded).
+            review = review_of(resolution.chosen)
+        elif any(review != reviews[0] for review in reviews[1:]):
+            continue  # two reviews that disagree and no decision yet: not covered
+        else:
+            review = reviews[0]
+        graded = {fact["fact_id"] for fact in review["facts"]}
+        if graded - current_versions.get(answer.question.external_id, set()):
+            continue  # graded on an older reference version
+        records.append(
+            {
+                "kind": "answer",
+                "question_id": answer.question.external_id,
+                "answer_key": answer.key,
+                "run": answer.run.name,
+                "claims": review["claims"],
+                "facts": review["facts"],
+                "wrongly_refused": review["wrongly_refused"],
+            }
+        )
+    return records
+
+
+def answers_gold_records(question_set: QuestionSet) -> list[dict[str, Any]]:
+    """Every line of the bundle's answers-gold.jsonl; empty when the set has no answer work."""
+    references = reference_records(question_set)
+    answers = answer_records(question_set)
+    return [*references, *answers]
+
+
+def core_answers(run: AnswerRun) -> dict[str, CoreAnswer]:
+    """The run's answers as `goldeval.formats.answers` reads them from a file, so the scores and
+    the answer keys are the CLI's (`write_answer_file` writes the same file back)."""
+    answers: dict[str, CoreAnswer] = {}
+    rows = (
+        run.answers.filter(question__excluded_at__isnull=True)
+        .select_related("question")
+        .prefetch_related("sentences", "passages__version__document")
+        .order_by("line")
+    )
+    for row in rows:
+        passages = list(row.passages.all())
+        citations: dict[int, list[Passage]] = {}
+        for p in sorted(passages, key=lambda p: p.position):
+            if p.role == "citation":
+                citations.setdefault(p.sentence_id, []).append(_core_passage(p))
+        context = tuple(
+            _core_passage(p)
+            for p in sorted(passages, key=lambda p: p.position)
+            if p.role == "context"
+        )
+        answers[row.question.external_id] = CoreAnswer(
+            question_id=row.question.external_id,
+            text=row.text,
+            refused=row.refused,
+            sentences=tuple(
+                Sentence(s.start, s.end, tuple(citations.get(s.pk, ())))
+                for s in sorted(row.sentences.all(), key=lambda s: s.position)
+            ),
+            context=context,
+            system=run.system,
+            version=run.system_version,
+            line=row.line,
+            sentences_given=row.sentences_given,
+        )
+    return answers
+
+
+def _core_passage(passage) -> Passage:
+    return Passage(passage.version.document.doc_id, passage.start, passage.end)

@@ -1,0 +1,160 @@
+"""`make run`: the demo project, a Celery worker and the development server, with no service
+to install.
+
+Jobs (uploads, chunking, index builds, pooling, finalising, scoring) go through kombu's
+file-system transport (a folder beside the SQLite file, `GOLDSET_LOCAL_BROKER_DIR`) to a real
+worker started here, so job pages show progress as they do in production. The worker runs the
+reconciler too (embedded beat). The demo logins are printed last, once the site answers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from demo.management.commands.load_demo import login_lines
+
+REPO = Path(__file__).resolve().parents[3]
+STARTUP_SECONDS = 90
+ROOT_WARNING = "You're running the worker with superuser privileges"
+
+
+class Command(BaseCommand):
+    help = (
+        "Load the demo, then run a Celery worker (embedded file-system broker) and the "
+        "development server together until Ctrl-C; the demo logins are printed last."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--addr", default="127.0.0.1:8000", help="where the server listens")
+        parser.add_argument("--no-demo", action="store_true", help="do not load the demo")
+
+    def handle(self, *args, addr, no_demo, **options):
+        if settings.REDIS_URL:
+            raise CommandError(
+                "REDIS_URL is set: run the web server and `celery -A goldset worker` as in "
+                "production instead (docker-compose.yml)."
+            )
+        host, _, port = addr.rpartition(":")
+        if not _port_is_free(host or "127.0.0.1", int(port or 8000)):
+            raise CommandError(
+                f"Something already listens on {addr} (another `make run`?): stop it, or "
+                "choose another address with `manage.py quickstart --addr 127.0.0.1:8001`."
+            )
+        # Stopped by a signal (a closed terminal, `timeout`, systemd): still stop the children.
+        for number in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(number, _exit_on_signal)
+        broker = Path(settings.LOCAL_BROKER_DIR)
+        broker.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "GOLDSET_LOCAL_WORKER": "1", "GOLDSET_LOCAL_BROKER_DIR": str(broker)}
+        worker = self._start(
+            # (as root, e.g. in a container, celery warns once about it: noise here)
+            [sys.executable, "-W", f"ignore:{ROOT_WARNING}", "-m", "celery", "-A", "goldset",
+             "--quiet", "worker",
+             "--loglevel=WARNING", "--concurrency=1", "--without-gossip", "--without-mingle",
+             "--without-heartbeat", "--beat", "--schedule", str(broker / "beat-schedule")],
+            # Labellers first on this one machine too: the jobs give way to the web server's
+            # requests (goldset.cpu_priority), unless the environment says otherwise.
+            {**env, "GOLDSET_WORKER_PRIORITY": env.get("GOLDSET_WORKER_PRIORITY", "low")},
+        )  # fmt: skip
+        children = [worker]
+        try:
+            if not no_demo:
+                # Through the worker, as every job of the app: load_demo draws each job's
+                # progress (the MiniLM index takes a while) as the job pages show it.
+                demo = subprocess.run(  # noqa: S603 - our own command
+                    [sys.executable, "manage.py", "load_demo", "--no-logins"], cwd=REPO, env=env
+                )
+                if demo.returncode != 0:
+                    raise CommandError("Loading the demo failed; see its messages above.")
+                # The first index health check (the beat task repeats it daily), so the Index
+                # health page has its history and the project page its banner. A command, not
+                # an import: labelling sits below evaluation.
+                subprocess.run(  # noqa: S603 - our own command
+                    [sys.executable, "manage.py", "check_index_health", "--project", "demo"],
+                    cwd=REPO,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                )
+            server = self._start([sys.executable, "manage.py", "runserver", addr], env)
+            children.append(server)
+            self._wait_until_it_answers(f"http://{addr}/accounts/login/", children)
+            self.stdout.write("")
+            self.stdout.write(
+                self.style.SUCCESS(f"Goldset is running at http://{addr}/")
+                + " (jobs run in the background worker; Ctrl-C stops both)."
+            )
+            if not no_demo:
+                self.stdout.write("Log in as:")
+                for line in login_lines():
+                    self.stdout.write(line)
+            while all(child.poll() is None for child in children):
+                time.sleep(0.5)
+            stopped = next(child for child in children if child.poll() is not None)
+            raise CommandError(
+                f"The {'worker' if stopped is worker else 'web server'} stopped "
+                f"(exit {stopped.returncode}); see its messages above."
+            )
+        except KeyboardInterrupt:
+            self.stdout.write("\nStopping the worker and the server…")
+        finally:
+            for child in children:
+                self._stop(child, group=child is not worker)
+
+    def _start(self, command: list[str], env: dict) -> subprocess.Popen:
+        # Its own process group: stopping it reaches the pool children and the runserver's
+        # reloaded child too, which a signal to the one process would leave running.
+        return subprocess.Popen(  # noqa: S603 - our own commands
+            command, cwd=REPO, env=env, start_new_session=True
+        )
+
+    def _wait_until_it_answers(self, url: str, children: list[subprocess.Popen]) -> None:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while time.monotonic() < deadline:
+            if any(child.poll() is not None for child in children):
+                raise CommandError("The worker or the web server stopped while starting.")
+            try:
+                with urllib.request.urlopen(url, timeout=2):  # noqa: S310 - our own address
+                    return
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.5)
+        raise CommandError(f"The server did not answer at {url} within {STARTUP_SECONDS} s.")
+
+    def _stop(self, child: subprocess.Popen, *, group: bool) -> None:
+        """SIGTERM: the worker's main process shuts its pool down itself (a warm shutdown);
+        the server's whole group, since the runserver's reloaded child serves the requests."""
+        try:
+            if group:
+                os.killpg(child.pid, signal.SIGTERM)
+            else:
+                child.send_signal(signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            child.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait(timeout=5)
+
+
+def _exit_on_signal(number, frame) -> None:
+    raise SystemExit(128 + number)
+
+
+def _port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError:
+            return False
+    return True

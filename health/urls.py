@@ -1,0 +1,34 @@
+from django.urls import path
+
+from health import views as health_views
+
+app_name = "health"
+
+urlpatterns = [
+    path("p/<slug:slug>/index-health/", health_views.show_index_health, name="show-index-health"),
+    path(
+        "p/<slug:slug>/index-health/<int:retriever_id>/check/",
+        health_views.check_index_now,
+        name="check-index-now",
+    ),
+    path(
+        "p/<slug:slug>/index-health/manifest/",
+        health_views.upload_manifest,
+        name="upload-manifest",
+    ),
+    path(
+        "p/<slug:slug>/index-health/thresholds/",
+        health_views.edit_health_thresholds,
+        name="edit-health-thresholds",
+    ),
+    path(
+        "p/<slug:slug>/index-health/banner/",
+        health_views.show_health_banner,
+        name="show-health-banner",
+    ),
+    path(
+        "p/<slug:slug>/retrievers/<int:retriever_id>/builds/",
+        health_views.show_retriever_builds,
+        name="show-retriever-builds",
+    ),
+]

@@ -1,0 +1,135 @@
+"""The Index health page: each retriever's index checked against the corpus the viewer may see,
+the manifest upload, the project's thresholds, and the banner the project page loads.
+
+Leads and admins; every figure is over the documents the viewer may see (`index_health`).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from corpus.access import project_access
+from corpus.models import Retriever, Role
+from corpus.views import follow_job
+from evaluation.models import IndexEvaluation
+from evaluation.services import index_evaluations
+from health.forms import HealthThresholdsForm, ManifestUploadForm
+from health.services import checks as index_health
+from health.services import manifests
+from health.services import reports as health_reports
+from labelling.services.recheck import stale_spans
+
+
+@login_required
+@require_GET
+def show_index_health(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    return _render(request, access)
+
+
+def _render(request, access, *, upload_form=None, thresholds_form=None, status=200):
+    project = access.project
+    thresholds = index_health.thresholds_of(project)
+    history = index_health.history(project, request.user)
+    context = {
+        "access": access,
+        "project": project,
+        "healths": [
+            health_reports.shown_health(retriever=retriever, viewer=request.user)
+            for retriever in project.retrievers.select_related("active_index", "project")
+            .prefetch_related("manifests")
+            .order_by("name")
+        ],
+        "upload_form": upload_form or ManifestUploadForm(project=project),
+        "thresholds_form": thresholds_form or HealthThresholdsForm(instance=thresholds),
+        "history": {name: index_health.plot_of(checks) for name, checks in history.items()},
+        "crossed": index_health.latest_crossed(project, request.user),
+        "stale_spans": stale_spans(project=project, viewer=request.user),
+        "runs_health": index_health.runs_health(project=project, viewer=request.user),
+    }
+    return render(request, "health/show_index_health.html", context, status=status)
+
+
+@login_required
+@require_POST
+def upload_manifest(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    form = ManifestUploadForm(request.POST, request.FILES, project=access.project)
+    if not form.is_valid():
+        return _render(request, access, upload_form=form, status=400)
+    then = {
+        "url": reverse("health:show-index-health", args=[access.project.slug]),
+        "text": "Open Index health",
+    }
+    job = manifests.start_manifest_import(
+        retriever=form.cleaned_data["retriever"],
+        upload=form.cleaned_data["file"] or None,
+        url=form.cleaned_data["url"],
+        user=request.user,
+        then=then,
+    )
+    return follow_job(request, job)
+
+
+@login_required
+@require_POST
+def check_index_now(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
+    """Queue the check of a large index (too many rows to check in a request)."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    retriever = get_object_or_404(Retriever, project=access.project, pk=retriever_id)
+    job = health_reports.start_health_report(retriever=retriever, user=request.user)
+    return follow_job(request, job)
+
+
+@login_required
+@require_POST
+def edit_health_thresholds(request: HttpRequest, slug: str) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    form = HealthThresholdsForm(request.POST, instance=index_health.thresholds_of(access.project))
+    if not form.is_valid():
+        return _render(request, access, thresholds_form=form, status=400)
+    index_health.set_thresholds(project=access.project, **form.cleaned_data)
+    messages.success(request, "Thresholds saved; the figures below use them.")
+    return redirect("health:show-index-health", slug=access.project.slug)
+
+
+@login_required
+@require_GET
+def show_health_banner(request: HttpRequest, slug: str) -> HttpResponse:
+    """The project page's banner (loaded by htmx): thresholds the newest daily check crossed."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    crossed = index_health.latest_crossed(access.project, request.user)
+    return render(
+        request,
+        "health/show_index_health.html#banner",
+        {"project": access.project, "crossed": crossed},
+    )
+
+
+@login_required
+@require_GET
+def show_retriever_builds(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
+    """The retriever page's plot (loaded by htmx): recall@k and nDCG@10 over its builds, on
+    the newest gold set, unless its bundle is refused to the viewer (count-free)."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    retriever = get_object_or_404(Retriever, project=access.project, pk=retriever_id)
+    gold_set = index_evaluations.newest_gold_set(access.project)
+    refused = gold_set is not None and gold_set.hidden_document_count(request.user) > 0
+    evaluations = []
+    if gold_set is not None and not refused:
+        evaluations = list(IndexEvaluation.objects.filter(retriever=retriever, gold_set=gold_set))
+    return render(
+        request,
+        "evaluation/retriever_builds.html",
+        {
+            "project": access.project,
+            "gold_set": gold_set,
+            "refused": refused,
+            "plot": index_evaluations.build_plot(evaluations),
+        },
+    )
