@@ -65,7 +65,7 @@
     try {
       const value = JSON.parse(window.localStorage.getItem(key) || "null");
       return value && typeof value === "object" ? value : empty;
-    } catch (error) {
+    } catch {
       return empty;
     }
   }
@@ -74,7 +74,7 @@
     try {
       if (keep) window.localStorage.setItem(key, JSON.stringify(value));
       else window.localStorage.removeItem(key);
-    } catch (error) { /* a full or disabled storage: the actions are still in memory */ }
+    } catch { /* a full or disabled storage: the actions are still in memory */ }
   }
 
   function fresh(entry) {
@@ -102,7 +102,7 @@
 
     try {
       window.localStorage.removeItem(LEGACY_KEY);
-    } catch (error) { /* storage may be unavailable; nothing was kept there then */ }
+    } catch { /* storage may be unavailable; nothing was kept there then */ }
 
     let loggedOut = false;
     const owner = newId(); // this page
@@ -111,7 +111,7 @@
       // Per account: another account's page in this tab (after a new login) is not ours.
       previous = window.sessionStorage.getItem(PAGE_KEY + "." + user);
       window.sessionStorage.setItem(PAGE_KEY + "." + user, owner);
-    } catch (error) { /* without session storage, a reload waits for the staleness instead */ }
+    } catch { /* without session storage, a reload waits for the staleness instead */ }
     const listKey = storageKey(user);
     const adopted = new Set(); // ids of entries taken over from another page
     const beatKey = storageKey(user) + ".pages";
@@ -315,7 +315,7 @@
       try {
         last = Number(window.sessionStorage.getItem(key) || 0);
         window.sessionStorage.setItem(key, String(Date.now()));
-      } catch (error) { /* without session storage, reload once per page */ }
+      } catch { /* without session storage, reload once per page */ }
       if (Date.now() - last < 30000) {
         held = "stale-page";
         changed();

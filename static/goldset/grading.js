@@ -31,7 +31,7 @@
     try {
       return Object.assign({ autoAdvance: false, terms: true },
         JSON.parse(window.localStorage.getItem(PREFS_KEY) || "{}"));
-    } catch (error) {
+    } catch {
       return { autoAdvance: false, terms: true };
     }
   }
@@ -41,7 +41,7 @@
   function savePrefs() {
     try {
       window.localStorage.setItem(PREFS_KEY, JSON.stringify(prefs));
-    } catch (error) { /* preferences are a convenience */ }
+    } catch { /* preferences are a convenience */ }
   }
 
   // --- small helpers -------------------------------------------------------------------------
