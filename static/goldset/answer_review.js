@@ -25,8 +25,7 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const target = event.target;
-    if (target && (target.tagName === "TEXTAREA" || target.tagName === "SELECT" || (target.tagName === "INPUT" && target.type === "text"))) return;
+    if (window.GoldsetKeys.isTyping(event)) return; // static/goldset/keys.js
     const all = rows();
     if (event.key === "j" || event.key === "ArrowDown") {
       current += 1;

@@ -7,7 +7,7 @@
 
   const form = document.getElementById("remark-form");
   const view = document.getElementById("remark-text");
-  if (!form || !view || !window.GoldsetSelection) return;
+  if (!form || !view || !window.GoldsetSelection || !window.GoldsetKeys) return;
   const Selection = window.GoldsetSelection;
   const message = document.getElementById("selection-message");
   const shown = document.getElementById("chosen-quote");
@@ -34,7 +34,7 @@
   });
   document.addEventListener("keydown", function (event) {
     if (event.key.toLowerCase() !== "s" || event.ctrlKey || event.metaKey) return;
-    if (event.target.closest && event.target.closest("input, textarea")) return;
+    if (window.GoldsetKeys.isTyping(event)) return;
     event.preventDefault();
     use(event.altKey);
   });
