@@ -78,10 +78,13 @@
     render();
   }
 
+  // This page's words for selection.js's refusal codes, where the grading page's do not fit.
+  const REFUSALS = { empty: "Select some text in the document first." };
+
   function addSelection(exact) {
-    const span = Selection.fromSelection(document, { views: "#resolve-text", exact: exact });
+    const span = Selection.fromSelection(document, { views: "#resolve-text", exact: exact, messages: REFUSALS });
     if (span.error) {
-      say(span.error === "empty" ? "Select some text in the document first." : span.message);
+      say(span.message);
       return;
     }
     say("");

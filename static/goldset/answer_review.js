@@ -56,6 +56,12 @@
     }
   });
 
+  // This page's words for selection.js's refusal codes: one sentence fits them all here.
+  const EVIDENCE_REFUSALS = {
+    empty: "Select some words of a context passage first, then press e.",
+    several: "Select some words of a context passage first, then press e.",
+  };
+
   // The selected words of a context passage become the current claim's evidence
   // (static/goldset/selection.js gives their code-point offsets, snapped to words).
   function addEvidence(row) {
@@ -68,9 +74,9 @@
       status.className = "error";
       return;
     }
-    const span = window.GoldsetSelection.fromSelection(context, {});
+    const span = window.GoldsetSelection.fromSelection(context, { messages: EVIDENCE_REFUSALS });
     if (span.error) {
-      status.textContent = "Select some words of a context passage first, then press e.";
+      status.textContent = span.message;
       status.className = "error";
       return;
     }

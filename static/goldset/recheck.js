@@ -12,10 +12,17 @@
   const message = document.getElementById("selection-message");
   const shown = document.getElementById("chosen-quote");
 
+  // This page's words for selection.js's refusal codes, where the grading page's do not fit.
+  const REFUSALS = { empty: "Select some text in the new text first." };
+
   function use(exact) {
-    const span = Selection.fromSelection(view.parentElement, { exact: exact, views: "#remark-text" });
+    const span = Selection.fromSelection(view.parentElement, {
+      exact: exact,
+      views: "#remark-text",
+      messages: REFUSALS,
+    });
     if (span.error) {
-      message.textContent = span.message.replace("a passage", "the new text").replace(", then press s", "");
+      message.textContent = span.message;
       message.hidden = false;
       return;
     }
