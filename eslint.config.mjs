@@ -12,8 +12,6 @@ export default [
       globals: {
         ...globals.browser,
         htmx: "readonly",
-        // Only behind `typeof module`: Node's test runner loads some of these files as modules.
-        module: "readonly",
       },
     },
   },

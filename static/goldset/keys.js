@@ -23,8 +23,5 @@
     return Boolean(event.isComposing) || takesTyping(event.target);
   }
 
-  const api = Object.freeze({ isTyping: isTyping });
-  if (typeof window !== "undefined") window.GoldsetKeys = api;
-  // Node's test runner loads this file as a module (tests/js).
-  if (typeof module === "object" && module && module.exports) module.exports = api;
+  window.GoldsetKeys = Object.freeze({ isTyping: isTyping });
 })();

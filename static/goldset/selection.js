@@ -211,7 +211,7 @@
     return true;
   }
 
-  const api = Object.freeze({
+  window.GoldsetSelection = Object.freeze({
     fromSelection: fromSelection,
     fromRange: fromRange,
     snapToWords: snapToWords,
@@ -220,7 +220,4 @@
     textOf: textOf,
     MESSAGES: MESSAGES,
   });
-  if (typeof window !== "undefined") window.GoldsetSelection = api;
-  // Node's test runner loads this file as a module (tests/js).
-  if (typeof module === "object" && module && module.exports) module.exports = api;
 })();
