@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint worker demo clean-demo
+.PHONY: run test install lint worker demo clean-demo lint-js test-js
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Goldset needs $(PYTHON) on PATH (Python 3.11)."; exit 1; }
@@ -26,12 +26,26 @@ run: $(STAMP)
 	@$(BIN)/python manage.py migrate --noinput -v0
 	@$(BIN)/python manage.py quickstart
 
-test: $(STAMP)
+test: $(STAMP) test-js
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# The browser JavaScript (static/goldset): ESLint from package-lock.json, reinstalled when the
+# lock file is newer than what npm last installed; unit tests need only Node (20.9 or later).
+NODE_STAMP := node_modules/.package-lock.json
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $(NODE_STAMP)
+
+lint-js: $(NODE_STAMP)
+	npx --no-install eslint static/goldset tests/js
+
+test-js:
+	node --test tests/js/*.test.js
 
 worker: $(STAMP)
 	$(BIN)/celery -A goldset worker --loglevel=INFO --concurrency=2

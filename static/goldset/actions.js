@@ -65,7 +65,7 @@
     try {
       const value = JSON.parse(window.localStorage.getItem(key) || "null");
       return value && typeof value === "object" ? value : empty;
-    } catch (error) {
+    } catch {
       return empty;
     }
   }
@@ -74,7 +74,7 @@
     try {
       if (keep) window.localStorage.setItem(key, JSON.stringify(value));
       else window.localStorage.removeItem(key);
-    } catch (error) { /* a full or disabled storage: the actions are still in memory */ }
+    } catch { /* a full or disabled storage: the actions are still in memory */ }
   }
 
   function fresh(entry) {
@@ -102,7 +102,7 @@
 
     try {
       window.localStorage.removeItem(LEGACY_KEY);
-    } catch (error) { /* storage may be unavailable; nothing was kept there then */ }
+    } catch { /* storage may be unavailable; nothing was kept there then */ }
 
     let loggedOut = false;
     const owner = newId(); // this page
@@ -111,7 +111,7 @@
       // Per account: another account's page in this tab (after a new login) is not ours.
       previous = window.sessionStorage.getItem(PAGE_KEY + "." + user);
       window.sessionStorage.setItem(PAGE_KEY + "." + user, owner);
-    } catch (error) { /* without session storage, a reload waits for the staleness instead */ }
+    } catch { /* without session storage, a reload waits for the staleness instead */ }
     const listKey = storageKey(user);
     const adopted = new Set(); // ids of entries taken over from another page
     const beatKey = storageKey(user) + ".pages";
@@ -291,19 +291,29 @@
       resent = { count: 0, refused: 0, reasons: {} };
     }
 
-    function keepFrom(action, reason, message, kind) {
+    // `message` (a function, or null) says what is kept; see below for why it is a function.
+    function keepFrom(action, reason, message) {
       action.inFlight = false;
       action.sent = false;
+      let undoLost = false;
       if (!REPEATABLE[action.kind] && reason === "offline" && navigator.onLine) {
         // The undo may have reached the server before the connection broke: sending it again
         // could undo a second change. Let the labeller look and press z again if needed.
         actions = actions.filter(function (a) { return a !== action; });
-        onMessage("The connection broke while undoing, so the undo may or may not have been " +
-          "saved. Check the page when the connection returns, and press z again if needed.", "error", action);
+        undoLost = true;
       }
       hold(reason);
       pumping = false;
-      if (message) onMessage(message, kind || "error", null);
+      // Worded only now, so the count leaves out a dropped undo; and said in one message, since
+      // a second would replace the first on the page at once.
+      const kept = message && actions.length ? message() : "";
+      if (undoLost) {
+        onMessage("The connection broke while undoing, so the undo may or may not have been " +
+          "saved. Check the page when the connection returns, and press z again if needed." +
+          (kept ? " " + kept : ""), "error", action);
+      } else if (kept) {
+        onMessage(kept, "error", null);
+      }
       changed();
     }
 
@@ -315,7 +325,7 @@
       try {
         last = Number(window.sessionStorage.getItem(key) || 0);
         window.sessionStorage.setItem(key, String(Date.now()));
-      } catch (error) { /* without session storage, reload once per page */ }
+      } catch { /* without session storage, reload once per page */ }
       if (Date.now() - last < 30000) {
         held = "stale-page";
         changed();
@@ -386,8 +396,10 @@
       const xhr = event.detail.xhr;
       const status = xhr.status;
       if (status === 0) {
-        keepFrom(action, "offline", "The server cannot be reached. " + keptCount() +
-          " kept in this browser and will be saved when the connection returns.");
+        keepFrom(action, "offline", function () {
+          return "The server cannot be reached. " + keptCount() +
+            " kept in this browser and will be saved when the connection returns.";
+        });
         scheduleRetry(0);
         return;
       }
@@ -400,15 +412,17 @@
         // 401: the session expired. 403: the page's CSRF token is no longer valid (the cookies
         // were cleared, or the account logged in again elsewhere). Either way a reload goes
         // through the login page if needed and comes back here, where the kept actions are sent.
-        keepFrom(action, "session", "Your session has expired. " + keptCount() +
-          " kept in this browser; log in again and they will be saved.");
+        keepFrom(action, "session", function () {
+          return "Your session has expired. " + keptCount() + " kept in this browser; log in again and they will be saved.";
+        });
         reloadOnce();
         return;
       }
       if (status >= 500) {
         const after = parseInt(xhr.getResponseHeader("Retry-After"), 10) || 0;
-        keepFrom(action, "unavailable", "The server is unavailable. " + keptCount() +
-          " kept; trying again by itself.");
+        keepFrom(action, "unavailable", function () {
+          return "The server is unavailable. " + keptCount() + " kept; trying again by itself.";
+        });
         scheduleRetry(after * 1000);
         return;
       }

@@ -8,7 +8,7 @@
 
   const form = document.getElementById("resolve-form");
   const view = document.getElementById("resolve-text");
-  if (!form || !view || !window.GoldsetSelection) return;
+  if (!form || !view || !window.GoldsetSelection || !window.GoldsetKeys) return;
   const Selection = window.GoldsetSelection;
   const offsets = form.querySelector("[name=custom_spans]");
   const source = form.querySelector("[name=spans_from]");
@@ -78,10 +78,13 @@
     render();
   }
 
+  // This page's words for selection.js's refusal codes, where the grading page's do not fit.
+  const REFUSALS = { empty: "Select some text in the document first." };
+
   function addSelection(exact) {
-    const span = Selection.fromSelection(document, { views: "#resolve-text", exact: exact });
+    const span = Selection.fromSelection(document, { views: "#resolve-text", exact: exact, messages: REFUSALS });
     if (span.error) {
-      say(span.error === "empty" ? "Select some text in the document first." : span.message);
+      say(span.message);
       return;
     }
     say("");
@@ -93,16 +96,12 @@
     write();
   }
 
-  function typing(target) {
-    return target.closest("input, textarea, select, [contenteditable]") !== null;
-  }
-
   help.hidden = false;
   addButton.addEventListener("click", function (event) { addSelection(event.altKey); });
   // A mouse press on the button would clear the selection before the click arrives.
   addButton.addEventListener("mousedown", function (event) { event.preventDefault(); });
   document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || typing(event.target)) return;
+    if (event.ctrlKey || event.metaKey || window.GoldsetKeys.isTyping(event)) return;
     if (event.key === "s" || event.key === "S" || event.code === "KeyS") {
       event.preventDefault();
       addSelection(event.altKey);

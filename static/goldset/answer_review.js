@@ -25,8 +25,7 @@
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
-    const target = event.target;
-    if (target && (target.tagName === "TEXTAREA" || target.tagName === "SELECT" || (target.tagName === "INPUT" && target.type === "text"))) return;
+    if (window.GoldsetKeys.isTyping(event)) return; // static/goldset/keys.js
     const all = rows();
     if (event.key === "j" || event.key === "ArrowDown") {
       current += 1;
@@ -57,6 +56,12 @@
     }
   });
 
+  // This page's words for selection.js's refusal codes: one sentence fits them all here.
+  const EVIDENCE_REFUSALS = {
+    empty: "Select some words of a context passage first, then press e.",
+    several: "Select some words of a context passage first, then press e.",
+  };
+
   // The selected words of a context passage become the current claim's evidence
   // (static/goldset/selection.js gives their code-point offsets, snapped to words).
   function addEvidence(row) {
@@ -69,9 +74,9 @@
       status.className = "error";
       return;
     }
-    const span = window.GoldsetSelection.fromSelection(context, {});
+    const span = window.GoldsetSelection.fromSelection(context, { messages: EVIDENCE_REFUSALS });
     if (span.error) {
-      status.textContent = "Select some words of a context passage first, then press e.";
+      status.textContent = span.message;
       status.className = "error";
       return;
     }

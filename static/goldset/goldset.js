@@ -12,7 +12,7 @@
     let kept = [];
     try {
       kept = JSON.parse(window.localStorage.getItem(key) || "[]");
-    } catch (error) {
+    } catch {
       kept = [];
     }
     if (Array.isArray(kept) && kept.length) {
@@ -27,6 +27,6 @@
     try {
       window.localStorage.removeItem(key);
       window.localStorage.removeItem(key + ".pages");
-    } catch (error) { /* nothing can have been kept without storage */ }
+    } catch { /* nothing can have been kept without storage */ }
   });
 })();

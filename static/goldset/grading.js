@@ -10,7 +10,7 @@
   "use strict";
 
   const root = document.getElementById("grading");
-  if (!root || !window.htmx || !window.GoldsetActions || !window.GoldsetSelection) return;
+  if (!root || !window.htmx || !window.GoldsetActions || !window.GoldsetSelection || !window.GoldsetKeys) return;
   // Classes on this page are the page's own state (the current passage): htmx must not put a
   // swapped element's old classes back a moment after the swap.
   window.htmx.config.attributesToSettle = ["style", "width", "height"];
@@ -31,7 +31,7 @@
     try {
       return Object.assign({ autoAdvance: false, terms: true },
         JSON.parse(window.localStorage.getItem(PREFS_KEY) || "{}"));
-    } catch (error) {
+    } catch {
       return { autoAdvance: false, terms: true };
     }
   }
@@ -41,7 +41,7 @@
   function savePrefs() {
     try {
       window.localStorage.setItem(PREFS_KEY, JSON.stringify(prefs));
-    } catch (error) { /* preferences are a convenience */ }
+    } catch { /* preferences are a convenience */ }
   }
 
   // --- small helpers -------------------------------------------------------------------------
@@ -508,13 +508,10 @@
     "?": showKeys,
   };
 
-  // Fields that take typing keep their keys; a checkbox or a button does not.
-  const TYPING = "textarea, select, [contenteditable], input:not([type=checkbox]):not([type=radio])" +
-    ":not([type=button]):not([type=submit])";
-
+  // Fields that take typing keep their keys (static/goldset/keys.js says which).
   document.addEventListener("keydown", function (event) {
     const target = event.target;
-    if (target.closest && target.closest(TYPING)) {
+    if (window.GoldsetKeys.isTyping(event)) {
       if (event.key === "Escape") target.blur();
       if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && target.name === "reason") {
         event.preventDefault();
@@ -522,7 +519,7 @@
       }
       return;
     }
-    if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
     const open = document.querySelector("dialog[open]");
     if (open && !(open.id === "keys-help" && event.key === "?")) return;
     const action = KEYS[event.key];

@@ -9,7 +9,7 @@
   let stored = null;
   try {
     stored = window.localStorage.getItem(window.GoldsetActions.PREFIX + account.dataset.user);
-  } catch (error) {
+  } catch {
     return;
   }
   if (!stored) return;

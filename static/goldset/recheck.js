@@ -7,15 +7,22 @@
 
   const form = document.getElementById("remark-form");
   const view = document.getElementById("remark-text");
-  if (!form || !view || !window.GoldsetSelection) return;
+  if (!form || !view || !window.GoldsetSelection || !window.GoldsetKeys) return;
   const Selection = window.GoldsetSelection;
   const message = document.getElementById("selection-message");
   const shown = document.getElementById("chosen-quote");
 
+  // This page's words for selection.js's refusal codes, where the grading page's do not fit.
+  const REFUSALS = { empty: "Select some text in the new text first." };
+
   function use(exact) {
-    const span = Selection.fromSelection(view.parentElement, { exact: exact, views: "#remark-text" });
+    const span = Selection.fromSelection(view.parentElement, {
+      exact: exact,
+      views: "#remark-text",
+      messages: REFUSALS,
+    });
     if (span.error) {
-      message.textContent = span.message.replace("a passage", "the new text").replace(", then press s", "");
+      message.textContent = span.message;
       message.hidden = false;
       return;
     }
@@ -34,7 +41,7 @@
   });
   document.addEventListener("keydown", function (event) {
     if (event.key.toLowerCase() !== "s" || event.ctrlKey || event.metaKey) return;
-    if (event.target.closest && event.target.closest("input, textarea")) return;
+    if (window.GoldsetKeys.isTyping(event)) return;
     event.preventDefault();
     use(event.altKey);
   });

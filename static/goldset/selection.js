@@ -14,10 +14,12 @@
 // Interface (keep it stable: several pages load this file):
 //   GoldsetSelection.fromSelection(scope, options) -> span | problem
 //       the current window selection, which must lie in one document view inside `scope`
-//       options: {exact: false, views: ".doc-view"}
+//       options: {exact: false, views: ".doc-view", messages: {}}
 //   GoldsetSelection.fromRange(view, range, options) -> span | problem
 //       span = {view, version, start, end, quote}; problem = {error, message}
-//       error is "empty" (nothing selected) or "several" (more than one view, or none)
+//       error is a code, the one thing callers test: "empty" (nothing selected, or only white
+//       space) or "several" (more than one view, or none). message is what to show: the page's
+//       own words for that code (options.messages, keyed by code) or else MESSAGES[code].
 //   GoldsetSelection.snapToWords(chars, start, end) -> [start, end]
 //       chars: an array of code points; start/end index into it
 //   GoldsetSelection.rangeOf(view, start, end) -> Range | null
@@ -26,10 +28,12 @@
 (function () {
   "use strict";
 
-  const MESSAGES = {
+  // What a refusal says, by code: the grading page's words, which other pages replace code by
+  // code (options.messages) rather than by rewriting these sentences.
+  const MESSAGES = Object.freeze({
     empty: "Select some text in a passage first, then press s.",
     several: "Select text within one passage at a time.",
-  };
+  });
   // A "word" longer than this (a URL, a hash) is not worth completing.
   const MAX_SNAP = 64;
   const WORD = /[\p{L}\p{N}\p{M}]/u;
@@ -37,8 +41,9 @@
   const JOINER = /['\u2019\-_.]/u;
   const SPACE = /\s/u;
 
-  function problem(error) {
-    return { error: error, message: MESSAGES[error] };
+  function problem(error, options) {
+    const own = options && options.messages;
+    return { error: error, message: (own && own[error]) || MESSAGES[error] };
   }
 
   function codePoints(text) {
@@ -125,7 +130,7 @@
   function fromRange(view, range, options) {
     options = options || {};
     const visible = segmentsOf(view).filter(shown);
-    if (!visible.length) return problem("several");
+    if (!visible.length) return problem("several", options);
     const first = visible[0];
     const last = visible[visible.length - 1];
     // Clamp a selection that starts or ends outside the view to the text that is shown.
@@ -141,7 +146,7 @@
       : snapToWords(text.chars, start - text.base, end - text.base);
     start = relative[0] + text.base;
     end = relative[1] + text.base;
-    if (end <= start) return problem("empty");
+    if (end <= start) return problem("empty", options);
     return {
       view: view,
       version: view.dataset.version,
@@ -154,12 +159,12 @@
   function fromSelection(scope, options) {
     options = options || {};
     const selection = window.getSelection();
-    if (!selection || selection.isCollapsed || !selection.rangeCount) return problem("empty");
+    if (!selection || selection.isCollapsed || !selection.rangeCount) return problem("empty", options);
     const range = selection.getRangeAt(0);
     const views = Array.from(scope.querySelectorAll(options.views || ".doc-view")).filter(
       function (view) { return range.intersectsNode(view); }
     );
-    if (views.length !== 1) return problem("several");
+    if (views.length !== 1) return problem("several", options);
     return fromRange(views[0], range, options);
   }
 
