@@ -114,7 +114,8 @@ def test_a_batch_a_replay_a_single_trace_and_a_bare_list(openapi, token):
     assert first.status_code == 200 and first.json()["stored"] == 2
     replay = exchange(openapi, {"traces": [trace(1), trace(2)]}, token)
     assert replay.status_code == 200 and replay.json()["already_present"] == 2
-    single = exchange(openapi, trace(3, retrieved=[{"doc_id": "gone", "start": 0, "end": 9}]), token)
+    drifted = trace(3, retrieved=[{"doc_id": "gone", "start": 0, "end": 9}])
+    single = exchange(openapi, drifted, token)
     assert single.status_code == 200 and single.json()["unknown_documents"] == 1
     assert exchange(openapi, [trace(4)], token).json()["stored"] == 1
 
