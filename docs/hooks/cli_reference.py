@@ -81,19 +81,17 @@ def _help(action: argparse.Action, prog: str) -> str:
     text = action.help or ""
     if "%(" in text:
         text = text % {**vars(action), "prog": prog}
-    if action.choices and not isinstance(action, argparse._SubParsersAction):
-        text = (
-            (text + " " if text else "")
-            + "One of: "
-            + ", ".join(f"`{choice}`" for choice in action.choices)
-        )
     return _cell(text) or "—"
 
 
 def _option(action: argparse.Action) -> str:
     names = ", ".join(action.option_strings) or action.metavar or action.dest
     if action.nargs != 0 and action.option_strings:
-        metavar = action.metavar or action.dest.upper()
+        metavar = action.metavar or (
+            "{" + ",".join(map(str, action.choices)) + "}"
+            if action.choices
+            else action.dest.upper()
+        )
         names += f" {metavar}"
     if action.required:
         names += " (required)"
