@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint worker demo clean-demo lint-js test-js
+.PHONY: run test install lint worker demo clean-demo lint-js test-js docs
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Goldset needs $(PYTHON) on PATH (Python 3.11)."; exit 1; }
@@ -49,3 +49,8 @@ test-js:
 
 worker: $(STAMP)
 	$(BIN)/celery -A goldset worker --loglevel=INFO --concurrency=2
+
+# The manual as a site, in site/. --strict: a broken link or a page missing from the nav fails.
+# NO_MKDOCS_2_WARNING quiets Material's banner about MkDocs 2, which this site does not use.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
