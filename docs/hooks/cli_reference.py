@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 # The function that builds the CLI's top-level parser, as "module:function".
-PARSER = "evaluation.cli:build_parser"
+PARSER = "goldeval.cli:build_parser"
 # The command the manual teaches (`python -m evaluation` stays an alias of it).
 COMMAND = "python -m goldeval"
 MARKER = "<!-- cli-reference -->"

@@ -14,7 +14,7 @@ from openapi_core import OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
 from openapi_spec_validator import validate as validate_spec
 
-from labelling.services import traces as services
+from production.services import traces as services
 from tests.factories import MembershipFactory, ProjectFactory, UserFactory, add_documents
 
 SPEC_PATH = Path(__file__).resolve().parents[2] / "docs" / "api" / "traces.yaml"
