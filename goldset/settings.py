@@ -82,7 +82,7 @@ MIDDLEWARE = [
     "goldset.middleware.PrivatePagesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "goldset.middleware.ContentSecurityPolicyMiddleware",  # django-csp's, the header built once
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "goldset.middleware.RejectLookupParametersMiddleware",
     "goldset.middleware.DatabaseUnavailableMiddleware",
