@@ -1,20 +1,11 @@
-"""The passages a labeller sees on the grading page (`passages_for_grading`), read by one
-query written out by hand, its SQL and the shape of its rows built once per process for each
-of its four forms.
-
-The grading page asks it on every keystroke. Built by the ORM, the query spent ten times longer
-being compiled than being run; `tests/labelling/test_judgements.py` compares its answers
-with the ORM's (`Candidate.objects.not_hidden_from`).
-"""
+"""The passages a labeller sees on the grading page (`passages_for_grading`), with what the
+page and every grading write need to know of each, in one query."""
 
 from __future__ import annotations
 
-from functools import cache
+from django.db.models import Case, Count, F, IntegerField, OuterRef, Subquery, Value, When
+from django.db.models.functions import Coalesce, Substr
 
-from django.db import connection, connections
-
-from corpus.models import AccessGroup, Document, DocumentVersion
-from goldset.model_rows import RowShape, row_shape
 from labelling.models import Candidate, Change, ChangeSubject, Judgement
 
 
@@ -28,64 +19,48 @@ def passages_for_grading(
     that much around it. Only one candidate with `candidate_id`."""
     if not user.is_authenticated:
         return []
-    windowed, single = bool(context_chars), candidate_id is not None
-    sql, shape = _select(connection.alias, connection.vendor, windowed, single)
-    params: list = [assignment.pk, assignment.pk, ChangeSubject.JUDGEMENT]
-    params += [context_chars] * 7 if windowed else []  # 2 in window_start, 5 in window
-    params += [assignment.pool_id, assignment.question_id]
-    params += [candidate_id] if single else []
-    params.append(user.pk)
-    rows = shape.read(sql, params, connection=connection)
+    changes = (
+        Change.objects.filter(
+            assignment_id=assignment.pk,
+            subject=ChangeSubject.JUDGEMENT,
+            candidate_id=OuterRef("pk"),
+        )
+        .order_by()
+        .values("candidate_id")
+        .annotate(count=Count("*"))
+        .values("count")
+    )
+    grade = Judgement.objects.filter(assignment_id=assignment.pk, candidate_id=OuterRef("pk"))
+    passages = (
+        Candidate.objects.of_assignment(assignment)
+        .not_hidden_from(user)
+        .only("id", "pool_id", "question_id", "version_id", "start", "end", "shuffle_rank")
+        .annotate(
+            doc_id=F("version__document__doc_id"),
+            doc_title=F("version__document__title"),
+            grade=Subquery(grade.values("grade")[:1]),
+            revision=Coalesce(Subquery(changes), 0),
+            passage=Substr("version__text", F("start") + 1, F("end") - F("start")),
+        )
+        .order_by("shuffle_rank", "id")
+    )
+    if candidate_id is not None:
+        passages = passages.filter(pk=candidate_id)
+    if context_chars:
+        window_start = Case(
+            When(start__gt=context_chars, then=F("start") - context_chars),
+            default=Value(0),
+            output_field=IntegerField(),
+        )
+        passages = passages.annotate(
+            window_start=window_start,
+            window=Substr(
+                "version__text",
+                window_start + 1,
+                F("end") + context_chars - window_start,
+            ),
+        )
+    rows = list(passages)
     for row in rows:
         row.graded = row.grade is not None
     return rows
-
-
-@cache
-def _select(alias: str, vendor: str, windowed: bool, single: bool) -> tuple[str, RowShape]:
-    """The SQL, with a context window or not, for one candidate or all, and the shape of its
-    rows: built once per process."""
-
-    q = connections[alias].ops.quote_name
-    tables = {
-        "c": Candidate._meta.db_table,
-        "v": DocumentVersion._meta.db_table,
-        "d": Document._meta.db_table,
-        "j": Judgement._meta.db_table,
-        "ch": Change._meta.db_table,
-        "l": Document.access_groups.through._meta.db_table,
-        "m": AccessGroup.members.through._meta.db_table,
-    }
-    t = {key: q(name) for key, name in tables.items()}
-    start, end = f"c.{q('start')}", f"c.{q('end')}"
-    names = ["id", "pool_id", "question_id", "version_id", "start", "end", "shuffle_rank"]
-    fields = [Candidate._meta.get_field(name) for name in names]
-    columns = [
-        ", ".join(f"c.{q(field.column)}" for field in fields),
-        "d.doc_id AS doc_id, d.title AS doc_title",
-        f"(SELECT jj.grade FROM {t['j']} jj WHERE jj.assignment_id = %s"  # noqa: S608
-        " AND jj.candidate_id = c.id) AS grade",
-        f"(SELECT COUNT(*) FROM {t['ch']} cc WHERE cc.assignment_id = %s"  # noqa: S608
-        " AND cc.subject = %s AND cc.candidate_id = c.id) AS revision",
-        f"SUBSTR(v.text, {start} + 1, {end} - {start}) AS passage",
-    ]
-    extra = ["doc_id", "doc_title", "grade", "revision", "passage"]
-    if windowed:
-        window_start = f"(CASE WHEN {start} > %s THEN {start} - %s ELSE 0 END)"
-        columns.append(f"{window_start} AS window_start")
-        columns.append(f"SUBSTR(v.text, {window_start} + 1, {end} + %s - {window_start}) AS window")
-        extra += ["window_start", "window"]
-    where = "c.pool_id = %s AND c.question_id = %s" + (" AND c.id = %s" if single else "")
-    sql = f"""
-        SELECT {", ".join(columns)}
-        FROM {t["c"]} c
-        JOIN {t["v"]} v ON v.id = c.version_id
-        JOIN {t["d"]} d ON d.id = v.document_id
-        WHERE {where}
-          AND (NOT EXISTS (SELECT 1 FROM {t["l"]} l1 WHERE l1.document_id = d.id)
-               OR EXISTS (SELECT 1 FROM {t["l"]} l2
-                          JOIN {t["m"]} m ON m.accessgroup_id = l2.accessgroup_id
-                          WHERE l2.document_id = d.id AND m.user_id = %s))
-        ORDER BY c.shuffle_rank, c.id
-    """  # noqa: S608 - only table and column names are interpolated, values are parameters
-    return sql, row_shape(Candidate, fields, extra=extra, connection=connections[alias])

@@ -371,9 +371,15 @@ def _answer(
         )
     kind = "ok" if status == 200 else "error"
     context: dict = {
-        "message": message, "message_kind": kind, "oob": True, "notice": "",
-        "messages": get_messages(request), "card": None, "progress": None, "verdict_html": "",
-    }  # fmt: skip
+        "message": message,
+        "message_kind": kind,
+        "oob": True,
+        "notice": "",
+        "messages": get_messages(request),
+        "card": None,
+        "progress": None,
+        "verdict_html": "",
+    }
     subject = revision = None
     if assignment is not None and outcome is not None:
         progress = outcome.progress or assignment_progress(assignment, request.user)
@@ -404,11 +410,15 @@ def _answer(
                 else services.verdict_revision(assignment)
             )
             verdict = {
-                **_fixed_context(assignment), "project": access.project, "progress": progress,
-                "oob": True, "verdict": Verdict.objects.filter(assignment=assignment).first(),
-                "verdict_revision": verdict_revision, "verdict_message": message,
+                **_fixed_context(assignment),
+                "project": access.project,
+                "progress": progress,
+                "oob": True,
+                "verdict": Verdict.objects.filter(assignment=assignment).first(),
+                "verdict_revision": verdict_revision,
+                "verdict_message": message,
                 "verdict_message_kind": kind,
-            }  # fmt: skip
+            }
             context["verdict_html"] = render_to_string(f"{PAGE}#verdict", verdict, request)
             subject, revision = "verdict", verdict_revision
     response = render(request, ANSWER, context, status=status, using="jinja2")
