@@ -108,13 +108,6 @@ TEMPLATES = [
             ],
         },
     },
-    {
-        # The grading page's passage card and its document view (`labelling/jinja2/`), which
-        # every write re-renders: `goldset/templating.py`.
-        "BACKEND": "django.template.backends.jinja2.Jinja2",
-        "APP_DIRS": True,
-        "OPTIONS": {"environment": "goldset.templating.environment"},
-    },
 ]
 
 try:
