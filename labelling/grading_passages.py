@@ -1,11 +1,21 @@
 """The passages a labeller sees on the grading page (`passages_for_grading`), with what the
-page and every grading write need to know of each, in one query."""
+page and every grading write need to know of each, in one query.
+
+Every grading request asks it, and building the query through the ORM cost more CPU than
+anything else in a grade request (docs/benchmarks.md): it is written out once per process and
+run with `Candidate.objects.raw()`. `passages_for_grading_orm` is the same query built by the
+ORM, which the tests compare it with.
+"""
 
 from __future__ import annotations
 
+from functools import cache
+
+from django.db import connection, connections
 from django.db.models import Case, Count, F, IntegerField, OuterRef, Subquery, Value, When
 from django.db.models.functions import Coalesce, Substr
 
+from corpus.models import AccessGroup, Document, DocumentVersion
 from labelling.models import Candidate, Change, ChangeSubject, Judgement
 
 
@@ -17,6 +27,70 @@ def passages_for_grading(
     (changes made to its judgement), `passage` (its text),
     `doc_id`, `doc_title` and, with `context_chars`, `window`/`window_start`: its text with
     that much around it. Only one candidate with `candidate_id`."""
+    if not user.is_authenticated:
+        return []
+    windowed, single = bool(context_chars), candidate_id is not None
+    params: list = [assignment.pk, assignment.pk, ChangeSubject.JUDGEMENT]
+    params += [context_chars] * 7 if windowed else []  # 2 in window_start, 5 in window
+    params += [assignment.pool_id, assignment.question_id]
+    params += [candidate_id] if single else []
+    params.append(user.pk)
+    rows = list(Candidate.objects.raw(_select(connection.alias, windowed, single), params))
+    for row in rows:
+        row.graded = row.grade is not None
+    return rows
+
+
+@cache
+def _select(alias: str, windowed: bool, single: bool) -> str:
+    """The SQL, with a context window or not, for one candidate or all: built once per
+    process and database."""
+    q = connections[alias].ops.quote_name
+    tables = {
+        "c": Candidate._meta.db_table,
+        "v": DocumentVersion._meta.db_table,
+        "d": Document._meta.db_table,
+        "j": Judgement._meta.db_table,
+        "ch": Change._meta.db_table,
+        "l": Document.access_groups.through._meta.db_table,
+        "m": AccessGroup.members.through._meta.db_table,
+    }
+    t = {key: q(name) for key, name in tables.items()}
+    start, end = f"c.{q('start')}", f"c.{q('end')}"
+    names = ["id", "pool_id", "question_id", "version_id", "start", "end", "shuffle_rank"]
+    columns = [
+        ", ".join(f"c.{q(Candidate._meta.get_field(name).column)}" for name in names),
+        "d.doc_id AS doc_id, d.title AS doc_title",
+        f"(SELECT jj.grade FROM {t['j']} jj WHERE jj.assignment_id = %s"  # noqa: S608
+        " AND jj.candidate_id = c.id) AS grade",
+        f"(SELECT COUNT(*) FROM {t['ch']} cc WHERE cc.assignment_id = %s"  # noqa: S608
+        " AND cc.subject = %s AND cc.candidate_id = c.id) AS revision",
+        f"SUBSTR(v.text, {start} + 1, {end} - {start}) AS passage",
+    ]
+    if windowed:
+        window_start = f"(CASE WHEN {start} > %s THEN {start} - %s ELSE 0 END)"
+        columns.append(f"{window_start} AS window_start")
+        columns.append(f"SUBSTR(v.text, {window_start} + 1, {end} + %s - {window_start}) AS window")
+    where = "c.pool_id = %s AND c.question_id = %s" + (" AND c.id = %s" if single else "")
+    return f"""
+        SELECT {", ".join(columns)}
+        FROM {t["c"]} c
+        JOIN {t["v"]} v ON v.id = c.version_id
+        JOIN {t["d"]} d ON d.id = v.document_id
+        WHERE {where}
+          AND (NOT EXISTS (SELECT 1 FROM {t["l"]} l1 WHERE l1.document_id = d.id)
+               OR EXISTS (SELECT 1 FROM {t["l"]} l2
+                          JOIN {t["m"]} m ON m.accessgroup_id = l2.accessgroup_id
+                          WHERE l2.document_id = d.id AND m.user_id = %s))
+        ORDER BY c.shuffle_rank, c.id
+    """  # noqa: S608 - only table and column names are interpolated, values are parameters
+
+
+def passages_for_grading_orm(
+    *, assignment, user, context_chars: int = 0, candidate_id: int | None = None
+) -> list[Candidate]:
+    """`passages_for_grading` as the ORM builds it: the reference its SQL is tested against
+    (`tests/labelling/test_grading_passages.py`)."""
     if not user.is_authenticated:
         return []
     changes = (
