@@ -117,7 +117,7 @@ def world(passages: int):
                 start=start,
                 end=start + 160,
                 shuffle_rank=rank,
-            )  # fmt: skip
+            )
         )
     assignment = Assignment.objects.create(pool=pool, question=question, labeller=user)
     return user, assignment, candidates, text
@@ -137,14 +137,21 @@ def fresh_assignments(assignment, count: int) -> list:
     made = []
     for n in range(count):
         question = Question.objects.create(
-            question_set_id=assignment.question.question_set_id, external_id=f"fresh-{n}",
+            question_set_id=assignment.question.question_set_id,
+            external_id=f"fresh-{n}",
             text=f"how many leave days can i carry over ({n})?",
-        )  # fmt: skip
+        )
         candidates = Candidate.objects.bulk_create(
-            Candidate(pool_id=c.pool_id, question=question, version_id=c.version_id,
-                      start=c.start, end=c.end, shuffle_rank=c.shuffle_rank)
+            Candidate(
+                pool_id=c.pool_id,
+                question=question,
+                version_id=c.version_id,
+                start=c.start,
+                end=c.end,
+                shuffle_rank=c.shuffle_rank,
+            )
             for c in template
-        )  # fmt: skip
+        )
         fresh = Assignment.objects.create(
             pool_id=assignment.pool_id, question=question, labeller_id=assignment.labeller_id
         )
@@ -156,8 +163,8 @@ def fresh_assignments(assignment, count: int) -> list:
 # a timed wrapper while the benchmark runs. Indented steps are parts of the one above them.
 STEPS = [
     ("session and user", "django.contrib.auth.middleware", "get_user"),
-    ("  the session", "goldset.sessions", "SessionStore.load"),
-    ("  the user", "goldset.sessions", "SessionUserBackend.get_user"),
+    ("  the session", "django.contrib.sessions.backends.cached_db", "SessionStore.load"),
+    ("  the user", "django.contrib.auth.backends", "ModelBackend.get_user"),
     ("the assignment and access", "labelling.views.grading", "held_assignment"),
     ("the write (record_grade)", "labelling.services.judgements", "record_grade"),
     ("  lock the assignment", "labelling.services.judgements", "_locked"),
@@ -260,23 +267,39 @@ def run(passages: int, rounds: int) -> dict:
         first_ids = {"pool_id": first.pool_id, "question_id": first.question_id}
         first_page = reverse("labelling:grade-question", kwargs={"slug": "bench", **first_ids})
         for n, candidate in enumerate(first_candidates):
-            fields = {"grade": "0112"[n % 4], "revision": 0, "guideline": "0",
-                      "labeller": user.pk, "seconds": "3"}  # fmt: skip
+            fields = {
+                "grade": "0112"[n % 4],
+                "revision": 0,
+                "guideline": "0",
+                "labeller": user.pk,
+                "seconds": "3",
+            }
             url = f"{first_page}candidates/{candidate.pk}/grade/"
             timed("first", results, client.post, url, fields, **htmx)
         for candidate in candidates:
             base = f"{page}candidates/{candidate.pk}/"
             grade = "2" if (round_ + candidate.pk) % 2 else "1"
-            fields = {"grade": grade, "revision": revisions[candidate.pk], "guideline": "0",
-                      "labeller": user.pk, "seconds": "3"}  # fmt: skip
+            fields = {
+                "grade": grade,
+                "revision": revisions[candidate.pk],
+                "guideline": "0",
+                "labeller": user.pk,
+                "seconds": "3",
+            }
             timed("grade", results, client.post, base + "grade/", fields, **htmx)
             revisions[candidate.pk] += 1
         candidate = candidates[round_ % len(candidates)]
         base = f"{page}candidates/{candidate.pk}/"
         start = candidate.start + (round_ % 20)
-        span = {"version": candidate.version_id, "start": start, "end": start + 30,
-                "quote": text[start : start + 30], "revision": revisions[candidate.pk],
-                "guideline": "0", "labeller": user.pk}  # fmt: skip
+        span = {
+            "version": candidate.version_id,
+            "start": start,
+            "end": start + 30,
+            "quote": text[start : start + 30],
+            "revision": revisions[candidate.pk],
+            "guideline": "0",
+            "labeller": user.pk,
+        }
         timed("span", results, client.post, base + "spans/", span, **htmx)
         revisions[candidate.pk] += 1
         note = {"note": f"note {round_}", "revision": revisions[candidate.pk], "guideline": "0"}

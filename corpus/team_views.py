@@ -282,7 +282,7 @@ def accept_invitation(request: HttpRequest, uidb64: str, token: str) -> HttpResp
     form = SetPasswordForm(user, request.POST or None)
     if request.method == "POST" and form.is_valid():
         form.save()
-        login(request, user, backend="goldset.sessions.SessionUserBackend")
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         messages.success(request, f"Welcome, {user.get_username()}: your password is set.")
         return redirect("corpus:list-projects")
     return render(

@@ -1,10 +1,6 @@
 import logging
 import time
-from functools import cache
 
-from csp.constants import HEADER, HEADER_REPORT_ONLY
-from csp.middleware import CheckableLazyObject, CSPMiddleware
-from csp.utils import build_policy
 from django.core.exceptions import MiddlewareNotUsed
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 
@@ -125,51 +121,3 @@ class PrivatePagesMiddleware:
             patch_cache_control(response, private=True, no_store=True)
             response.headers.pop("Expires", None)
         return response
-
-
-class ContentSecurityPolicyMiddleware(CSPMiddleware):
-    """django-csp's middleware, with the header of the settings' policy built once per process.
-
-    django-csp builds the policy again for every response (its parts copied, every directive
-    joined), ~3% of a grade request's CPU, though it is the same string unless a view changed
-    it with django-csp's decorators (`_csp_*` on the response), a page used a nonce, or DEBUG's
-    error pages are exempt: those go through django-csp's own code, unchanged."""
-
-    _SET_BY_VIEWS = tuple(
-        f"_csp_{what}{ro}"
-        for what in ("config", "update", "replace", "exempt")
-        for ro in ("", "_ro")
-    )
-
-    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
-        from django.conf import settings
-
-        own_policy = (
-            getattr(request, "_csp_nonce", None) is None
-            and not any(hasattr(response, name) for name in self._SET_BY_VIEWS)
-            and not (settings.DEBUG and response.status_code in (404, 500))
-        )
-        if not own_policy:
-            return super().process_response(request, response)
-        for header, value, prefixes in _settings_policies():
-            if value and header not in response and not request.path_info.startswith(prefixes):
-                response[header] = value
-        # As django-csp does: a nonce asked for after the header was written is an error.
-        request.csp_nonce = CheckableLazyObject(self._csp_nonce_post_response)
-        return response
-
-
-@cache
-def _settings_policies() -> list[tuple[str, str, tuple[str, ...]]]:
-    """(header, value, excluded path prefixes) of the settings' policy and report-only policy,
-    as django-csp builds them (an empty value: no such policy)."""
-    from django.conf import settings
-
-    policies = []
-    for header, name, report_only in (
-        (HEADER, "CONTENT_SECURITY_POLICY", False),
-        (HEADER_REPORT_ONLY, "CONTENT_SECURITY_POLICY_REPORT_ONLY", True),
-    ):
-        prefixes = (getattr(settings, name, None) or {}).get("EXCLUDE_URL_PREFIXES") or ()
-        policies.append((header, build_policy(report_only=report_only), tuple(prefixes)))
-    return policies

@@ -86,7 +86,7 @@ MIDDLEWARE = [
     "goldset.middleware.PrivatePagesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "goldset.middleware.ContentSecurityPolicyMiddleware",  # django-csp's, the header built once
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "goldset.middleware.RejectLookupParametersMiddleware",
     "goldset.middleware.DatabaseUnavailableMiddleware",
@@ -111,13 +111,6 @@ TEMPLATES = [
                 "csp.context_processors.nonce",
             ],
         },
-    },
-    {
-        # The grading page's passage card and its document view (`labelling/jinja2/`), which
-        # every write re-renders: `goldset/templating.py`.
-        "BACKEND": "django.template.backends.jinja2.Jinja2",
-        "APP_DIRS": True,
-        "OPTIONS": {"environment": "goldset.templating.environment"},
     },
 ]
 
@@ -147,7 +140,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 elif os.environ.get("DB_PREPARED_STATEMENTS", "1") != "0":
     # PostgreSQL: parameters bound by the server, and a statement a connection runs a fifth
     # time prepared, so the server no longer parses and plans a grading write's statements on
-    # every keystroke (a grade's latency 10.3 -> 7.7 ms here, and less CPU on both sides).
+    # every keystroke.
     # Django leaves both off for connection poolers in transaction mode: behind one that does
     # not keep prepared statements (PgBouncer before 1.21), set DB_PREPARED_STATEMENTS=0.
     DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 5}
@@ -166,7 +159,7 @@ AUTH_PASSWORD_VALIDATORS = [
 # message, account or not, until the cool-off ends or an admin runs `manage.py axes_reset_username`.
 AUTHENTICATION_BACKENDS = [
     "goldset.login_throttle.LoginThrottleBackend",
-    "goldset.sessions.SessionUserBackend",  # Django's ModelBackend, reading the user faster
+    "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = _env_int("GOLDSET_LOGIN_FAILURE_LIMIT", 10)
 AXES_COOLOFF_TIME = timedelta(minutes=_env_int("GOLDSET_LOGIN_COOLOFF_MINUTES", 15))
@@ -339,8 +332,9 @@ GOLDSET_TRACE_MAX_BODY_BYTES = _env_int("GOLDSET_TRACE_MAX_BODY_BYTES", 5 * 2**2
 GOLDSET_TRACE_MAX_BATCH = _env_int("GOLDSET_TRACE_MAX_BATCH", 1000)
 GOLDSET_TRACE_REQUESTS_PER_MINUTE = _env_int("GOLDSET_TRACE_REQUESTS_PER_MINUTE", 600)
 
-# The cache holds the endpoint's rate counters: Redis when there is one, so every web replica
-# counts the same requests; the process's memory otherwise (the quickstart, one process).
+# The cache holds sessions (see SESSION_ENGINE) and the trace endpoint's rate counters: Redis
+# when there is one, so every web replica reads the same, its keys prefixed apart from Celery's;
+# the process's memory otherwise (the quickstart, one web process).
 if REDIS_URL:
     CACHES = {
         "default": {
@@ -349,6 +343,8 @@ if REDIS_URL:
             "KEY_PREFIX": "goldset",
         }
     }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # Alert emails (index health). Unset in development: printed to the console.
 EMAIL_BACKEND = os.environ.get(
@@ -365,7 +361,8 @@ GOLDSET_BASE_URL = os.environ.get("GOLDSET_BASE_URL", "").rstrip("/")
 
 # Security. Cookies are secure whenever DEBUG is off; the CSP is enforced, never report-only.
 SESSION_COOKIE_HTTPONLY = True
-SESSION_ENGINE = "goldset.sessions"  # Django's database sessions, read without the ORM
+# Django's sessions in the database, read through the cache: losing the cache signs nobody out.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_HTTPONLY = True  # htmx and grading.js take the token from the page, never the cookie

@@ -365,38 +365,7 @@ class PassageIdsField(forms.CharField):
         return frozenset(int(part) for part in text.split(",") if part.strip().isdigit())
 
 
-class _SharedFields(dict):
-    """A form class's fields, handed on as they are by the deepcopy in `BaseForm.__init__`."""
-
-    def __deepcopy__(self, memo):
-        return self
-
-
-class _SharedFieldsMetaclass(forms.forms.DeclarativeFieldsMetaclass):
-    def __new__(mcs, name, bases, attrs):
-        cls = super().__new__(mcs, name, bases, attrs)
-        fields = dict(cls.base_fields)
-        for last in cls.fields_last:
-            if last in fields:
-                fields[last] = fields.pop(last)
-        cls.base_fields = _SharedFields(fields)
-        return cls
-
-
-class SharedFieldsForm(forms.Form, metaclass=_SharedFieldsMetaclass):
-    """A form whose instances share their class's fields. Django deep-copies every field for
-    every instance so that one request may change a field (its choices, its widget) without
-    touching the next; these forms never do, and the copies were ~3% of a grade's CPU (two
-    forms a request, one request per keystroke). `fields_last` go after the others."""
-
-    fields_last: tuple[str, ...] = ()
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields = dict(self.base_fields)  # this instance's order, the same Field objects
-
-
-class GradingPageForm(SharedFieldsForm):
+class GradingPageForm(forms.Form):
     """What every grading write says about the page that sent it (not passed to services):
     the account the page was opened for, and the passages whose whole document it shows."""
 
@@ -404,12 +373,14 @@ class GradingPageForm(SharedFieldsForm):
     whole = PassageIdsField()
 
 
-class GradingWriteForm(SharedFieldsForm):
+class GradingWriteForm(forms.Form):
     # The guideline version the page showed (0: it showed none); missing means the current one.
     guideline = OptionalWholeNumberField(meaning="guideline version")
 
-    # Checked after the fields the labeller acted on, whose problems say more.
-    fields_last = ("guideline",)
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Checked after the fields the labeller acted on, whose problems say more.
+        self.order_fields([name for name in self.fields if name != "guideline"])
 
     def first_problem(self) -> str:
         """The first problem in field order (the page shows one message at a time)."""

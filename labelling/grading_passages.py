@@ -1,10 +1,10 @@
-"""The passages a labeller sees on the grading page (`passages_for_grading`), read by one
-query written out by hand, its SQL and the shape of its rows built once per process for each
-of its four forms.
+"""The passages a labeller sees on the grading page (`passages_for_grading`), with what the
+page and every grading write need to know of each, in one query.
 
-The grading page asks it on every keystroke. Built by the ORM, the query spent ten times longer
-being compiled than being run; `tests/labelling/test_judgements.py` compares its answers
-with the ORM's (`Candidate.objects.not_hidden_from`).
+Every grading request asks it, and building the query through the ORM cost more CPU than
+anything else in a grade request (docs/benchmarks.md): it is written out once per process and
+run with `Candidate.objects.raw()`. `passages_for_grading_orm` is the same query built by the
+ORM, which the tests compare it with.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from __future__ import annotations
 from functools import cache
 
 from django.db import connection, connections
+from django.db.models import Case, Count, F, IntegerField, OuterRef, Subquery, Value, When
+from django.db.models.functions import Coalesce, Substr
 
 from corpus.models import AccessGroup, Document, DocumentVersion
-from goldset.model_rows import RowShape, row_shape
 from labelling.models import Candidate, Change, ChangeSubject, Judgement
 
 
@@ -29,23 +30,21 @@ def passages_for_grading(
     if not user.is_authenticated:
         return []
     windowed, single = bool(context_chars), candidate_id is not None
-    sql, shape = _select(connection.alias, connection.vendor, windowed, single)
     params: list = [assignment.pk, assignment.pk, ChangeSubject.JUDGEMENT]
     params += [context_chars] * 7 if windowed else []  # 2 in window_start, 5 in window
     params += [assignment.pool_id, assignment.question_id]
     params += [candidate_id] if single else []
     params.append(user.pk)
-    rows = shape.read(sql, params, connection=connection)
+    rows = list(Candidate.objects.raw(_select(connection.alias, windowed, single), params))
     for row in rows:
         row.graded = row.grade is not None
     return rows
 
 
 @cache
-def _select(alias: str, vendor: str, windowed: bool, single: bool) -> tuple[str, RowShape]:
-    """The SQL, with a context window or not, for one candidate or all, and the shape of its
-    rows: built once per process."""
-
+def _select(alias: str, windowed: bool, single: bool) -> str:
+    """The SQL, with a context window or not, for one candidate or all: built once per
+    process and database."""
     q = connections[alias].ops.quote_name
     tables = {
         "c": Candidate._meta.db_table,
@@ -59,9 +58,8 @@ def _select(alias: str, vendor: str, windowed: bool, single: bool) -> tuple[str,
     t = {key: q(name) for key, name in tables.items()}
     start, end = f"c.{q('start')}", f"c.{q('end')}"
     names = ["id", "pool_id", "question_id", "version_id", "start", "end", "shuffle_rank"]
-    fields = [Candidate._meta.get_field(name) for name in names]
     columns = [
-        ", ".join(f"c.{q(field.column)}" for field in fields),
+        ", ".join(f"c.{q(Candidate._meta.get_field(name).column)}" for name in names),
         "d.doc_id AS doc_id, d.title AS doc_title",
         f"(SELECT jj.grade FROM {t['j']} jj WHERE jj.assignment_id = %s"  # noqa: S608
         " AND jj.candidate_id = c.id) AS grade",
@@ -69,14 +67,12 @@ def _select(alias: str, vendor: str, windowed: bool, single: bool) -> tuple[str,
         " AND cc.subject = %s AND cc.candidate_id = c.id) AS revision",
         f"SUBSTR(v.text, {start} + 1, {end} - {start}) AS passage",
     ]
-    extra = ["doc_id", "doc_title", "grade", "revision", "passage"]
     if windowed:
         window_start = f"(CASE WHEN {start} > %s THEN {start} - %s ELSE 0 END)"
         columns.append(f"{window_start} AS window_start")
         columns.append(f"SUBSTR(v.text, {window_start} + 1, {end} + %s - {window_start}) AS window")
-        extra += ["window_start", "window"]
     where = "c.pool_id = %s AND c.question_id = %s" + (" AND c.id = %s" if single else "")
-    sql = f"""
+    return f"""
         SELECT {", ".join(columns)}
         FROM {t["c"]} c
         JOIN {t["v"]} v ON v.id = c.version_id
@@ -88,4 +84,57 @@ def _select(alias: str, vendor: str, windowed: bool, single: bool) -> tuple[str,
                           WHERE l2.document_id = d.id AND m.user_id = %s))
         ORDER BY c.shuffle_rank, c.id
     """  # noqa: S608 - only table and column names are interpolated, values are parameters
-    return sql, row_shape(Candidate, fields, extra=extra, connection=connections[alias])
+
+
+def passages_for_grading_orm(
+    *, assignment, user, context_chars: int = 0, candidate_id: int | None = None
+) -> list[Candidate]:
+    """`passages_for_grading` as the ORM builds it: the reference its SQL is tested against
+    (`tests/labelling/test_grading_passages.py`)."""
+    if not user.is_authenticated:
+        return []
+    changes = (
+        Change.objects.filter(
+            assignment_id=assignment.pk,
+            subject=ChangeSubject.JUDGEMENT,
+            candidate_id=OuterRef("pk"),
+        )
+        .order_by()
+        .values("candidate_id")
+        .annotate(count=Count("*"))
+        .values("count")
+    )
+    grade = Judgement.objects.filter(assignment_id=assignment.pk, candidate_id=OuterRef("pk"))
+    passages = (
+        Candidate.objects.of_assignment(assignment)
+        .not_hidden_from(user)
+        .only("id", "pool_id", "question_id", "version_id", "start", "end", "shuffle_rank")
+        .annotate(
+            doc_id=F("version__document__doc_id"),
+            doc_title=F("version__document__title"),
+            grade=Subquery(grade.values("grade")[:1]),
+            revision=Coalesce(Subquery(changes), 0),
+            passage=Substr("version__text", F("start") + 1, F("end") - F("start")),
+        )
+        .order_by("shuffle_rank", "id")
+    )
+    if candidate_id is not None:
+        passages = passages.filter(pk=candidate_id)
+    if context_chars:
+        window_start = Case(
+            When(start__gt=context_chars, then=F("start") - context_chars),
+            default=Value(0),
+            output_field=IntegerField(),
+        )
+        passages = passages.annotate(
+            window_start=window_start,
+            window=Substr(
+                "version__text",
+                window_start + 1,
+                F("end") + context_chars - window_start,
+            ),
+        )
+    rows = list(passages)
+    for row in rows:
+        row.graded = row.grade is not None
+    return rows

@@ -114,12 +114,7 @@ def test_nothing_but_the_sanitised_guideline_is_marked_safe():
     # All show labelling.services.guidelines.render_guideline: CommonMark with raw HTML off,
     # then nh3's allow-list (tests/labelling/test_grading_views.py checks it renders safely;
     # the editor's preview: tests/labelling/test_plain_language.py).
-    # Besides those, the passage card: Jinja (autoescaping, `goldset/templating.py`) has escaped
-    # every value it printed, and the tag hands its HTML to the Django page
-    # (tests/labelling/test_passage_card.py sends hostile text through it).
     assert found == [
-        ("labelling/templatetags/grading_fragments.py", "mark_safe"),  # its import
-        ("labelling/templatetags/grading_fragments.py", "mark_safe"),
         ("templates/labelling/edit_guideline.html", "{{ preview|safe }}"),
         ("templates/labelling/grade.html", "{{ guideline_html|safe }}"),
         ("templates/labelling/guideline.html", "{{ html|safe }}"),

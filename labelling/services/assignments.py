@@ -11,16 +11,14 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
 
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, connection, connections, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
 from corpus.models import Membership, Project
 from goldset.errors import ServiceError
-from goldset.model_rows import RowShape, row_shape
 from labelling import assignment_plan as strategy
 from labelling.models import (
     Assignment,
@@ -31,9 +29,7 @@ from labelling.models import (
     Judgement,
     Pool,
     PoolState,
-    Question,
     QuestionSet,
-    Verdict,
 )
 from labelling.services.votes import Sight
 
@@ -394,46 +390,16 @@ def claim_assignment(*, project: Project, labeller) -> Assignment | None:
 
 
 def first_claimable_slot(*, project: Project, labeller) -> Assignment | None:
-    """`Assignment.objects.in_project(project).claimable_by(labeller).order_by("pool_id",
-    "question_id", "slot").select_for_update(skip_locked=True, of=("self",)).first()`, written
-    out: the ORM spent as much CPU compiling that query (three NOT EXISTS, four tables) as the
-    rest of a "next question" request did, on every "next" that finds no open work of one's own.
-    Locks the row where the database has row locks (call it inside a transaction).
-    `tests/labelling/test_assignments.py` compares it with the ORM's answer."""
-    sql, shape = _claimable_select(connection.alias, connection.vendor)
-    found = shape.read(sql, [project.pk, PoolState.READY, labeller.pk], connection=connection)
-    return found[0] if found else None
-
-
-@cache
-def _claimable_select(alias: str, vendor: str) -> tuple[str, RowShape]:
-    connection = connections[alias]
-    q = connection.ops.quote_name
-    t = {key: q(model._meta.db_table) for key, model in {
-        "a": Assignment, "p": Pool, "s": QuestionSet, "q": Question, "j": Judgement,
-        "v": Verdict}.items()}  # fmt: skip
-    columns = ", ".join(f"a.{q(field.column)}" for field in Assignment._meta.concrete_fields)
-    features = connection.features
-    lock = ""
-    if features.has_select_for_update_skip_locked and features.has_select_for_update_of:
-        lock = " FOR UPDATE OF a SKIP LOCKED"
-    sql = f"""
-        SELECT {columns}
-        FROM {t["a"]} a
-        JOIN {t["p"]} p ON p.id = a.pool_id
-        JOIN {t["s"]} s ON s.id = p.question_set_id
-        JOIN {t["q"]} q ON q.id = a.question_id
-        WHERE s.project_id = %s AND a.labeller_id IS NULL AND p.state = %s
-          AND q.excluded_at IS NULL
-          AND NOT EXISTS (SELECT 1 FROM {t["a"]} o WHERE o.pool_id = a.pool_id
-                          AND o.question_id = a.question_id AND o.labeller_id = %s)
-          AND NOT EXISTS (SELECT 1 FROM {t["j"]} j WHERE j.assignment_id = a.id)
-          AND NOT EXISTS (SELECT 1 FROM {t["v"]} v WHERE v.assignment_id = a.id)
-        ORDER BY a.pool_id, a.question_id, a.slot
-        LIMIT 1{lock}
-    """  # noqa: S608 - only table and column names are interpolated, values are parameters
-    fields = Assignment._meta.concrete_fields  # the shape applies their converters
-    return sql, row_shape(Assignment, fields, connection=connection)
+    """The first slot the labeller may claim, in (pool, question, slot) order, locked where
+    the database has row locks (call it inside a transaction); a slot another request holds
+    locked is skipped, so parallel "next question"s never wait on each other."""
+    return (
+        Assignment.objects.in_project(project)
+        .claimable_by(labeller)
+        .order_by("pool_id", "question_id", "slot")
+        .select_for_update(skip_locked=True, of=("self",))
+        .first()
+    )
 
 
 def reassign(*, assignment: Assignment, labeller, user) -> Assignment:

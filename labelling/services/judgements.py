@@ -123,9 +123,15 @@ class Outcome:
 
 
 def record_grade(
-    *, assignment: Assignment, candidate_id: int, labeller, grade: int, revision: int,
-    seconds: float = 0.0, guideline_version: int | None = None,
-) -> Outcome:  # fmt: skip
+    *,
+    assignment: Assignment,
+    candidate_id: int,
+    labeller,
+    grade: int,
+    revision: int,
+    seconds: float = 0.0,
+    guideline_version: int | None = None,
+) -> Outcome:
     """Grade a candidate 0/1/2. Grading 1 or 2 without evidence yet records the candidate's
     passage as the default span; grading 0 drops the spans (undo brings them back).
 
@@ -144,16 +150,27 @@ def record_grade(
         return new
 
     return _edit_judgement(
-        assignment=assignment, candidate_id=candidate_id, labeller=labeller, revision=revision,
-        seconds=seconds, action=f"grade {grade}", apply=apply,
+        assignment=assignment,
+        candidate_id=candidate_id,
+        labeller=labeller,
+        revision=revision,
+        seconds=seconds,
+        action=f"grade {grade}",
+        apply=apply,
         guideline_version=guideline_version,
-    )  # fmt: skip
+    )
 
 
 def record_note(
-    *, assignment: Assignment, candidate_id: int, labeller, note: str, revision: int,
-    seconds: float = 0.0, guideline_version: int | None = None,
-) -> Outcome:  # fmt: skip
+    *,
+    assignment: Assignment,
+    candidate_id: int,
+    labeller,
+    note: str,
+    revision: int,
+    seconds: float = 0.0,
+    guideline_version: int | None = None,
+) -> Outcome:
     note = note.replace("\r\n", "\n").strip()
     if len(note) > MAX_NOTE_CHARS:
         raise GradingError(f"A note can be at most {MAX_NOTE_CHARS:,} characters.")
@@ -164,16 +181,30 @@ def record_note(
         return {**_copy(state), "note": note}
 
     return _edit_judgement(
-        assignment=assignment, candidate_id=candidate_id, labeller=labeller, revision=revision,
-        seconds=seconds, action="note", apply=apply, guideline_version=guideline_version,
-    )  # fmt: skip
+        assignment=assignment,
+        candidate_id=candidate_id,
+        labeller=labeller,
+        revision=revision,
+        seconds=seconds,
+        action="note",
+        apply=apply,
+        guideline_version=guideline_version,
+    )
 
 
 def add_span(
-    *, assignment: Assignment, candidate_id: int, labeller, version_id: int, start: int,
-    end: int, quote: str, revision: int, seconds: float = 0.0,
+    *,
+    assignment: Assignment,
+    candidate_id: int,
+    labeller,
+    version_id: int,
+    start: int,
+    end: int,
+    quote: str,
+    revision: int,
+    seconds: float = 0.0,
     guideline_version: int | None = None,
-) -> Outcome:  # fmt: skip
+) -> Outcome:
     """Add evidence from a text selection, validated against the stored text.
 
     A selection inside an existing span narrows it (the usual case: the default span is the
@@ -219,19 +250,30 @@ def add_span(
         return new
 
     outcome = _edit_judgement(
-        assignment=assignment, candidate_id=candidate_id, labeller=labeller, revision=revision,
-        seconds=seconds, action="add span", apply=apply,
-        quotes={(version_id, start, end): quote}, guideline_version=guideline_version,
-    )  # fmt: skip
+        assignment=assignment,
+        candidate_id=candidate_id,
+        labeller=labeller,
+        revision=revision,
+        seconds=seconds,
+        action="add span",
+        apply=apply,
+        quotes={(version_id, start, end): quote},
+        guideline_version=guideline_version,
+    )
     if graded_by_span and outcome.changed:
         return replace(outcome, message=GRADED_BY_SPAN)
     return outcome
 
 
 def remove_span(
-    *, assignment: Assignment, candidate_id: int, labeller, span_id: int, revision: int,
+    *,
+    assignment: Assignment,
+    candidate_id: int,
+    labeller,
+    span_id: int,
+    revision: int,
     guideline_version: int | None = None,
-) -> Outcome:  # fmt: skip
+) -> Outcome:
     def apply(state: JudgementState, candidate: Candidate) -> JudgementState:
         span = (
             Span.objects.filter(
@@ -252,15 +294,26 @@ def remove_span(
         return new
 
     return _edit_judgement(
-        assignment=assignment, candidate_id=candidate_id, labeller=labeller, revision=revision,
-        seconds=0.0, action="remove span", apply=apply, guideline_version=guideline_version,
-    )  # fmt: skip
+        assignment=assignment,
+        candidate_id=candidate_id,
+        labeller=labeller,
+        revision=revision,
+        seconds=0.0,
+        action="remove span",
+        apply=apply,
+        guideline_version=guideline_version,
+    )
 
 
 def record_verdict(
-    *, assignment: Assignment, labeller, outcome: str, reason: str, revision: int,
+    *,
+    assignment: Assignment,
+    labeller,
+    outcome: str,
+    reason: str,
+    revision: int,
     guideline_version: int | None = None,
-) -> Outcome:  # fmt: skip
+) -> Outcome:
     """The question-level outcome: answerable, unanswerable (no passage answers it), or can't
     tell, which needs a reason (it is what tells the lead the guideline needs work)."""
     if outcome not in VerdictOutcome.values:
@@ -277,9 +330,11 @@ def record_verdict(
         before = _verdict_state(verdict)
         if before == wanted:
             return Outcome(
-                subject=ChangeSubject.VERDICT, candidate=None, changed=False,
+                subject=ChangeSubject.VERDICT,
+                candidate=None,
+                changed=False,
                 newer_guideline=locked.newer_guideline,
-            )  # fmt: skip
+            )
         current = _revision(locked, ChangeSubject.VERDICT, None)
         if revision != current:
             raise StaleEdit(STALE_MESSAGE)
@@ -287,9 +342,13 @@ def record_verdict(
         _append(locked, ChangeSubject.VERDICT, None, f"verdict {outcome}", before, wanted, labeller)
         progress = update_completion(locked, labeller)
     return Outcome(
-        subject=ChangeSubject.VERDICT, candidate=None, changed=True, revision=current + 1,
-        progress=progress, newer_guideline=locked.newer_guideline,
-    )  # fmt: skip
+        subject=ChangeSubject.VERDICT,
+        candidate=None,
+        changed=True,
+        revision=current + 1,
+        progress=progress,
+        newer_guideline=locked.newer_guideline,
+    )
 
 
 def undo_last_change(
@@ -333,9 +392,15 @@ def undo_last_change(
                 locked, last.candidate, judgement, last.before, seconds=0.0, revision=revision
             )
         _append(
-            locked, last.subject, last.candidate, "undo", current, last.before, labeller,
+            locked,
+            last.subject,
+            last.candidate,
+            "undo",
+            current,
+            last.before,
+            labeller,
             undoes=last,
-        )  # fmt: skip
+        )
         progress = update_completion(locked, labeller)
     return Outcome(
         subject=last.subject,
@@ -401,10 +466,17 @@ def clamp_seconds(raw) -> float:
 
 
 def _edit_judgement(
-    *, assignment: Assignment, candidate_id: int, labeller, revision: int, seconds: float,
-    action: str, apply: Callable[[JudgementState, Candidate], JudgementState],
-    quotes: dict | None = None, guideline_version: int | None = None,
-) -> Outcome:  # fmt: skip
+    *,
+    assignment: Assignment,
+    candidate_id: int,
+    labeller,
+    revision: int,
+    seconds: float,
+    action: str,
+    apply: Callable[[JudgementState, Candidate], JudgementState],
+    quotes: dict | None = None,
+    guideline_version: int | None = None,
+) -> Outcome:
     seconds = clamp_seconds(seconds)
     for attempt in range(2):
         try:
@@ -417,19 +489,28 @@ def _edit_judgement(
                 after = apply(before, candidate)
                 if after == before:
                     return Outcome(
-                        ChangeSubject.JUDGEMENT, candidate, changed=False,
+                        ChangeSubject.JUDGEMENT,
+                        candidate,
+                        changed=False,
                         newer_guideline=locked.newer_guideline,
-                    )  # fmt: skip
+                    )
                 current = candidate.revision
                 if revision != current:
                     raise StaleEdit(STALE_MESSAGE)
                 known = {(candidate.version_id, candidate.start, candidate.end): candidate.passage}
-                history = _history(locked, ChangeSubject.JUDGEMENT, candidate, action, before,
-                                   after, labeller)  # fmt: skip
+                history = _history(
+                    locked, ChangeSubject.JUDGEMENT, candidate, action, before, after, labeller
+                )
                 judgement = _write_judgement(
-                    locked, candidate, judgement, after, seconds=seconds, revision=current + 1,
-                    quotes={**known, **(quotes or {})}, history=history,
-                )  # fmt: skip
+                    locked,
+                    candidate,
+                    judgement,
+                    after,
+                    seconds=seconds,
+                    revision=current + 1,
+                    quotes={**known, **(quotes or {})},
+                    history=history,
+                )
                 candidate.revision = current + 1
                 candidate.grade = after["grade"] if after is not None else None
                 candidate.graded = after is not None
@@ -437,10 +518,15 @@ def _edit_judgement(
                     locked, labeller, passages=passages, verdict=locked.verdict_outcome
                 )
                 return Outcome(
-                    ChangeSubject.JUDGEMENT, candidate, changed=True, revision=current + 1,
-                    progress=progress, judgement=judgement, judgement_saved=True,
+                    ChangeSubject.JUDGEMENT,
+                    candidate,
+                    changed=True,
+                    revision=current + 1,
+                    progress=progress,
+                    judgement=judgement,
+                    judgement_saved=True,
                     newer_guideline=locked.newer_guideline,
-                )  # fmt: skip
+                )
         except IntegrityError:
             # Only reachable where the database has no row locks (SQLite): the unique
             # constraint refused a second row, so look again at what is now saved.
@@ -536,15 +622,21 @@ def _revision(assignment: Assignment, subject: str, candidate: Candidate | None)
 
 
 def _append(*args, **kwargs) -> None:
-    write_lock.append_history(_history(*args, **kwargs))
+    _history(*args, **kwargs).save(force_insert=True)
 
 
 def _history(assignment, subject, candidate, action, before, after, labeller, undoes=None):
-    return write_lock.change_row(
-        assignment_id=assignment.pk, candidate_id=getattr(candidate, "pk", None), subject=subject,
-        action=action, before=before, after=after, made_by_id=getattr(labeller, "pk", None),
+    """The unsaved history row of a write (`Change`), saved once the write is made."""
+    return Change(
+        assignment_id=assignment.pk,
+        candidate_id=getattr(candidate, "pk", None),
+        subject=subject,
+        action=action,
+        before=before,
+        after=after,
+        made_by_id=getattr(labeller, "pk", None),
         undoes_id=getattr(undoes, "pk", None),
-    )  # fmt: skip
+    )
 
 
 def _copy(state: JudgementState) -> JudgementState:
@@ -577,10 +669,16 @@ def _verdict_state(verdict: Verdict | None) -> VerdictState:
 
 
 def _write_judgement(
-    assignment: Assignment, candidate: Candidate, judgement: Judgement | None,
-    state: JudgementState, *, seconds: float, revision: int, quotes: dict | None = None,
-    history: write_lock.HistoryRow | None = None,
-) -> Judgement | None:  # fmt: skip
+    assignment: Assignment,
+    candidate: Candidate,
+    judgement: Judgement | None,
+    state: JudgementState,
+    *,
+    seconds: float,
+    revision: int,
+    quotes: dict | None = None,
+    history: Change | None = None,
+) -> Judgement | None:
     """Make the saved judgement match ``state``; ``quotes`` holds span texts already known
     (the passage, a validated selection), the rest are read from the version text; the
     write's `history` row is written with it (None: the caller appends the change)."""
@@ -588,7 +686,7 @@ def _write_judgement(
         if judgement is not None:
             judgement.delete()
         if history is not None:
-            write_lock.append_history(history)
+            history.save(force_insert=True)
         return None
     if judgement is None:
         judgement = Judgement(assignment=assignment, candidate=candidate, seconds_spent=0.0)
@@ -601,18 +699,26 @@ def _write_judgement(
     existing = {} if is_new else {(s.version_id, s.start, s.end): s for s in judgement.spans.all()}
     wanted = {tuple(s) for s in state["spans"]}
     created = [
-        Span(judgement=judgement, version_id=v, start=s, end=e,
-             quote=(quotes or {}).get((v, s, e)) or _quote(v, s, e))
+        Span(
+            judgement=judgement,
+            version_id=v,
+            start=s,
+            end=e,
+            quote=(quotes or {}).get((v, s, e)) or _quote(v, s, e),
+        )
         for v, s, e in sorted(wanted - set(existing))
-    ]  # fmt: skip
+    ]
     if is_new:
-        write_lock.insert_judgement(judgement, created, history=history)
+        judgement.save(force_insert=True)
     else:
-        write_lock.save_judgement_edit(judgement, fields=JUDGEMENT_EDIT_FIELDS, history=history)
+        judgement.save(update_fields=JUDGEMENT_EDIT_FIELDS)
         stale = [s.pk for key, s in existing.items() if key not in wanted]
         if stale:
             Span.objects.filter(pk__in=stale).delete()
-        write_lock.insert_new(created)
+    if created:
+        Span.objects.bulk_create(created)
+    if history is not None:
+        history.save(force_insert=True)
     kept = [span for key, span in existing.items() if key in wanted]
     judgement.saved_spans = sorted(kept + created, key=lambda span: (span.start, span.end))
     return judgement

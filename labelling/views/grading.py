@@ -22,7 +22,6 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.messages import get_messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.template.loader import render_to_string
 from django.urls import get_script_prefix, reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -52,14 +51,14 @@ from labelling.services import judgements as services
 from labelling.services.completion import Progress, assignment_progress
 from labelling.services.guidelines import current_guideline, render_guideline
 from labelling.services.write_lock import held_assignment
-from labelling.templatetags.grading_fragments import card_values
 
 # Characters of document text shown on each side of a passage when its context is expanded
 # (a write reads them with the passages it locks, so its answer needs no second read).
 CONTEXT_CHARS = services.PAGE_CONTEXT_CHARS
 PAGE = "labelling/grade.html"
-DOCUMENT = "labelling/passage_document.html"  # Jinja, as the card it belongs to
-ANSWER = "labelling/grade_update.html"  # Jinja: `labelling/templatetags/grading_fragments.py`
+DOCUMENT = f"{PAGE}#passage_document"
+ANSWER = f"{PAGE}#update"
+GRADE_CHOICES = list(services.GRADES.items())
 SESSION_EXPIRED = "Your session has expired. Log in again; your last action is kept."
 OTHER_ACCOUNT = (
     "This browser is now logged in as {user}, not as the account this page was opened for, so "
@@ -200,7 +199,7 @@ def _assignment_for(
             .order_by()
             .first()
         )
-    else:  # the same, written out in one query (`write_lock`): a write runs it every keystroke
+    else:  # the same, with only the ids read (`write_lock`)
         access, assignment = held_assignment(
             user=request.user, slug=slug, pool_id=pool_id, question_id=question_id
         )
@@ -249,7 +248,7 @@ def _verdict_of(assignment: Assignment) -> Verdict | None:
 
 def _fixed_context(assignment: Assignment) -> dict:
     """What every piece of the page needs (the partials use ids only, never `question`)."""
-    return {"assignment": assignment, "outcomes": VerdictOutcome.choices}
+    return {"assignment": assignment, "outcomes": VerdictOutcome.choices, "grades": GRADE_CHOICES}
 
 
 # Views -------------------------------------------------------------------------------------
@@ -275,7 +274,7 @@ def show_passage_document(
     )
     whole = request.GET.get("view") != "passage"
     (card,) = _cards(assignment, request.user, slug=slug, only=candidate, whole=whole)
-    return render(request, DOCUMENT, {"card": card, "doc_oob": True}, using="jinja2")
+    return render(request, DOCUMENT, {"card": card, "doc_oob": True})
 
 
 def _write(action: Callable[..., services.Outcome | HttpResponse]) -> Callable:
@@ -371,9 +370,15 @@ def _answer(
         )
     kind = "ok" if status == 200 else "error"
     context: dict = {
-        "message": message, "message_kind": kind, "oob": True, "notice": "",
-        "messages": get_messages(request), "card": None, "progress": None, "verdict_html": "",
-    }  # fmt: skip
+        "message": message,
+        "message_kind": kind,
+        "oob": True,
+        "notice": "",
+        "messages": get_messages(request),
+        "card": None,
+        "progress": None,
+        "verdict_section": False,
+    }
     subject = revision = None
     if assignment is not None and outcome is not None:
         progress = outcome.progress or assignment_progress(assignment, request.user)
@@ -395,7 +400,7 @@ def _answer(
                 card.message_kind = kind
                 if status == 200 and card.grade and progress.contradiction:
                     card.message, card.message_kind = progress.contradiction, "warn"
-                context.update(card_values(card, total=progress.total))
+                context.update(card=card, grades=GRADE_CHOICES)
                 subject, revision = f"candidate-{candidate.pk}", card.revision
         if outcome.subject == ChangeSubject.VERDICT:
             verdict_revision = (
@@ -403,15 +408,17 @@ def _answer(
                 if outcome.revision is not None
                 else services.verdict_revision(assignment)
             )
-            verdict = {
-                **_fixed_context(assignment), "project": access.project, "progress": progress,
-                "oob": True, "verdict": Verdict.objects.filter(assignment=assignment).first(),
-                "verdict_revision": verdict_revision, "verdict_message": message,
-                "verdict_message_kind": kind,
-            }  # fmt: skip
-            context["verdict_html"] = render_to_string(f"{PAGE}#verdict", verdict, request)
+            context.update(
+                _fixed_context(assignment),
+                project=access.project,
+                verdict_section=True,
+                verdict=Verdict.objects.filter(assignment=assignment).first(),
+                verdict_revision=verdict_revision,
+                verdict_message=message,
+                verdict_message_kind=kind,
+            )
             subject, revision = "verdict", verdict_revision
-    response = render(request, ANSWER, context, status=status, using="jinja2")
+    response = render(request, ANSWER, context, status=status)
     if subject is not None:
         response["X-Goldset-Subject"] = subject
         response["X-Goldset-Revision"] = str(revision)

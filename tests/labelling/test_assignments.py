@@ -114,7 +114,7 @@ def test_next_question_gives_own_open_work_in_question_order_then_wraps(project,
 
 
 def test_first_claimable_slot_answers_as_the_orm_query_does(project, labellers):
-    """The hand-written query behind "next question"'s claim against `claimable_by`, slot by
+    """`first_claimable_slot`, behind "next question"'s claim, against `claimable_by`, slot by
     slot, for each labeller in turn, over every rule: held questions, started slots (a
     judgement or a verdict left without its labeller), excluded questions, pools not ready,
     other projects, and the order (pool, question, slot)."""

