@@ -4,16 +4,14 @@ does.
     .venv/bin/python benchmarks/reanchor.py [--repeats 5] [--with-difflib]
 
 1. One 2,100-character span with three one-character edits (and with 30), in a 100 KB and a
-   1 MB document: time of `goldeval.text.anchoring.locate` (median of the repeats). Issue 13
-   measured
-   the difflib search it replaced at ~46 s (3 edits) and 216 s (30 edits); ``--with-difflib``
-   times that search once on the 100 KB case for a side-by-side figure (slow).
+   1 MB document: time of `goldeval.text.anchoring.locate` (median of the repeats);
+   ``--with-difflib`` times the difflib search it replaced once on the 100 KB case, for a
+   side-by-side figure (slow).
 2. A 100-span gold set against a 1 MB corpus of edited versions: 100 documents of ~10 KB, each
    with a version 1 the spans point at and a version 2 that moved the text (a new paragraph
    first), edited inside the span (3-60 one-character edits) or, for 5 of them, deleted it. The
    bundle is written to a temporary folder and read with `goldeval.formats.gold.load_gold`, the
-   route
-   of ``python -m goldeval`` and the app; the time covers reading and re-anchoring, and every
+   route of ``python -m goldeval`` and the app; the time covers reading and re-anchoring, and every
    re-anchored span is checked against where its text really went.
 
 Targets (issue 13): case 1 under 0.2 s; case 2 under 5 s.

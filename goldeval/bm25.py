@@ -9,10 +9,9 @@ Term-frequency saturation and length normalisation are the same in both.
 Every (term, passage) BM25 weight is computed once at build time and stored term-major (CSR, one
 row per term), so scoring a query is the sum of a few sparse rows. rank-bm25 recomputes the weights
 for every passage on every query, which is what makes it slow and large at this scale.
-Weights are stored as float32 (relative error ~1e-7, far inside the 1e-5 agreement with rank-bm25
-the tests pin) to halve the index: about 66 MB at 100,000 passages of ~130 tokens. A process that
-searches holds them as float64 (one conversion on its first search, see _weights): 1 GB at
-1,000,000 passages, where the query p95 is then about 10 ms on two cores.
+Weights are stored as float32 (their rounding error is far inside the agreement with rank-bm25
+the tests pin) to halve the stored index. A process that searches holds them as float64 (one
+conversion on its first search, see _weights), so scoring adds no conversion per query.
 """
 
 from __future__ import annotations
@@ -299,8 +298,8 @@ def _put(buffer: np.ndarray, used: int, values: np.ndarray) -> np.ndarray:
     """Write ``values`` after the first ``used`` entries, doubling the buffer when it is full.
 
     One growing buffer instead of a list of per-batch arrays: freed mid-size arrays stay in the
-    C heap (glibc raises its mmap threshold), which added some 70 MB to the peak at 100,000
-    passages, while large buffers are mapped and given back to the system when freed.
+    C heap (glibc raises its mmap threshold) and raised the build's peak memory, while large
+    buffers are mapped and given back to the system when freed.
     """
     needed = used + len(values)
     if needed > len(buffer):

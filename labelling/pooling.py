@@ -67,8 +67,8 @@ def pool_question(hits: Iterable[Hit], *, depth: int) -> list[PooledCandidate]:
     """The pool of one question: each retriever's hits ranked <= depth, overlaps merged.
 
     Passages of one version merge by `goldeval.text.spans`' rule: sharing at least one character,
-    touching
-    ones apart, transitively (a-b and b-c overlapping make one candidate a..c). Candidates come in
+    touching ones apart, transitively (a-b and b-c overlapping make one candidate a..c). Candidates
+    come in
     (version_id, start) order and their provenance in (retriever, rank) order, whatever the
     order of ``hits``.
     """

@@ -2,8 +2,8 @@
 problems with the same lines and messages (the app lists them all, the CLI stops at the first).
 
 Both go through goldeval.formats.runfiles; these tests hold the two entry points to it, the
-labelling run
-import and `python -m goldeval`, so neither can drift into a reader of its own again."""
+labelling run import and `python -m goldeval`, so neither can drift into a reader of its own
+again."""
 
 import json
 import os

@@ -4,8 +4,7 @@ in the corpus.
 The calls themselves are `corpus.httpsearch`'s. Here an answer's results become passages of the
 newest version of each document: by the offsets the answer gave, else by locating the passage
 text the answer carried (`goldeval.text.anchoring`: exact, then the bounded fuzzy match), else as
-the
-whole document. A run counts how many results were placed each way, and keeps one message per
+the whole document. A run counts how many results were placed each way, and keeps one message per
 question that failed, so a job can list them.
 """
 

@@ -90,8 +90,7 @@ def finalise_gold_set(
     Refused, with every unresolved item listed, while anything blocks the gold rule. Who may
     finalise (admins) is the caller's check; ``user`` is recorded as the creator. The bundle is
     read back with ``goldeval.formats.gold.read_bundle`` before it is stored, so a stored gold set
-    always
-    loads in the CLI. That and the gold rule take their time on a large set (a long span
+    always loads in the CLI. That and the gold rule take their time on a large set (a long span
     re-anchored onto an edited version), so they run before the short transaction that stores
     the result, and report each stage to ``progress``; ``on_stored`` runs inside that
     transaction (a job records the new gold set on its row there, so a retry never makes two).
@@ -350,8 +349,7 @@ _cache_lock = threading.Lock()
 
 def load_gold_set(gold_set: GoldSet) -> Gold:
     """The gold set read by ``goldeval.formats.gold.read_bundle`` from its own bundle files,
-    exactly as
-    ``python -m goldeval evaluate --gold BUNDLE`` reads them."""
+    exactly as ``python -m goldeval evaluate --gold BUNDLE`` reads them."""
     key = (gold_set.pk, gold_set.checksum)
     with _cache_lock:
         if key in _gold_cache:

@@ -68,7 +68,7 @@ class WholeDocuments(Sequence[Passage]):
 
     A million-line run is a million passages, and the metrics look at the top 10 or 100 of
     each ranking: holding the doc ids and making ``Passage(doc_id)`` on access saves making the
-    other 90%. It reads like the list it stands for (length, index, slice, iteration, equality).
+    passages nobody looks at. It reads like the list it stands for (length, index, slice, iteration, equality).
     """
 
     __slots__ = ("doc_ids",)
@@ -131,8 +131,7 @@ def read_run_file(data: bytes | str, *, ties: str = "trec_eval", scores: str = "
     """Every question's ranked results and every problem (in file order) of a TREC or JSONL
     run; ``ties`` orders equal scores of a TREC run (`TIES`), ``scores`` says how precisely
     they are compared (`SCORES`). Raises `goldeval.formats.textfiles.NotUTF8Error` for bytes that
-    are
-    not UTF-8."""
+    are not UTF-8."""
     if ties not in TIES:
         raise ValueError(f"ties must be one of {', '.join(TIES)}")
     if scores not in SCORES:

@@ -1,8 +1,7 @@
 """Runs for evaluation: a run file read by `goldeval.formats.runfiles`, its first problem raised.
 
 The run format lives in `goldeval.formats.runfiles`, so the app's run import and this CLI read a
-file
-alike; here a problem stops the file, as a CI gate should, with the file and line to look at.
+file alike; here a problem stops the file, as a CI gate should, with the file and line to look at.
 """
 
 from __future__ import annotations

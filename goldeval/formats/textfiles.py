@@ -143,8 +143,8 @@ def cyclic_gc_paused() -> Iterator[None]:
     """Pause the cycle collector while a large file is read (a run, qrels).
 
     The reader makes only acyclic objects (strings, floats, tuples), so no collection during the
-    read can free anything, yet each one walks every Passage made so far: on a million-line run
-    that walking was about 40% of the time. Reference counting still frees as usual. The
+    read can free anything, yet each one walks every Passage made so far, which on a large run
+    costs more than the reading. Reference counting still frees as usual. The
     collector is left as it was found (off stays off); a read that overlaps another in a second
     thread may run with it on, which is only slower.
     """

@@ -357,8 +357,7 @@ def read_trace_lines(data: bytes | str) -> Iterator[tuple[int, TraceRecord | Lin
 def read_trace_stream(lines: Iterable[bytes]) -> Iterator[tuple[int, TraceRecord | LineProblem]]:
     """Like `read_trace_lines`, over a file opened in binary and read line by line, so a file of
     a million traces is never held whole. The rules are `goldeval.formats.textfiles`' (a line ends
-    at
-    "\\n" only; a BOM on the first line is dropped; bytes must be UTF-8), applied per line."""
+    at "\\n" only; a BOM on the first line is dropped; bytes must be UTF-8), applied per line."""
     for number, raw in enumerate(lines, start=1):
         try:
             values = list(json_lines(raw))

@@ -389,8 +389,8 @@ def _extraction_split(
 def stale_gold(gold: Gold) -> dict[str, Any]:
     """Gold spans whose document changed after labelling: re-anchored onto the newest version
     when the gold set was read (`goldeval.formats.gold.reanchor`, i.e.
-    `goldeval.text.anchoring.locate`),
-    and the ones that could not be, with their questions (they still count, unreachable)."""
+    `goldeval.text.anchoring.locate`), and the ones that could not be, with their questions (they
+    still count, unreachable)."""
     lost = [
         {
             "question_id": item.question_id,

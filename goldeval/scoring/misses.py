@@ -4,8 +4,7 @@ For each labelled question of a sample: the gold evidence the production system 
 retrieve in the top k it sent to the model (and where a built-in retriever found it), its
 recall@k and reciprocal rank; over the sample, production recall@k and MRR estimated with the
 inclusion weights (`goldeval.scoring.sampling.weighted_mean`, Hájek, stratified intervals), so a
-sample
-that over-draws negative feedback still estimates the whole of production; and the
+sample that over-draws negative feedback still estimates the whole of production; and the
 unanswerable questions production answered instead of refusing.
 
 The span rules are the metrics' (`goldeval.scoring.metrics`): a passage reaches a span when they
@@ -13,8 +12,7 @@ overlap in the same document, each span is credited once. A passage's offsets ar
 it names, else the version current when the trace occurred; where that is not the version of
 the question's gold spans of the document, the passage is placed on the gold's version first
 (`place_on`: its text found again with `goldeval.text.anchoring`), so offsets of one version never
-meet
-spans of another by accident. A passage whose text is not found there reaches nothing.
+meet spans of another by accident. A passage whose text is not found there reaches nothing.
 """
 
 from __future__ import annotations

@@ -172,8 +172,7 @@ def read_acl(data: bytes | str, *, source: Path | str | None = None) -> dict[str
 
 def read_user_run(data: bytes | str, *, source: Path | str | None = None) -> UserRun:
     """A JSONL or TREC run (the format of `goldeval.formats.runfiles`), scores kept; the first
-    problem
-    raises, with its line."""
+    problem raises, with its line."""
     path = Path(source) if source is not None else None
     try:
         parsed = read_run_file(data)

@@ -3,8 +3,7 @@
 One rule, applied here and nowhere else: `labelling.resolution` decides each item (a candidate's
 grade and spans, a question's verdict), and gold spans of one question that overlap become one
 unit by `goldeval.text.spans`' merge rule. A gold span whose labellers answered the Re-check page
-for
-it is placed where they put it in the new version (or dropped when the evidence is gone).
+for it is placed where they put it in the new version (or dropped when the evidence is gone).
 `resolve_gold` gives it per pool (the Gold page, as its viewer may see it); `collect_gold`
 gives it per question, as a gold set freezes it (evaluation only stores what it gets).
 Questions a lead excluded from the set are no part of either.
@@ -284,8 +283,7 @@ def count_by_kind(entries: list[QueueEntry]) -> list[tuple[str, str, int]]:
 def coalesce_spans(spans: list[GoldSpanRow], texts: dict[int, str]) -> list[GoldSpanRow]:
     """Overlapping gold spans of one question and version become one unit with the higher grade,
     so evidence that two candidates share is credited once (`goldeval.text.spans`' rule: touching
-    spans
-    stay two units)."""
+    spans stay two units)."""
     by_version: dict[int, list[GoldSpanRow]] = defaultdict(list)
     for span in spans:
         by_version[span.version_id].append(span)

@@ -148,9 +148,9 @@ def export() -> None:
 
     django.setup()
     from django.core.management import call_command
+    from evaluation.management.commands.load_demo import demo_index_manifest
 
     from corpus.models import Project
-    from evaluation.management.commands.load_demo import demo_index_manifest
     from evaluation.models import EvaluationRun, GoldSet, PermissionReplayRun
 
     inputs = HERE / "inputs"

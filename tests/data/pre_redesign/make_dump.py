@@ -271,8 +271,9 @@ class UserActions:
         """Every planned answer review, done; a double-reviewed answer's second review differs
         on one claim, and the lead picks the first."""
         from labelling.answer_models import AnswerAssignment
-        from labelling.services import answer_review as review
         from labelling.services.answer_adjudication import resolve_answer
+
+        from labelling.services import answer_review as review
 
         assignments = AnswerAssignment.objects.select_related("answer", "labeller")
         for assignment in assignments.order_by("answer_id", "slot"):
@@ -325,7 +326,6 @@ class UserActions:
     def post_traces(self) -> None:
         """An API token, and traces sent to the trace intake as the team's system sends them."""
         from django.test import Client
-
         from labelling.services.traces import create_api_token
 
         _, raw = create_api_token(
@@ -378,10 +378,10 @@ class UserActions:
 
     def index_health(self) -> None:
         from django.core.management import call_command
-
-        from corpus.models import Retriever
         from evaluation.services.health_reports import start_health_report
         from evaluation.services.index_health import set_thresholds
+
+        from corpus.models import Retriever
 
         set_thresholds(project=self.project, max_stale=0.05)
         call_command("check_index_health", project="demo")

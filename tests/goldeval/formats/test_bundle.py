@@ -26,8 +26,7 @@ FIXED_NOW = datetime.datetime(2025, 3, 4, 5, 6, 7, tzinfo=datetime.UTC)
 
 # SHA-256 of every file of the fixture's bundle, as the app wrote them before the bundle writer
 # moved to goldeval/formats/bundle.py; issue 17 added documents.jsonl (so manifest.json lists it)
-# and
-# changed no other file.
+# and changed no other file.
 GOLDEN = {
     "beir/corpus.jsonl": "5fa2acaa3e0e2e1a19a75b513931a6c94521ee0e89a77261b2685c2e4e8ad56c",
     "beir/qrels/test.tsv": "60976c51be685ffa11c7c8178c3b8aa21f99d777fa54060620b745e533cc2e99",
