@@ -68,7 +68,8 @@ class WholeDocuments(Sequence[Passage]):
 
     A million-line run is a million passages, and the metrics look at the top 10 or 100 of
     each ranking: holding the doc ids and making ``Passage(doc_id)`` on access saves making the
-    passages nobody looks at. It reads like the list it stands for (length, index, slice, iteration, equality).
+    passages nobody looks at. It reads like the list it stands for (length, index, slice,
+    iteration, equality).
     """
 
     __slots__ = ("doc_ids",)
