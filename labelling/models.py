@@ -6,7 +6,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from corpus.models import AccessGroup, Document, DocumentVersion, Job, Project, Retriever
+from corpus import visibility
+from corpus.models import DocumentVersion, Job, Project, Retriever
 
 # Answer runs and reference answers live in their own module; named here, Django finds them.
 # What came in from files lives in its own module; re-exported so labelling.models stays the
@@ -155,23 +156,15 @@ class Pool(models.Model):
 
 class CandidateQuerySet(models.QuerySet):
     def not_hidden_from(self, user) -> CandidateQuerySet:
-        """Candidates whose document no access group hides from the user (the rule of
-        `Document.objects.visible_to`); for the user, the others do not exist.
+        """Candidates whose document no access group hides from the user
+        (`corpus.visibility.not_hidden_q`); for the user, the others do not exist.
 
         Project membership is not checked here: callers have already scoped the candidates to
         an assignment of a project the user is a member of (`corpus.access.project_access`).
-        It is asked on every grading request, so it is written against the two link tables
-        directly, which keeps the query cheap to plan.
         """
         if not user.is_authenticated:
             return self.none()
-        links = Document.access_groups.through.objects.filter(
-            document_id=models.OuterRef("version__document_id")
-        )
-        own_groups = AccessGroup.members.through.objects.filter(user=user).values("accessgroup_id")
-        return self.filter(
-            ~models.Exists(links) | models.Exists(links.filter(accessgroup_id__in=own_groups))
-        )
+        return self.filter(visibility.not_hidden_q(user, prefix="version__document__"))
 
     def of_assignment(self, assignment) -> CandidateQuerySet:
         return self.filter(pool_id=assignment.pool_id, question_id=assignment.question_id)

@@ -16,7 +16,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
-from corpus import indexfile, jobs
+from corpus import indexfile, jobs, visibility
 from corpus.embedding import (
     VECTOR_PRECISIONS,
     Encoder,
@@ -47,6 +47,7 @@ from corpus.services import artifacts
 from corpus.services.http_retrieval import check_endpoint
 from goldeval.bm25 import IDF_KINDS, BM25Index
 from goldeval.text.analysis import Analyzer
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 
 BULK_BATCH = 2000
@@ -282,12 +283,8 @@ def retrieve(
         found = loaded.searcher.search_many(encoder.encode(list(questions)), k=k, allowed=allowed)
     wanted = sorted({int(loaded.document_ids[p]) for hits in found for p, _ in hits})
     doc_ids: dict[int, str] = {}
-    for first in range(0, len(wanted), 900):  # SQLite caps bound parameters per query
-        doc_ids.update(
-            Document.objects.filter(pk__in=wanted[first : first + 900])
-            .order_by()
-            .values_list("pk", "doc_id")
-        )
+    for batch in in_batches(wanted):
+        doc_ids.update(Document.objects.filter(pk__in=batch).order_by().values_list("pk", "doc_id"))
     return [
         [
             Retrieved(
@@ -465,9 +462,9 @@ def _embed(
     index.model_name, index.model_version, index.dimension = info.name, info.version, info.dimension
     hashes = list(dict.fromkeys(text_hash for *_, text_hash, _ in passages))
     vectors: dict[str, np.ndarray] = {}
-    for first in range(0, len(hashes), 900):  # SQLite caps bound parameters per query
+    for batch in in_batches(hashes):
         for text_hash, vector in EmbeddingCache.objects.filter(
-            model_version=info.version, text_hash__in=hashes[first : first + 900]
+            model_version=info.version, text_hash__in=batch
         ).values_list("text_hash", "vector"):
             vectors[text_hash] = np.frombuffer(bytes(vector), dtype=np.float32)
     uses = Counter(text_hash for *_, text_hash, _ in passages)
@@ -506,8 +503,8 @@ def _allowed_passages(
     The rule of ``Document.objects.searchable()`` and ``.visible_to(user)``, plus "the newest
     version only", worked out from the few rows that block something (held-back versions,
     hidden near-duplicates, versions newer than the index, restricted documents) instead of
-    from every document: at 100,000 documents that direct query costs some 200 ms per search
-    on SQLite, this a few milliseconds (see tests/corpus/test_retrievers.py for the agreement).
+    from every document, which on SQLite is far dearer at scale (benchmarks/scale.py; see
+    tests/corpus/test_retrievers.py and tests/corpus/test_visibility.py for the agreement).
     """
     if user is not None and not (
         user.is_authenticated and Membership.objects.filter(project=project, user=user).exists()
@@ -529,24 +526,9 @@ def _allowed_passages(
     )
     hidden: set[int] = set()
     if user is not None or groups is not None:
-        # Restricted documents none of whose groups is theirs (the user's groups, narrowed to
-        # ``groups`` when both are given), from the (document, group) table alone: no join to
-        # documents, which would make SQLite scan them all. One query: each round trip costs
-        # about a millisecond a search on PostgreSQL.
-        pairs = Document.access_groups.through.objects.order_by().filter(
-            accessgroup__project=project
-        )
-        theirs = pairs
-        if user is not None:
-            theirs = theirs.filter(accessgroup__members=user)
-        if groups is not None:
-            theirs = theirs.filter(accessgroup_id__in=set(groups))
+        # One query: each round trip costs a search a noticeable share of its time.
         hidden = set(
-            _first_column(
-                pairs.exclude(document_id__in=theirs.values("document_id")).values_list(
-                    "document_id"
-                )
-            )
+            _first_column(visibility.hidden_document_ids(project=project, user=user, groups=groups))
         )
     blocked_documents = hidden | _hidden_duplicates(project, hidden)
     if not with_canaries:
