@@ -8,7 +8,6 @@ newest version of a document. All or nothing: any problem, and nothing is writte
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,17 +26,17 @@ from answers.models import (
     ReferenceFact,
 )
 from corpus import jobs
-from corpus.models import Document, DocumentVersion, Job, JobState, Upload
+from corpus.models import Document, DocumentVersion, Job, JobState
 from corpus.sources import RecordError
 from goldeval.formats.answers import Answer as ReadAnswer
 from goldeval.formats.answers import check_answers, read_answer_file
 from goldeval.formats.textfiles import LineProblem, NotUTF8Error
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 from labelling.models import Question, QuestionSet
 from labelling.services.gold import GoldSpanRow, question_gold_spans
 from labelling.services.questions import InputRejected
 
-ID_BATCH = 900  # SQLite caps the bound parameters of one query
 BULK_BATCH = 2000
 MAX_FACTS = 30
 MAX_FACT = 1_000
@@ -200,13 +199,7 @@ def start_answer_import(
             total=len(IMPORT_STAGES),
             description=f"Import the answer run {name} into {question_set.name} from {source}",
         )
-        Upload.objects.create(
-            job=job,
-            name=source[:255],
-            size=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
-            content=data,
-        )
+        jobs.keep_upload(job=job, name=source, data=data)
     return job
 
 
@@ -287,10 +280,10 @@ def _newest_versions(
     user, of those they may see)."""
     found: dict[str, tuple[int, int]] = {}
     ordered = sorted(doc_ids)
-    for first in range(0, len(ordered), ID_BATCH):
+    for batch in in_batches(ordered):
         documents = Document.objects.filter(
             project_id=question_set.project_id,
-            doc_id__in=ordered[first : first + ID_BATCH],
+            doc_id__in=batch,
             latest_version__isnull=False,
         )
         if user is not None:

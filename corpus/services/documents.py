@@ -39,6 +39,7 @@ from corpus.sources import (
     read_source,
 )
 from goldeval.text.chunking import ChunkSpec, chunk_spans
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 
 BULK_BATCH = 2000
@@ -80,9 +81,9 @@ class Importer:
             return set()
         pks = [d.pk for d in documents]
         seen: set[int] = set()
-        for start in range(0, len(pks), 900):  # SQLite caps bound parameters per query
+        for batch in in_batches(pks):
             seen.update(
-                Document.objects.filter(pk__in=pks[start : start + 900])
+                Document.objects.filter(pk__in=batch)
                 .visible_to(self.user)
                 .values_list("pk", flat=True)
             )
@@ -255,8 +256,8 @@ def _write_batch(
     # One UPDATE … FROM a subquery: bulk_update's CASE expressions cost ~2 ms a row.
     changed_ids = [document.pk for _, document, _ in changes]
     newest = DocumentVersion.objects.filter(document=OuterRef("pk")).order_by("-version")
-    for start in range(0, len(changed_ids), BULK_BATCH):
-        Document.objects.filter(pk__in=changed_ids[start : start + BULK_BATCH]).update(
+    for batch in in_batches(changed_ids, size=BULK_BATCH):
+        Document.objects.filter(pk__in=batch).update(
             latest_version=Subquery(newest.values("pk")[:1])
         )
     retitled = [document for record, document, number in changes if number > 1]
@@ -307,9 +308,8 @@ def import_path(
 
 def _existing_documents(project: Project, doc_ids: Sequence[str]) -> dict[str, Document]:
     found: dict[str, Document] = {}
-    for start in range(0, len(doc_ids), 900):  # SQLite caps bound parameters per query
-        part = doc_ids[start : start + 900]
-        for document in Document.objects.filter(project=project, doc_id__in=part).select_related(
+    for batch in in_batches(doc_ids):
+        for document in Document.objects.filter(project=project, doc_id__in=batch).select_related(
             "latest_version"
         ):
             found[document.doc_id] = document
@@ -320,10 +320,10 @@ def _group_names(document_ids: set[int]) -> dict[int, tuple[str, ...]]:
     """Each document's access group names, sorted (documents without groups are absent)."""
     names: dict[int, list[str]] = {}
     ordered = sorted(document_ids)
-    for start in range(0, len(ordered), 900):  # SQLite caps bound parameters per query
-        links = Document.access_groups.through.objects.filter(
-            document_id__in=ordered[start : start + 900]
-        ).values_list("document_id", "accessgroup__name")
+    for batch in in_batches(ordered):
+        links = Document.access_groups.through.objects.filter(document_id__in=batch).values_list(
+            "document_id", "accessgroup__name"
+        )
         for document_id, name in links:
             names.setdefault(document_id, []).append(name)
     return {pk: tuple(sorted(group)) for pk, group in names.items()}
@@ -340,8 +340,8 @@ def _set_access_groups(project: Project, regroup: list[tuple[Document, tuple[str
         groups[group.name] = group
     through = Document.access_groups.through
     document_ids = [d.pk for d, _ in regroup]
-    for start in range(0, len(document_ids), 900):
-        through.objects.filter(document_id__in=document_ids[start : start + 900]).delete()
+    for batch in in_batches(document_ids):
+        through.objects.filter(document_id__in=batch).delete()
     through.objects.bulk_create(
         [
             through(document_id=document.pk, accessgroup_id=groups[name].pk)
@@ -530,13 +530,7 @@ def start_upload_import(
         )
         for upload in files:
             data = upload.read()
-            Upload.objects.create(
-                job=job,
-                name=Path(upload.name).name[:255],
-                size=len(data),
-                sha256=hashlib.sha256(data).hexdigest(),
-                content=data,
-            )
+            jobs.keep_upload(job=job, name=upload.name, data=data)
     return job
 
 

@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from corpus import jobs
-from corpus.models import Job, Project, Retriever, RetrieverKind, Upload
+from corpus.models import Job, Project, Retriever, RetrieverKind
 from corpus.services import http_retrieval
 from corpus.services.retrieval import retrieve
 from evaluation.models import EvaluationRun, GoldSet, RunSource
@@ -23,6 +23,7 @@ from goldeval.formats.gold import EvaluationInputError, Gold
 from goldeval.formats.runfiles import jsonl_run_line
 from goldeval.formats.runs import Run, check_run_against_gold, read_run
 from goldeval.scoring.baseline import BASELINE_NAME, bm25_baseline_run
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 
 # The evaluation page: the CLI's defaults, plus a recall curve up to CURVE_MIN_K (or further,
@@ -190,8 +191,7 @@ def record_retriever_run(
 def _built_in_lines(retriever: Retriever, questions, *, depth: int, user, job: Job | None):
     advance = jobs.progress(job) if job is not None else None
     lines = []
-    for first in range(0, len(questions), RETRIEVE_BATCH):
-        batch = questions[first : first + RETRIEVE_BATCH]
+    for batch in in_batches(questions, size=RETRIEVE_BATCH):
         found = retrieve(
             retriever=retriever, questions=[q.question for q in batch], k=depth, user=user
         )
@@ -259,13 +259,7 @@ def start_uploaded_run(
             total=1,
             description=f"Check and score the run {name} against {gold_set}",
         )
-        Upload.objects.create(
-            job=job,
-            name=Path(file_name).name[:255],
-            size=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
-            content=data,
-        )
+        jobs.keep_upload(job=job, name=file_name, data=data)
     return job
 
 

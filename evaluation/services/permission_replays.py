@@ -34,6 +34,7 @@ from goldeval.scoring.permission_replay import (
     read_user_run,
     replay_permissions,
 )
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 from labelling.models import Question
 
@@ -41,7 +42,6 @@ REFERENCE = RESERVED_NAME  # the retriever run with no test user: what pools see
 MAX_K = 100
 SEARCH_BATCH = 64
 MAX_LISTED_PROBLEMS = 500
-ID_BATCH = 900  # SQLite caps the bound parameters of one query
 
 
 class ReplayRejected(GoldSetError):
@@ -315,8 +315,7 @@ def _built_in(retriever, questions, k, profile, advance):
     if profile is not None and not profile.unrestricted:
         groups = [g.pk for g in profile.access_groups.all()]
     rankings = []
-    for first in range(0, len(questions), SEARCH_BATCH):
-        batch = questions[first : first + SEARCH_BATCH]
+    for batch in in_batches(questions, size=SEARCH_BATCH):
         rankings += retrieve(
             retriever=retriever,
             questions=[text for _, text in batch],
@@ -347,9 +346,9 @@ def shown_report(*, replay: PermissionReplay, user) -> dict:
     project = replay.gold_set.question_set.project
     ordered = sorted(named)
     visible: set[str] = set()
-    for first in range(0, len(ordered), ID_BATCH):
+    for batch in in_batches(ordered):
         visible.update(
-            Document.objects.filter(project=project, doc_id__in=ordered[first : first + ID_BATCH])
+            Document.objects.filter(project=project, doc_id__in=batch)
             .visible_to(user)
             .values_list("doc_id", flat=True)
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -15,7 +14,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from corpus import jobs
-from corpus.models import Document, Job, JobState, Project, Upload
+from corpus.models import Document, Job, JobState, Project
 from corpus.services.canaries import SOURCE as CANARY_SOURCE
 from corpus.services.canaries import PlantedCanary, plant_canary_documents
 from corpus.services.documents import Importer, IngestResult, ingest_batch
@@ -358,13 +357,7 @@ def start_question_import(
             total=data.count(b"\n") + (not data.endswith(b"\n")),
             description=f"Import questions into {set_name} from {name or 'pasted lines'}",
         )
-        Upload.objects.create(
-            job=job,
-            name=(name or "pasted questions")[:255],
-            size=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
-            content=data,
-        )
+        jobs.keep_upload(job=job, name=name or "pasted questions", data=data)
     return job
 
 

@@ -17,13 +17,12 @@ from corpus.models import Chunk, Document, DocumentVersion, Retriever, Retriever
 from corpus.sources import RecordError
 from goldeval.formats.runfiles import read_run_file
 from goldeval.formats.textfiles import NotUTF8Error, text_problem
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet, RunResult
 from labelling.services.questions import InputRejected
 
 BULK_BATCH = 2000
-# SQLite caps the bound parameters of one query.
-ID_BATCH = 900
 
 
 @dataclass(frozen=True)
@@ -174,10 +173,10 @@ def _latest_texts(
     a user, of those they may see)."""
     found = []
     ordered = sorted(doc_ids)
-    for first in range(0, len(ordered), ID_BATCH):
+    for batch in in_batches(ordered):
         documents = Document.objects.filter(
             project_id=retriever.project_id,
-            doc_id__in=ordered[first : first + ID_BATCH],
+            doc_id__in=batch,
             latest_version__isnull=False,
         )
         if user is not None:
@@ -202,11 +201,9 @@ def _chunks_of(retriever: Retriever, version_ids: set[int]) -> dict[int, list[tu
     if retriever.scheme_id is None:
         return chunks
     ordered = sorted(version_ids)
-    for first in range(0, len(ordered), ID_BATCH):
+    for batch in in_batches(ordered):
         for version_id, start, end in (
-            Chunk.objects.filter(
-                scheme_id=retriever.scheme_id, version_id__in=ordered[first : first + ID_BATCH]
-            )
+            Chunk.objects.filter(scheme_id=retriever.scheme_id, version_id__in=batch)
             .order_by("version_id", "ordinal")
             .values_list("version_id", "start", "end")
         ):
