@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.db import connection as default_connection
 from django.db import models
 from django.db.models import Q
 
@@ -46,14 +47,28 @@ class QuestionSet(models.Model):
         return self.name
 
 
+def included_q(prefix: str = "") -> Q:
+    """Questions still part of their set (not excluded by a lead), from a model that reaches a
+    question: ``prefix`` is the lookup path to it (``"question__"`` from an assignment). The
+    one home of the rule, with `included_sql` beside it; `Question.objects.included()` for
+    questions themselves."""
+    return Q(**{f"{prefix}excluded_at__isnull": True})
+
+
+def included_sql(alias: str, *, connection=None) -> str:
+    """`included_q` as an SQL condition on the question table's ``alias``."""
+    q = (connection or default_connection).ops.quote_name
+    return f"{alias}.{q(Question._meta.get_field('excluded_at').column)} IS NULL"
+
+
 class QuestionQuerySet(models.QuerySet):
     def duplicates(self) -> QuestionQuerySet:
         """Questions flagged as repeating an earlier question of their set."""
         return self.filter(duplicate_of__isnull=False)
 
     def included(self) -> QuestionQuerySet:
-        """Questions still part of their set: not excluded by a lead."""
-        return self.filter(excluded_at__isnull=True)
+        """Questions still part of their set: not excluded by a lead (`included_q`)."""
+        return self.filter(included_q())
 
     def excluded(self) -> QuestionQuerySet:
         return self.filter(excluded_at__isnull=False)
@@ -290,7 +305,7 @@ class AssignmentQuerySet(models.QuerySet):
         nobody's work any more (its judgements stay, for the record)."""
         if not user.is_authenticated:
             return self.none()
-        return self.filter(labeller=user, question__excluded_at__isnull=True)
+        return self.filter(included_q("question__"), labeller=user)
 
     def open(self) -> AssignmentQuerySet:
         return self.filter(completed_at__isnull=True)
@@ -313,7 +328,7 @@ class AssignmentQuerySet(models.QuerySet):
         )
         return (
             self.unclaimed()
-            .filter(pool__state=PoolState.READY, question__excluded_at__isnull=True)
+            .filter(included_q("question__"), pool__state=PoolState.READY)
             .exclude(models.Exists(already))
             .exclude(models.Exists(Judgement.objects.filter(assignment=models.OuterRef("pk"))))
             .exclude(models.Exists(Verdict.objects.filter(assignment=models.OuterRef("pk"))))

@@ -34,6 +34,8 @@ from labelling.models import (
     Question,
     QuestionSet,
     Verdict,
+    included_q,
+    included_sql,
 )
 from labelling.services.votes import Sight
 
@@ -250,7 +252,7 @@ def add_second_labellers(
     _check_members(pool, labellers)
     with transaction.atomic():
         Pool.objects.select_for_update().filter(pk=pool.pk).first()
-        planned = Assignment.objects.filter(pool=pool, question__excluded_at__isnull=True)
+        planned = Assignment.objects.filter(included_q("question__"), pool=pool)
         doubled = set(planned.filter(slot=2).values_list("question_id", flat=True))
         firsts = dict(
             planned.filter(slot=1)
@@ -409,9 +411,15 @@ def first_claimable_slot(*, project: Project, labeller) -> Assignment | None:
 def _claimable_select(alias: str, vendor: str) -> tuple[str, RowShape]:
     connection = connections[alias]
     q = connection.ops.quote_name
-    t = {key: q(model._meta.db_table) for key, model in {
-        "a": Assignment, "p": Pool, "s": QuestionSet, "q": Question, "j": Judgement,
-        "v": Verdict}.items()}  # fmt: skip
+    tables = {
+        "a": Assignment,
+        "p": Pool,
+        "s": QuestionSet,
+        "q": Question,
+        "j": Judgement,
+        "v": Verdict,
+    }
+    t = {key: q(model._meta.db_table) for key, model in tables.items()}
     columns = ", ".join(f"a.{q(field.column)}" for field in Assignment._meta.concrete_fields)
     features = connection.features
     lock = ""
@@ -424,7 +432,7 @@ def _claimable_select(alias: str, vendor: str) -> tuple[str, RowShape]:
         JOIN {t["s"]} s ON s.id = p.question_set_id
         JOIN {t["q"]} q ON q.id = a.question_id
         WHERE s.project_id = %s AND a.labeller_id IS NULL AND p.state = %s
-          AND q.excluded_at IS NULL
+          AND {included_sql("q", connection=connection)}
           AND NOT EXISTS (SELECT 1 FROM {t["a"]} o WHERE o.pool_id = a.pool_id
                           AND o.question_id = a.question_id AND o.labeller_id = %s)
           AND NOT EXISTS (SELECT 1 FROM {t["j"]} j WHERE j.assignment_id = a.id)
