@@ -44,7 +44,7 @@ from corpus.models import (
 from corpus.onnx_encoder import BACKEND as ONNX_BACKEND
 from corpus.onnx_encoder import OnnxEncoder
 from corpus.services import artifacts
-from corpus.services.http_retrieval import check_endpoint
+from corpus.services.http_retrieval import check_endpoint, endpoint_of
 from goldeval.bm25 import IDF_KINDS, BM25Index
 from goldeval.text.analysis import Analyzer
 from goldset.batching import in_batches
@@ -300,6 +300,19 @@ def retrieve(
         ]
         for hits in found
     ]
+
+
+def check_searchable(retriever: Retriever, *, project: Project) -> None:
+    """Raise ServiceError unless the app can search ``project``'s corpus with ``retriever`` now:
+    it is the project's, and an HTTP retriever has a usable endpoint, a built-in one a built
+    index. An uploaded run (kind ``run``) passes: what stands in for searching it differs by
+    caller (a run for the question set, one per test user), so each checks that itself."""
+    if retriever.project_id != project.pk:
+        raise ServiceError(f"{retriever.name} belongs to another project.")
+    if retriever.kind == RetrieverKind.HTTP:
+        endpoint_of(retriever)
+    elif retriever.kind != RetrieverKind.RUN and retriever.active_index_id is None:
+        raise ServiceError(f"{retriever.name} has no built index yet: build it first.")
 
 
 def load_index(retriever: Retriever) -> LoadedIndex:

@@ -16,7 +16,7 @@ from django.utils.text import slugify
 from corpus import jobs
 from corpus.models import Job, Project, Retriever, RetrieverKind
 from corpus.services import http_retrieval
-from corpus.services.retrieval import retrieve
+from corpus.services.retrieval import check_searchable, retrieve
 from evaluation.models import EvaluationRun, GoldSet, RunSource
 from evaluation.services.gold_sets import GoldSetError, load_gold_set
 from goldeval.formats.gold import EvaluationInputError, Gold
@@ -114,19 +114,14 @@ def _read_run(data: bytes, *, name: str, file_name: str, gold: Gold) -> Run:
 def start_retriever_run(*, gold_set: GoldSet, retriever: Retriever, user=None) -> Job:
     """Queue a built-in retriever's run over the gold set's questions."""
     project = gold_set.question_set.project
-    if retriever.project_id != project.pk:
-        raise GoldSetError(f"{retriever.name} belongs to another project.")
+    try:
+        check_searchable(retriever, project=project)
+    except ServiceError as error:
+        raise GoldSetError(str(error)) from None
     if retriever.kind == RetrieverKind.RUN:
         raise GoldSetError(
             f"{retriever.name} replays an uploaded run: upload its run file instead."
         )
-    if retriever.kind == RetrieverKind.HTTP:
-        try:
-            http_retrieval.endpoint_of(retriever)
-        except ServiceError as error:
-            raise GoldSetError(str(error)) from None
-    elif retriever.active_index_id is None:
-        raise GoldSetError(f"{retriever.name} has no built index yet: build it first.")
     # From the manifest: reading the gold set itself may re-anchor spans, a job's work.
     questions = int(gold_set.manifest.get("questions", 0))
     return jobs.start(

@@ -21,7 +21,7 @@ from corpus import jobs
 from corpus.models import Document, Job, JobState, PermissionProfile, Retriever, RetrieverKind
 from corpus.services import http_retrieval
 from corpus.services.canaries import SOURCE as CANARY_SOURCE
-from corpus.services.retrieval import retrieve
+from corpus.services.retrieval import check_searchable, retrieve
 from corpus.services.test_users import RESERVED_NAME
 from evaluation.models import GoldSet, PermissionReplay, PermissionReplayRun, ReplaySource
 from evaluation.services.evaluation_runs import MAX_RUN_BYTES
@@ -115,19 +115,14 @@ def start_permission_replay(
 
 
 def _check_retriever(retriever: Retriever, project) -> None:
-    if retriever.project_id != project.pk:
-        raise ReplayRejected(f"{retriever.name} belongs to another project.")
+    try:
+        check_searchable(retriever, project=project)
+    except ServiceError as error:
+        raise ReplayRejected(str(error)) from None
     if retriever.kind == RetrieverKind.RUN:
         raise ReplayRejected(
             f"{retriever.name} replays one uploaded run; upload a run per test user instead."
         )
-    if retriever.kind == RetrieverKind.HTTP:
-        try:
-            http_retrieval.endpoint_of(retriever)
-        except ServiceError as error:
-            raise ReplayRejected(str(error)) from None
-    elif retriever.active_index_id is None:
-        raise ReplayRejected(f"{retriever.name} has no built index yet: build it first.")
 
 
 def _read_uploads(test_users, uploads) -> list[PermissionReplayRun]:
