@@ -151,6 +151,18 @@ class InputRejected(ServiceError):
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         super().__init__(f"Nothing was imported: {shown}{more}")
 
+    def fail(self, job: Job, *, again: str) -> None:
+        """Finish the import ``job`` as failed with every problem listed on it: nothing was
+        imported; the file is to be corrected and then ``again`` ("upload it again")."""
+        job.errors = [problem.as_dict() for problem in self.problems]
+        count = len(self.problems)
+        jobs.finish(
+            job,
+            JobState.FAILED,
+            f"Nothing was imported: {count} line{'s' if count != 1 else ''} to fix (listed "
+            f"below); correct the file and {again}.",
+        )
+
 
 @dataclass
 class QuestionImportResult:
@@ -385,13 +397,7 @@ def run_question_import(job: Job) -> None:
             progress=advance,
         )
     except InputRejected as exc:
-        job.errors = [p.as_dict() for p in exc.problems]
-        count = len(exc.problems)
-        jobs.finish(
-            job, JobState.FAILED,
-            f"Nothing was imported: {count} line{'s' if count != 1 else ''} to fix (listed "
-            "below); correct the file and import it again.",
-        )  # fmt: skip
+        exc.fail(job, again="import it again")
         return
     job.result = {
         "created": result.created,
