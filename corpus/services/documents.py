@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from django.contrib.auth.models import AnonymousUser
 from django.db import DataError, transaction
 from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Length
 from django.utils import timezone
 
-from corpus import jobs
+from corpus import jobs, visibility
 from corpus.dedupe import NearDuplicateIndex, signature
 from corpus.models import (
     AccessGroup,
@@ -313,6 +314,29 @@ def _existing_documents(project: Project, doc_ids: Sequence[str]) -> dict[str, D
             "latest_version"
         ):
             found[document.doc_id] = document
+    return found
+
+
+def newest_versions(
+    *, project_id: int, doc_ids: Iterable[str], user=None
+) -> dict[str, tuple[int, int]]:
+    """doc_id -> (newest version id, its text length) of the named documents of the project
+    that have a version; with a ``user``, of those no access group hides from them. What an
+    imported run or answer file's offsets are checked against."""
+    found: dict[str, tuple[int, int]] = {}
+    for batch in in_batches(sorted(set(doc_ids))):
+        documents = Document.objects.filter(
+            project_id=project_id, doc_id__in=batch, latest_version__isnull=False
+        )
+        if user is not None:
+            documents = documents.filter(visibility.not_hidden_q(user))
+        versions = dict(documents.values_list("doc_id", "latest_version_id"))
+        lengths = dict(
+            DocumentVersion.objects.filter(pk__in=list(versions.values()))
+            .annotate(length=Length("text"))
+            .values_list("pk", "length")
+        )
+        found.update({doc_id: (pk, lengths[pk]) for doc_id, pk in versions.items()})
     return found
 
 
