@@ -8,9 +8,11 @@ There is no registry of kinds: each app's ``tasks.py`` holds one task per job ki
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 from celery import Task
 from django.apps import apps
@@ -19,7 +21,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from corpus.models import Job, JobState, Project
+from corpus.models import Job, JobState, Project, Upload
 from corpus.sources import SourceError
 from goldset.errors import ServiceError
 
@@ -67,6 +69,19 @@ def start(
     )
     queue(job)
     return job
+
+
+def keep_upload(*, job: Job, name: str, data: bytes) -> Upload:
+    """Store an uploaded original with the job that reads it, in the database, so whichever
+    worker runs the job finds it. Only the file name of ``name`` is kept (a client may send a
+    path), cut to the column's length."""
+    return Upload.objects.create(
+        job=job,
+        name=Path(name).name[:255],
+        size=len(data),
+        sha256=hashlib.sha256(data).hexdigest(),
+        content=data,
+    )
 
 
 def task_named(name: str) -> Task:

@@ -9,6 +9,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
+from corpus import visibility
 from corpus.services.artifacts import delete_artifacts
 
 
@@ -114,26 +115,16 @@ class DuplicateGroup(models.Model):
 
 class DocumentQuerySet(models.QuerySet):
     def visible_to(self, user) -> DocumentQuerySet:
-        """Documents of the user's projects that no access group hides from them.
-
-        A restricted document (one with access groups) is visible only through membership of one
-        of its groups; nothing about it may reach anyone else, not even a count.
-        """
+        """Documents of the user's projects that no access group hides from them (the rule of
+        `corpus.visibility`): nothing about the others may reach them, not even a count."""
         if not user.is_authenticated:
             return self.none()
-        restricted = AccessGroup.objects.filter(documents=OuterRef("pk"))
-        allowed = AccessGroup.objects.filter(documents=OuterRef("pk"), members=user)
-        return self.filter(project__memberships__user=user).filter(
-            ~Exists(restricted) | Exists(allowed)
-        )
+        return self.filter(visibility.visible_q(user))
 
     def hidden_from(self, user) -> DocumentQuerySet:
-        """Restricted documents none of whose groups the user is a member of (the complement of
-        `visible_to` among restricted documents; may repeat rows: use it as a subquery)."""
-        restricted = self.filter(access_groups__isnull=False)
-        if not user.is_authenticated:
-            return restricted
-        return restricted.exclude(access_groups__members=user)
+        """Restricted documents none of whose groups the user is a member of, in any project
+        (`corpus.visibility.hidden_q`)."""
+        return self.filter(visibility.hidden_q(user))
 
     def searchable_for(self, user) -> DocumentQuerySet:
         """`searchable()` as the user sees the corpus: quality accepted, and the copy of its
@@ -607,5 +598,3 @@ class EmbeddingCache(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_version} {self.text_hash}"
-
-

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from functools import cache
 
-from django.db import connection, connections
+from django.db import connection
 from django.db.models import Case, Count, F, IntegerField, OuterRef, Subquery, Value, When
 from django.db.models.functions import Coalesce, Substr
 
-from corpus.models import AccessGroup, Document, DocumentVersion
+from corpus.models import Document, DocumentVersion
+from corpus.visibility import not_hidden_sql
+from goldset.sql import identifier
 from labelling.models import Candidate, Change, ChangeSubject, Judgement
 
 
@@ -45,15 +47,13 @@ def passages_for_grading(
 def _select(alias: str, windowed: bool, single: bool) -> str:
     """The SQL, with a context window or not, for one candidate or all: built once per
     process and database."""
-    q = connections[alias].ops.quote_name
+    q = identifier
     tables = {
         "c": Candidate._meta.db_table,
         "v": DocumentVersion._meta.db_table,
         "d": Document._meta.db_table,
         "j": Judgement._meta.db_table,
         "ch": Change._meta.db_table,
-        "l": Document.access_groups.through._meta.db_table,
-        "m": AccessGroup.members.through._meta.db_table,
     }
     t = {key: q(name) for key, name in tables.items()}
     start, end = f"c.{q('start')}", f"c.{q('end')}"
@@ -78,10 +78,7 @@ def _select(alias: str, windowed: bool, single: bool) -> str:
         JOIN {t["v"]} v ON v.id = c.version_id
         JOIN {t["d"]} d ON d.id = v.document_id
         WHERE {where}
-          AND (NOT EXISTS (SELECT 1 FROM {t["l"]} l1 WHERE l1.document_id = d.id)
-               OR EXISTS (SELECT 1 FROM {t["l"]} l2
-                          JOIN {t["m"]} m ON m.accessgroup_id = l2.accessgroup_id
-                          WHERE l2.document_id = d.id AND m.user_id = %s))
+          AND {not_hidden_sql("d.id")}
         ORDER BY c.shuffle_rank, c.id
     """  # noqa: S608 - only table and column names are interpolated, values are parameters
 

@@ -6,13 +6,13 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from corpus.models import AccessGroup, Document, DocumentVersion, Job, Project, Retriever
+from corpus import visibility
+from corpus.models import Document, DocumentVersion, Job, Project, Retriever
+from goldset.sql import identifier
 
 # Answer runs and reference answers live in their own module; named here, Django finds them.
 # What came in from files lives in its own module; re-exported so labelling.models stays the
 # one place to import models from.
-from labelling.imported import ImportedJudgement as ImportedJudgement
-from labelling.imported import RunResult as RunResult
 
 
 class QuestionSetQuerySet(models.QuerySet):
@@ -45,14 +45,27 @@ class QuestionSet(models.Model):
         return self.name
 
 
+def included_q(prefix: str = "") -> Q:
+    """Questions still part of their set (not excluded by a lead), from a model that reaches a
+    question: ``prefix`` is the lookup path to it (``"question__"`` from an assignment). The
+    one home of the rule, with `included_sql` beside it; `Question.objects.included()` for
+    questions themselves."""
+    return Q(**{f"{prefix}excluded_at__isnull": True})
+
+
+def included_sql(alias: str) -> str:
+    """`included_q` as an SQL condition on the question table's ``alias``."""
+    return f"{alias}.{identifier(Question._meta.get_field('excluded_at').column)} IS NULL"
+
+
 class QuestionQuerySet(models.QuerySet):
     def duplicates(self) -> QuestionQuerySet:
         """Questions flagged as repeating an earlier question of their set."""
         return self.filter(duplicate_of__isnull=False)
 
     def included(self) -> QuestionQuerySet:
-        """Questions still part of their set: not excluded by a lead."""
-        return self.filter(excluded_at__isnull=True)
+        """Questions still part of their set: not excluded by a lead (`included_q`)."""
+        return self.filter(included_q())
 
     def excluded(self) -> QuestionQuerySet:
         return self.filter(excluded_at__isnull=False)
@@ -155,23 +168,15 @@ class Pool(models.Model):
 
 class CandidateQuerySet(models.QuerySet):
     def not_hidden_from(self, user) -> CandidateQuerySet:
-        """Candidates whose document no access group hides from the user (the rule of
-        `Document.objects.visible_to`); for the user, the others do not exist.
+        """Candidates whose document no access group hides from the user
+        (`corpus.visibility.not_hidden_q`); for the user, the others do not exist.
 
         Project membership is not checked here: callers have already scoped the candidates to
         an assignment of a project the user is a member of (`corpus.access.project_access`).
-        It is asked on every grading request, so it is written against the two link tables
-        directly, which keeps the query cheap to plan.
         """
         if not user.is_authenticated:
             return self.none()
-        links = Document.access_groups.through.objects.filter(
-            document_id=models.OuterRef("version__document_id")
-        )
-        own_groups = AccessGroup.members.through.objects.filter(user=user).values("accessgroup_id")
-        return self.filter(
-            ~models.Exists(links) | models.Exists(links.filter(accessgroup_id__in=own_groups))
-        )
+        return self.filter(visibility.not_hidden_q(user, prefix="version__document__"))
 
     def of_assignment(self, assignment) -> CandidateQuerySet:
         return self.filter(pool_id=assignment.pool_id, question_id=assignment.question_id)
@@ -297,7 +302,7 @@ class AssignmentQuerySet(models.QuerySet):
         nobody's work any more (its judgements stay, for the record)."""
         if not user.is_authenticated:
             return self.none()
-        return self.filter(labeller=user, question__excluded_at__isnull=True)
+        return self.filter(included_q("question__"), labeller=user)
 
     def open(self) -> AssignmentQuerySet:
         return self.filter(completed_at__isnull=True)
@@ -320,7 +325,7 @@ class AssignmentQuerySet(models.QuerySet):
         )
         return (
             self.unclaimed()
-            .filter(pool__state=PoolState.READY, question__excluded_at__isnull=True)
+            .filter(included_q("question__"), pool__state=PoolState.READY)
             .exclude(models.Exists(already))
             .exclude(models.Exists(Judgement.objects.filter(assignment=models.OuterRef("pk"))))
             .exclude(models.Exists(Verdict.objects.filter(assignment=models.OuterRef("pk"))))
@@ -563,4 +568,77 @@ class Resolution(models.Model):
 
 # The production loop's rows and the Re-check answers live in their own modules; named here so
 # Django finds them.
-from labelling.recheck_models import SpanRecheck as SpanRecheck  # noqa: E402
+
+
+# What came into labelling from files as it was given: imported document-level grades and the
+# results of uploaded runs.
+
+
+class ImportedJudgement(models.Model):
+    """A document-level grade brought in from elsewhere (e.g. BEIR qrels), kept as given.
+
+    Imported grades may use more levels than Goldset's 0–2 (0–4, or negative for "junk").
+    """
+
+    question = models.ForeignKey(
+        "labelling.Question", on_delete=models.CASCADE, related_name="imported_judgements"
+    )
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, related_name="imported_judgements"
+    )
+    grade = models.IntegerField()
+    source = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question", "document", "source"], name="one_imported_grade_per_source"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.question} {self.document} {self.grade}"
+
+
+class RunResult(models.Model):
+    """One ranked result of an uploaded run (a `run` retriever), mapped to a document version."""
+
+    retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="run_results")
+    question = models.ForeignKey(
+        "labelling.Question", on_delete=models.CASCADE, related_name="run_results"
+    )
+    rank = models.PositiveIntegerField()
+    score = models.FloatField(null=True, blank=True)
+    version = models.ForeignKey(DocumentVersion, on_delete=models.CASCADE, related_name="+")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["retriever", "question", "rank"]
+        indexes = [models.Index(fields=["retriever", "question", "rank"])]
+
+    def __str__(self) -> str:
+        return f"{self.retriever} {self.question} #{self.rank}"
+
+
+# A labeller's answers on their Re-check page (`labelling.services.recheck`): for each of their
+# spans on a document that changed after they labelled, confirmed, re-marked or gone.
+
+
+class SpanRecheck(models.Model):
+    """A labeller's answer for their span on a changed document, which the gold rule uses;
+    its history is `Change` rows (subject recheck)."""
+
+    span = models.OneToOneField("labelling.Span", on_delete=models.CASCADE, related_name="recheck")
+    outcome = models.CharField(max_length=16)  # "confirmed", "re-marked" or "gone"
+    version = models.ForeignKey(DocumentVersion, on_delete=models.PROTECT, related_name="+")
+    start = models.PositiveIntegerField(null=True, blank=True)
+    end = models.PositiveIntegerField(null=True, blank=True)
+    quote = models.TextField(blank=True)
+    made_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    made_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.span}: {self.outcome}"

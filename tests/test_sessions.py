@@ -102,7 +102,7 @@ def test_signed_out_by_sign_out_a_deleted_user_or_a_changed_password():
 
 @pytest.fixture
 def rename_migration():
-    return importlib.import_module("corpus.migrations.0011_issue31_sessions_model_backend")
+    return importlib.import_module("corpus.migrations.0012_issue31_sessions_model_backend")
 
 
 def test_sessions_signed_in_under_the_old_backend_stay_signed_in(rename_migration):

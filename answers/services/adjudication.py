@@ -18,7 +18,7 @@ from answers.services.gold import review_of
 from corpus.models import Document
 from goldset.errors import ServiceError
 from labelling.agreement import pairwise_report
-from labelling.models import QuestionSet
+from labelling.models import QuestionSet, included_q
 
 SUPPORT_ORDER = {"none": 0, "partial": 1, "full": 2}
 PRESENCE_ORDER = {"no": 0, "partly": 1, "yes": 2}
@@ -34,7 +34,7 @@ class Disagreement:
 
 def _double_reviewed(question_set: QuestionSet, viewer) -> list[Answer]:
     answers = (
-        Answer.objects.filter(run__question_set=question_set, question__excluded_at__isnull=True)
+        Answer.objects.filter(included_q("question__"), run__question_set=question_set)
         .exclude(passages__version__document__in=Document.objects.hidden_from(viewer))
         .select_related("run", "question")
         .prefetch_related(

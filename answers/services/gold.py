@@ -18,7 +18,7 @@ from answers.models import Answer, AnswerAssignment, AnswerRun, ReferenceAnswer
 from goldeval.formats.answers import Answer as CoreAnswer
 from goldeval.formats.answers import Sentence
 from goldeval.formats.runfiles import Passage
-from labelling.models import QuestionSet
+from labelling.models import QuestionSet, included_q
 
 
 def reference_records(question_set: QuestionSet) -> list[dict[str, Any]]:
@@ -27,7 +27,7 @@ def reference_records(question_set: QuestionSet) -> list[dict[str, Any]]:
     current: dict[int, ReferenceAnswer] = {}
     for reference in (
         ReferenceAnswer.objects.filter(
-            question__question_set=question_set, question__excluded_at__isnull=True
+            included_q("question__"), question__question_set=question_set
         )
         .select_related("question")
         .prefetch_related("facts")
@@ -99,7 +99,7 @@ def answer_records(question_set: QuestionSet) -> list[dict[str, Any]]:
     }
     records = []
     answers = (
-        Answer.objects.filter(run__question_set=question_set, question__excluded_at__isnull=True)
+        Answer.objects.filter(included_q("question__"), run__question_set=question_set)
         .select_related("run", "question", "resolution__chosen")
         .prefetch_related(
             "assignments__claims__citations__passage__version__document", "assignments__facts"
@@ -148,7 +148,7 @@ def core_answers(run: AnswerRun) -> dict[str, CoreAnswer]:
     the answer keys are the CLI's (`write_answer_file` writes the same file back)."""
     answers: dict[str, CoreAnswer] = {}
     rows = (
-        run.answers.filter(question__excluded_at__isnull=True)
+        run.answers.filter(included_q("question__"))
         .select_related("question")
         .prefetch_related("sentences", "passages__version__document")
         .order_by("line")

@@ -8,12 +8,10 @@ newest version of a document. All or nothing: any problem, and nothing is writte
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models.functions import Length
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import slugify
@@ -27,7 +25,8 @@ from answers.models import (
     ReferenceFact,
 )
 from corpus import jobs
-from corpus.models import Document, DocumentVersion, Job, JobState, Upload
+from corpus.models import Job, JobState
+from corpus.services.documents import newest_versions
 from corpus.sources import RecordError
 from goldeval.formats.answers import Answer as ReadAnswer
 from goldeval.formats.answers import check_answers, read_answer_file
@@ -37,7 +36,6 @@ from labelling.models import Question, QuestionSet
 from labelling.services.gold import GoldSpanRow, question_gold_spans
 from labelling.services.questions import InputRejected
 
-ID_BATCH = 900  # SQLite caps the bound parameters of one query
 BULK_BATCH = 2000
 MAX_FACTS = 30
 MAX_FACT = 1_000
@@ -88,7 +86,7 @@ def import_answers(
     stage(1, IMPORT_STAGES[1])
     questions = dict(question_set.questions.included().values_list("external_id", "pk"))
     doc_ids = {passage.doc_id for answer in read.answers.values() for passage in _passages(answer)}
-    documents = _newest_versions(question_set, doc_ids, user=user)
+    documents = newest_versions(project_id=question_set.project_id, doc_ids=doc_ids, user=user)
     problems: list[LineProblem] = list(read.problems)
     problems += check_answers(
         read.answers,
@@ -200,13 +198,7 @@ def start_answer_import(
             total=len(IMPORT_STAGES),
             description=f"Import the answer run {name} into {question_set.name} from {source}",
         )
-        Upload.objects.create(
-            job=job,
-            name=source[:255],
-            size=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
-            content=data,
-        )
+        jobs.keep_upload(job=job, name=source, data=data)
     return job
 
 
@@ -246,13 +238,7 @@ def run_answer_import(job: Job) -> None:
             progress=advance,
         )
     except InputRejected as exc:
-        job.errors = [problem.as_dict() for problem in exc.problems]
-        count = len(exc.problems)
-        jobs.finish(
-            job, JobState.FAILED,
-            f"Nothing was imported: {count} line{'s' if count != 1 else ''} to fix (listed "
-            "below); correct the file and upload it again.",
-        )  # fmt: skip
+        exc.fail(job, again="upload it again")
         return
     job.result = {"run_id": result.run.pk, "link": link}
     jobs.finish(
@@ -278,31 +264,6 @@ def _passage(row, passage, documents, *, role, position, sentence=None) -> Answe
         start=passage.start,
         end=passage.end,
     )
-
-
-def _newest_versions(
-    question_set: QuestionSet, doc_ids: set[str], *, user=None
-) -> dict[str, tuple[int, int]]:
-    """doc_id -> (newest version id, its length) of the named documents of the project (with a
-    user, of those they may see)."""
-    found: dict[str, tuple[int, int]] = {}
-    ordered = sorted(doc_ids)
-    for first in range(0, len(ordered), ID_BATCH):
-        documents = Document.objects.filter(
-            project_id=question_set.project_id,
-            doc_id__in=ordered[first : first + ID_BATCH],
-            latest_version__isnull=False,
-        )
-        if user is not None:
-            documents = documents.exclude(pk__in=Document.objects.hidden_from(user).values("pk"))
-        versions = dict(documents.values_list("doc_id", "latest_version_id"))
-        lengths = dict(
-            DocumentVersion.objects.filter(pk__in=list(versions.values()))
-            .annotate(length=Length("text"))
-            .values_list("pk", "length")
-        )
-        found.update({doc_id: (pk, lengths[pk]) for doc_id, pk in versions.items()})
-    return found
 
 
 # --- reference answers --------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def backwards(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("corpus", "0010_sessions_sign_in_backend"),
+        ("corpus", "0011_issue31_manifests_move_to_health"),
         ("sessions", "0001_initial"),
     ]
 

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from django.contrib.auth.models import AnonymousUser
 from django.db import DataError, transaction
 from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Length
 from django.utils import timezone
 
-from corpus import jobs
+from corpus import jobs, visibility
 from corpus.dedupe import NearDuplicateIndex, signature
 from corpus.models import (
     AccessGroup,
@@ -39,6 +40,7 @@ from corpus.sources import (
     read_source,
 )
 from goldeval.text.chunking import ChunkSpec, chunk_spans
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 
 BULK_BATCH = 2000
@@ -80,9 +82,9 @@ class Importer:
             return set()
         pks = [d.pk for d in documents]
         seen: set[int] = set()
-        for start in range(0, len(pks), 900):  # SQLite caps bound parameters per query
+        for batch in in_batches(pks):
             seen.update(
-                Document.objects.filter(pk__in=pks[start : start + 900])
+                Document.objects.filter(pk__in=batch)
                 .visible_to(self.user)
                 .values_list("pk", flat=True)
             )
@@ -255,8 +257,8 @@ def _write_batch(
     # One UPDATE … FROM a subquery: bulk_update's CASE expressions cost ~2 ms a row.
     changed_ids = [document.pk for _, document, _ in changes]
     newest = DocumentVersion.objects.filter(document=OuterRef("pk")).order_by("-version")
-    for start in range(0, len(changed_ids), BULK_BATCH):
-        Document.objects.filter(pk__in=changed_ids[start : start + BULK_BATCH]).update(
+    for batch in in_batches(changed_ids, size=BULK_BATCH):
+        Document.objects.filter(pk__in=batch).update(
             latest_version=Subquery(newest.values("pk")[:1])
         )
     retitled = [document for record, document, number in changes if number > 1]
@@ -307,12 +309,34 @@ def import_path(
 
 def _existing_documents(project: Project, doc_ids: Sequence[str]) -> dict[str, Document]:
     found: dict[str, Document] = {}
-    for start in range(0, len(doc_ids), 900):  # SQLite caps bound parameters per query
-        part = doc_ids[start : start + 900]
-        for document in Document.objects.filter(project=project, doc_id__in=part).select_related(
+    for batch in in_batches(doc_ids):
+        for document in Document.objects.filter(project=project, doc_id__in=batch).select_related(
             "latest_version"
         ):
             found[document.doc_id] = document
+    return found
+
+
+def newest_versions(
+    *, project_id: int, doc_ids: Iterable[str], user=None
+) -> dict[str, tuple[int, int]]:
+    """doc_id -> (newest version id, its text length) of the named documents of the project
+    that have a version; with a ``user``, of those no access group hides from them. What an
+    imported run or answer file's offsets are checked against."""
+    found: dict[str, tuple[int, int]] = {}
+    for batch in in_batches(sorted(set(doc_ids))):
+        documents = Document.objects.filter(
+            project_id=project_id, doc_id__in=batch, latest_version__isnull=False
+        )
+        if user is not None:
+            documents = documents.filter(visibility.not_hidden_q(user))
+        versions = dict(documents.values_list("doc_id", "latest_version_id"))
+        lengths = dict(
+            DocumentVersion.objects.filter(pk__in=list(versions.values()))
+            .annotate(length=Length("text"))
+            .values_list("pk", "length")
+        )
+        found.update({doc_id: (pk, lengths[pk]) for doc_id, pk in versions.items()})
     return found
 
 
@@ -320,10 +344,10 @@ def _group_names(document_ids: set[int]) -> dict[int, tuple[str, ...]]:
     """Each document's access group names, sorted (documents without groups are absent)."""
     names: dict[int, list[str]] = {}
     ordered = sorted(document_ids)
-    for start in range(0, len(ordered), 900):  # SQLite caps bound parameters per query
-        links = Document.access_groups.through.objects.filter(
-            document_id__in=ordered[start : start + 900]
-        ).values_list("document_id", "accessgroup__name")
+    for batch in in_batches(ordered):
+        links = Document.access_groups.through.objects.filter(document_id__in=batch).values_list(
+            "document_id", "accessgroup__name"
+        )
         for document_id, name in links:
             names.setdefault(document_id, []).append(name)
     return {pk: tuple(sorted(group)) for pk, group in names.items()}
@@ -340,8 +364,8 @@ def _set_access_groups(project: Project, regroup: list[tuple[Document, tuple[str
         groups[group.name] = group
     through = Document.access_groups.through
     document_ids = [d.pk for d, _ in regroup]
-    for start in range(0, len(document_ids), 900):
-        through.objects.filter(document_id__in=document_ids[start : start + 900]).delete()
+    for batch in in_batches(document_ids):
+        through.objects.filter(document_id__in=batch).delete()
     through.objects.bulk_create(
         [
             through(document_id=document.pk, accessgroup_id=groups[name].pk)
@@ -530,13 +554,7 @@ def start_upload_import(
         )
         for upload in files:
             data = upload.read()
-            Upload.objects.create(
-                job=job,
-                name=Path(upload.name).name[:255],
-                size=len(data),
-                sha256=hashlib.sha256(data).hexdigest(),
-                content=data,
-            )
+            jobs.keep_upload(job=job, name=upload.name, data=data)
     return job
 
 

@@ -41,10 +41,10 @@ from corpus.models import (
     RetrieverKind,
 )
 from goldeval.text.anchoring import locate
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 
 SEARCH_BATCH = 64
-ID_BATCH = 900  # SQLite caps the bound parameters of one query
 # How each result was placed, in the order a run's summary names them.
 PLACED = ("offsets", "exact", "fuzzy", "document", "unknown")
 _HIGHLIGHT_TAGS = re.compile(r"</?(?:em|strong|b|i|mark|span)(?:\s[^>]*)?>", re.I)
@@ -209,8 +209,7 @@ def search_http(
     )
     run = HttpRun()
     with SearchClient(endpoint=endpoint, policy=host_policy(), all_groups=groups) as client:
-        for first in range(0, len(questions), SEARCH_BATCH):
-            batch = questions[first : first + SEARCH_BATCH]
+        for batch in in_batches(questions, size=SEARCH_BATCH):
             try:
                 answers = client.search_many(
                     [Query(text, k=k, identity=identity) for _, text in batch], progress=progress
@@ -303,10 +302,10 @@ def _documents(project_id: int, doc_ids: Iterable[str]) -> dict[str, tuple[int, 
             accessgroup__project_id=project_id
         ).values_list("document_id", flat=True)
     )
-    for first in range(0, len(ordered), ID_BATCH):
+    for batch in in_batches(ordered):
         for doc_id, pk, version_id in Document.objects.filter(
             project_id=project_id,
-            doc_id__in=ordered[first : first + ID_BATCH],
+            doc_id__in=batch,
             latest_version__isnull=False,
         ).values_list("doc_id", "pk", "latest_version_id"):
             found[doc_id] = (pk, version_id, pk in restricted)
@@ -316,12 +315,8 @@ def _documents(project_id: int, doc_ids: Iterable[str]) -> dict[str, tuple[int, 
 def _texts(version_ids: set[int]) -> dict[int, str]:
     texts: dict[int, str] = {}
     ordered = sorted(version_ids)
-    for first in range(0, len(ordered), ID_BATCH):
-        texts.update(
-            DocumentVersion.objects.filter(pk__in=ordered[first : first + ID_BATCH]).values_list(
-                "pk", "text"
-            )
-        )
+    for batch in in_batches(ordered):
+        texts.update(DocumentVersion.objects.filter(pk__in=batch).values_list("pk", "text"))
     return texts
 
 
@@ -336,8 +331,8 @@ def content_rankings(run: HttpRun, *, project: Project, user=None) -> list[list[
         {hit.document_id for ranking in run.rankings for hit in ranking if hit.document_id}
     )
     kept: set[int] = set()
-    for first in range(0, len(ids), ID_BATCH):
-        documents = Document.objects.filter(project=project, pk__in=ids[first : first + ID_BATCH])
+    for batch in in_batches(ids):
+        documents = Document.objects.filter(project=project, pk__in=batch)
         documents = documents.searchable().content()
         if user is not None:
             documents = documents.visible_to(user)
@@ -364,8 +359,7 @@ def pool_rows(
     lengths: dict[int, int] = {}
     if whole:
         ordered = sorted(whole)
-        for first in range(0, len(ordered), ID_BATCH):
-            part = ordered[first : first + ID_BATCH]
+        for part in in_batches(ordered):
             if retriever.scheme_id is not None:
                 for version_id, start, end in (
                     Chunk.objects.filter(scheme_id=retriever.scheme_id, version_id__in=part)

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 from django.conf import settings
-from django.core.exceptions import EmptyResultSet
-from django.db import connections, transaction
-from django.db.models import F, QuerySet
+from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 
-from corpus import indexfile, jobs
+from corpus import indexfile, jobs, visibility
 from corpus.embedding import (
     VECTOR_PRECISIONS,
     Encoder,
@@ -44,9 +43,10 @@ from corpus.models import (
 from corpus.onnx_encoder import BACKEND as ONNX_BACKEND
 from corpus.onnx_encoder import OnnxEncoder
 from corpus.services import artifacts
-from corpus.services.http_retrieval import check_endpoint
+from corpus.services.http_retrieval import check_endpoint, endpoint_of
 from goldeval.bm25 import IDF_KINDS, BM25Index
 from goldeval.text.analysis import Analyzer
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 
 BULK_BATCH = 2000
@@ -282,12 +282,8 @@ def retrieve(
         found = loaded.searcher.search_many(encoder.encode(list(questions)), k=k, allowed=allowed)
     wanted = sorted({int(loaded.document_ids[p]) for hits in found for p, _ in hits})
     doc_ids: dict[int, str] = {}
-    for first in range(0, len(wanted), 900):  # SQLite caps bound parameters per query
-        doc_ids.update(
-            Document.objects.filter(pk__in=wanted[first : first + 900])
-            .order_by()
-            .values_list("pk", "doc_id")
-        )
+    for batch in in_batches(wanted):
+        doc_ids.update(Document.objects.filter(pk__in=batch).order_by().values_list("pk", "doc_id"))
     return [
         [
             Retrieved(
@@ -303,6 +299,19 @@ def retrieve(
         ]
         for hits in found
     ]
+
+
+def check_searchable(retriever: Retriever, *, project: Project) -> None:
+    """Raise ServiceError unless the app can search ``project``'s corpus with ``retriever`` now:
+    it is the project's, and an HTTP retriever has a usable endpoint, a built-in one a built
+    index. An uploaded run (kind ``run``) passes: what stands in for searching it differs by
+    caller (a run for the question set, one per test user), so each checks that itself."""
+    if retriever.project_id != project.pk:
+        raise ServiceError(f"{retriever.name} belongs to another project.")
+    if retriever.kind == RetrieverKind.HTTP:
+        endpoint_of(retriever)
+    elif retriever.kind != RetrieverKind.RUN and retriever.active_index_id is None:
+        raise ServiceError(f"{retriever.name} has no built index yet: build it first.")
 
 
 def load_index(retriever: Retriever) -> LoadedIndex:
@@ -465,9 +474,9 @@ def _embed(
     index.model_name, index.model_version, index.dimension = info.name, info.version, info.dimension
     hashes = list(dict.fromkeys(text_hash for *_, text_hash, _ in passages))
     vectors: dict[str, np.ndarray] = {}
-    for first in range(0, len(hashes), 900):  # SQLite caps bound parameters per query
+    for batch in in_batches(hashes):
         for text_hash, vector in EmbeddingCache.objects.filter(
-            model_version=info.version, text_hash__in=hashes[first : first + 900]
+            model_version=info.version, text_hash__in=batch
         ).values_list("text_hash", "vector"):
             vectors[text_hash] = np.frombuffer(bytes(vector), dtype=np.float32)
     uses = Counter(text_hash for *_, text_hash, _ in passages)
@@ -506,8 +515,8 @@ def _allowed_passages(
     The rule of ``Document.objects.searchable()`` and ``.visible_to(user)``, plus "the newest
     version only", worked out from the few rows that block something (held-back versions,
     hidden near-duplicates, versions newer than the index, restricted documents) instead of
-    from every document: at 100,000 documents that direct query costs some 200 ms per search
-    on SQLite, this a few milliseconds (see tests/corpus/test_retrievers.py for the agreement).
+    from every document, which on SQLite is far dearer at scale (benchmarks/scale.py; see
+    tests/corpus/test_retrievers.py and tests/corpus/test_visibility.py for the agreement).
     """
     if user is not None and not (
         user.is_authenticated and Membership.objects.filter(project=project, user=user).exists()
@@ -529,25 +538,13 @@ def _allowed_passages(
     )
     hidden: set[int] = set()
     if user is not None or groups is not None:
-        # Restricted documents none of whose groups is theirs (the user's groups, narrowed to
-        # ``groups`` when both are given), from the (document, group) table alone: no join to
-        # documents, which would make SQLite scan them all. One query: each round trip costs
-        # about a millisecond a search on PostgreSQL.
-        pairs = Document.access_groups.through.objects.order_by().filter(
-            accessgroup__project=project
-        )
-        theirs = pairs
-        if user is not None:
-            theirs = theirs.filter(accessgroup__members=user)
-        if groups is not None:
-            theirs = theirs.filter(accessgroup_id__in=set(groups))
-        hidden = set(
-            _first_column(
-                pairs.exclude(document_id__in=theirs.values("document_id")).values_list(
-                    "document_id"
-                )
+        # One query: each round trip costs a search a noticeable share of its time.
+        hidden = {
+            document_id
+            for (document_id,) in visibility.hidden_document_ids(
+                project=project, user=user, groups=groups
             )
-        )
+        }
     blocked_documents = hidden | _hidden_duplicates(project, hidden)
     if not with_canaries:
         blocked_documents |= set(
@@ -565,19 +562,6 @@ def _allowed_passages(
     return None if mask.all() else mask
 
 
-def _first_column(queryset: QuerySet) -> list:
-    """The first column of the queryset's rows, fetched by the driver in one call: Django's row
-    iterator costs about a microsecond a row, 5 ms a search when half of 10,000 restricted
-    documents are hidden (benchmarks/scale.py)."""
-    try:
-        sql, params = queryset.query.sql_with_params()
-    except EmptyResultSet:
-        return []
-    with connections[queryset.db].cursor() as cursor:
-        cursor.execute(sql, params)
-        return [row[0] for row in cursor.fetchall()]
-
-
 def _hidden_duplicates(project: Project, hidden: set[int]) -> set[int]:
     """Members of near-duplicate groups that are not their group's searchable copy. For a user
     the representative is hidden from, the group's first member they may see (lowest pk) stands
@@ -585,7 +569,7 @@ def _hidden_duplicates(project: Project, hidden: set[int]) -> set[int]:
     members: dict[int, list[int]] = {}
     representative: dict[int, int | None] = {}
     # Unordered in SQL: ORDER BY pk made PostgreSQL walk every document of the project in pk
-    # order to join it to the (few or no) groups, 11 ms a search at 10,000 documents.
+    # order to join it to the (few or no) groups.
     for pk, group_id, representative_id in (
         Document.objects.filter(duplicate_group__project=project)
         .order_by()

@@ -5,6 +5,7 @@ live by the Index health page."""
 
 from __future__ import annotations
 
+from corpus import visibility
 from corpus.models import Document, Project
 from goldeval.formats.gold import DocumentState
 
@@ -21,7 +22,7 @@ def document_states(project: Project, *, viewer=None) -> list[DocumentState]:
         documents = (
             documents.visible_to(viewer)
             if viewer.is_authenticated
-            else documents.filter(access_groups__isnull=True)
+            else documents.filter(visibility.not_hidden_q(viewer))
         )
         searchable = set(documents.searchable_for(viewer).values_list("pk", flat=True))
     rows = (

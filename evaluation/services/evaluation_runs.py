@@ -14,15 +14,16 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from corpus import jobs
-from corpus.models import Job, Project, Retriever, RetrieverKind, Upload
+from corpus.models import Job, Project, Retriever, RetrieverKind
 from corpus.services import http_retrieval
-from corpus.services.retrieval import retrieve
+from corpus.services.retrieval import check_searchable, retrieve
 from evaluation.models import EvaluationRun, GoldSet, RunSource
 from evaluation.services.gold_sets import GoldSetError, load_gold_set
 from goldeval.formats.gold import EvaluationInputError, Gold
 from goldeval.formats.runfiles import jsonl_run_line
 from goldeval.formats.runs import Run, check_run_against_gold, read_run
 from goldeval.scoring.baseline import BASELINE_NAME, bm25_baseline_run
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 
 # The evaluation page: the CLI's defaults, plus a recall curve up to CURVE_MIN_K (or further,
@@ -113,19 +114,14 @@ def _read_run(data: bytes, *, name: str, file_name: str, gold: Gold) -> Run:
 def start_retriever_run(*, gold_set: GoldSet, retriever: Retriever, user=None) -> Job:
     """Queue a built-in retriever's run over the gold set's questions."""
     project = gold_set.question_set.project
-    if retriever.project_id != project.pk:
-        raise GoldSetError(f"{retriever.name} belongs to another project.")
+    try:
+        check_searchable(retriever, project=project)
+    except ServiceError as error:
+        raise GoldSetError(str(error)) from None
     if retriever.kind == RetrieverKind.RUN:
         raise GoldSetError(
             f"{retriever.name} replays an uploaded run: upload its run file instead."
         )
-    if retriever.kind == RetrieverKind.HTTP:
-        try:
-            http_retrieval.endpoint_of(retriever)
-        except ServiceError as error:
-            raise GoldSetError(str(error)) from None
-    elif retriever.active_index_id is None:
-        raise GoldSetError(f"{retriever.name} has no built index yet: build it first.")
     # From the manifest: reading the gold set itself may re-anchor spans, a job's work.
     questions = int(gold_set.manifest.get("questions", 0))
     return jobs.start(
@@ -190,8 +186,7 @@ def record_retriever_run(
 def _built_in_lines(retriever: Retriever, questions, *, depth: int, user, job: Job | None):
     advance = jobs.progress(job) if job is not None else None
     lines = []
-    for first in range(0, len(questions), RETRIEVE_BATCH):
-        batch = questions[first : first + RETRIEVE_BATCH]
+    for batch in in_batches(questions, size=RETRIEVE_BATCH):
         found = retrieve(
             retriever=retriever, questions=[q.question for q in batch], k=depth, user=user
         )
@@ -259,13 +254,7 @@ def start_uploaded_run(
             total=1,
             description=f"Check and score the run {name} against {gold_set}",
         )
-        Upload.objects.create(
-            job=job,
-            name=Path(file_name).name[:255],
-            size=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
-            content=data,
-        )
+        jobs.keep_upload(job=job, name=file_name, data=data)
     return job
 
 

@@ -37,6 +37,7 @@ from goldeval.formats.gold import (
     read_bundle,
 )
 from goldeval.text.chunking import ChunkSpec
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 from labelling.models import (
     Assignment,
@@ -440,11 +441,9 @@ def _bundle_documents(
         doc_ids.update(doc_id for doc_id, *_ in question.judged)
     doc_ids.update(vote.doc_id for vote in votes if vote.doc_id)
     ordered, found = sorted(doc_ids), set()
-    for start in range(0, len(ordered), 900):  # SQLite caps bound parameters per query
+    for batch in in_batches(ordered):
         found.update(
-            Document.objects.filter(
-                project=project, doc_id__in=ordered[start : start + 900]
-            ).values_list("pk", flat=True)
+            Document.objects.filter(project=project, doc_id__in=batch).values_list("pk", flat=True)
         )
     return found
 

@@ -23,6 +23,7 @@ from evaluation.services.gold_sets import load_gold_set
 from goldeval.formats.runfiles import jsonl_run_line
 from goldeval.formats.runs import read_run
 from goldeval.scoring.metrics import MetricOptions, evaluate_run
+from goldset.batching import in_batches
 from labelling.charts import time_chart
 
 BATCH = 64
@@ -123,8 +124,7 @@ def run_index_evaluation(job: Job) -> None:
     questions = list(gold.questions.values())
     advance = jobs.progress(job)
     lines = []
-    for first in range(0, len(questions), BATCH):
-        batch = questions[first : first + BATCH]
+    for batch in in_batches(questions, size=BATCH):
         # groups=(): as someone in no group, so the figures are everyone's.
         found = retrieve(
             retriever=retriever, questions=[q.question for q in batch], k=depth, groups=()

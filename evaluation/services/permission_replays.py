@@ -21,7 +21,7 @@ from corpus import jobs
 from corpus.models import Document, Job, JobState, PermissionProfile, Retriever, RetrieverKind
 from corpus.services import http_retrieval
 from corpus.services.canaries import SOURCE as CANARY_SOURCE
-from corpus.services.retrieval import retrieve
+from corpus.services.retrieval import check_searchable, retrieve
 from corpus.services.test_users import RESERVED_NAME
 from evaluation.models import GoldSet, PermissionReplay, PermissionReplayRun, ReplaySource
 from evaluation.services.evaluation_runs import MAX_RUN_BYTES
@@ -34,6 +34,7 @@ from goldeval.scoring.permission_replay import (
     read_user_run,
     replay_permissions,
 )
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 from labelling.models import Question
 
@@ -41,7 +42,6 @@ REFERENCE = RESERVED_NAME  # the retriever run with no test user: what pools see
 MAX_K = 100
 SEARCH_BATCH = 64
 MAX_LISTED_PROBLEMS = 500
-ID_BATCH = 900  # SQLite caps the bound parameters of one query
 
 
 class ReplayRejected(GoldSetError):
@@ -115,19 +115,14 @@ def start_permission_replay(
 
 
 def _check_retriever(retriever: Retriever, project) -> None:
-    if retriever.project_id != project.pk:
-        raise ReplayRejected(f"{retriever.name} belongs to another project.")
+    try:
+        check_searchable(retriever, project=project)
+    except ServiceError as error:
+        raise ReplayRejected(str(error)) from None
     if retriever.kind == RetrieverKind.RUN:
         raise ReplayRejected(
             f"{retriever.name} replays one uploaded run; upload a run per test user instead."
         )
-    if retriever.kind == RetrieverKind.HTTP:
-        try:
-            http_retrieval.endpoint_of(retriever)
-        except ServiceError as error:
-            raise ReplayRejected(str(error)) from None
-    elif retriever.active_index_id is None:
-        raise ReplayRejected(f"{retriever.name} has no built index yet: build it first.")
 
 
 def _read_uploads(test_users, uploads) -> list[PermissionReplayRun]:
@@ -315,8 +310,7 @@ def _built_in(retriever, questions, k, profile, advance):
     if profile is not None and not profile.unrestricted:
         groups = [g.pk for g in profile.access_groups.all()]
     rankings = []
-    for first in range(0, len(questions), SEARCH_BATCH):
-        batch = questions[first : first + SEARCH_BATCH]
+    for batch in in_batches(questions, size=SEARCH_BATCH):
         rankings += retrieve(
             retriever=retriever,
             questions=[text for _, text in batch],
@@ -347,9 +341,9 @@ def shown_report(*, replay: PermissionReplay, user) -> dict:
     project = replay.gold_set.question_set.project
     ordered = sorted(named)
     visible: set[str] = set()
-    for first in range(0, len(ordered), ID_BATCH):
+    for batch in in_batches(ordered):
         visible.update(
-            Document.objects.filter(project=project, doc_id__in=ordered[first : first + ID_BATCH])
+            Document.objects.filter(project=project, doc_id__in=batch)
             .visible_to(user)
             .values_list("doc_id", flat=True)
         )

@@ -20,7 +20,7 @@ from corpus import jobs
 from corpus.httpendpoint import ConfigError, HttpSearchError
 from corpus.httpguard import GuardedTransport
 from corpus.httpsearch import MAX_RESPONSE_BYTES, SearchClient
-from corpus.models import Job, JobState, Retriever, RetrieverKind, Upload
+from corpus.models import Job, JobState, Retriever, RetrieverKind
 from corpus.services import http_retrieval
 from goldeval.formats.manifests import ManifestFile, read_manifest
 from goldeval.formats.textfiles import NotUTF8Error
@@ -170,13 +170,7 @@ def start_manifest_import(
             params={"retriever_id": retriever.pk, **({"then": then} if then else {})},
             description=f"Import the index manifest of {retriever.name}",
         )
-        Upload.objects.create(
-            job=job,
-            name=Path(upload.name).name[:255],
-            size=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
-            content=data,
-        )
+        jobs.keep_upload(job=job, name=upload.name, data=data)
     return job
 
 

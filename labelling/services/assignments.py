@@ -30,6 +30,7 @@ from labelling.models import (
     Pool,
     PoolState,
     QuestionSet,
+    included_q,
 )
 from labelling.services.votes import Sight
 
@@ -246,7 +247,7 @@ def add_second_labellers(
     _check_members(pool, labellers)
     with transaction.atomic():
         Pool.objects.select_for_update().filter(pk=pool.pk).first()
-        planned = Assignment.objects.filter(pool=pool, question__excluded_at__isnull=True)
+        planned = Assignment.objects.filter(included_q("question__"), pool=pool)
         doubled = set(planned.filter(slot=2).values_list("question_id", flat=True))
         firsts = dict(
             planned.filter(slot=1)

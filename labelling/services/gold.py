@@ -23,6 +23,7 @@ from labelling.models import (
     Resolution,
     SpanRecheck,
     VerdictOutcome,
+    included_q,
 )
 from labelling.resolution import (
     DEFAULT_MIN_SPAN_F1,
@@ -425,9 +426,7 @@ def _verdicts_without_candidates(question_set: QuestionSet, *, covered: set[int]
     nothing): their outcome is all there is to resolve."""
     assignments = defaultdict(list)
     for assignment in (
-        Assignment.objects.filter(
-            pool__question_set=question_set, question__excluded_at__isnull=True
-        )
+        Assignment.objects.filter(included_q("question__"), pool__question_set=question_set)
         .exclude(question_id__in=covered)
         .select_related("verdict")
     ):

@@ -21,7 +21,7 @@ from django.utils.text import slugify
 from corpus import jobs
 from corpus.models import Document, Job, JobState, Retriever, RetrieverKind
 from corpus.services import http_retrieval
-from corpus.services.retrieval import retrieve
+from corpus.services.retrieval import check_searchable, retrieve
 from goldset.errors import ServiceError
 from labelling.models import (
     Candidate,
@@ -82,19 +82,12 @@ def start_pool(
     if not questions:
         raise ServiceError(f"The question set {question_set.name} has no questions.")
     for retriever in retrievers:
-        if retriever.project_id != project.pk:
-            raise ServiceError(f"{retriever.name} belongs to another project.")
-        if retriever.kind == RetrieverKind.RUN:
-            if not RunResult.objects.filter(
-                retriever=retriever, question__question_set=question_set
-            ).exists():
-                raise ServiceError(
-                    f"{retriever.name} has no run for {question_set.name}: upload one first."
-                )
-        elif retriever.kind == RetrieverKind.HTTP:
-            http_retrieval.endpoint_of(retriever)
-        elif retriever.active_index_id is None:
-            raise ServiceError(f"{retriever.name} has no built index yet: build it first.")
+        check_searchable(retriever, project=project)
+        runs = RunResult.objects.filter(retriever=retriever, question__question_set=question_set)
+        if retriever.kind == RetrieverKind.RUN and not runs.exists():
+            raise ServiceError(
+                f"{retriever.name} has no run for {question_set.name}: upload one first."
+            )
     batches = len(retrievers) * -(-questions // POOL_BATCH)
     with transaction.atomic():
         pool = Pool.objects.create(

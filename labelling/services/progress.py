@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from corpus.models import Project
 from labelling.charts import BarChart, TimeChart, bar_chart, time_chart
-from labelling.models import Assignment, Candidate, Judgement
+from labelling.models import Assignment, Candidate, Judgement, included_q
 
 User = get_user_model()
 
@@ -53,7 +53,7 @@ def progress_plots(*, project: Project, viewer) -> ProgressPlots:
     same work draws the same picture whenever it is looked at."""
     assignments = (
         Assignment.objects.in_project(project)
-        .filter(question__excluded_at__isnull=True)
+        .filter(included_q("question__"))
         .values_list("pool__question_set__name", "assigned_at", "created_at", "completed_at")
     )
     by_set: dict[str, list] = defaultdict(list)

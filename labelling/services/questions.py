@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -15,7 +14,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from corpus import jobs
-from corpus.models import Document, Job, JobState, Project, Upload
+from corpus.models import Document, Job, JobState, Project
 from corpus.services.canaries import SOURCE as CANARY_SOURCE
 from corpus.services.canaries import PlantedCanary, plant_canary_documents
 from corpus.services.documents import Importer, IngestResult, ingest_batch
@@ -151,6 +150,18 @@ class InputRejected(ServiceError):
         shown = "; ".join(str(p) for p in problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         super().__init__(f"Nothing was imported: {shown}{more}")
+
+    def fail(self, job: Job, *, again: str) -> None:
+        """Finish the import ``job`` as failed with every problem listed on it: nothing was
+        imported; the file is to be corrected and then ``again`` ("upload it again")."""
+        job.errors = [problem.as_dict() for problem in self.problems]
+        count = len(self.problems)
+        jobs.finish(
+            job,
+            JobState.FAILED,
+            f"Nothing was imported: {count} line{'s' if count != 1 else ''} to fix (listed "
+            f"below); correct the file and {again}.",
+        )
 
 
 @dataclass
@@ -358,13 +369,7 @@ def start_question_import(
             total=data.count(b"\n") + (not data.endswith(b"\n")),
             description=f"Import questions into {set_name} from {name or 'pasted lines'}",
         )
-        Upload.objects.create(
-            job=job,
-            name=(name or "pasted questions")[:255],
-            size=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
-            content=data,
-        )
+        jobs.keep_upload(job=job, name=name or "pasted questions", data=data)
     return job
 
 
@@ -392,13 +397,7 @@ def run_question_import(job: Job) -> None:
             progress=advance,
         )
     except InputRejected as exc:
-        job.errors = [p.as_dict() for p in exc.problems]
-        count = len(exc.problems)
-        jobs.finish(
-            job, JobState.FAILED,
-            f"Nothing was imported: {count} line{'s' if count != 1 else ''} to fix (listed "
-            "below); correct the file and import it again.",
-        )  # fmt: skip
+        exc.fail(job, again="import it again")
         return
     job.result = {
         "created": result.created,

@@ -21,7 +21,7 @@ from django.db.models import F, Q
 from corpus.models import Document, Project
 from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
 from goldset.errors import ServiceError
-from labelling.models import Assignment, Change, ChangeSubject, Span, SpanRecheck
+from labelling.models import Assignment, Change, ChangeSubject, Span, SpanRecheck, included_q
 
 EXCERPT = 300  # characters of the new text shown around a proposal
 
@@ -65,8 +65,8 @@ def stale_spans(*, project: Project, viewer, labeller=None) -> list[StaleSpan]:
     if labeller is not None:
         spans = spans.filter(judgement__assignment__labeller=labeller)
     spans = spans.filter(
-        Q(judgement__candidate__question__excluded_at__isnull=True, resolution__isnull=True)
-        | Q(resolution__question__excluded_at__isnull=True, judgement__isnull=True)
+        (included_q("judgement__candidate__question__") & Q(resolution__isnull=True))
+        | (included_q("resolution__question__") & Q(judgement__isnull=True))
     ).select_related(
         "version__document__latest_version",
         "judgement__candidate__question",
@@ -129,9 +129,9 @@ def own_stale_span(*, project: Project, labeller, span_id: int) -> Span:
     visible = Document.objects.filter(project=project).visible_to(labeller).values("pk")
     span = (
         Span.objects.filter(
+            included_q("judgement__candidate__question__"),
             pk=span_id,
             judgement__assignment__labeller=labeller,
-            judgement__candidate__question__excluded_at__isnull=True,
             version__document__in=visible,
             version__document__latest_version__isnull=False,
         )

@@ -11,19 +11,18 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models.functions import Length
 
-from corpus.models import Chunk, Document, DocumentVersion, Retriever, RetrieverKind
+from corpus.models import Chunk, Retriever, RetrieverKind
+from corpus.services.documents import newest_versions
 from corpus.sources import RecordError
 from goldeval.formats.runfiles import read_run_file
 from goldeval.formats.textfiles import NotUTF8Error, text_problem
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet, RunResult
 from labelling.services.questions import InputRejected
 
 BULK_BATCH = 2000
-# SQLite caps the bound parameters of one query.
-ID_BATCH = 900
 
 
 @dataclass(frozen=True)
@@ -75,12 +74,9 @@ def import_run(
     if not lines and not problems:
         raise ServiceError(f"{name} has no results.")
     questions = dict(question_set.questions.values_list("external_id", "pk"))
-    documents = {
-        doc_id: (version_id, length)
-        for doc_id, version_id, length in _latest_texts(
-            retriever, {r.doc_id for r in lines}, user=user
-        )
-    }
+    documents = newest_versions(
+        project_id=retriever.project_id, doc_ids={r.doc_id for r in lines}, user=user
+    )
     for result in lines:
         if result.question_id not in questions:
             problems.append(
@@ -167,46 +163,14 @@ def _problem(name: str, line: int, error: str) -> RecordError:
     return RecordError(source=name, line=line, error=error)
 
 
-def _latest_texts(
-    retriever: Retriever, doc_ids: set[str], *, user=None
-) -> list[tuple[str, int, int]]:
-    """(doc_id, newest version id, text length) of the named documents of the project (with
-    a user, of those they may see)."""
-    found = []
-    ordered = sorted(doc_ids)
-    for first in range(0, len(ordered), ID_BATCH):
-        documents = Document.objects.filter(
-            project_id=retriever.project_id,
-            doc_id__in=ordered[first : first + ID_BATCH],
-            latest_version__isnull=False,
-        )
-        if user is not None:
-            documents = documents.exclude(pk__in=Document.objects.hidden_from(user).values("pk"))
-        documents = documents.values_list("doc_id", "latest_version_id")
-        versions = dict(documents)
-        lengths = _text_lengths(list(versions.values()))
-        found.extend((doc_id, version, lengths[version]) for doc_id, version in versions.items())
-    return found
-
-
-def _text_lengths(version_ids: list[int]) -> dict[int, int]:
-    return dict(
-        DocumentVersion.objects.filter(pk__in=version_ids)
-        .annotate(length=Length("text"))
-        .values_list("pk", "length")
-    )
-
-
 def _chunks_of(retriever: Retriever, version_ids: set[int]) -> dict[int, list[tuple[int, int]]]:
     chunks: dict[int, list[tuple[int, int]]] = defaultdict(list)
     if retriever.scheme_id is None:
         return chunks
     ordered = sorted(version_ids)
-    for first in range(0, len(ordered), ID_BATCH):
+    for batch in in_batches(ordered):
         for version_id, start, end in (
-            Chunk.objects.filter(
-                scheme_id=retriever.scheme_id, version_id__in=ordered[first : first + ID_BATCH]
-            )
+            Chunk.objects.filter(scheme_id=retriever.scheme_id, version_id__in=batch)
             .order_by("version_id", "ordinal")
             .values_list("version_id", "start", "end")
         ):

@@ -23,7 +23,8 @@ from functools import cached_property
 
 from django.db.models import Prefetch, QuerySet
 
-from corpus.models import AccessGroup, Document, DocumentVersion, Membership
+from corpus import visibility
+from corpus.models import AccessGroup, DocumentVersion, Membership
 from labelling.models import (
     Assignment,
     Candidate,
@@ -141,14 +142,8 @@ class Sight:
     """Which users of a project can see which documents, read once for a whole set."""
 
     def __init__(self, *, project_id: int, document_ids: Iterable[int]) -> None:
-        self._groups_of_document: dict[int, set[int]] = defaultdict(set)
-        links = Document.access_groups.through.objects.filter(document_id__in=set(document_ids))
-        for document_id, group_id in links.values_list("document_id", "accessgroup_id"):
-            self._groups_of_document[document_id].add(group_id)
-        self._groups_of_user: dict[int, set[int]] = defaultdict(set)
-        members = AccessGroup.members.through.objects.filter(accessgroup__project_id=project_id)
-        for user_id, group_id in members.values_list("user_id", "accessgroup_id"):
-            self._groups_of_user[user_id].add(group_id)
+        self._groups_of_document = visibility.groups_of_documents(document_ids)
+        self._groups_of_user = visibility.groups_of_members(project_id)
         # Anyone who may press "Next question" and claim an open slot.
         self.claimants = set(
             Membership.objects.filter(project_id=project_id, user__is_active=True).values_list(
@@ -157,8 +152,9 @@ class Sight:
         )
 
     def sees(self, user_id: int, document_id: int) -> bool:
-        groups = self._groups_of_document.get(document_id)
-        return not groups or bool(groups & self._groups_of_user.get(user_id, set()))
+        return visibility.may_see(
+            self._groups_of_user.get(user_id, ()), self._groups_of_document.get(document_id, ())
+        )
 
 
 def _name(assignment: Assignment) -> str:

@@ -25,7 +25,16 @@ from labelling.forms import (
     ReassignForm,
     SecondLabellersForm,
 )
-from labelling.models import Assignment, Candidate, Change, Judgement, Pool, Question, Verdict
+from labelling.models import (
+    Assignment,
+    Candidate,
+    Change,
+    Judgement,
+    Pool,
+    Question,
+    Verdict,
+    included_q,
+)
 from labelling.services import assignments as services
 from labelling.services import exclusion
 from labelling.services.progress import progress_plots
@@ -123,7 +132,7 @@ def _lead_context(
     page = None
     if shown_pool is not None:
         assignments = (
-            Assignment.objects.filter(pool=shown_pool, question__excluded_at__isnull=True)
+            Assignment.objects.filter(included_q("question__"), pool=shown_pool)
             .select_related("question", "labeller")
             .with_progress(request.user)
         )

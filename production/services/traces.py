@@ -18,6 +18,7 @@ from corpus.models import Document, Project
 from goldeval.formats.textfiles import LineProblem
 from goldeval.formats.traces import TraceRecord, read_trace
 from goldset.errors import ServiceError
+from goldset.sql import identifier
 from production.models import ApiToken, Trace
 
 BATCH = 2_000
@@ -132,8 +133,8 @@ def _insert(rows: list[dict]) -> tuple[int, int]:
     """An endpoint batch on PostgreSQL: INSERT … VALUES … ON CONFLICT DO NOTHING, so a trace id
     already stored is skipped by the unique index, with no lookup before; returns the traces
     stored and how many of them name unknown documents (as `_copy`)."""
-    table = connection.ops.quote_name(Trace._meta.db_table)
-    names = ", ".join(connection.ops.quote_name(f.column) for f in _COLUMNS)
+    table = identifier(Trace._meta.db_table)
+    names = ", ".join(identifier(f.column) for f in _COLUMNS)
     row_sql = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
     per_statement = max(1, 60_000 // len(_COLUMNS))  # PostgreSQL takes 65,535 parameters
     flags = []
@@ -160,8 +161,8 @@ def _copy(rows: list[dict]) -> tuple[int, int]:
     stored and how many of them name unknown documents."""
     if not rows:
         return 0, 0
-    table = connection.ops.quote_name(Trace._meta.db_table)
-    names = ", ".join(connection.ops.quote_name(f.column) for f in _COLUMNS)
+    table = identifier(Trace._meta.db_table)
+    names = ", ".join(identifier(f.column) for f in _COLUMNS)
     is_json = [isinstance(f, models.JSONField) for f in _COLUMNS]
     with connection.cursor() as cursor:
         cursor.execute(
@@ -227,7 +228,7 @@ def import_traces(
         # million rows arrived and samples it by index, ten times slower (autovacuum would
         # get there, minutes later).
         with connection.cursor() as cursor:
-            cursor.execute(f"ANALYZE {connection.ops.quote_name(Trace._meta.db_table)}")
+            cursor.execute(f"ANALYZE {identifier(Trace._meta.db_table)}")
     return intake
 
 

@@ -7,6 +7,7 @@ from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import PermissionProfile, Retriever, RetrieverKind
 from corpus.services import http_retrieval, retrieval
 from goldeval.formats.runfiles import jsonl_run_line
+from goldset.batching import in_batches
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet
 
@@ -78,8 +79,7 @@ class Command(BaseCommand):
         if profile is not None and not profile.unrestricted:
             groups = list(profile.access_groups.values_list("pk", flat=True))
         lines = []
-        for first in range(0, len(questions), BATCH):
-            batch = questions[first : first + BATCH]
+        for batch in in_batches(questions, size=BATCH):
             found = retrieval.retrieve(
                 retriever=retriever,
                 questions=[text for _, text in batch],

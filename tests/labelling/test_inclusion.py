@@ -1,0 +1,34 @@
+"""'Is this question still in its set': `Question.objects.included()`, `included_q` from
+other models and `included_sql` for hand-written queries say the same."""
+
+import pytest
+from django.db import connection
+
+from goldset.sql import identifier
+from labelling.models import Assignment, Question, included_q, included_sql
+from labelling.services.exclusion import exclude_question, include_question
+from tests.factories import QuestionFactory, QuestionSetFactory, ReadyPoolFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_form_of_the_inclusion_rule_agrees():
+    question_set = QuestionSetFactory()
+    pool = ReadyPoolFactory(question_set=question_set)
+    lead = UserFactory()
+    questions = [QuestionFactory(question_set=question_set) for _ in range(4)]
+    for question in questions:
+        Assignment.objects.create(pool=pool, question=question, slot=1)
+    exclude_question(question=questions[0], user=lead, reason="duplicate")
+    exclude_question(question=questions[1], user=lead)
+    include_question(question=questions[1], user=lead)
+    expected = {q.pk for q in questions[1:]}
+
+    assert set(Question.objects.included().values_list("pk", flat=True)) == expected
+    assert set(Question.objects.excluded().values_list("pk", flat=True)) == {questions[0].pk}
+    through_assignments = Assignment.objects.filter(included_q("question__"))
+    assert set(through_assignments.values_list("question_id", flat=True)) == expected
+    table = identifier(Question._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT q.id FROM {table} q WHERE {included_sql('q')}")  # noqa: S608
+        assert {row[0] for row in cursor.fetchall()} == expected
