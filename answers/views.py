@@ -315,19 +315,26 @@ def grade_answer(request: HttpRequest, slug: str, answer_assignment_id: int) -> 
         try:
             if data["kind"] == "support":
                 review.record_claim_support(
-                    assignment=assignment, labeller=request.user, claim=data["claim"],
+                    assignment=assignment,
+                    labeller=request.user,
+                    claim=data["claim"],
                     support=data["value"],
-                )  # fmt: skip
+                )
             elif data["kind"] == "citation":
                 review.record_citation_grade(
-                    assignment=assignment, labeller=request.user, claim=data["claim"],
-                    passage=data["passage"], grade=data["value"],
-                )  # fmt: skip
+                    assignment=assignment,
+                    labeller=request.user,
+                    claim=data["claim"],
+                    passage=data["passage"],
+                    grade=data["value"],
+                )
             elif data["kind"] == "fact":
                 review.record_fact_presence(
-                    assignment=assignment, labeller=request.user, fact=data["fact"],
+                    assignment=assignment,
+                    labeller=request.user,
+                    fact=data["fact"],
                     present=data["value"],
-                )  # fmt: skip
+                )
             else:
                 review.set_wrongly_refused(
                     assignment=assignment, labeller=request.user, value=data["value"]
@@ -337,9 +344,7 @@ def grade_answer(request: HttpRequest, slug: str, answer_assignment_id: int) -> 
     assignment.refresh_from_db()
     context = _review_context(access, assignment, error=error)
     # The page already shows the choice made; an htmx reply brings the status line only.
-    template = (
-        "answers/review_answer.html#status" if request.htmx else "answers/review_answer.html"
-    )
+    template = "answers/review_answer.html#status" if request.htmx else "answers/review_answer.html"
     return render(request, template, context, status=400 if error else 200)
 
 

@@ -136,9 +136,17 @@ def main() -> None:
         show("reference BM25 run", scores(gold, reference))
 
         bm25 = retrieval.add_retriever(
-            project=project, name="bm25", kind="bm25", scheme=scheme, stem=True,
-            stopwords=True, k1=0.9, b=0.4, idf="lucene", title=True,
-        )  # fmt: skip
+            project=project,
+            name="bm25",
+            kind="bm25",
+            scheme=scheme,
+            stem=True,
+            stopwords=True,
+            k1=0.9,
+            b=0.4,
+            idf="lucene",
+            title=True,
+        )
         started = time.perf_counter()
         retrieval.build_index(retriever=bm25)
         bm25_build = time.perf_counter() - started
@@ -161,9 +169,17 @@ def main() -> None:
         retrievers = [bm25]
         if args.okapi:
             okapi = retrieval.add_retriever(
-                project=project, name="bm25-okapi", kind="bm25", scheme=scheme, stem=True,
-                stopwords=True, k1=0.9, b=0.4, idf="okapi", title=True,
-            )  # fmt: skip
+                project=project,
+                name="bm25-okapi",
+                kind="bm25",
+                scheme=scheme,
+                stem=True,
+                stopwords=True,
+                k1=0.9,
+                b=0.4,
+                idf="okapi",
+                title=True,
+            )
             retrieval.build_index(retriever=okapi)
             okapi.refresh_from_db()
             show("our BM25 (Okapi IDF)", scores(gold, run_of(okapi, questions, "okapi")[0]))

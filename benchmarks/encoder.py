@@ -80,14 +80,19 @@ def main() -> None:
 
     def raw(batch):
         return model.encode(
-            batch, batch_size=32, normalize_embeddings=True, convert_to_numpy=True,
+            batch,
+            batch_size=32,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
             show_progress_bar=False,
-        )  # fmt: skip
+        )
 
     int8 = OnnxEncoder(cache_dir=args.cache, threads=args.threads)
     started = time.perf_counter()
-    print(f"int8 model: {int8.info.version} ({time.perf_counter() - started:.1f} s to build or "
-          f"load, {int8.model_file.stat().st_size / 2**20:.0f} MB)")  # fmt: skip
+    print(
+        f"int8 model: {int8.info.version} ({time.perf_counter() - started:.1f} s to build or "
+        f"load, {int8.model_file.stat().st_size / 2**20:.0f} MB)"
+    )
     raw(texts[:32]), int8.encode(texts[:32])  # warm both up
 
     slices = np.array_split(np.arange(len(texts)), args.rounds)
@@ -121,11 +126,14 @@ def main() -> None:
     for gain, a, b in (("linear", fp32_linear, int8_linear), ("exp", fp32_exp, int8_exp)):
         x, y = a.metrics["ndcg@10"], b.metrics["ndcg@10"]
         ids = list(a.per_question)
-        differences = np.array([[a.per_question[q]["ndcg@10"] - b.per_question[q]["ndcg@10"]]
-                                for q in ids])  # fmt: skip
+        differences = np.array(
+            [[a.per_question[q]["ndcg@10"] - b.per_question[q]["ndcg@10"]] for q in ids]
+        )
         p_value = float(paired_randomization_p_values(differences)[0])
-        print(f"  {gain:<6} fp32 {x:.4f}  int8 {y:.4f}  relative {(y - x) / x:+.2%} (target "
-              f"within 2%)  paired randomization p = {p_value:.3f} (target >= 0.05)")  # fmt: skip
+        print(
+            f"  {gain:<6} fp32 {x:.4f}  int8 {y:.4f}  relative {(y - x) / x:+.2%} (target "
+            f"within 2%)  paired randomization p = {p_value:.3f} (target >= 0.05)"
+        )
 
 
 if __name__ == "__main__":

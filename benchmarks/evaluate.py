@@ -147,10 +147,19 @@ def main() -> None:
             return evaluator.evaluate(parsed_run)
 
         arguments_ours = [
-            "evaluate", "--gold", str(qrels_path), "--run", str(trec_path),
-            "--compat", "trec_eval", "--k", "10", "--mrr-cutoff", str(arguments.depth),
+            "evaluate",
+            "--gold",
+            str(qrels_path),
+            "--run",
+            str(trec_path),
+            "--compat",
+            "trec_eval",
+            "--k",
+            "10",
+            "--mrr-cutoff",
+            str(arguments.depth),
             "--no-baseline",
-        ]  # fmt: skip
+        ]
 
         def whole_ours():
             with contextlib.redirect_stdout(io.StringIO()) as out:

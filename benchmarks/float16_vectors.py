@@ -49,8 +49,10 @@ def main() -> None:
     started = time.perf_counter()
     doc_vectors = encoder.encode([f"{d['title']}\n\n{d['text']}" for d in docs])
     query_vectors = encoder.encode([q["text"] for q in queries])
-    print(f"encoded {len(docs)} documents + {len(queries)} queries in "
-          f"{time.perf_counter() - started:.0f} s")  # fmt: skip
+    print(
+        f"encoded {len(docs)} documents + {len(queries)} queries in "
+        f"{time.perf_counter() - started:.0f} s"
+    )
     full = VectorIndex(doc_vectors, info=encoder.info)
     half = VectorIndex.from_bytes(
         VectorIndex(doc_vectors, info=encoder.info, stored="float16").to_bytes()
@@ -61,8 +63,10 @@ def main() -> None:
     full_mb = len(full.to_bytes()) / 2**20
     half_mb = len(VectorIndex(doc_vectors, info=encoder.info, stored="float16").to_bytes()) / 2**20
     print(f"  stored: float32 {full_mb:.2f} MB, float16 {half_mb:.2f} MB")
-    print(f"  1,000,000 x 384 vectors: float32 {1e6 * 384 * 4 / 2**30:.2f} GiB, "
-          f"float16 {1e6 * 384 * 2 / 2**30:.2f} GiB (both float32 in memory)")  # fmt: skip
+    print(
+        f"  1,000,000 x 384 vectors: float32 {1e6 * 384 * 4 / 2**30:.2f} GiB, "
+        f"float16 {1e6 * 384 * 2 / 2**30:.2f} GiB (both float32 in memory)"
+    )
 
 
 if __name__ == "__main__":

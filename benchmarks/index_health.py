@@ -67,8 +67,12 @@ def main() -> None:
     read_s = time.perf_counter() - started
     assert not manifest.problems, manifest.problems[:3]
     started = time.perf_counter()
-    report = check_index(documents=states, rows=manifest.rows, now=NOW,
-                         thresholds=Thresholds(max_stale=0.01, fail_on_model_mix=True))  # fmt: skip
+    report = check_index(
+        documents=states,
+        rows=manifest.rows,
+        now=NOW,
+        thresholds=Thresholds(max_stale=0.01, fail_on_model_mix=True),
+    )
     check_s = time.perf_counter() - started
     started = time.perf_counter()
     check_index(documents=states, rows=manifest.rows, now=NOW, runs=[run], k=10)

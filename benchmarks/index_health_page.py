@@ -66,7 +66,7 @@ def world(documents: int, chunks: int):
             text=f"text {n}",
             content_hash=f"{n:064x}",
             source_modified_at=now - datetime.timedelta(days=rng.uniform(1, 400)),
-        )  # fmt: skip
+        )
         for n, d in enumerate(docs)
     )
     for d, v in zip(docs, versions, strict=True):
@@ -90,7 +90,7 @@ def world(documents: int, chunks: int):
             embedding_model="minilm",
             embedding_revision="r2" if n % 50 == 0 else "r1",
             dimension=384,
-        )  # fmt: skip
+        )
         for n in range(documents)
         for c in range(chunks)
     )
@@ -113,8 +113,10 @@ def main() -> None:
     started = time.perf_counter()
     project, lead = world(arguments.documents, arguments.chunks)
     rows = arguments.documents * arguments.chunks
-    print(f"set up {arguments.documents:,} documents, {rows:,} manifest rows: "
-          f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+    print(
+        f"set up {arguments.documents:,} documents, {rows:,} manifest rows: "
+        f"{time.perf_counter() - started:.1f} s"
+    )
     client = Client()
     client.force_login(lead)
     url = reverse("health:show-index-health", args=[project.slug])
@@ -127,8 +129,10 @@ def main() -> None:
                 response = client.get(url)
                 times.append(time.perf_counter() - started)
             assert response.status_code == 200, response.status_code
-        print(f"Index health page, {label}: median {statistics.median(times):.2f} s "
-              f"of {arguments.requests} requests, {len(queries)} SQL queries")  # fmt: skip
+        print(
+            f"Index health page, {label}: median {statistics.median(times):.2f} s "
+            f"of {arguments.requests} requests, {len(queries)} SQL queries"
+        )
 
     requests("no stored report yet (a Check now button)")
     from corpus.models import Job, Retriever

@@ -193,7 +193,7 @@ def load_data(
                     start=start,
                     end=end,
                     shuffle_rank=rank,
-                )  # fmt: skip
+                )
             )
     Candidate.objects.bulk_create(candidates, batch_size=5000)
     plan = plan_assignments(pool=pool, labellers=users, double_share=0.2, seed=1)
@@ -306,7 +306,7 @@ def start_server(
             "30",
             "--log-level",
             "warning",
-        ],  # fmt: skip
+        ],
         cwd=REPO,
         env=env,
     )
@@ -609,7 +609,7 @@ def main() -> None:
                 stop_at=stop_at,
                 think=args.think_ms / 1000,
                 seed=i,
-            )  # fmt: skip
+            )
             for i in range(args.labellers)
         ]
         for labeller in labellers:  # logins (PBKDF2) are not part of the measurement

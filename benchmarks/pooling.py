@@ -220,9 +220,13 @@ def main() -> None:
 
         # BM25 -------------------------------------------------------------------------------
         bm25 = retrieval.add_retriever(
-            project=project, name="bm25", kind="bm25", scheme=schemes["whole-bm25"],
-            stem=True, stopwords=True,
-        )  # fmt: skip
+            project=project,
+            name="bm25",
+            kind="bm25",
+            scheme=schemes["whole-bm25"],
+            stem=True,
+            stopwords=True,
+        )
         started = time.perf_counter()
         index = retrieval.build_index(retriever=bm25)
         build_s = time.perf_counter() - started
@@ -257,9 +261,12 @@ def main() -> None:
                 started = time.perf_counter()
                 if side == "raw":
                     encoder.model.encode(
-                        block, batch_size=32, convert_to_numpy=True, normalize_embeddings=True,
+                        block,
+                        batch_size=32,
+                        convert_to_numpy=True,
+                        normalize_embeddings=True,
                         show_progress_bar=False,
-                    )  # fmt: skip
+                    )
                     raw_s += time.perf_counter() - started
                 else:
                     encoder.encode(block)

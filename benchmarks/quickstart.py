@@ -82,8 +82,12 @@ def main() -> None:
     with log.open("w") as out:
         quickstart = subprocess.Popen(
             [sys.executable, "manage.py", "quickstart", "--addr", f"127.0.0.1:{port}"],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     try:
         while "Goldset is running" not in log.read_text():
             if quickstart.poll() is not None:
@@ -92,10 +96,17 @@ def main() -> None:
         print(f"quickstart with the demo up in {time.monotonic() - started:.0f} s")
         # Every passage embedded again, as on a first build.
         subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c",
-             "from corpus.models import EmbeddingCache; EmbeddingCache.objects.all().delete()"],
-            cwd=REPO, env=env, check=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "manage.py",
+                "shell",
+                "-c",
+                "from corpus.models import EmbeddingCache; EmbeddingCache.objects.all().delete()",
+            ],
+            cwd=REPO,
+            env=env,
+            check=True,
+        )
         browser = Browser(f"http://127.0.0.1:{port}")
         browser.post(
             "/accounts/login/",

@@ -62,12 +62,17 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
     next_url = reverse("labelling:next-question", kwargs={"slug": "bench"})
     revisions = {c.pk: 0 for c in candidates}
     fresh = [  # each fresh question's page, reversed here: the measured requests only send
-        (reverse("labelling:grade-question", kwargs={"slug": "bench", "pool_id": a.pool_id,
-                 "question_id": a.question_id}), first_candidates)
+        (
+            reverse(
+                "labelling:grade-question",
+                kwargs={"slug": "bench", "pool_id": a.pool_id, "question_id": a.question_id},
+            ),
+            first_candidates,
+        )
         for a, first_candidates in bench.fresh_assignments(
             assignment, -(-(20 + requests) // len(candidates))
         )
-    ]  # fmt: skip
+    ]
 
     logging.getLogger("django.request").setLevel(logging.ERROR)  # the floor's "Not Found" lines
 
@@ -87,20 +92,36 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
         elif kind == "first":
             first_page, first_candidates = fresh[i // len(candidates)]
             candidate = first_candidates[i % len(candidates)]
-            fields = {"grade": "0112"[i % 4], "revision": 0, "guideline": "0",
-                      "labeller": user.pk, "seconds": "3"}  # fmt: skip
+            fields = {
+                "grade": "0112"[i % 4],
+                "revision": 0,
+                "guideline": "0",
+                "labeller": user.pk,
+                "seconds": "3",
+            }
             response = client.post(
-                f"{first_page}candidates/{candidate.pk}/grade/", urlencode(fields),
-                content_type=bench.FORM_ENCODED, secure=True, HTTP_HX_REQUEST="true",
-            )  # fmt: skip
+                f"{first_page}candidates/{candidate.pk}/grade/",
+                urlencode(fields),
+                content_type=bench.FORM_ENCODED,
+                secure=True,
+                HTTP_HX_REQUEST="true",
+            )
         else:
             candidate = candidates[i % len(candidates)]
-            fields = {"grade": str(i // len(candidates) % 3), "revision": revisions[candidate.pk],
-                      "guideline": "0", "labeller": user.pk, "seconds": "3"}  # fmt: skip
+            fields = {
+                "grade": str(i // len(candidates) % 3),
+                "revision": revisions[candidate.pk],
+                "guideline": "0",
+                "labeller": user.pk,
+                "seconds": "3",
+            }
             response = client.post(
-                f"{page}candidates/{candidate.pk}/grade/", urlencode(fields),
-                content_type=bench.FORM_ENCODED, secure=True, HTTP_HX_REQUEST="true",
-            )  # fmt: skip
+                f"{page}candidates/{candidate.pk}/grade/",
+                urlencode(fields),
+                content_type=bench.FORM_ENCODED,
+                secure=True,
+                HTTP_HX_REQUEST="true",
+            )
             revisions[candidate.pk] += 1
         if response.status_code not in ((404,) if kind == "floor" else (200, 302)):
             raise SystemExit(f"{kind}: HTTP {response.status_code}: {response.content[:200]!r}")
@@ -137,24 +158,42 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         out, log = Path(scratch) / "callgrind.out", Path(scratch) / "stderr.log"
         command = [
-            "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-            sys.executable, str(Path(__file__).resolve()), "--child", "--kind", args.kind,
-            "--requests", str(args.requests), "--database", args.database,
-            "--passages", str(args.passages), "--pg-name", args.pg_name,
-        ]  # fmt: skip
+            "valgrind",
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            "--kind",
+            args.kind,
+            "--requests",
+            str(args.requests),
+            "--database",
+            args.database,
+            "--passages",
+            str(args.passages),
+            "--pg-name",
+            args.pg_name,
+        ]
         # stderr to a file: valgrind and Django write there, and a full pipe would stall the run.
         process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log.open("w"),
-            text=True, cwd=HERE.parent,
-        )  # fmt: skip
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log.open("w"),
+            text=True,
+            cwd=HERE.parent,
+        )
         line = process.stdout.readline()
         while line and not line.startswith(READY):
             line = process.stdout.readline()
         if not line:
             process.wait()
             raise SystemExit(f"The measured process stopped early:\n{log.read_text()[-2000:]}")
-        subprocess.run(["callgrind_control", "-i", "on", str(process.pid)],
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            ["callgrind_control", "-i", "on", str(process.pid)], check=True, capture_output=True
+        )
         process.stdin.write("go\n")
         process.stdin.flush()
         cpu = process.stdout.read()

@@ -76,9 +76,13 @@ def measure_bm25(size: int, queries: int) -> dict:
         artifact_mb = handle.tell() / 2**20
     through = through_retrieve(index, query_texts)
     return {
-        "build_s": build_s, "rss_mb": rss, "rss_corpus_mb": before, "artifact_mb": artifact_mb,
-        "index_p95_ms": index_p95, **through,
-    }  # fmt: skip
+        "build_s": build_s,
+        "rss_mb": rss,
+        "rss_corpus_mb": before,
+        "artifact_mb": artifact_mb,
+        "index_p95_ms": index_p95,
+        **through,
+    }
 
 
 def through_retrieve(index, query_texts: list[str]) -> dict:
@@ -141,9 +145,12 @@ def through_retrieve(index, query_texts: list[str]) -> dict:
     )
     scheme = ChunkingScheme.objects.create(project=project, name="fixed", strategy="fixed")
     retriever = Retriever.objects.create(
-        project=project, name="bm25", kind="bm25", scheme=scheme,
+        project=project,
+        name="bm25",
+        kind="bm25",
+        scheme=scheme,
         params={"stem": True, "stopwords": True, "idf": "lucene"},
-    )  # fmt: skip
+    )
     row = Index.objects.create(retriever=retriever, state=IndexState.BUILDING)
     owner = [documents[i // PASSAGES_PER_DOCUMENT % count] for i in range(len(index))]
     passages = [(d.latest_version_id, d.pk, 0, 100, "", "") for d in owner]
@@ -153,9 +160,13 @@ def through_retrieve(index, query_texts: list[str]) -> dict:
     )
     del passages, owner
     Index.objects.filter(pk=row.pk).update(
-        state=IndexState.READY, artifact_name=stored.name, artifact_size=stored.size,
-        artifact_sha256=stored.sha256, passages=len(index), built_at=timezone.now(),
-    )  # fmt: skip
+        state=IndexState.READY,
+        artifact_name=stored.name,
+        artifact_size=stored.size,
+        artifact_sha256=stored.sha256,
+        passages=len(index),
+        built_at=timezone.now(),
+    )
     Retriever.objects.filter(pk=retriever.pk).update(active_index=row)
     if connection.vendor == "postgresql":
         # Statistics for the rows just written, as autovacuum keeps them on a settled database:
@@ -206,16 +217,22 @@ def measure_vectors(size: int, queries: int) -> dict:
     loaded.searcher.search_many(questions, k=K, allowed=allowed)
     batch_s = time.perf_counter() - started
     return {
-        "artifact_mb": artifact_mb, "load_s": load_s, "rss_mb": peak_rss_mb(),
-        "rss_before_load_mb": rss_before_load, "batch_s": batch_s,
-    }  # fmt: skip
+        "artifact_mb": artifact_mb,
+        "load_s": load_s,
+        "rss_mb": peak_rss_mb(),
+        "rss_before_load_mb": rss_before_load,
+        "batch_s": batch_s,
+    }
 
 
 def child(kind: str, size: int, queries: int) -> dict:
     result = subprocess.run(
         [sys.executable, __file__, f"--{kind}", str(size), "--queries", str(queries)],
-        capture_output=True, text=True, check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     if result.returncode != 0:
         raise SystemExit(f"{kind} at {size:,} failed:\n{result.stderr[-2000:]}")
     return json.loads(result.stdout.strip().splitlines()[-1])

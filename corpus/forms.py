@@ -149,9 +149,21 @@ class ChunkingSchemeForm(forms.ModelForm):
 
 
 HTTP_FIELDS = (
-    "preset", "url", "method", "headers", "body", "results_path", "doc_id_path", "score_path",
-    "start_path", "end_path", "text_path", "timeout", "retries", "concurrency",
-)  # fmt: skip
+    "preset",
+    "url",
+    "method",
+    "headers",
+    "body",
+    "results_path",
+    "doc_id_path",
+    "score_path",
+    "start_path",
+    "end_path",
+    "text_path",
+    "timeout",
+    "retries",
+    "concurrency",
+)
 _PATH_HELP = "A dotted path in the answer, like hits.hits, _source.doc_id or items[0].id."
 
 
@@ -221,9 +233,10 @@ class RetrieverForm(forms.Form):
         help_text="Placeholders: {{question}} {{k}} {{user}} {{groups}} (percent-encoded here).",
     )
     method = forms.ChoiceField(
-        required=False, label="HTTP: method", choices=[("", "the preset's"), ("GET", "GET"),
-                                                       ("POST", "POST")]
-    )  # fmt: skip
+        required=False,
+        label="HTTP: method",
+        choices=[("", "the preset's"), ("GET", "GET"), ("POST", "POST")],
+    )
     headers = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -248,17 +261,26 @@ class RetrieverForm(forms.Form):
         help_text="Without offsets, the text is located in the document (exact, then fuzzy).",
     )
     timeout = forms.FloatField(
-        required=False, min_value=LIMITS["timeout"][0], max_value=LIMITS["timeout"][1],
-        label="HTTP: timeout (seconds per attempt)", initial=10.0,
-    )  # fmt: skip
+        required=False,
+        min_value=LIMITS["timeout"][0],
+        max_value=LIMITS["timeout"][1],
+        label="HTTP: timeout (seconds per attempt)",
+        initial=10.0,
+    )
     retries = forms.IntegerField(
-        required=False, min_value=0, max_value=LIMITS["retries"][1], initial=2,
+        required=False,
+        min_value=0,
+        max_value=LIMITS["retries"][1],
+        initial=2,
         label="HTTP: retries",
-    )  # fmt: skip
+    )
     concurrency = forms.IntegerField(
-        required=False, min_value=1, max_value=LIMITS["concurrency"][1], initial=4,
+        required=False,
+        min_value=1,
+        max_value=LIMITS["concurrency"][1],
+        initial=4,
         label="HTTP: requests at once",
-    )  # fmt: skip
+    )
 
     def __init__(self, *args, project: Project, may_choose_model: bool, **kwargs):
         super().__init__(*args, **kwargs)
@@ -415,10 +437,13 @@ class TestUserForm(forms.Form):
             "no_groups": not profile.unrestricted and not profile.access_groups.exists(),
             "unrestricted": profile.unrestricted,
             "headers": "\n".join(f"{k}: {v}" for k, v in (profile.headers or {}).items()),
-            "user_value": "" if value is None else value if isinstance(value, str) else
-            json.dumps(value),
+            "user_value": ""
+            if value is None
+            else value
+            if isinstance(value, str)
+            else json.dumps(value),
             "description": profile.description,
-        }  # fmt: skip
+        }
 
 
 # Team pages: projects, members, access groups ------------------------------------------------

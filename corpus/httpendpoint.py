@@ -192,7 +192,7 @@ PRESETS = {
             start="start",
             end="end",
             text="text",
-        ),  # fmt: skip
+        ),
     ),
 }
 

@@ -296,10 +296,12 @@ def read_beir(path: Path) -> BeirCollection:
                 continue
             qrels.append(
                 QrelRecord(
-                    question_id=qrel.question_id, doc_id=qrel.doc_id, grade=qrel.grade,
+                    question_id=qrel.question_id,
+                    doc_id=qrel.doc_id,
+                    grade=qrel.grade,
                     source=source,
                 )
-            )  # fmt: skip
+            )
     corpus.errors.extend(errors)
     return BeirCollection(corpus=corpus, queries=queries, qrels=qrels, errors=corpus.errors)
 

@@ -41,9 +41,18 @@ class EvaluationRunAdmin(ReadOnlyAdmin):
     list_display = ["name", "gold_set", "source", "retriever", "depth", "questions", "created_at"]
     list_filter = ["source", "gold_set__question_set__project"]
     fields = [
-        "name", "gold_set", "source", "retriever", "index_built_at", "depth", "file_name",
-        "sha256", "questions", "created_by", "created_at",
-    ]  # fmt: skip
+        "name",
+        "gold_set",
+        "source",
+        "retriever",
+        "index_built_at",
+        "depth",
+        "file_name",
+        "sha256",
+        "questions",
+        "created_by",
+        "created_at",
+    ]
     readonly_fields = fields
 
 

@@ -268,5 +268,3 @@ class BuildEvaluationStart(models.Model):
 
     def __str__(self) -> str:
         return f"{self.retriever} built {self.built_at:%Y-%m-%d %H:%M}"
-
-

@@ -35,9 +35,17 @@ class IndexHealthCheckAdmin(ReadOnlyAdmin):
     list_display = ["retriever", "checked_at", "stale_share", "lag_oldest_days", "notified"]
     list_filter = ["project"]
     fields = [
-        "project", "retriever", "checked_at", "source", "stale_share", "lag_p95_days",
-        "lag_oldest_days", "mixed_models", "crossed", "notified",
-    ]  # fmt: skip
+        "project",
+        "retriever",
+        "checked_at",
+        "source",
+        "stale_share",
+        "lag_p95_days",
+        "lag_oldest_days",
+        "mixed_models",
+        "crossed",
+        "notified",
+    ]
     readonly_fields = fields
 
 

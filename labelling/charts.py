@@ -192,6 +192,10 @@ def bar_chart(
     ]
     height = gap + len(rows) * (bar_height + gap)
     return BarChart(
-        width=width, height=max(height, 2 * gap), left=left, bar_height=bar_height, bars=bars,
+        width=width,
+        height=max(height, 2 * gap),
+        left=left,
+        bar_height=bar_height,
+        bars=bars,
         label_x=left - 8,
-    )  # fmt: skip
+    )

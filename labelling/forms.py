@@ -475,6 +475,7 @@ class ResolveVerdictForm(forms.Form):
 
 # Answer runs and reference answers (issue 15) -----------------------------------------------
 
+
 class RecheckForm(forms.Form):
     """A labeller's answer for their span on a changed document (the Re-check page)."""
 

@@ -38,9 +38,14 @@ class SamplingRuleForm(forms.Form):
     )
     feedback = forms.ChoiceField(
         required=False,
-        choices=[("", "any or none"), ("down", "negative"), ("up", "positive"),
-                 ("none", "no feedback"), ("any", "some feedback")],
-    )  # fmt: skip
+        choices=[
+            ("", "any or none"),
+            ("down", "negative"),
+            ("up", "positive"),
+            ("none", "no feedback"),
+            ("any", "some feedback"),
+        ],
+    )
     refused = forms.ChoiceField(
         required=False, choices=[("", "refused or not"), ("yes", "refused"), ("no", "answered")]
     )

@@ -15,7 +15,6 @@ urlpatterns = [
         traces.revoke_api_token,
         name="revoke-api-token",
     ),
-
     path("p/<slug:slug>/samples/", samples.list_sampling_rules, name="list-sampling-rules"),
     path(
         "p/<slug:slug>/samples/rules/<int:rule_id>/draw/",

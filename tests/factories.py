@@ -253,21 +253,30 @@ def labelled_question_set(project, *, ann, bob, lead, restricted=False, resolve=
     for question, slots in ((q1, (ann, bob)), (q2, (ann,)), (q3, (ann,))):
         for slot, user in enumerate(slots, start=1):
             assignments[(question.external_id, user.username)] = Assignment.objects.create(
-                pool=pool, question=question, slot=slot, labeller=user, assigned_at=now,
+                pool=pool,
+                question=question,
+                slot=slot,
+                labeller=user,
+                assigned_at=now,
                 completed_at=now,
-            )  # fmt: skip
+            )
 
     def grade(question, user, key, value, spans=(), note=""):
         candidate = candidates[key]
         judgement = Judgement.objects.create(
-            assignment=assignments[(question, user.username)], candidate=candidate, grade=value,
+            assignment=assignments[(question, user.username)],
+            candidate=candidate,
+            grade=value,
             note=note,
-        )  # fmt: skip
+        )
         for start, end in spans:
             Span.objects.create(
-                judgement=judgement, version=candidate.version, start=start, end=end,
+                judgement=judgement,
+                version=candidate.version,
+                start=start,
+                end=end,
                 quote=candidate.version.text[start:end],
-            )  # fmt: skip
+            )
 
     grade("q1", ann, "q1-leave", 2, [(0, 100)])
     grade("q1", bob, "q1-leave", 2, [(20, 120)])
@@ -281,7 +290,11 @@ def labelled_question_set(project, *, ann, bob, lead, restricted=False, resolve=
     )
     if resolve:
         adjudication.resolve(
-            pool=pool, question=q1, candidate=candidates["q1-vpn"], user=lead, grade=0,
+            pool=pool,
+            question=q1,
+            candidate=candidates["q1-vpn"],
+            user=lead,
+            grade=0,
             note="+not relevant",
-        )  # fmt: skip
+        )
     return question_set

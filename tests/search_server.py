@@ -196,9 +196,12 @@ class SearchServer:
         for document, score in self.search(question, k, user):
             start, end = self.fragment(document, question)
             items.append(
-                {"ref": {"id": document.doc_id}, "relevance": round(score, 6),
-                 "span": {"from": start, "to": end}}
-            )  # fmt: skip
+                {
+                    "ref": {"id": document.doc_id},
+                    "relevance": round(score, 6),
+                    "span": {"from": start, "to": end},
+                }
+            )
         self._json(handler, {"data": {"items": items}, "meta": {"user": user}})
 
     def _json(self, handler, payload) -> None:

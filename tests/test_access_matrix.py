@@ -113,9 +113,12 @@ def world(prefix: str) -> dict:
         spec=check_rule(filters={}, strategy="uniform", size=5),
     )
     sample = Sample.objects.create(
-        project=project, rule=rule, window_start=timezone.now(), window_end=timezone.now(),
+        project=project,
+        rule=rule,
+        window_start=timezone.now(),
+        window_end=timezone.now(),
         population=0,
-    )  # fmt: skip
+    )
     return {
         "project": project,
         "people": people,
@@ -258,9 +261,9 @@ def test_uploaded_originals_are_never_served_inline(worlds):
     a, _ = worlds
     admin = login(a["people"]["admin"])
     upload = SimpleUploadedFile("policy.html", ORIGINAL_UPLOAD, content_type="text/html")
-    response = admin.post(reverse("corpus:upload-documents", kwargs={"slug": "a-project"}), {
-        "files": [upload]
-    })  # fmt: skip
+    response = admin.post(
+        reverse("corpus:upload-documents", kwargs={"slug": "a-project"}), {"files": [upload]}
+    )
     assert response.status_code == 302
     job = Job.objects.get(project=a["project"], kind="import_uploads")
     jobs.task_named(job.task)(job.pk)  # the queue is switched off in this module; import here

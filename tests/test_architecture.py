@@ -46,9 +46,7 @@ def test_no_app_imports_a_floor_above_it_or_beside_it(app):
         f"{path.relative_to(REPO)}:{line} imports {module}"
         for path in code_of(app)
         for line, module in imports(path)
-        if (top := module.split(".")[0]) in APPS
-        and top != app
-        and floor_of(top) >= floor_of(app)
+        if (top := module.split(".")[0]) in APPS and top != app and floor_of(top) >= floor_of(app)
     ]
     assert not wrong, "\n".join(wrong)
 

@@ -71,9 +71,14 @@ def bob_changes_his_work(world: dict) -> None:
     done = judgements.record_grade(**own, candidate_id=leave.pk, grade=1, revision=0)
     text = leave.version.text
     done = judgements.add_span(
-        **own, candidate_id=leave.pk, version_id=leave.version_id, start=130, end=170,
-        quote=text[130:170], revision=done.revision,
-    )  # fmt: skip
+        **own,
+        candidate_id=leave.pk,
+        version_id=leave.version_id,
+        start=130,
+        end=170,
+        quote=text[130:170],
+        revision=done.revision,
+    )
     first = Span.objects.get(judgement__assignment=assignment, judgement__candidate=leave, start=20)
     judgements.remove_span(**own, candidate_id=leave.pk, span_id=first.pk, revision=done.revision)
     done = judgements.record_grade(**own, candidate_id=vpn.pk, grade=2, revision=0)
@@ -113,17 +118,23 @@ def test_refusals_say_the_same_whether_or_not_bob_has_worked(double_labelled):
     only_bobs_ids = {**ids, "question_id": only_bobs.pk}
     attempts = [
         # bob's span, on a passage ann graded too
-        (grading_url("labelling:remove-span", ids, candidate_id=leave.pk, span_id=bobs_span.pk),
-         {"revision": "0"}),
+        (
+            grading_url("labelling:remove-span", ids, candidate_id=leave.pk, span_id=bobs_span.pk),
+            {"revision": "0"},
+        ),
         # a stale page: ann's revisions count her own edits only
-        (grading_url("labelling:grade-candidate", ids, candidate_id=vpn.pk),
-         {"grade": "1", "revision": "7"}),
+        (
+            grading_url("labelling:grade-candidate", ids, candidate_id=vpn.pk),
+            {"grade": "1", "revision": "7"},
+        ),
         (grading_url("labelling:set-verdict", ids), {"outcome": "answerable", "revision": "7"}),
         # bob's edits are not ann's to undo
         (grading_url("labelling:undo-change", ids), {}),
-        (grading_url("labelling:grade-candidate", only_bobs_ids, candidate_id=bobs_passage.pk),
-         {"grade": "2", "revision": "0"}),
-    ]  # fmt: skip
+        (
+            grading_url("labelling:grade-candidate", only_bobs_ids, candidate_id=bobs_passage.pk),
+            {"grade": "2", "revision": "0"},
+        ),
+    ]
     browser = login(people["ann"])
 
     def answers():
@@ -136,9 +147,12 @@ def test_refusals_say_the_same_whether_or_not_bob_has_worked(double_labelled):
     assert [status for status, _ in before] == [404, 409, 409, 400, 404]
     bob_changes_his_work(double_labelled)
     judgements.record_grade(
-        assignment=only_bobs_assignment, candidate_id=bobs_passage.pk, labeller=bob,
-        grade=2, revision=0,
-    )  # fmt: skip
+        assignment=only_bobs_assignment,
+        candidate_id=bobs_passage.pk,
+        labeller=bob,
+        grade=2,
+        revision=0,
+    )
     assert answers() == before
 
 
@@ -175,9 +189,13 @@ def test_a_restricted_document_shows_nowhere_for_a_labeller_outside_its_group(wo
         assert before["corpus:show-document", kind][0] == 404
     # A salary passage between q1's two in page order: a leak would renumber the second.
     hidden = Candidate.objects.create(
-        pool_id=ids["pool_id"], question_id=ids["question_id"], version=salaries.latest_version,
-        start=0, end=len(SALARY_TEXT), shuffle_rank=0,
-    )  # fmt: skip
+        pool_id=ids["pool_id"],
+        question_id=ids["question_id"],
+        version=salaries.latest_version,
+        start=0,
+        end=len(SALARY_TEXT),
+        shuffle_rank=0,
+    )
     after = what_they_see(ann, ids)
     for key in before:
         assert after[key] == before[key], key
@@ -211,9 +229,13 @@ def test_revoking_a_group_takes_its_passages_out_of_the_queue_at_once(worlds):
     q2 = Assignment.objects.get(labeller=ann, question__external_id="q2", pool_id=ids["pool_id"])
     salaries = Document.objects.get(project=project, doc_id="salaries")
     hidden = Candidate.objects.create(
-        pool_id=ids["pool_id"], question_id=q2.question_id, version=salaries.latest_version,
-        start=0, end=len(SALARY_TEXT), shuffle_rank=5,
-    )  # fmt: skip
+        pool_id=ids["pool_id"],
+        question_id=q2.question_id,
+        version=salaries.latest_version,
+        start=0,
+        end=len(SALARY_TEXT),
+        shuffle_rank=5,
+    )
     ids = {**ids, "question_id": q2.question_id}
     projects.set_access_group_members(project=project, name="hr-confidential", users=[ann])
     browser = login(ann)
@@ -266,9 +288,13 @@ def test_granting_and_revoking_access_recompute_whether_work_is_done(worlds):
     q2 = Assignment.objects.get(labeller=ann, question__external_id="q2", pool_id=ids["pool_id"])
     salaries = Document.objects.get(project=project, doc_id="salaries")
     Candidate.objects.create(
-        pool_id=ids["pool_id"], question_id=q2.question_id, version=salaries.latest_version,
-        start=0, end=len(SALARY_TEXT), shuffle_rank=5,
-    )  # fmt: skip
+        pool_id=ids["pool_id"],
+        question_id=q2.question_id,
+        version=salaries.latest_version,
+        start=0,
+        end=len(SALARY_TEXT),
+        shuffle_rank=5,
+    )
     judgements.record_verdict(
         assignment=q2, labeller=ann, outcome="answerable", reason="", revision=0
     )

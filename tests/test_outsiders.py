@@ -75,13 +75,22 @@ def world(db, monkeypatch):
         assignment=Assignment.objects.get(question__external_id="q2"), outcome="answerable"
     )
     run = EvaluationRun.objects.create(
-        gold_set=gold_set, name="r", source="upload", file_name="r.jsonl", content=RUN,
-        sha256="0" * 64, questions=1,
-    )  # fmt: skip
+        gold_set=gold_set,
+        name="r",
+        source="upload",
+        file_name="r.jsonl",
+        content=RUN,
+        sha256="0" * 64,
+        questions=1,
+    )
     candidate = Candidate.objects.filter(pool__question_set=question_set).order_by("pk").first()
     q1 = candidate.question
-    answer = {"question_id": "q1", "answer": "Five days.", "refused": False,
-              "context": [{"doc_id": "leave"}]}  # fmt: skip
+    answer = {
+        "question_id": "q1",
+        "answer": "Five days.",
+        "refused": False,
+        "context": [{"doc_id": "leave"}],
+    }
     answer_run = import_answers(question_set=question_set, data=json.dumps(answer), run_name="a")
     plan_answer_review(run=answer_run.run, labellers=[people["ann"]], double_share=0)
     ids = {
@@ -124,31 +133,49 @@ def group_members_judge_a_restricted_document(world) -> None:
         pool_id=pool_id, question=q1, version=version, start=0, end=44, shuffle_rank=5
     )
     band_d = Candidate.objects.create(
-        pool_id=pool_id, question=q1, version=version, start=45, end=len(SALARY_TEXT),
+        pool_id=pool_id,
+        question=q1,
+        version=version,
+        start=45,
+        end=len(SALARY_TEXT),
         shuffle_rank=6,
-    )  # fmt: skip
+    )
     Candidate.objects.create(
-        pool_id=pool_id, question=q1, version=version, start=0, end=len(SALARY_TEXT),
+        pool_id=pool_id,
+        question=q1,
+        version=version,
+        start=0,
+        end=len(SALARY_TEXT),
         shuffle_rank=7,
-    )  # fmt: skip
+    )
     votes = [
-        ("ann", q1, band_c, 2), ("bob", q1, band_c, 0),
-        ("ann", q1, band_d, 1), ("bob", q1, band_d, 1),
-    ]  # fmt: skip
+        ("ann", q1, band_c, 2),
+        ("bob", q1, band_c, 0),
+        ("ann", q1, band_d, 1),
+        ("bob", q1, band_d, 1),
+    ]
     for name, question, candidate, grade in votes:
         labeller = people[name]
         assignment = Assignment.objects.get(question=question, labeller=labeller)
         done = judgements.record_grade(
-            assignment=assignment, labeller=labeller, candidate_id=candidate.pk, grade=grade,
-            revision=0, seconds=17.5,
-        )  # fmt: skip
+            assignment=assignment,
+            labeller=labeller,
+            candidate_id=candidate.pk,
+            grade=grade,
+            revision=0,
+            seconds=17.5,
+        )
         if grade:
             judgements.add_span(
-                assignment=assignment, labeller=labeller, candidate_id=candidate.pk,
-                version_id=version.pk, start=candidate.start, end=candidate.start + 11,
+                assignment=assignment,
+                labeller=labeller,
+                candidate_id=candidate.pk,
+                version_id=version.pk,
+                start=candidate.start,
+                end=candidate.start + 11,
                 quote=SALARY_TEXT[candidate.start : candidate.start + 11],
                 revision=done.revision,
-            )  # fmt: skip
+            )
 
 
 def extra_urls(ids: dict) -> list[str]:

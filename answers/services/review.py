@@ -211,9 +211,15 @@ def join_claims(*, assignment: AnswerAssignment, labeller, claim: int) -> ClaimJ
 
 
 def add_claim_evidence(
-    *, assignment: AnswerAssignment, labeller, claim: int, version: int, start: int, end: int,
+    *,
+    assignment: AnswerAssignment,
+    labeller,
+    claim: int,
+    version: int,
+    start: int,
+    end: int,
     quote: str,
-) -> ClaimEvidence:  # fmt: skip
+) -> ClaimEvidence:
     """A span of a context passage as evidence for the claim. It must lie inside a passage the
     answer was given, and its quote must be the stored text there (what the labeller saw)."""
     _open(assignment, labeller)

@@ -242,10 +242,11 @@ def run_answer_import(job: Job) -> None:
         return
     job.result = {"run_id": result.run.pk, "link": link}
     jobs.finish(
-        job, JobState.SUCCEEDED,
+        job,
+        JobState.SUCCEEDED,
         f"Answer run {result.run.name}: {result.answers} answers ({result.refused} refused), "
         f"{result.citations} citations.",
-    )  # fmt: skip
+    )
 
 
 def _passages(answer: ReadAnswer):

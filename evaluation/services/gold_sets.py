@@ -210,9 +210,10 @@ def run_finalise(job: Job, *, then: Callable[[GoldSet], object] | None = None) -
 
         def progress(stage: int, message: str) -> None:
             Job.objects.filter(pk=job.pk).update(
-                done=stage, message=f"{message}…" if stage < len(FINALISE_STAGES) else "",
+                done=stage,
+                message=f"{message}…" if stage < len(FINALISE_STAGES) else "",
                 heartbeat_at=timezone.now(),
-            )  # fmt: skip
+            )
             job.done = stage
 
         def remember(gold_set: GoldSet) -> None:
@@ -541,8 +542,14 @@ def _votes(question_set: QuestionSet) -> list[Vote]:
         doc_id = candidate.version.document.doc_id
         rows.append(
             (
-                (order[assignment.question_id], assignment.pool.name, 0, doc_id,
-                 candidate.start, assignment.slot),
+                (
+                    order[assignment.question_id],
+                    assignment.pool.name,
+                    0,
+                    doc_id,
+                    candidate.start,
+                    assignment.slot,
+                ),
                 Vote(
                     question_id=assignment.question.external_id,
                     pool=assignment.pool.name,
@@ -560,7 +567,7 @@ def _votes(question_set: QuestionSet) -> list[Vote]:
                     recorded_at=j.updated_at,
                 ),
             )
-        )  # fmt: skip
+        )
     assignments = Assignment.objects.filter(pool__question_set=question_set).select_related(
         "labeller", "pool", "question", "verdict__guideline"
     )

@@ -262,9 +262,12 @@ def _search(replay: PermissionReplay, profiles, job: Job) -> list[PermissionRepl
         name = REFERENCE if profile is None else profile.name
         if retriever.kind == RetrieverKind.HTTP:
             found = http_retrieval.search_http(
-                retriever=retriever, questions=questions, k=replay.k, profile=profile,
+                retriever=retriever,
+                questions=questions,
+                k=replay.k,
+                profile=profile,
                 progress=advance,
-            )  # fmt: skip
+            )
             errors += found.errors
             warnings += found.warnings
             rankings = found.rankings

@@ -154,8 +154,10 @@ def _advance(job: Job) -> Callable[[int], None]:
 def _page(gold_set: GoldSet, choice: Choice) -> dict:
     """A job's result that sends the page following it on to these figures."""
     url = reverse("evaluation:show-evaluation", args=[gold_set.question_set.project.slug])
-    return {"redirect": True, "link": {"url": f"{url}?{choice.query(gold_set)}",
-                                       "text": "Show the figures"}}  # fmt: skip
+    return {
+        "redirect": True,
+        "link": {"url": f"{url}?{choice.query(gold_set)}", "text": "Show the figures"},
+    }
 
 
 def _gold_set_of(job: Job) -> GoldSet:

@@ -193,8 +193,12 @@ def render_markdown(report: dict[str, Any]) -> str:
             if not extraction:
                 continue
             metric = extraction["metric"]
-            lines += [f"### {name}: {metric} by extraction", "", "| documents | questions | "
-                      f"{metric} |", "| --- | --- | --- |"]  # fmt: skip
+            lines += [
+                f"### {name}: {metric} by extraction",
+                "",
+                f"| documents | questions | {metric} |",
+                "| --- | --- | --- |",
+            ]
             for group, values in extraction["groups"].items():
                 value = values[metric]
                 shown = "–" if value is None else f"{value:.4f}"

@@ -43,9 +43,22 @@ BEIR_CORPUS, BEIR_QUERIES, BEIR_QRELS = (
 # Spreadsheets run a cell that starts with one of these as a formula.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 JUDGEMENT_COLUMNS = [
-    "question_id", "pool", "kind", "source", "labeller", "doc_id", "version", "start", "end",
-    "grade", "outcome", "spans", "note", "guideline_version", "recorded_at",
-]  # fmt: skip
+    "question_id",
+    "pool",
+    "kind",
+    "source",
+    "labeller",
+    "doc_id",
+    "version",
+    "start",
+    "end",
+    "grade",
+    "outcome",
+    "spans",
+    "note",
+    "guideline_version",
+    "recorded_at",
+]
 
 Judged = tuple[str, int, int, int]  # doc_id, version, start, end
 
@@ -380,10 +393,22 @@ def _vote_cells(vote: Vote) -> list[Any]:
     if vote.spans is not None:
         spans = json.dumps([[start, end] for start, end in sorted(vote.spans)])
     return [
-        vote.question_id, vote.pool, vote.kind, vote.source, vote.labeller, vote.doc_id,
-        vote.version, vote.start, vote.end, vote.grade, vote.outcome, spans, vote.note,
-        vote.guideline_version, vote.recorded_at.isoformat(),
-    ]  # fmt: skip
+        vote.question_id,
+        vote.pool,
+        vote.kind,
+        vote.source,
+        vote.labeller,
+        vote.doc_id,
+        vote.version,
+        vote.start,
+        vote.end,
+        vote.grade,
+        vote.outcome,
+        spans,
+        vote.note,
+        vote.guideline_version,
+        vote.recorded_at.isoformat(),
+    ]
 
 
 def _jsonl(records: Iterable[dict[str, Any]]) -> bytes:

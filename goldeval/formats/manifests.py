@@ -45,8 +45,17 @@ from goldeval.formats.textfiles import (
 
 REQUIRED = ("doc_id", "indexed_at", "embedding_model", "dimension")
 OPTIONAL = ("version", "content_sha256", "start", "end", "embedding_revision")
-COLUMNS = ("doc_id", "version", "content_sha256", "start", "end", "indexed_at",
-           "embedding_model", "embedding_revision", "dimension")  # fmt: skip
+COLUMNS = (
+    "doc_id",
+    "version",
+    "content_sha256",
+    "start",
+    "end",
+    "indexed_at",
+    "embedding_model",
+    "embedding_revision",
+    "dimension",
+)
 MAX_PROBLEMS = 50  # listed per file; the count says how many more there were
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _INTEGER = re.compile(r"\s*[+-]?\d{1,18}\s*")
@@ -152,10 +161,11 @@ def _csv_records(text: str, manifest: ManifestFile) -> Iterator[tuple[int, dict[
             _add_problem(
                 manifest,
                 LineProblem(
-                    number, f"{len(cells)} cells, but the header on line {header_line} names "
+                    number,
+                    f"{len(cells)} cells, but the header on line {header_line} names "
                     f"{len(header)} columns",
                 ),
-            )  # fmt: skip
+            )
             continue
         yield (
             number,

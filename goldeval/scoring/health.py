@@ -433,10 +433,12 @@ def _crossed(report: dict[str, Any], thresholds: Thresholds) -> list[Crossed]:
     if limit is not None and oldest is not None and oldest > limit:
         crossed.append(
             Crossed(
-                "lag", oldest, limit, f"the oldest stale document lags {oldest:.1f} days "
-                f"(limit {limit:g})",
+                "lag",
+                oldest,
+                limit,
+                f"the oldest stale document lags {oldest:.1f} days (limit {limit:g})",
             )
-        )  # fmt: skip
+        )
     if thresholds.fail_on_model_mix:
         if report["index"]["mixed"]:
             labels = ", ".join(m["label"] for m in report["index"]["models"])

@@ -329,8 +329,9 @@ def replay_permissions(
     for user_report, user in zip(report.users, users, strict=True):
         _check_user(report, user_report, user, runs[user.name], snapshot, gold, ks, threshold)
     if gold is not None and reference is not None:
-        _over_restriction(report, by_name, runs, snapshot, gold, reference, depth, min_overlap,
-                          threshold)  # fmt: skip
+        _over_restriction(
+            report, by_name, runs, snapshot, gold, reference, depth, min_overlap, threshold
+        )
     elif gold is not None:
         report.notes.append(
             "over-restriction needs an unrestricted reference run (a test user who sees "
@@ -359,9 +360,15 @@ def _check_user(report, user_report, user, run, snapshot, gold, ks, threshold) -
             user_report.leaked_results += 1
             user_report.canary_leaks += access.canary
             report.findings.append(
-                Finding(question_id, user.name, result.doc_id, rank, sorted(access.groups),
-                        access.canary)
-            )  # fmt: skip
+                Finding(
+                    question_id,
+                    user.name,
+                    result.doc_id,
+                    rank,
+                    sorted(access.groups),
+                    access.canary,
+                )
+            )
             first = rank if first is None else first
         if first is not None:
             user_report.leaked_questions += 1
@@ -425,8 +432,9 @@ def _as_run(name: str, run: UserRun) -> Run:
     )
 
 
-def _over_restriction(report, users, runs, snapshot, gold, reference, depth, min_overlap,
-                      threshold) -> None:  # fmt: skip
+def _over_restriction(
+    report, users, runs, snapshot, gold, reference, depth, min_overlap, threshold
+) -> None:
     reference_run = runs[reference]
     unanchored = {(u.question_id, u.span) for u in gold.unanchored}
     counts = dict.fromkeys(users, 0)
@@ -449,9 +457,10 @@ def _over_restriction(report, users, runs, snapshot, gold, reference, depth, min
                     continue
                 counts[name] += 1
                 report.over_restriction.append(
-                    OverRestriction(question_id, name, span.doc_id, span.start, span.end,
-                                    span.grade, found)
-                )  # fmt: skip
+                    OverRestriction(
+                        question_id, name, span.doc_id, span.start, span.end, span.grade, found
+                    )
+                )
     for user_report in report.users:
         if user_report.name != reference:
             user_report.over_restricted = counts[user_report.name]
@@ -556,8 +565,14 @@ def render_markdown(report: PermissionReport, *, limit: int = 50) -> str:
     lines += ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for u in report.users:
         groups = "everything" if u.unrestricted else (", ".join(u.groups) or "none")
-        row = [u.name, groups, str(u.questions), str(u.results), str(u.leaked_results),
-               _number(u.leak_rate)]  # fmt: skip
+        row = [
+            u.name,
+            groups,
+            str(u.questions),
+            str(u.results),
+            str(u.leaked_results),
+            _number(u.leak_rate),
+        ]
         row += [_number(u.leak_at[f"leak@{k}"]) for k in ks]
         row += [str(u.first_leaked_rank or "—"), str(u.canary_leaks), str(u.unknown_results)]
         row += [_number(u.visible_recall.get(f"visible_recall@{k}")) for k in ks]

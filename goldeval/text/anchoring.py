@@ -292,9 +292,16 @@ def _best_edge(
     band = EDGE_SLACK + len(piece) // 5
     if len(piece) > LONG_EDGE:
         return _long_edge(
-            piece, text, fixed=fixed, guess=guess, leftwards=leftwards, band=band,
-            matched=matched, window=window, total=total,
-        )  # fmt: skip
+            piece,
+            text,
+            fixed=fixed,
+            guess=guess,
+            leftwards=leftwards,
+            band=band,
+            matched=matched,
+            window=window,
+            total=total,
+        )
     if leftwards:
         candidates = range(fixed - 1, max(0, guess - band) - 1, -1)
     else:

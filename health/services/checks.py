@@ -91,8 +91,18 @@ def _hidden_doc_ids(project: Project, viewer) -> set[str]:
 
 
 def manifest_rows(manifest: IndexManifest, *, hidden: set[str] = frozenset()) -> list[ManifestRow]:
-    fields = ("line", "doc_id", "version", "content_sha256", "start", "end", "indexed_at",
-              "embedding_model", "embedding_revision", "dimension")  # fmt: skip
+    fields = (
+        "line",
+        "doc_id",
+        "version",
+        "content_sha256",
+        "start",
+        "end",
+        "indexed_at",
+        "embedding_model",
+        "embedding_revision",
+        "dimension",
+    )
     rows = []
     for values in manifest.entries.order_by("line").values_list(*fields).iterator(chunk_size=5000):
         record = dict(zip(fields, values, strict=True))
@@ -273,8 +283,9 @@ def plot_of(checks: list[IndexHealthCheck]) -> dict[str, Any]:
     if not checks:
         return {}
     start, end = checks[0].checked_at, checks[-1].checked_at
-    stale = time_chart([("stale share", [(c.checked_at, c.stale_share) for c in checks])],
-                       start=start, end=end)  # fmt: skip
+    stale = time_chart(
+        [("stale share", [(c.checked_at, c.stale_share) for c in checks])], start=start, end=end
+    )
     top = max((c.lag_oldest_days or 0 for c in checks), default=0) or 1.0
     lag = time_chart(
         [("oldest lag", [(c.checked_at, (c.lag_oldest_days or 0) / top) for c in checks])],

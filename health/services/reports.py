@@ -57,9 +57,15 @@ def inputs_key(retriever: Retriever, viewer) -> str:
     project = retriever.project
     documents = hashlib.sha256()
     visible = Document.objects.filter(project=project).visible_to(viewer).order_by("pk")
-    fields = ("pk", "latest_version_id", "duplicate_group_id", "duplicate_group__representative",
-              "is_canary", "latest_version__quality_flagged",
-              "latest_version__quality_accepted_at")  # fmt: skip
+    fields = (
+        "pk",
+        "latest_version_id",
+        "duplicate_group_id",
+        "duplicate_group__representative",
+        "is_canary",
+        "latest_version__quality_flagged",
+        "latest_version__quality_accepted_at",
+    )
     for row in visible.values_list(*fields).iterator(chunk_size=5000):
         documents.update(repr(row).encode())
     manifest = retriever.manifests.first()
@@ -76,7 +82,7 @@ def inputs_key(retriever: Retriever, viewer) -> str:
             limits.max_lag_days,
             limits.fail_on_model_mix,
             limits.max_crowding,
-        ],  # fmt: skip
+        ],
         "k": project.k_sent_to_model,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()
@@ -108,9 +114,14 @@ def shown_health(*, retriever: Retriever, viewer) -> HealthShown:
     ).first()
     if stored is not None:
         return HealthShown(
-            retriever, stored.source, stored.described, stored.report, rows, by_job=True,
+            retriever,
+            stored.source,
+            stored.described,
+            stored.report,
+            rows,
+            by_job=True,
             stored_at=stored.created_at,
-        )  # fmt: skip
+        )
     return HealthShown(
         retriever, "", "", None, rows, by_job=True, job=pending_job(retriever, viewer)
     )
@@ -149,9 +160,12 @@ def run_health_report(job: Job) -> None:
         try:
             with transaction.atomic():
                 IndexHealthReport.objects.create(
-                    retriever=retriever, key=key, source=health.source,
-                    described=health.described[:300], report=health.report or {},
-                )  # fmt: skip
+                    retriever=retriever,
+                    key=key,
+                    source=health.source,
+                    described=health.described[:300],
+                    report=health.report or {},
+                )
         except IntegrityError:
             pass  # another job stored the same inputs' report meanwhile
     job.done = 1

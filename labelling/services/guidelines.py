@@ -24,9 +24,31 @@ MAX_GUIDELINE_CHARS = 100_000
 _MARKDOWN = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 _MARKDOWN.enable("table")
 _ALLOWED_TAGS = {
-    "a", "blockquote", "br", "code", "em", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "li",
-    "ol", "p", "pre", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul",
-}  # fmt: skip
+    "a",
+    "blockquote",
+    "br",
+    "code",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "strong",
+    "table",
+    "tbody",
+    "td",
+    "th",
+    "thead",
+    "tr",
+    "ul",
+}
 
 
 class GuidelineError(ServiceError):

@@ -265,8 +265,14 @@ def _plan(
         if row.external_id is None:
             continue
         if row.external_id in seen_ids:
-            problems.append(_line(name, row, f"question id {row.external_id!r} already used on "
-                                  f"line {seen_ids[row.external_id]}"))  # fmt: skip
+            problems.append(
+                _line(
+                    name,
+                    row,
+                    f"question id {row.external_id!r} already used on "
+                    f"line {seen_ids[row.external_id]}",
+                )
+            )
             continue
         seen_ids[row.external_id] = row.line
         known = by_id.get(row.external_id)
@@ -276,7 +282,7 @@ def _plan(
                     name,
                     row,
                     f"question id {row.external_id!r} is already in {set_name} with different text",
-                )  # fmt: skip
+                )
             )
         elif known is not None:
             matched.add(known[0])

@@ -90,12 +90,15 @@ def next_question(request: HttpRequest, slug: str) -> HttpResponse:
         messages.success(request, "Nothing left to grade. Thank you!")
         return redirect("labelling:show-queue", slug=slug)
     here = after is not None and (assignment.pool_id, assignment.question_id) == (
-        after.pool_id, after.question_id)  # fmt: skip
+        after.pool_id,
+        after.question_id,
+    )
     if here:
         messages.info(
-            request, "No other question is waiting: finish this one (a grade for every passage "
-            "and a verdict) and your queue is done."
-        )  # fmt: skip
+            request,
+            "No other question is waiting: finish this one (a grade for every passage "
+            "and a verdict) and your queue is done.",
+        )
     return redirect(grade_url(assignment, slug))
 
 

@@ -230,9 +230,7 @@ def test_labellers_cannot_upload_answers_or_edit_reference_answers(questions, pr
     response = client.post(url, {"name": "rag", "file": SimpleUploadedFile("a.jsonl", GOOD)})
     assert response.status_code == 403 and not AnswerRun.objects.exists()
     question = questions.questions.get(external_id="q1")
-    edit = reverse(
-        "answers:edit-reference-answer", args=[project.slug, questions.pk, question.pk]
-    )
+    edit = reverse("answers:edit-reference-answer", args=[project.slug, questions.pk, question.pk])
     assert client.get(edit).status_code == 403
 
 
@@ -300,11 +298,23 @@ def test_a_lead_links_reference_facts_to_the_questions_gold_spans(questions, pro
     lead may see); ticked ones are stored on the fact and go into answers-gold.jsonl."""
     lead = member("lead")
     votes = jsonl(
-        {"question_id": "q1", "labeller": "ann", "doc_id": "leave", "start": 0, "end": 33,
-         "grade": 2},
-        {"question_id": "q1", "labeller": "ann", "doc_id": "salaries", "start": 0, "end": 6,
-         "grade": 1},
-    )  # fmt: skip
+        {
+            "question_id": "q1",
+            "labeller": "ann",
+            "doc_id": "leave",
+            "start": 0,
+            "end": 33,
+            "grade": 2,
+        },
+        {
+            "question_id": "q1",
+            "labeller": "ann",
+            "doc_id": "salaries",
+            "start": 0,
+            "end": 6,
+            "grade": 1,
+        },
+    )
     assert not import_judgements(project=project, name="v.jsonl", data=votes).errors
     question = questions.questions.get(external_id="q1")
     client = login(lead)

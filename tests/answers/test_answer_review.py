@@ -52,7 +52,7 @@ def run(project):
             "answer": "Band C pays 52,000.",
             "refused": False,
             "context": [{"doc_id": "salaries"}],
-        },  # fmt: skip
+        },
         {"question_id": "q4", "answer": "No idea.", "refused": True},
     ]
     return import_answers(question_set=question_set, data=jsonl(*lines), run_name="rag").run

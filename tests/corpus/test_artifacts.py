@@ -124,9 +124,16 @@ def test_the_retrieve_command_exits_2_with_the_message(bm25, project, tmp_path):
     fresh_process()
     with pytest.raises(CommandError, match="missing from the artifact storage") as error:
         call_command(
-            "retrieve", "--project", project.slug, "--set", "faq", "--retriever", "kw",
-            "--out", str(tmp_path / "run.jsonl"),
-        )  # fmt: skip
+            "retrieve",
+            "--project",
+            project.slug,
+            "--set",
+            "faq",
+            "--retriever",
+            "kw",
+            "--out",
+            str(tmp_path / "run.jsonl"),
+        )
     assert error.value.returncode == 2
 
 

@@ -100,9 +100,14 @@ def test_offsets_are_taken_checked_and_a_result_without_them_is_its_whole_docume
     custom = {
         "url": f"{server.url}/api/find?query={{{{question}}}}&limit={{{{k}}}}",
         "method": "GET",
-        "mapping": {"results": "data.items", "doc_id": "ref.id", "score": "relevance",
-                    "start": "span.from", "end": "span.to"},
-    }  # fmt: skip
+        "mapping": {
+            "results": "data.items",
+            "doc_id": "ref.id",
+            "score": "relevance",
+            "start": "span.from",
+            "end": "span.to",
+        },
+    }
     retriever = retrieval.add_retriever(
         project=project, name="custom", kind="http", endpoint=custom
     )
@@ -129,9 +134,16 @@ def test_offsets_past_the_end_fall_back_to_the_text_and_never_name_a_restricted_
 
     def with_offsets(handler, body):  # the team's index holds longer texts than Goldset
         server._json = lambda h, payload: SearchServer._json(
-            server, h, {"hits": {"hits": [
-                {**hit, "_start": 0, "_end": 10_000} for hit in payload["hits"]["hits"]]}}
-        )  # fmt: skip
+            server,
+            h,
+            {
+                "hits": {
+                    "hits": [
+                        {**hit, "_start": 0, "_end": 10_000} for hit in payload["hits"]["hits"]
+                    ]
+                }
+            },
+        )
         try:
             original(handler, body)
         finally:
@@ -151,9 +163,11 @@ def test_a_failed_question_is_listed_and_a_missing_environment_variable_named(
     retriever = es_retriever(project, server, url=f"{server.url}/notjson")
     run = http_retrieval.search_http(retriever=retriever, questions=[("q7", "leave")], k=3)
     assert run.errors == [
-        {"source": "question q7", "error": "ours: the answer is not JSON (text/html): "
-         "'<html>Login required</html>'"}
-    ]  # fmt: skip
+        {
+            "source": "question q7",
+            "error": "ours: the answer is not JSON (text/html): '<html>Login required</html>'",
+        }
+    ]
     with pytest.raises(http_retrieval.HttpSearchFailed, match="1 question got no usable answer"):
         run.raise_for_errors(retriever)
     secret = es_retriever(project, server, name="secret", headers={"Authorization": "env:GS_NOPE"})
@@ -176,16 +190,26 @@ def test_env_headers_are_sent_and_only_the_reference_is_stored(
 @pytest.mark.parametrize(
     "endpoint, message",
     [
-        ({"preset": "elasticsearch", "url": "http://10.0.0.7:9200/p/_search"},
-         "10.0.0.7:9200 is not in"),
-        ({"preset": "elasticsearch", "url": "https://search.example.com/p/_search"},
-         "is not in GOLDSET"),
-        ({"preset": "elasticsearch", "url": "http://127.0.0.1:9200/p/_search",
-          "headers": {"Authorization": "Bearer abc"}}, "looks like a credential"),
+        (
+            {"preset": "elasticsearch", "url": "http://10.0.0.7:9200/p/_search"},
+            "10.0.0.7:9200 is not in",
+        ),
+        (
+            {"preset": "elasticsearch", "url": "https://search.example.com/p/_search"},
+            "is not in GOLDSET",
+        ),
+        (
+            {
+                "preset": "elasticsearch",
+                "url": "http://127.0.0.1:9200/p/_search",
+                "headers": {"Authorization": "Bearer abc"},
+            },
+            "looks like a credential",
+        ),
         ({"url": "http://127.0.0.1:9200/p/_search"}, "results path is required"),
         ({"preset": "nope"}, "Unknown preset"),
     ],
-)  # fmt: skip
+)
 def test_an_http_retriever_that_cannot_work_is_refused_and_nothing_stored(
     project, settings, endpoint, message
 ):
@@ -210,15 +234,38 @@ def test_add_retriever_kind_http_from_the_command_line(project, corpus, server, 
     body = tmp_path / "body.json"
     body.write_text('{"size": "{{k}}", "query": {"match": {"text": "{{question}}"}}}')
     call_command(
-        "add_retriever", "--project", project.slug, "--name", "ours", "--kind", "http",
-        "--preset", "elasticsearch", "--url", f"{server.url}/policies/_search",
-        "--header", "Authorization: env:OUR_SEARCH_TOKEN", "--body", f"@{body}",
-        "--text-path", "_source.text", "--timeout", "5", "--concurrency", "2",
-    )  # fmt: skip
+        "add_retriever",
+        "--project",
+        project.slug,
+        "--name",
+        "ours",
+        "--kind",
+        "http",
+        "--preset",
+        "elasticsearch",
+        "--url",
+        f"{server.url}/policies/_search",
+        "--header",
+        "Authorization: env:OUR_SEARCH_TOKEN",
+        "--body",
+        f"@{body}",
+        "--text-path",
+        "_source.text",
+        "--timeout",
+        "5",
+        "--concurrency",
+        "2",
+    )
     assert "Retriever ours (http) added" in capsys.readouterr().out
     endpoint = Retriever.objects.get(name="ours").endpoint
-    assert endpoint["mapping"] == {"results": "hits.hits", "doc_id": "_id", "score": "_score",
-                                   "start": "", "end": "", "text": "_source.text"}  # fmt: skip
+    assert endpoint["mapping"] == {
+        "results": "hits.hits",
+        "doc_id": "_id",
+        "score": "_score",
+        "start": "",
+        "end": "",
+        "text": "_source.text",
+    }
     assert endpoint["timeout"] == 5.0 and endpoint["concurrency"] == 2
     assert json.loads(endpoint["body"])["size"] == "{{k}}"
     for extra, message in (
@@ -227,8 +274,19 @@ def test_add_retriever_kind_http_from_the_command_line(project, corpus, server, 
         (["--body", "{not json"], "not JSON"),
         (["--header", "no colon"], "should read 'Name: value'"),
     ):
-        arguments = ["add_retriever", "--project", project.slug, "--name", "bad", "--kind",
-                     "http", "--preset", "elasticsearch", "--url", f"{server.url}/p"]  # fmt: skip
+        arguments = [
+            "add_retriever",
+            "--project",
+            project.slug,
+            "--name",
+            "bad",
+            "--kind",
+            "http",
+            "--preset",
+            "elasticsearch",
+            "--url",
+            f"{server.url}/p",
+        ]
         with pytest.raises(CommandError, match=message) as refused:
             call_command(*arguments, *extra)
         assert refused.value.returncode == 2
@@ -245,9 +303,12 @@ def test_only_admins_configure_http_retrievers_in_the_browser(project, corpus, s
 
     admin = login(member("admin"))
     form = {
-        "name": "ours", "kind": "http", "preset": "elasticsearch",
-        "url": f"{server.url}/policies/_search", "headers": "Authorization: Bearer abc",
-    }  # fmt: skip
+        "name": "ours",
+        "kind": "http",
+        "preset": "elasticsearch",
+        "url": f"{server.url}/policies/_search",
+        "headers": "Authorization: Bearer abc",
+    }
     response = admin.post(url, form)
     assert response.status_code == 400
     assert "looks like a credential" in response.content.decode()
@@ -264,9 +325,11 @@ def test_only_admins_configure_http_retrievers_in_the_browser(project, corpus, s
 
 def test_test_users_are_checked_and_saved(project, corpus):
     alice = test_users.save_test_user(
-        project=project, name="alice", groups=["hr-confidential"],
+        project=project,
+        name="alice",
+        groups=["hr-confidential"],
         headers={"X-Test-User": "alice", "Authorization": "env:ALICE_TOKEN"},
-    )  # fmt: skip
+    )
     assert list(alice.access_groups.values_list("name", flat=True)) == ["hr-confidential"]
     for kwargs, message in (
         ({"name": "bob"}, "has no access group"),
@@ -288,9 +351,18 @@ def test_test_users_are_checked_and_saved(project, corpus):
 
 def test_add_test_user_and_export_acl_commands(project, corpus, capsys, tmp_path):
     call_command(
-        "add_test_user", "--project", project.slug, "--name", "alice", "--groups",
-        "hr-confidential", "--header", "X-Test-User: alice", "--value", '{"id": "alice"}',
-    )  # fmt: skip
+        "add_test_user",
+        "--project",
+        project.slug,
+        "--name",
+        "alice",
+        "--groups",
+        "hr-confidential",
+        "--header",
+        "X-Test-User: alice",
+        "--value",
+        '{"id": "alice"}',
+    )
     call_command("add_test_user", "--project", project.slug, "--name", "bob", "--no-groups")
     assert "Test user bob added: sees unrestricted documents only." in capsys.readouterr().out
     assert PermissionProfile.objects.get(name="alice").user_value == {"id": "alice"}
@@ -365,12 +437,18 @@ def test_admins_change_an_endpoint_in_the_browser_checked_as_when_it_was_added(
     page = admin.get(url).content.decode()
     assert "hits.hits" in page and f"{server.url}/policies/_search" in page
     form = {
-        "url": f"{server.url}/policies/_search", "method": "POST",
+        "url": f"{server.url}/policies/_search",
+        "method": "POST",
         "body": Retriever.objects.get(pk=retriever.pk).endpoint["body"],
-        "results_path": "hits.hits", "doc_id_path": "_id", "score_path": "_score",
-        "text_path": "highlight.text", "timeout": "3", "retries": "1", "concurrency": "2",
+        "results_path": "hits.hits",
+        "doc_id_path": "_id",
+        "score_path": "_score",
+        "text_path": "highlight.text",
+        "timeout": "3",
+        "retries": "1",
+        "concurrency": "2",
         "headers": "X-Api-Key: plain-secret",
-    }  # fmt: skip
+    }
     response = admin.post(url, form)
     assert response.status_code == 400 and "looks like a credential" in response.content.decode()
     response = admin.post(url, {**form, "headers": "X-Api-Key: env:OUR_KEY", "doc_id_path": ""})

@@ -319,9 +319,13 @@ def test_the_reconciler_survives_any_row(in_process, project):
         Job.objects.create(project=project, kind="x", task="corpus.tasks.no_such_task"),
         Job.objects.create(project=project, kind="x", task="corpus.tasks.chunk_corpus"),
         Job.objects.create(project=project, kind="x", task="", state=JobState.RUNNING),
-        Job.objects.create(project=project, kind="x", task="corpus.tasks.build_index",
-                           params={"retriever_id": "not an id"}),
-    ]  # fmt: skip
+        Job.objects.create(
+            project=project,
+            kind="x",
+            task="corpus.tasks.build_index",
+            params={"retriever_id": "not an id"},
+        ),
+    ]
     good = Job.objects.create(
         project=project, kind="import_uploads", task="corpus.tasks.import_uploads"
     )

@@ -14,9 +14,17 @@ from goldset.errors import ServiceError
 from tests.factories import add_documents
 
 SUBJECTS = [
-    "Annual leave", "Parental leave", "The expense policy", "Remote work", "The VPN client",
-    "Security badges", "Travel booking", "The pension plan", "Overtime", "Sick leave",
-]  # fmt: skip
+    "Annual leave",
+    "Parental leave",
+    "The expense policy",
+    "Remote work",
+    "The VPN client",
+    "Security badges",
+    "Travel booking",
+    "The pension plan",
+    "Overtime",
+    "Sick leave",
+]
 PREDICATES = [
     "needs approval from your line manager before it starts",
     "is described in policy HR-POL-014, section 3.2",
@@ -28,7 +36,7 @@ PREDICATES = [
     "requires form AB1234 signed by HR and finance",
     "is paid at 150% after 40 hours in a week, 200% on public holidays",
     "disconnects after twelve hours without activity; sign in again with MFA",
-]  # fmt: skip
+]
 TEXTS = [f"{s} {p}." for s, p in itertools.product(SUBJECTS, PREDICATES)]
 TEXTS += [
     f"Q: does {s.lower()} apply to me? A: {p}" for s, p in itertools.product(SUBJECTS, PREDICATES)

@@ -131,8 +131,13 @@ def test_bm25_settings_are_stored_and_a_build_needs_chunks(project, scheme):
         project=project, name="kw", kind="bm25", scheme=scheme, stem=True, k1=1.2, b=0.75
     )
     assert retriever.params == {
-        "k1": 1.2, "b": 0.75, "stem": True, "stopwords": False, "idf": "lucene", "title": False
-    }  # fmt: skip
+        "k1": 1.2,
+        "b": 0.75,
+        "stem": True,
+        "stopwords": False,
+        "idf": "lucene",
+        "title": False,
+    }
     Chunk.objects.filter(scheme=scheme).delete()
     with pytest.raises(ServiceError, match="has no chunks"):
         retrieval.build_index(retriever=retriever)
@@ -321,18 +326,40 @@ def test_commands_add_build_and_retrieve_a_run_that_evaluation_reads(
 ):
     slug = project.slug
     call_command(
-        "add_retriever", "--project", slug, "--name", "kw", "--kind", "bm25",
-        "--chunking", "paragraphs", "--stem", "--stopwords", "--k1", "1.2", "--b", "0.75",
-    )  # fmt: skip
+        "add_retriever",
+        "--project",
+        slug,
+        "--name",
+        "kw",
+        "--kind",
+        "bm25",
+        "--chunking",
+        "paragraphs",
+        "--stem",
+        "--stopwords",
+        "--k1",
+        "1.2",
+        "--b",
+        "0.75",
+    )
     call_command("build_index", "--project", slug, "--retriever", "kw")
     question_set = QuestionSet.objects.create(project=project, name="faq")
     QuestionFactory(question_set=question_set, external_id="q1", text="VPN client install")
     QuestionFactory(question_set=question_set, external_id="q2", text="dinner limit")
     out = tmp_path / "runs" / "kw.jsonl"
     call_command(
-        "retrieve", "--project", slug, "--set", "faq", "--retriever", "kw", "--k", "2",
-        "--out", str(out),
-    )  # fmt: skip
+        "retrieve",
+        "--project",
+        slug,
+        "--set",
+        "faq",
+        "--retriever",
+        "kw",
+        "--k",
+        "2",
+        "--out",
+        str(out),
+    )
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["question_id"] for line in lines] == ["q1", "q2"]
     assert lines[0]["results"][0]["doc_id"] == "vpn"
@@ -344,25 +371,80 @@ def test_commands_add_build_and_retrieve_a_run_that_evaluation_reads(
 def test_commands_exit_2_with_a_clear_message(project, scheme, tmp_path):
     slug = project.slug
     bad = [
-        (["add_retriever", "--project", slug, "--name", "x", "--kind", "bm25",
-          "--chunking", "nope"], "No chunking scheme 'nope'"),
-        (["add_retriever", "--project", slug, "--name", "x", "--kind", "embedding",
-          "--chunking", "paragraphs", "--model", str(tmp_path / "missing")],
-         "No embedding model folder"),
+        (
+            [
+                "add_retriever",
+                "--project",
+                slug,
+                "--name",
+                "x",
+                "--kind",
+                "bm25",
+                "--chunking",
+                "nope",
+            ],
+            "No chunking scheme 'nope'",
+        ),
+        (
+            [
+                "add_retriever",
+                "--project",
+                slug,
+                "--name",
+                "x",
+                "--kind",
+                "embedding",
+                "--chunking",
+                "paragraphs",
+                "--model",
+                str(tmp_path / "missing"),
+            ],
+            "No embedding model folder",
+        ),
         (["build_index", "--project", slug, "--retriever", "ghost"], "No retriever 'ghost'"),
-        (["retrieve", "--project", slug, "--set", "none", "--retriever", "ghost",
-          "--out", str(tmp_path / "x")], "No retriever"),
-    ]  # fmt: skip
+        (
+            [
+                "retrieve",
+                "--project",
+                slug,
+                "--set",
+                "none",
+                "--retriever",
+                "ghost",
+                "--out",
+                str(tmp_path / "x"),
+            ],
+            "No retriever",
+        ),
+    ]
     for args, message in bad:
         with pytest.raises(CommandError, match=message) as error:
             call_command(*args)
         assert error.value.returncode == 2
-    call_command("add_retriever", "--project", slug, "--name", "kw", "--kind", "bm25",
-                 "--chunking", "paragraphs")  # fmt: skip
+    call_command(
+        "add_retriever",
+        "--project",
+        slug,
+        "--name",
+        "kw",
+        "--kind",
+        "bm25",
+        "--chunking",
+        "paragraphs",
+    )
     QuestionSet.objects.create(project=project, name="faq")
     with pytest.raises(CommandError, match="no built index yet") as error:
-        call_command("retrieve", "--project", slug, "--set", "faq", "--retriever", "kw",
-                     "--out", str(tmp_path / "x.jsonl"))  # fmt: skip
+        call_command(
+            "retrieve",
+            "--project",
+            slug,
+            "--set",
+            "faq",
+            "--retriever",
+            "kw",
+            "--out",
+            str(tmp_path / "x.jsonl"),
+        )
     assert error.value.returncode == 2 and not (tmp_path / "x.jsonl").exists()
     assert Retriever.objects.count() == 1
 

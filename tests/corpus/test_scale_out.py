@@ -25,15 +25,28 @@ def start_worker(
     top of the suite worker's environment) on the same broker and database as the suite's,
     once it answers a ping."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "goldset", "worker", "-n", f"{name}@%h",
-         "--loglevel=INFO", "--concurrency=1", "--pool=prefork", "--without-gossip",
-         "--without-mingle", *(["-Q", queue] if queue else [])],
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "goldset",
+            "worker",
+            "-n",
+            f"{name}@%h",
+            "--loglevel=INFO",
+            "--concurrency=1",
+            "--pool=prefork",
+            "--without-gossip",
+            "--without-mingle",
+            *(["-Q", queue] if queue else []),
+        ],
         cwd=REPO,
         env={**worker.env, **(env or {})},
         stdout=open(log, "w"),  # noqa: SIM115 - the child holds it
         stderr=subprocess.STDOUT,
         start_new_session=True,
-    )  # fmt: skip
+    )
     from goldset.celery import app
 
     deadline = time.monotonic() + 60
@@ -128,9 +141,12 @@ def test_index_builds_wait_for_a_builds_worker_and_never_hold_up_the_default_que
     assert retriever.indexes.count() == 0
     # As docker-compose starts it: at a low CPU priority, which its pool's process inherits.
     builds = start_worker(
-        worker, tmp_path / "builds.log", name="builds", queue=build_queue,
+        worker,
+        tmp_path / "builds.log",
+        name="builds",
+        queue=build_queue,
         env={"GOLDSET_WORKER_PRIORITY": "low"},
-    )  # fmt: skip
+    )
     try:
         assert {os.sched_getscheduler(pid) for pid in [builds.pid, *child_pids(builds.pid)]} == {
             os.SCHED_IDLE

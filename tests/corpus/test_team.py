@@ -61,9 +61,13 @@ def test_an_admin_creates_an_account_with_a_one_time_password(project, admin):
     browser = login(admin)
     response = browser.post(
         reverse("corpus:create-account", args=[project.slug]),
-        {"username": "nadia", "email": "nadia@example.org", "role": "labeller",
-         "access": "password"},
-    )  # fmt: skip
+        {
+            "username": "nadia",
+            "email": "nadia@example.org",
+            "role": "labeller",
+            "access": "password",
+        },
+    )
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
     password = re.search(r'id="one-time-password">([^<]+)<', response.content.decode()).group(1)
@@ -254,9 +258,11 @@ def test_the_upload_form_restricts_new_documents_to_an_access_group(project, adm
     assert refused.status_code == 400
     response = login(admin).post(
         upload,
-        {"files": [SimpleUploadedFile("salaries.txt", b"Band C pays 52,000 euros.")],
-         "access_groups": [hr.pk]},
-    )  # fmt: skip
+        {
+            "files": [SimpleUploadedFile("salaries.txt", b"Band C pays 52,000 euros.")],
+            "access_groups": [hr.pk],
+        },
+    )
     assert response.status_code == 302
     job = Job.objects.get(kind="import_uploads")
     jobs.task_named(job.task)(job.pk)

@@ -9,10 +9,16 @@ from health.services import manifests
 from tests.factories import POLICY_TEXT, VPN_TEXT, add_documents
 
 PLAN = {
-    "retriever": "team-search", "model": "m", "revision": "r1", "newer_revision": "r2",
-    "dimension": 384, "stale": ["policy"], "mixed": ["vpn"], "missing": ["gym"],
+    "retriever": "team-search",
+    "model": "m",
+    "revision": "r1",
+    "newer_revision": "r2",
+    "dimension": 384,
+    "stale": ["policy"],
+    "mixed": ["vpn"],
+    "missing": ["gym"],
     "deleted": ["old-travel"],
-}  # fmt: skip
+}
 
 
 def test_the_demo_manifest_fills_the_index_health_figures(project):

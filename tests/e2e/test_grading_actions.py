@@ -179,8 +179,11 @@ def test_actions_made_offline_are_kept_in_order_and_saved_when_the_connection_re
     expect(page.locator("#flash")).to_have_text("Back online: saved 4 changes made while offline.")
     expect(page.locator("#save-state")).to_have_text("All changes saved")
     assert changes_of(mine) == [
-        ("grade 2", 2), ("grade 1", 1), ("grade 0", 0), ("verdict unanswerable", None),
-    ]  # fmt: skip
+        ("grade 2", 2),
+        ("grade 1", 1),
+        ("grade 0", 0),
+        ("verdict unanswerable", None),
+    ]
     grades = dict(Judgement.objects.filter(assignment=mine).values_list("candidate", "grade"))
     assert grades == {candidates[0].pk: 2, candidates[1].pk: 0}
     expect(cards(page).nth(1)).to_have_class(lambda_has("grade-0"))

@@ -266,8 +266,10 @@ def test_the_keys_listed_under_question_mark_all_work(live_server, browser):
     page.get_by_role("button", name="Grade them 0").click()
     expect(page.locator("#question-progress")).to_contain_text("3 of 3")
     assert sorted(Judgement.objects.filter(assignment=mine).values_list("grade", flat=True)) == [
-        0, 0, 1,
-    ]  # fmt: skip
+        0,
+        0,
+        1,
+    ]
     # c: can't tell needs a reason; Ctrl+Enter in it saves the verdict.
     page.keyboard.press("c")
     reason = page.locator("#verdict textarea[name=reason]")

@@ -36,10 +36,11 @@ def test_lead_uploads_a_manifest_and_sees_the_stale_document(
     indexed = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=2)).isoformat()
     good = tmp_path / "index.csv"
     good.write_text(
-        ",".join(COLUMNS) + "\n"
+        ",".join(COLUMNS)
+        + "\n"
         + f"policy,1,{'0' * 64},,,{indexed},minilm,r1,384\n"
         + f"vpn,1,{hashlib.sha256(VPN_TEXT.encode()).hexdigest()},,,{indexed},minilm,r1,384\n"
-    )  # fmt: skip
+    )
     bad = tmp_path / "bad.csv"
     bad.write_text(",".join(COLUMNS) + "\npolicy,1,,,,soon,minilm,r1,384\n")
 

@@ -42,8 +42,13 @@ def restricted_world():
     salary passage. Everything public is settled, so the only open items are restricted."""
     project = ProjectFactory(slug="acme", name="Acme HR")
     people = {}
-    for name, role in (("ann", "labeller"), ("bob", "labeller"), ("cem", "labeller"),
-                       ("lea", "lead"), ("adm", "admin")):  # fmt: skip
+    for name, role in (
+        ("ann", "labeller"),
+        ("bob", "labeller"),
+        ("cem", "labeller"),
+        ("lea", "lead"),
+        ("adm", "admin"),
+    ):
         people[name] = UserFactory(username=name)
         MembershipFactory(project=project, user=people[name], role=role)
     add_documents(project, ("leave", POLICY_TEXT), ("salaries", SALARY_TEXT, ["hr"]))
@@ -60,9 +65,13 @@ def restricted_world():
 
     def assign(question, slot, user):
         return Assignment.objects.create(
-            pool=pool, question=question, slot=slot, labeller=user, assigned_at=now,
+            pool=pool,
+            question=question,
+            slot=slot,
+            labeller=user,
+            assigned_at=now,
             completed_at=now,
-        )  # fmt: skip
+        )
 
     def grade(assignment, candidate, value, spans=()):
         judgement = Judgement.objects.create(
@@ -70,9 +79,12 @@ def restricted_world():
         )
         for start, end in spans:
             Span.objects.create(
-                judgement=judgement, version=candidate.version, start=start, end=end,
+                judgement=judgement,
+                version=candidate.version,
+                start=start,
+                end=end,
                 quote=candidate.version.text[start:end],
-            )  # fmt: skip
+            )
 
     first_band = (0, SALARY_TEXT.index(".") + 1)
     second_band = (first_band[1] + 1, len(SALARY_TEXT))
@@ -81,9 +93,13 @@ def restricted_world():
         pool=pool, question=q1, version=salaries, start=0, end=first_band[1], shuffle_rank=1
     )
     c_band_d = Candidate.objects.create(
-        pool=pool, question=q1, version=salaries, start=second_band[0], end=second_band[1],
+        pool=pool,
+        question=q1,
+        version=salaries,
+        start=second_band[0],
+        end=second_band[1],
         shuffle_rank=2,
-    )  # fmt: skip
+    )
     ann, bob = assign(q1, 1, people["ann"]), assign(q1, 2, people["bob"])
     grade(ann, c_leave, 0)
     grade(bob, c_leave, 0)

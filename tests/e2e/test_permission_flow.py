@@ -75,8 +75,10 @@ def test_admin_configures_the_live_system_and_test_users_and_finds_the_leak(
     expect(page.locator("body")).to_contain_text("hits.hits")
     assert Retriever.objects.get(name="ours").kind == "http"
 
-    for name, groups, header in (("alice", [GROUP], "X-Test-User: alice"),
-                                 ("bob", [], "X-Test-User: bob")):  # fmt: skip
+    for name, groups, header in (
+        ("alice", [GROUP], "X-Test-User: alice"),
+        ("bob", [], "X-Test-User: bob"),
+    ):
         page.goto(f"{live_server.url}/p/{project.slug}/test-users/add/")
         page.locator("#id_name").fill(name)
         for group in groups:

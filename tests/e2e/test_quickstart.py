@@ -45,8 +45,12 @@ def quickstart(tmp_path):
     def manage(*args: str) -> str:
         done = subprocess.run(
             [sys.executable, "manage.py", *args],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
         return done.stdout
 
@@ -59,8 +63,12 @@ def quickstart(tmp_path):
     with log.open("w") as out:
         process = subprocess.Popen(
             [sys.executable, "manage.py", "quickstart", "--no-demo", "--addr", f"127.0.0.1:{port}"],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + 120
     while "Goldset is running" not in log.read_text():
         assert process.poll() is None, log.read_text()

@@ -42,10 +42,16 @@ def snap(page, text, start, end):
     ("text", "selected", "expected"),
     [
         # The example: a drag that starts inside "Corporate".
-        ("the Corporate Credit Card (FIN-PROC-030) policy", "porate Credit Card (FIN-PROC-030)",
-         "Corporate Credit Card (FIN-PROC-030)"),
-        ("the Corporate Credit Card (FIN-PROC-030) policy", "Credit Card (FIN-PR",
-         "Credit Card (FIN-PROC-030"),
+        (
+            "the Corporate Credit Card (FIN-PROC-030) policy",
+            "porate Credit Card (FIN-PROC-030)",
+            "Corporate Credit Card (FIN-PROC-030)",
+        ),
+        (
+            "the Corporate Credit Card (FIN-PROC-030) policy",
+            "Credit Card (FIN-PR",
+            "Credit Card (FIN-PROC-030",
+        ),
         ("carry over at most five days", "rry ov", "carry over"),
         ("carry over at most five days", " over at ", "over at"),  # white space trimmed
         ("carry over at most five days", "over", "over"),  # already whole words
@@ -56,7 +62,7 @@ def snap(page, text, start, end):
         ("naïve café", "ïve caf", "naïve café"),
         ("x 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 y", "𝔫𝔦𝔠", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢"),  # astral letters count as one each
     ],
-)  # fmt: skip
+)
 def test_snapping_completes_cut_words_only(blank, text, selected, expected):
     chars = list(text)
     start = text.index(selected)

@@ -71,9 +71,13 @@ def judged_restricted(project, people, how: str) -> GoldSet:
     Assignment.objects.filter(pk=assignment.pk).update(completed_at=timezone.now())
     gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=people["insider"])
     EvaluationRun.objects.create(
-        gold_set=gold_set, name="r", source="upload", file_name="r.jsonl", content=b"{}\n",
+        gold_set=gold_set,
+        name="r",
+        source="upload",
+        file_name="r.jsonl",
+        content=b"{}\n",
         sha256="0" * 64,
-    )  # fmt: skip
+    )
     return gold_set
 
 

@@ -143,8 +143,9 @@ def test_a_blocked_finalise_lists_what_is_unresolved(worker, project, people):
     adjudication = reverse("labelling:list-adjudication", args=[project.slug, question_set.pk])
     assert adjudication in page
     assert not GoldSet.objects.exists()
-    poll = admin.get(reverse("corpus:show-job", args=[project.slug, job.pk]),
-                     headers={"HX-Request": "true"})  # fmt: skip
+    poll = admin.get(
+        reverse("corpus:show-job", args=[project.slug, job.pk]), headers={"HX-Request": "true"}
+    )
     assert "HX-Redirect" not in poll
 
 
@@ -228,8 +229,11 @@ def test_the_evaluation_page_shows_the_cli_figures(worker, project, people, gold
     assert "Run mine stored: 3 questions." in _html(response)
     run = EvaluationRun.objects.get()
     assert (run.name, run.source, run.questions, bytes(run.content)) == (
-        "mine", "upload", 3, RUN.encode(),
-    )  # fmt: skip
+        "mine",
+        "upload",
+        3,
+        RUN.encode(),
+    )
     page = _figures(client, project)
     assert page.status_code == 200
     report = page.context["report"]
@@ -320,18 +324,30 @@ def test_the_drill_down_shows_missed_spans(worker, project, people, gold_set):
 @pytest.mark.parametrize(
     ("content", "file_name", "message"),
     [
-        ('{"question_id": "q1", "results": []}\n{"question_id": "q2", "results": [\n',
-         "run.jsonl", "run.jsonl: line 2: not valid JSON"),
-        ('{"question_id": "q7", "results": []}\n', "run.jsonl",
-         "run.jsonl holds no question of this gold set (not in it: &#x27;q7&#x27;)"),
-        ('{"question_id": "q1", "results": [{"doc_id": "vpn", "start": 0, "end": 99999}]}\n',
-         "run.jsonl", "line 1: passage of &#x27;vpn&#x27; ends at 99999, past the document"),
-        ("q1 Q0 leave 1 3.2 sys\nq2 Q0 vpn 1 high sys\n", "run.trec",
-         "run.trec: line 2: score &#x27;high&#x27; is not a number"),
+        (
+            '{"question_id": "q1", "results": []}\n{"question_id": "q2", "results": [\n',
+            "run.jsonl",
+            "run.jsonl: line 2: not valid JSON",
+        ),
+        (
+            '{"question_id": "q7", "results": []}\n',
+            "run.jsonl",
+            "run.jsonl holds no question of this gold set (not in it: &#x27;q7&#x27;)",
+        ),
+        (
+            '{"question_id": "q1", "results": [{"doc_id": "vpn", "start": 0, "end": 99999}]}\n',
+            "run.jsonl",
+            "line 1: passage of &#x27;vpn&#x27; ends at 99999, past the document",
+        ),
+        (
+            "q1 Q0 leave 1 3.2 sys\nq2 Q0 vpn 1 high sys\n",
+            "run.trec",
+            "run.trec: line 2: score &#x27;high&#x27; is not a number",
+        ),
         ("", "empty.jsonl", "The submitted file is empty"),
         ("\n\n", "blank.jsonl", "blank.jsonl holds no results"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_run_file_is_refused_with_its_line_and_nothing_is_stored(
     worker, project, people, gold_set, content, file_name, message
 ):

@@ -29,10 +29,18 @@ from tests.factories import (
 )
 
 BUNDLE_FILES = {
-    "gold.jsonl", "corpus.jsonl", "manifest.json", "qrels.trec", "qrels-fixed-100.trec",
-    "qrels-whole.trec", "beir/corpus.jsonl", "beir/queries.jsonl", "beir/qrels/test.tsv",
-    "judgements.csv", "documents.jsonl",
-}  # fmt: skip
+    "gold.jsonl",
+    "corpus.jsonl",
+    "manifest.json",
+    "qrels.trec",
+    "qrels-fixed-100.trec",
+    "qrels-whole.trec",
+    "beir/corpus.jsonl",
+    "beir/queries.jsonl",
+    "beir/qrels/test.tsv",
+    "judgements.csv",
+    "documents.jsonl",
+}
 
 
 @pytest.fixture
@@ -136,20 +144,29 @@ def test_a_tampered_file_is_caught_by_verify(bundle):
 def test_gold_jsonl_has_the_exact_line_format_and_loads_back(bundle):
     _, folder = bundle
     lines = [json.loads(line) for line in (folder / "gold.jsonl").read_text().splitlines()]
-    assert lines[0] == {
-        "question_id": "q1",
-        "question": "how many days carry over?? \u00e9t\u00e9  ",  # verbatim
-        "answerable": True,
-        "spans": [
-            # ann [0, 100) and bob [20, 120) agreed: their union, grade 2
-            {"doc_id": "leave", "start": 0, "end": 120, "grade": 2, "version": 1,
-             "quote": POLICY_TEXT[:120]},
-        ],
-        "judged": [
-            {"doc_id": "leave", "start": 0, "end": 180, "version": 1},
-            {"doc_id": "vpn", "start": 0, "end": 50, "version": 1},
-        ],
-    }  # fmt: skip
+    assert (
+        lines[0]
+        == {
+            "question_id": "q1",
+            "question": "how many days carry over?? \u00e9t\u00e9  ",  # verbatim
+            "answerable": True,
+            "spans": [
+                # ann [0, 100) and bob [20, 120) agreed: their union, grade 2
+                {
+                    "doc_id": "leave",
+                    "start": 0,
+                    "end": 120,
+                    "grade": 2,
+                    "version": 1,
+                    "quote": POLICY_TEXT[:120],
+                },
+            ],
+            "judged": [
+                {"doc_id": "leave", "start": 0, "end": 180, "version": 1},
+                {"doc_id": "vpn", "start": 0, "end": 50, "version": 1},
+            ],
+        }
+    )
     assert [list(line) for line in lines] == [
         ["question_id", "question", "answerable", "spans", "judged"]
     ] * 3
@@ -182,19 +199,28 @@ def test_corpus_carries_span_versions_and_the_newest_searchable_version_of_each_
     gold_sets.write_bundle(gold_set=gold_set, folder=tmp_path)
     rows = [json.loads(line) for line in (tmp_path / "corpus.jsonl").read_text().splitlines()]
     assert [(r["doc_id"], r["version"]) for r in rows] == [
-        ("leave", 1), ("salaries", 1), ("vpn", 1), ("vpn", 2),
-    ]  # fmt: skip
+        ("leave", 1),
+        ("salaries", 1),
+        ("vpn", 1),
+        ("vpn", 2),
+    ]
     assert [list(r) for r in rows][0] == ["doc_id", "version", "title", "text", "access_groups"]
     assert rows[1]["access_groups"] == ["hr-confidential"] and rows[0]["access_groups"] == []
     assert rows[3]["text"] == "Intro line.\n\n" + VPN_TEXT
     # documents.jsonl (the index health checks) names every document, the held-back one too.
     states = [json.loads(line) for line in (tmp_path / "documents.jsonl").read_text().splitlines()]
     assert [(r["doc_id"], r["version"], r["searchable"]) for r in states] == [
-        ("leave", 1, True), ("salaries", 1, True), ("scan", 1, False), ("vpn", 2, True),
-    ]  # fmt: skip
+        ("leave", 1, True),
+        ("salaries", 1, True),
+        ("scan", 1, False),
+        ("vpn", 2, True),
+    ]
     assert set(gold_set.documents.values_list("doc_id", flat=True)) == {
-        "leave", "salaries", "scan", "vpn",
-    }  # fmt: skip
+        "leave",
+        "salaries",
+        "scan",
+        "vpn",
+    }
     # The CLI's loader moves the v1 spans onto v2 by their quotes.
     gold = load_gold(tmp_path)
     span = gold.questions["q2"].spans[0]
@@ -240,8 +266,10 @@ def test_beir_folder(bundle):
     _, folder = bundle
     corpus = [json.loads(line) for line in (folder / "beir/corpus.jsonl").read_text().splitlines()]
     assert [(d["_id"], d["title"]) for d in corpus] == [
-        ("leave", "leave"), ("salaries", "salaries"), ("vpn", "vpn"),
-    ]  # fmt: skip
+        ("leave", "leave"),
+        ("salaries", "salaries"),
+        ("vpn", "vpn"),
+    ]
     assert corpus[0]["text"] == POLICY_TEXT
     queries = [
         json.loads(line) for line in (folder / "beir/queries.jsonl").read_text().splitlines()
@@ -284,9 +312,18 @@ def test_judgements_csv_keeps_every_vote_and_defuses_formulas(bundle):
 
 @pytest.mark.parametrize(
     ("value", "cell"),
-    [("=cmd()", "'=cmd()"), ("+1", "'+1"), ("-2", "'-2"), ("@SUM(A1)", "'@SUM(A1)"),
-     ("\tx", "'\tx"), ("\rx", "'\rx"), ("plain = text", "plain = text"), (None, ""), (2, "2")],
-)  # fmt: skip
+    [
+        ("=cmd()", "'=cmd()"),
+        ("+1", "'+1"),
+        ("-2", "'-2"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tx", "'\tx"),
+        ("\rx", "'\rx"),
+        ("plain = text", "plain = text"),
+        (None, ""),
+        (2, "2"),
+    ],
+)
 def test_spreadsheet_cells_are_escaped(value, cell):
     assert spreadsheet_safe(value) == cell
 
@@ -311,18 +348,23 @@ def test_a_question_without_candidates_takes_its_verdict(project, people):
 
     q4 = QuestionFactory(question_set=question_set, external_id="q4", text="nothing found")
     assignment = Assignment.objects.create(
-        pool=Pool.objects.get(question_set=question_set), question=q4, labeller=people["ann"],
+        pool=Pool.objects.get(question_set=question_set),
+        question=q4,
+        labeller=people["ann"],
         assigned_at=timezone.now(),
-    )  # fmt: skip
+    )
     with pytest.raises(gold_sets.FinaliseBlocked, match="1 item is unresolved"):
         gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
     Verdict.objects.create(assignment=assignment, outcome="unanswerable")
     gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
     last = gold_sets.bundle_files(gold_set)["gold.jsonl"].decode().splitlines()[-1]
     assert json.loads(last) == {
-        "question_id": "q4", "question": "nothing found", "answerable": False, "spans": [],
+        "question_id": "q4",
+        "question": "nothing found",
+        "answerable": False,
+        "spans": [],
         "judged": [],
-    }  # fmt: skip
+    }
 
 
 def test_export_gold_command(question_set, project, tmp_path, people):
@@ -331,9 +373,17 @@ def test_export_gold_command(question_set, project, tmp_path, people):
         call_command("export_gold", "--project", slug, "--set", "hr", "--out", str(tmp_path / "a"))
     assert error.value.returncode == 2
     call_command(
-        "export_gold", "--project", slug, "--set", "hr", "--out", str(tmp_path / "a"),
-        "--finalise", "--user", "ada",
-    )  # fmt: skip
+        "export_gold",
+        "--project",
+        slug,
+        "--set",
+        "hr",
+        "--out",
+        str(tmp_path / "a"),
+        "--finalise",
+        "--user",
+        "ada",
+    )
     gold_set = GoldSet.objects.get()
     assert gold_set.created_by == people["admin"]
     assert load_gold(tmp_path / "a").manifest["gold_set"] == "v1"
@@ -344,9 +394,17 @@ def test_export_gold_command(question_set, project, tmp_path, people):
     ).read_bytes()
     with pytest.raises(CommandError, match="not an admin") as error:
         call_command(
-            "export_gold", "--project", slug, "--set", "hr", "--out", str(tmp_path / "c"),
-            "--finalise", "--user", "lea",
-        )  # fmt: skip
+            "export_gold",
+            "--project",
+            slug,
+            "--set",
+            "hr",
+            "--out",
+            str(tmp_path / "c"),
+            "--finalise",
+            "--user",
+            "lea",
+        )
     assert error.value.returncode == 2 and GoldSet.objects.count() == 1
 
 
@@ -356,9 +414,15 @@ def test_export_gold_exits_2_listing_what_blocks_finalising(project, people, tmp
     )
     with pytest.raises(CommandError) as error:
         call_command(
-            "export_gold", "--project", project.slug, "--set", "hr", "--out", str(tmp_path),
+            "export_gold",
+            "--project",
+            project.slug,
+            "--set",
+            "hr",
+            "--out",
+            str(tmp_path),
             "--finalise",
-        )  # fmt: skip
+        )
     assert error.value.returncode == 2
     assert "Cannot finalise: 1 item is unresolved" in str(error.value)
     assert "q1 (pool p) — vpn [0–50): grades differ (0 vs 1)" in str(error.value)
@@ -373,13 +437,23 @@ def test_resolving_after_a_block_lets_finalise_through(project, people):
         gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
     entry = resolve_gold(question_set=question_set).unresolved[0]
     adjudication.resolve(
-        pool=entry.pool, question=entry.question, candidate=entry.candidate,
-        user=people["lead"], grade=1, spans=[(0, 26)],
-    )  # fmt: skip
+        pool=entry.pool,
+        question=entry.question,
+        candidate=entry.candidate,
+        user=people["lead"],
+        grade=1,
+        spans=[(0, 26)],
+    )
     gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
     gold = json.loads(gold_sets.bundle_files(gold_set)["gold.jsonl"].decode().splitlines()[0])
-    assert {"doc_id": "vpn", "start": 0, "end": 26, "grade": 1, "version": 1,
-            "quote": VPN_TEXT[:26]} in gold["spans"]  # fmt: skip
+    assert {
+        "doc_id": "vpn",
+        "start": 0,
+        "end": 26,
+        "grade": 1,
+        "version": 1,
+        "quote": VPN_TEXT[:26],
+    } in gold["spans"]
     assert set(gold_set.documents.values_list("doc_id", flat=True)) == {"leave", "vpn"}
 
 
@@ -419,9 +493,22 @@ def test_the_bundle_qrels_read_by_ir_measures_and_ranx_give_the_cli_figures(
     )
     # ir_measures and ranx average over every qrels question: trec_eval -c's convention.
     status = main(
-        ["evaluate", "--gold", str(path), "--run", str(run_path), "--compat", "trec_eval-c",
-         "--k", "1,3", "--mrr-cutoff", "1000", "--no-baseline", "--per-question"]
-    )  # fmt: skip
+        [
+            "evaluate",
+            "--gold",
+            str(path),
+            "--run",
+            str(run_path),
+            "--compat",
+            "trec_eval-c",
+            "--k",
+            "1,3",
+            "--mrr-cutoff",
+            "1000",
+            "--no-baseline",
+            "--per-question",
+        ]
+    )
     assert status == 0
     ours = json.loads(capsys.readouterr().out)["runs"]["oracle"]
     ir = ir_measures.calc_aggregate(
@@ -438,8 +525,10 @@ def test_the_bundle_qrels_read_by_ir_measures_and_ranx_give_the_cli_figures(
     )
     question_ids = list(qrels_ranx.keys())
     for metric, ranx_name in (
-        ("ndcg@3", "ndcg@3"), ("recall@3", "recall@3"), ("precision@1", "precision@1"),
+        ("ndcg@3", "ndcg@3"),
+        ("recall@3", "recall@3"),
+        ("precision@1", "precision@1"),
         ("mrr@1000", "mrr"),
-    ):  # fmt: skip
+    ):
         mine = [ours["per_question"][q][metric] for q in question_ids]
         assert mine == pytest.approx(list(per_query[ranx_name])), metric

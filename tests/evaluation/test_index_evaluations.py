@@ -117,10 +117,15 @@ def test_an_uploaded_run_tagged_with_what_changed_joins_its_systems_plot(
     refused = lead.post(url, {"file": SimpleUploadedFile("r.jsonl", run), "change": "filters"})
     assert refused.status_code == 302 and not Job.objects.filter(kind="evaluation_upload").exists()
     with django_capture_on_commit_callbacks(execute=True):
-        lead.post(url, {
-            "file": SimpleUploadedFile("r.jsonl", run), "name": "after-filters",
-            "retriever": team.pk, "change": "filters",
-        })  # fmt: skip
+        lead.post(
+            url,
+            {
+                "file": SimpleUploadedFile("r.jsonl", run),
+                "name": "after-filters",
+                "retriever": team.pk,
+                "change": "filters",
+            },
+        )
     (row,) = IndexEvaluation.objects.filter(retriever=team)
     assert row.change == "filters" and row.run.name == "after-filters"
     # q2 reaches one of its two spans, q1 is missing: (0.5 + 0) / 2 answerable questions.

@@ -37,8 +37,13 @@ GROUP = "hr-confidential"
 def world(worker, project, settings):
     settings.GOLDSET_HTTP_ALLOWED_HOSTS = ["127.0.0.1"]
     people = {n: UserFactory(username=n) for n in ("ann", "bob", "lea", "ada", "out")}
-    for name, role in (("ann", "labeller"), ("bob", "labeller"), ("lea", "lead"),
-                       ("ada", "admin"), ("out", "lead")):  # fmt: skip
+    for name, role in (
+        ("ann", "labeller"),
+        ("bob", "labeller"),
+        ("lea", "lead"),
+        ("ada", "admin"),
+        ("out", "lead"),
+    ):
         MembershipFactory(project=project, user=people[name], role=role)
     question_set = labelled_question_set(
         project, ann=people["ann"], bob=people["bob"], lead=people["lea"], restricted=True
@@ -82,9 +87,13 @@ def http_retriever(project, server, name="ours"):
 def replay(world, retriever, **kwargs):
     profiles = list(world["project"].test_users.order_by("name"))
     started = permission_replays.start_permission_replay(
-        gold_set=world["gold_set"], test_users=profiles, k=5, retriever=retriever,
-        user=world["people"]["lea"], **kwargs,
-    )  # fmt: skip
+        gold_set=world["gold_set"],
+        test_users=profiles,
+        k=5,
+        retriever=retriever,
+        user=world["people"]["lea"],
+        **kwargs,
+    )
     job = wait_for_job(started.job, timeout=120)
     started.refresh_from_db()
     return started, job
@@ -236,14 +245,33 @@ def test_the_cli_agrees_on_the_exported_bundle_with_per_user_runs_of_a_built_in_
     )
     bundle = tmp_path / "g"
     call_command("export_acl", "--project", project.slug, "--out", str(tmp_path / "acl.json"))
-    arguments = ["permissions", "--gold", str(bundle), "--acl", str(tmp_path / "acl.json"),
-                 "--fail-on-leak", "--format", "json"]  # fmt: skip
+    arguments = [
+        "permissions",
+        "--gold",
+        str(bundle),
+        "--acl",
+        str(tmp_path / "acl.json"),
+        "--fail-on-leak",
+        "--format",
+        "json",
+    ]
     for name in ("alice", "bob", "boss"):
         out = tmp_path / f"{name}.jsonl"
         call_command(
-            "retrieve", "--project", project.slug, "--set", "hr,canaries", "--retriever",
-            "bm25", "--k", "5", "--out", str(out), "--as-test-user", name,
-        )  # fmt: skip
+            "retrieve",
+            "--project",
+            project.slug,
+            "--set",
+            "hr,canaries",
+            "--retriever",
+            "bm25",
+            "--k",
+            "5",
+            "--out",
+            str(out),
+            "--as-test-user",
+            name,
+        )
         arguments.append(f"--run-as={name}={out}")
     capsys.readouterr()
     assert evaluation_cli(arguments) == 0
@@ -257,9 +285,20 @@ def test_the_cli_agrees_on_the_exported_bundle_with_per_user_runs_of_a_built_in_
     # A run made without the user's filter leaks, and the gate says so.
     leaky = tmp_path / "bob-unfiltered.jsonl"
     call_command(
-        "retrieve", "--project", project.slug, "--set", "hr,canaries", "--retriever", "bm25",
-        "--k", "5", "--out", str(leaky), "--as-test-user", "boss",
-    )  # fmt: skip
+        "retrieve",
+        "--project",
+        project.slug,
+        "--set",
+        "hr,canaries",
+        "--retriever",
+        "bm25",
+        "--k",
+        "5",
+        "--out",
+        str(leaky),
+        "--as-test-user",
+        "boss",
+    )
     arguments[arguments.index(f"--run-as=bob={tmp_path / 'bob.jsonl'}")] = f"--run-as=bob={leaky}"
     assert evaluation_cli(arguments) == 1
     assert "leak: bob got canary-" in capsys.readouterr().err
@@ -296,8 +335,19 @@ def test_replay_permissions_and_plant_canaries_commands_with_their_exit_codes(
 
     project = world["project"]
     out = tmp_path / "canaries.jsonl"
-    call_command("plant_canaries", "--project", project.slug, "--group", GROUP, "--count", "1",
-                 "--set", "more-canaries", "--out", str(out))  # fmt: skip
+    call_command(
+        "plant_canaries",
+        "--project",
+        project.slug,
+        "--group",
+        GROUP,
+        "--count",
+        "1",
+        "--set",
+        "more-canaries",
+        "--out",
+        str(out),
+    )
     planted = [json.loads(line) for line in out.read_text().splitlines()]
     assert planted[0]["access_groups"] == [GROUP] and planted[0]["doc_id"].startswith("canary-")
     assert "1 canaries planted" in capsys.readouterr().out
@@ -310,21 +360,51 @@ def test_replay_permissions_and_plant_canaries_commands_with_their_exit_codes(
     report = tmp_path / "report.json"
     try:
         with pytest.raises(CommandError, match="1 leak found") as leaked:
-            call_command("replay_permissions", "--project", project.slug, "--set", "hr",
-                         "--retriever", "ours", "--k", "5", "--fail-on-leak",
-                         "--json", str(report))  # fmt: skip
+            call_command(
+                "replay_permissions",
+                "--project",
+                project.slug,
+                "--set",
+                "hr",
+                "--retriever",
+                "ours",
+                "--k",
+                "5",
+                "--fail-on-leak",
+                "--json",
+                str(report),
+            )
         assert leaked.value.returncode == 1
         captured = capsys.readouterr()
         assert "leak: bob got salaries (groups hr-confidential)" in captured.err
         assert "bob: 1 leaked of" in captured.out
         assert json.loads(report.read_text())["leaks"] == 1
         # Alice alone passes.
-        call_command("replay_permissions", "--project", project.slug, "--set", "hr",
-                     "--retriever", "ours", "--users", "alice", "--fail-on-leak")  # fmt: skip
+        call_command(
+            "replay_permissions",
+            "--project",
+            project.slug,
+            "--set",
+            "hr",
+            "--retriever",
+            "ours",
+            "--users",
+            "alice",
+            "--fail-on-leak",
+        )
         assert "No leak" in capsys.readouterr().out
         with pytest.raises(CommandError, match="No test user 'carol'") as refused:
-            call_command("replay_permissions", "--project", project.slug, "--set", "hr",
-                         "--retriever", "ours", "--users", "carol")  # fmt: skip
+            call_command(
+                "replay_permissions",
+                "--project",
+                project.slug,
+                "--set",
+                "hr",
+                "--retriever",
+                "ours",
+                "--users",
+                "carol",
+            )
         assert refused.value.returncode == 2
     finally:
         server.stop()

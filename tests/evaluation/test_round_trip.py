@@ -136,10 +136,24 @@ def test_export_and_cli_give_the_figures_of_the_page(worker, project, member, tm
     )
     env = {key: value for key, value in os.environ.items() if key != "DJANGO_SETTINGS_MODULE"}
     completed = subprocess.run(
-        [sys.executable, "-m", "evaluation", "evaluate", "--gold", str(bundle),
-         "--run", f"bm25={run_file}", "--format", "json"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "evaluation",
+            "evaluate",
+            "--gold",
+            str(bundle),
+            "--run",
+            f"bm25={run_file}",
+            "--format",
+            "json",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert completed.returncode == 0, completed.stderr
     cli = json.loads(completed.stdout)["runs"]
     assert set(cli) == {"bm25", "bm25-baseline"}

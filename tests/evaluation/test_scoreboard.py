@@ -25,8 +25,11 @@ def test_the_recall_curve_spans_the_plot_and_marks_k_sent_to_the_model():
     # x runs from left (k = 1) to right (the last k); y from bottom (0) to top (1).
     assert first.points == "48.0,139.0 240.0,139.0 432.0,24.0 624.0,24.0"
     assert [(k, value) for _, _, k, value in first.dots] == [
-        (1, "0.5000"), (2, "0.5000"), (3, "1.0000"), (4, "1.0000"),
-    ]  # fmt: skip
+        (1, "0.5000"),
+        (2, "0.5000"),
+        (3, "1.0000"),
+        (4, "1.0000"),
+    ]
     assert second.points == "48.0,254.0 240.0,254.0 432.0,254.0 624.0,254.0"
     assert curve.k_sent_x == 432.0
     assert [k for _, k in curve.x_ticks] == [1, 2, 3, 4]

@@ -71,9 +71,7 @@ def test_the_alert_path_end_to_end(stale_project, member):
     page = login(admin).get(reverse("corpus:show-project", args=[project.slug])).content.decode()
     assert reverse("health:show-health-banner", args=[project.slug]) in page
     banner = (
-        login(lead)
-        .get(reverse("health:show-health-banner", args=[project.slug]))
-        .content.decode()
+        login(lead).get(reverse("health:show-health-banner", args=[project.slug])).content.decode()
     )
     assert "team: the oldest stale document lags 9.0 days (limit 7)" in banner
 
@@ -90,9 +88,7 @@ def test_the_alert_path_end_to_end(stale_project, member):
     check_index_health.apply()
     assert IndexHealthCheck.objects.latest("pk").crossed == []
     banner = (
-        login(lead)
-        .get(reverse("health:show-health-banner", args=[project.slug]))
-        .content.decode()
+        login(lead).get(reverse("health:show-health-banner", args=[project.slug])).content.decode()
     )
     assert "Index health" not in banner
     manifests.import_manifest(retriever=stale_project, data=GOOD, file_name="index.csv")
@@ -101,9 +97,7 @@ def test_the_alert_path_end_to_end(stale_project, member):
 
     # The history plot and its rows.
     health = (
-        login(lead)
-        .get(reverse("health:show-index-health", args=[project.slug]))
-        .content.decode()
+        login(lead).get(reverse("health:show-index-health", args=[project.slug])).content.decode()
     )
     assert health.count("<polyline") == 2 and health.count("<td>50%</td>") == 3
 

@@ -34,11 +34,18 @@ def reimport(project, doc_id, text, modified):
         project=project,
         batch=SourceBatch(
             source="test",
-            records=[DocumentRecord(doc_id=doc_id, title=doc_id, text=text,
-                                    report=assess_quality(text), modified_at=modified)],
+            records=[
+                DocumentRecord(
+                    doc_id=doc_id,
+                    title=doc_id,
+                    text=text,
+                    report=assess_quality(text),
+                    modified_at=modified,
+                )
+            ],
         ),
         importer=documents.Importer.command_line(),
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -73,8 +80,11 @@ def test_import_manifest_stores_every_row(team, tmp_path):
     stored = IndexManifest.objects.get(retriever=team)
     assert stored.rows == 4 and stored.file_name == "index.csv"
     assert list(stored.entries.order_by("line").values_list("doc_id", "line")) == [
-        ("policy", 2), ("vpn", 3), ("secret", 4), ("ghost", 5),
-    ]  # fmt: skip
+        ("policy", 2),
+        ("vpn", 3),
+        ("secret", 4),
+        ("ghost", 5),
+    ]
 
 
 def test_import_manifest_exits_2_with_lines_and_stores_nothing(team, tmp_path, capsys):
@@ -192,9 +202,13 @@ def test_the_runs_of_the_newest_gold_set_are_checked_and_refused_to_outsiders(pr
         b'{"doc_id": "leave", "start": 0, "end": 50}]}\n'
     )  # five distinct results: a repeated one is dropped when the run is read (issue 13)
     EvaluationRun.objects.create(
-        gold_set=gold_set, name="team", source="upload", file_name="team.jsonl",
-        content=content, sha256="0" * 64,
-    )  # fmt: skip
+        gold_set=gold_set,
+        name="team",
+        source="upload",
+        file_name="team.jsonl",
+        content=content,
+        sha256="0" * 64,
+    )
     report = index_health.runs_health(project=project, viewer=people["lead"])
     team = report["runs"]["team"]
     assert team["short_lists"]["per_question"] == {"q1": 1} and team["questions"] == 2
@@ -235,10 +249,15 @@ def test_an_http_retrievers_manifest_is_fetched_from_its_own_host_only(
     settings.GOLDSET_HTTP_ALLOWED_HOSTS = ["127.0.0.1"]
     monkeypatch.setenv("TEAM_TOKEN", "secret-1")
     live = retrieval.add_retriever(
-        project=corpus, name="live", kind="http",
-        endpoint={"preset": "elasticsearch", "url": f"{base}/policies/_search",
-                  "headers": [["X-Token", "env:TEAM_TOKEN"]]},
-    )  # fmt: skip
+        project=corpus,
+        name="live",
+        kind="http",
+        endpoint={
+            "preset": "elasticsearch",
+            "url": f"{base}/policies/_search",
+            "headers": [["X-Token", "env:TEAM_TOKEN"]],
+        },
+    )
     lead = login(member("lead"))
     url = reverse("health:upload-manifest", args=[corpus.slug])
     try:
@@ -287,9 +306,7 @@ def test_a_large_index_is_checked_by_a_job_and_its_stored_figures_shown_until_in
     assert not Job.objects.filter(kind="index_health_report").exists()  # a GET starts nothing
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = lead.post(
-            reverse("health:check-index-now", args=[team.project.slug, team.pk])
-        )
+        response = lead.post(reverse("health:check-index-now", args=[team.project.slug, team.pk]))
     job = Job.objects.get(kind="index_health_report")
     assert job.state == JobState.SUCCEEDED and job.task == "health.tasks.index_health_report"
     # The job page follows it, then sends the browser back to Index health.

@@ -19,9 +19,14 @@ from tests.factories import grading_pool, login
 def team(member):
     return {
         name: member(role, username=name)
-        for name, role in (("ana", "labeller"), ("ben", "labeller"), ("cem", "labeller"),
-                           ("dan", "labeller"), ("lea", "lead"))
-    }  # fmt: skip
+        for name, role in (
+            ("ana", "labeller"),
+            ("ben", "labeller"),
+            ("cem", "labeller"),
+            ("dan", "labeller"),
+            ("lea", "lead"),
+        )
+    }
 
 
 def listed(body: str) -> list[str]:
@@ -33,9 +38,12 @@ def listed(body: str) -> list[str]:
 def start(assignment, candidate=None):
     candidate = candidate or assignment.pool.candidates.filter(question=assignment.question).first()
     judgements.record_grade(
-        assignment=assignment, labeller=assignment.labeller, candidate_id=candidate.pk,
-        grade=1, revision=0,
-    )  # fmt: skip
+        assignment=assignment,
+        labeller=assignment.labeller,
+        candidate_id=candidate.pk,
+        grade=1,
+        revision=0,
+    )
 
 
 def test_filters_sort_and_search(project, team):
@@ -142,10 +150,14 @@ def test_raising_the_double_labelled_share_after_planning(project, team):
     assert Assignment.objects.filter(pool=pool, slot=2).count() == 2
     response = login(team["lea"]).post(
         reverse("labelling:add-second-labellers", args=[project.slug]),
-        {"pool": pool.pk, "labellers": [team["ana"].pk, team["ben"].pk, team["cem"].pk],
-         "double_percent": 50, "seed": 0},
+        {
+            "pool": pool.pk,
+            "labellers": [team["ana"].pk, team["ben"].pk, team["cem"].pk],
+            "double_percent": 50,
+            "seed": 0,
+        },
         follow=True,
-    )  # fmt: skip
+    )
     assert "3 questions got a second labeller" in response.content.decode()
     assert Assignment.objects.filter(pool=pool, slot=2).count() == 5
     for second in Assignment.objects.filter(pool=pool, slot=2):
@@ -173,9 +185,12 @@ def test_excluding_a_question_takes_it_out_of_work_and_gold_with_a_record(projec
     for assignment in Assignment.objects.filter(pool=pool, question__in=[first, third]):
         start(assignment)
         judgements.record_verdict(
-            assignment=assignment, labeller=team["ana"], outcome="answerable", reason="",
+            assignment=assignment,
+            labeller=team["ana"],
+            outcome="answerable",
+            reason="",
             revision=0,
-        )  # fmt: skip
+        )
     # The second question is unfinished: it blocks the gold set until it is excluded.
     assert [item.question_id for item in collect_gold(question_set=question_set)[1]] != []
     lea = login(team["lea"])

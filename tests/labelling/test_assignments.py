@@ -163,9 +163,13 @@ def test_first_claimable_slot_answers_as_the_orm_query_does(project, labellers):
         got.save(update_fields=["labeller"])
         claimed.append((labeller.username, got.question_id, got.slot))
     assert claimed == [
-        ("ana", q5.pk, 1), ("ben", q1.pk, 1), ("cem", q5.pk, 2), ("ana", q6.pk, 1),
-        ("ben", q5.pk, 3), ("cem", q6.pk, 2),
-    ]  # fmt: skip
+        ("ana", q5.pk, 1),
+        ("ben", q1.pk, 1),
+        ("cem", q5.pk, 2),
+        ("ana", q6.pk, 1),
+        ("ben", q5.pk, 3),
+        ("cem", q6.pk, 2),
+    ]
     assert services.first_claimable_slot(project=other, labeller=ana).pool == elsewhere
 
 
@@ -334,7 +338,7 @@ def test_concurrent_double_submit_of_a_grade_makes_one_row():
                     labeller=ana,
                     grade=2,
                     revision=0,
-                )  # fmt: skip
+                )
             )
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)

@@ -33,11 +33,13 @@ def test_ticks_are_round_minutes_hours_or_days_and_label_the_day_once():
 
 def test_lines_run_from_start_to_their_last_point_inside_the_frame():
     chart = time_chart(
-        [("a", [(T0, 0.0), (T0 + timedelta(hours=2), 0.5), (T0 + timedelta(hours=4), 1.0)]),
-         ("b", [])],
+        [
+            ("a", [(T0, 0.0), (T0 + timedelta(hours=2), 0.5), (T0 + timedelta(hours=4), 1.0)]),
+            ("b", []),
+        ],
         start=T0,
         end=T0 + timedelta(hours=4),
-    )  # fmt: skip
+    )
     assert [line.name for line in chart.lines] == ["a"]  # nothing to draw for b
     line = chart.lines[0]
     assert line.points.split()[0] == f"{chart.left:.1f},{chart.bottom:.1f}"

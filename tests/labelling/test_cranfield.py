@@ -31,9 +31,15 @@ def test_bm25_on_cranfield_matches_the_reference_run(project):
     assert imported.documents.created == Document.objects.count() == 1398
     assert imported.questions == 225
     retriever = retrieval.add_retriever(
-        project=project, name="bm25", kind="bm25", scheme=scheme, stem=True, stopwords=True,
-        k1=0.9, b=0.4,
-    )  # fmt: skip
+        project=project,
+        name="bm25",
+        kind="bm25",
+        scheme=scheme,
+        stem=True,
+        stopwords=True,
+        k1=0.9,
+        b=0.4,
+    )
     retrieval.build_index(retriever=retriever)
     questions = list(imported.question_set.questions.order_by("pk"))
     found = retrieval.retrieve(retriever=retriever, questions=[q.text for q in questions], k=100)

@@ -126,10 +126,15 @@ def test_document_view_segments_carry_exact_offsets(world):
     )
     start, end = POLICY_SENTENCES[0]
     judgement_services.add_span(
-        assignment=world.a1, candidate_id=world.c1.pk, labeller=world.ana,
-        version_id=world.c1.version_id, start=start + 9, end=start + 20,
-        quote=POLICY_TEXT[start + 9 : start + 20], revision=1,
-    )  # fmt: skip
+        assignment=world.a1,
+        candidate_id=world.c1.pk,
+        labeller=world.ana,
+        version_id=world.c1.version_id,
+        start=start + 9,
+        end=start + 20,
+        quote=POLICY_TEXT[start + 9 : start + 20],
+        revision=1,
+    )
     body = client_for(world.ana).get(world.url("grade-question")).content.decode()
     view = re.search(rf'id="doc-view-{world.c1.pk}"[^>]*>(.*?)</div>', body, re.S).group(1)
     segments = re.findall(r'<span class="seg ([^"]*)" data-start="(\d+)">(.*?)</span>', view, re.S)
@@ -221,21 +226,36 @@ def test_plain_form_posts_redirect_back_to_the_page(world):
         ("grade-candidate", {"grade": "-1", "revision": "0"}, 400, "A grade is 0"),
         ("grade-candidate", {"grade": "", "revision": "0"}, 400, "A grade is 0"),
         ("grade-candidate", {"grade": "1", "revision": "x"}, 400, "whole number"),
-        ("add-span", {"start": "0", "end": "99999", "quote": "x", "revision": "1"}, 400,
-         "runs past the end"),
-        ("add-span", {"start": "0", "end": "9", "quote": "Nope", "revision": "1"}, 400,
-         "does not match"),
-        ("add-span", {"start": "a", "end": "9", "quote": "", "revision": "1"}, 400,
-         "whole number"),
+        (
+            "add-span",
+            {"start": "0", "end": "99999", "quote": "x", "revision": "1"},
+            400,
+            "runs past the end",
+        ),
+        (
+            "add-span",
+            {"start": "0", "end": "9", "quote": "Nope", "revision": "1"},
+            400,
+            "does not match",
+        ),
+        ("add-span", {"start": "a", "end": "9", "quote": "", "revision": "1"}, 400, "whole number"),
         ("note-candidate", {"note": "x" * 5001, "revision": "1"}, 400, "at most"),
-        ("note-candidate", {"note": "see\x00below", "revision": "1"}, 400,
-         "A note cannot contain a NUL character"),
-        ("set-verdict", {"outcome": "cant_tell", "reason": "why\x00", "revision": "0"}, 400,
-         "A reason cannot contain a NUL character"),
+        (
+            "note-candidate",
+            {"note": "see\x00below", "revision": "1"},
+            400,
+            "A note cannot contain a NUL character",
+        ),
+        (
+            "set-verdict",
+            {"outcome": "cant_tell", "reason": "why\x00", "revision": "0"},
+            400,
+            "A reason cannot contain a NUL character",
+        ),
         ("set-verdict", {"outcome": "perhaps", "revision": "0"}, 400, "Choose answerable"),
         ("set-verdict", {"outcome": "cant_tell", "reason": "", "revision": "0"}, 400, "Say why"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_refused_with_a_clear_message(world, name, data, status, message):
     client = client_for(world.ana)
     post(client, world.url("grade-candidate", candidate=world.c1), {"grade": "2", "revision": "0"})
@@ -325,14 +345,22 @@ def test_every_action_lands_in_history_and_undo_reverts_it(world):
     post(
         client,
         world.url("add-span", candidate=world.c1),
-        {"version": world.c1.version_id, "start": start, "end": start + 9,
-         "quote": POLICY_TEXT[start : start + 9], "revision": "1"},
-    )  # fmt: skip
+        {
+            "version": world.c1.version_id,
+            "start": start,
+            "end": start + 9,
+            "quote": POLICY_TEXT[start : start + 9],
+            "revision": "1",
+        },
+    )
     post(client, world.url("note-candidate", candidate=world.c1), {"note": "ok", "revision": "2"})
     post(client, world.url("set-verdict"), {"outcome": "unanswerable", "revision": "0"})
     assert list(Change.objects.order_by("pk").values_list("action", flat=True)) == [
-        "grade 2", "add span", "note", "verdict unanswerable",
-    ]  # fmt: skip
+        "grade 2",
+        "add span",
+        "note",
+        "verdict unanswerable",
+    ]
     response = post(client, world.url("undo-change"))
     assert response.status_code == 200 and "Undone: verdict unanswerable" in flash(response)
     assert 'id="verdict"' in response.content.decode() and not Verdict.objects.exists()
@@ -436,9 +464,13 @@ def test_lead_plans_reassigns_and_sees_progress_and_everyones_work(world):
     pool = grading_pool(world.project, questions=5, passages=1)
     response = lead.post(
         reverse("labelling:plan-assignments", args=[slug]),
-        {"pool": pool.pk, "labellers": [world.ana.pk, world.ben.pk], "double_percent": "40",
-         "seed": "1"},
-    )  # fmt: skip
+        {
+            "pool": pool.pk,
+            "labellers": [world.ana.pk, world.ben.pk],
+            "double_percent": "40",
+            "seed": "1",
+        },
+    )
     assert response.status_code == 302
     assert Assignment.objects.filter(pool=pool).count() == 7
     page = lead.get(response["Location"]).content.decode()
@@ -519,35 +551,94 @@ def matrix_urls(world):
         # (name, method, url, data, htmx)
         ("show-queue", "get", reverse("labelling:show-queue", args=[slug]), None, False),
         ("next-question", "get", reverse("labelling:next-question", args=[slug]), None, False),
-        ("list-assignments", "get", reverse("labelling:list-assignments", args=[slug]), None,
-         False),
-        ("plan-assignments", "post", reverse("labelling:plan-assignments", args=[slug]),
-         {"pool": world.pool.pk, "double_percent": "0", "seed": "0"}, False),
-        ("show-assignment", "get", reverse("labelling:show-assignment", args=[slug, a1]), None,
-         False),
-        ("reassign-assignment", "post",
-         reverse("labelling:reassign-assignment", args=[slug, world.a2.pk]),
-         {"labeller": world.ana.pk}, False),
-        ("unassign-assignment", "post",
-         reverse("labelling:unassign-assignment", args=[slug, world.b1.pk]), None, False),
+        (
+            "list-assignments",
+            "get",
+            reverse("labelling:list-assignments", args=[slug]),
+            None,
+            False,
+        ),
+        (
+            "plan-assignments",
+            "post",
+            reverse("labelling:plan-assignments", args=[slug]),
+            {"pool": world.pool.pk, "double_percent": "0", "seed": "0"},
+            False,
+        ),
+        (
+            "show-assignment",
+            "get",
+            reverse("labelling:show-assignment", args=[slug, a1]),
+            None,
+            False,
+        ),
+        (
+            "reassign-assignment",
+            "post",
+            reverse("labelling:reassign-assignment", args=[slug, world.a2.pk]),
+            {"labeller": world.ana.pk},
+            False,
+        ),
+        (
+            "unassign-assignment",
+            "post",
+            reverse("labelling:unassign-assignment", args=[slug, world.b1.pk]),
+            None,
+            False,
+        ),
         ("show-guideline", "get", reverse("labelling:show-guideline", args=[slug]), None, False),
         ("edit-guideline", "get", reverse("labelling:edit-guideline", args=[slug]), None, False),
         ("grade-question", "get", world.url("grade-question"), None, False),
-        ("show-passage-document", "get",
-         world.url("show-passage-document", candidate=world.c1), None, True),
-        ("grade-candidate", "post", world.url("grade-candidate", candidate=world.c1),
-         {"grade": "2", "revision": "0"}, True),
-        ("add-span", "post", world.url("add-span", candidate=span_candidate),
-         {"version": world.c1.version_id, "start": world.c1.start, "end": world.c1.start + 8,
-          "quote": POLICY_TEXT[world.c1.start : world.c1.start + 8], "revision": "1"}, True),
-        ("note-candidate", "post", world.url("note-candidate", candidate=world.c1),
-         {"note": "n", "revision": "2"}, True),
-        ("remove-span", "post",
-         world.url("remove-span", candidate=world.c1, span_id=999_999), {"revision": "3"}, True),
-        ("set-verdict", "post", world.url("set-verdict"), {"outcome": "answerable",
-         "revision": "0"}, True),
+        (
+            "show-passage-document",
+            "get",
+            world.url("show-passage-document", candidate=world.c1),
+            None,
+            True,
+        ),
+        (
+            "grade-candidate",
+            "post",
+            world.url("grade-candidate", candidate=world.c1),
+            {"grade": "2", "revision": "0"},
+            True,
+        ),
+        (
+            "add-span",
+            "post",
+            world.url("add-span", candidate=span_candidate),
+            {
+                "version": world.c1.version_id,
+                "start": world.c1.start,
+                "end": world.c1.start + 8,
+                "quote": POLICY_TEXT[world.c1.start : world.c1.start + 8],
+                "revision": "1",
+            },
+            True,
+        ),
+        (
+            "note-candidate",
+            "post",
+            world.url("note-candidate", candidate=world.c1),
+            {"note": "n", "revision": "2"},
+            True,
+        ),
+        (
+            "remove-span",
+            "post",
+            world.url("remove-span", candidate=world.c1, span_id=999_999),
+            {"revision": "3"},
+            True,
+        ),
+        (
+            "set-verdict",
+            "post",
+            world.url("set-verdict"),
+            {"outcome": "answerable", "revision": "0"},
+            True,
+        ),
         ("undo-change", "post", world.url("undo-change"), None, True),
-    ]  # fmt: skip
+    ]
 
 
 # Expected status per role; names not listed for a role follow its default.
@@ -557,23 +648,39 @@ EXPECTED = {
     "assignee": {
         "default": 200,
         "next-question": 302,
-        "list-assignments": 403, "plan-assignments": 403, "show-assignment": 403,
-        "reassign-assignment": 403, "unassign-assignment": 403, "edit-guideline": 403,
+        "list-assignments": 403,
+        "plan-assignments": 403,
+        "show-assignment": 403,
+        "reassign-assignment": 403,
+        "unassign-assignment": 403,
+        "edit-guideline": 403,
         "remove-span": 404,  # a span id that is not hers
     },
     "other labeller": {
         "default": 404,
-        "show-queue": 200, "next-question": 302, "show-guideline": 200,
-        "list-assignments": 403, "plan-assignments": 403, "show-assignment": 403,
-        "reassign-assignment": 403, "unassign-assignment": 403, "edit-guideline": 403,
+        "show-queue": 200,
+        "next-question": 302,
+        "show-guideline": 200,
+        "list-assignments": 403,
+        "plan-assignments": 403,
+        "show-assignment": 403,
+        "reassign-assignment": 403,
+        "unassign-assignment": 403,
+        "edit-guideline": 403,
     },
     "lead": {
         "default": 404,  # a lead grades only questions in their own queue
-        "show-queue": 200, "next-question": 302, "show-guideline": 200, "edit-guideline": 200,
-        "list-assignments": 200, "plan-assignments": 302, "show-assignment": 200,
-        "reassign-assignment": 302, "unassign-assignment": 302,
+        "show-queue": 200,
+        "next-question": 302,
+        "show-guideline": 200,
+        "edit-guideline": 200,
+        "list-assignments": 200,
+        "plan-assignments": 302,
+        "show-assignment": 200,
+        "reassign-assignment": 302,
+        "unassign-assignment": 302,
     },
-}  # fmt: skip
+}
 EXPECTED["admin"] = EXPECTED["lead"]
 
 
@@ -709,11 +816,18 @@ def test_an_action_made_on_another_accounts_page_is_refused_and_writes_nothing(w
     ben = client_for(world.ben)
     for name, data in [
         ("grade-candidate", {"grade": "2", "revision": "0"}),
-        ("add-span", {"version": world.c1.version_id, "start": world.c1.start,
-                      "end": world.c1.start + 5, "quote": POLICY_TEXT[world.c1.start:][:5],
-                      "revision": "0"}),
+        (
+            "add-span",
+            {
+                "version": world.c1.version_id,
+                "start": world.c1.start,
+                "end": world.c1.start + 5,
+                "quote": POLICY_TEXT[world.c1.start :][:5],
+                "revision": "0",
+            },
+        ),
         ("note-candidate", {"note": "ana's", "revision": "0"}),
-    ]:  # fmt: skip
+    ]:
         response = post(
             ben, world.url(name, candidate=world.c1), {**data, "labeller": str(world.ana.pk)}
         )
@@ -760,8 +874,11 @@ def test_a_write_records_the_guideline_version_the_page_showed(world):
     assert response.status_code == 200
     assert Judgement.objects.get(candidate=world.c1).guideline == v1
     assert "published guideline v2" in flash(response)
-    post(client, world.url("set-verdict"), {"outcome": "answerable", "revision": "0",
-                                            "guideline": "1"})  # fmt: skip
+    post(
+        client,
+        world.url("set-verdict"),
+        {"outcome": "answerable", "revision": "0", "guideline": "1"},
+    )
     assert Verdict.objects.get().guideline == v1
     # A page read before any guideline existed records none; no version means the current.
     post(
@@ -830,9 +947,14 @@ def test_marking_evidence_in_an_ungraded_passage_grades_it_1_and_says_so(world):
     response = post(
         client,
         world.url("add-span", candidate=world.c1),
-        {"version": world.c1.version_id, "start": start, "end": start + 9,
-         "quote": POLICY_TEXT[start : start + 9], "revision": "0"},
-    )  # fmt: skip
+        {
+            "version": world.c1.version_id,
+            "start": start,
+            "end": start + 9,
+            "quote": POLICY_TEXT[start : start + 9],
+            "revision": "0",
+        },
+    )
     assert response.status_code == 200
     body = unescape(response.content.decode())
     assert judgement_services.GRADED_BY_SPAN in body

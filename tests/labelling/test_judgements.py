@@ -29,9 +29,13 @@ def work(project, member):
 def grade(work, index, value, revision=0, **kwargs):
     assignment, candidates, ana = work
     return services.record_grade(
-        assignment=assignment, candidate_id=candidates[index].pk, labeller=ana, grade=value,
-        revision=revision, **kwargs,
-    )  # fmt: skip
+        assignment=assignment,
+        candidate_id=candidates[index].pk,
+        labeller=ana,
+        grade=value,
+        revision=revision,
+        **kwargs,
+    )
 
 
 def spans_of(candidate):
@@ -111,10 +115,15 @@ def add(work, index, start, end, quote=None, revision=1, version=None):
     assignment, candidates, ana = work
     c = candidates[index]
     return services.add_span(
-        assignment=assignment, candidate_id=c.pk, labeller=ana,
-        version_id=version or c.version_id, start=start, end=end,
-        quote=POLICY_TEXT[start:end] if quote is None else quote, revision=revision,
-    )  # fmt: skip
+        assignment=assignment,
+        candidate_id=c.pk,
+        labeller=ana,
+        version_id=version or c.version_id,
+        start=start,
+        end=end,
+        quote=POLICY_TEXT[start:end] if quote is None else quote,
+        revision=revision,
+    )
 
 
 def test_a_selection_inside_the_default_span_narrows_it(work):
@@ -206,21 +215,30 @@ def test_removing_spans_keeps_at_least_one(work):
     add(work, 0, 100, 110, revision=2)
     first = Span.objects.get(start=40)
     services.remove_span(
-        assignment=assignment, candidate_id=candidates[0].pk, labeller=ana, span_id=first.pk,
+        assignment=assignment,
+        candidate_id=candidates[0].pk,
+        labeller=ana,
+        span_id=first.pk,
         revision=3,
-    )  # fmt: skip
+    )
     assert spans_of(candidates[0]) == [(100, 110)]
     last = Span.objects.get()
     with pytest.raises(services.GradingError, match="keeps at least one"):
         services.remove_span(
-            assignment=assignment, candidate_id=candidates[0].pk, labeller=ana,
-            span_id=last.pk, revision=4,
-        )  # fmt: skip
+            assignment=assignment,
+            candidate_id=candidates[0].pk,
+            labeller=ana,
+            span_id=last.pk,
+            revision=4,
+        )
     with pytest.raises(services.NotInQueue, match="no longer exists"):
         services.remove_span(
-            assignment=assignment, candidate_id=candidates[0].pk, labeller=ana,
-            span_id=first.pk, revision=4,
-        )  # fmt: skip
+            assignment=assignment,
+            candidate_id=candidates[0].pk,
+            labeller=ana,
+            span_id=first.pk,
+            revision=4,
+        )
 
 
 # Notes and verdicts ------------------------------------------------------------------------
@@ -230,20 +248,29 @@ def test_a_note_needs_a_grade_and_is_kept_with_it(work):
     assignment, candidates, ana = work
     with pytest.raises(services.GradingError, match="Grade this passage before"):
         services.record_note(
-            assignment=assignment, candidate_id=candidates[0].pk, labeller=ana, note="hm",
+            assignment=assignment,
+            candidate_id=candidates[0].pk,
+            labeller=ana,
+            note="hm",
             revision=0,
-        )  # fmt: skip
+        )
     grade(work, 0, 1)
     services.record_note(
-        assignment=assignment, candidate_id=candidates[0].pk, labeller=ana,
-        note="  only for full-time staff \r\n", revision=1,
-    )  # fmt: skip
+        assignment=assignment,
+        candidate_id=candidates[0].pk,
+        labeller=ana,
+        note="  only for full-time staff \r\n",
+        revision=1,
+    )
     assert Judgement.objects.get().note == "only for full-time staff"
     with pytest.raises(services.GradingError, match="at most"):
         services.record_note(
-            assignment=assignment, candidate_id=candidates[0].pk, labeller=ana,
-            note="x" * 6000, revision=2,
-        )  # fmt: skip
+            assignment=assignment,
+            candidate_id=candidates[0].pk,
+            labeller=ana,
+            note="x" * 6000,
+            revision=2,
+        )
 
 
 def test_verdicts_and_cant_tell_needs_a_reason(work):
@@ -330,9 +357,12 @@ def test_another_labellers_assignment_cannot_be_written(work, member):
     ben = member("labeller", username="ben")
     with pytest.raises(services.NotInQueue, match="not in your queue"):
         services.record_grade(
-            assignment=assignment, candidate_id=candidates[0].pk, labeller=ben, grade=1,
+            assignment=assignment,
+            candidate_id=candidates[0].pk,
+            labeller=ben,
+            grade=1,
             revision=0,
-        )  # fmt: skip
+        )
     with pytest.raises(services.NotInQueue):
         services.undo_last_change(assignment=assignment, labeller=ben)
     assert not Judgement.objects.exists()
@@ -465,8 +495,10 @@ def test_an_item_a_lead_resolved_answers_a_labellers_edit_as_any_other_item(work
     resolved = grade(work, 0, 0, revision=1)
     unresolved = grade(work, 1, 0, revision=1)
     assert (resolved.changed, resolved.message, resolved.revision) == (
-        unresolved.changed, unresolved.message, unresolved.revision
-    )  # fmt: skip
+        unresolved.changed,
+        unresolved.message,
+        unresolved.revision,
+    )
     assert Judgement.objects.get(candidate=candidates[0]).grade == 0
     undone = services.undo_last_change(assignment=assignment, labeller=ana)
     assert undone.candidate == candidates[1]
@@ -481,7 +513,9 @@ def test_an_item_a_lead_resolved_answers_a_labellers_edit_as_any_other_item(work
     assert verdict.changed and verdict.message == ""
     # The history keeps the vote the lead saw; the lead's decision is untouched.
     assert [c.action for c in Change.objects.filter(candidate=candidates[0]).order_by("pk")] == [
-        "grade 2", "grade 0", "undo",
-    ]  # fmt: skip
+        "grade 2",
+        "grade 0",
+        "undo",
+    ]
     resolution.refresh_from_db()
     assert resolution.grade == 1

@@ -30,9 +30,13 @@ def leaver_world(project, member):
         assignment=first, candidate_id=candidate.pk, labeller=leaver, grade=2, revision=0, seconds=3
     )
     judgements.record_note(
-        assignment=first, candidate_id=candidate.pk, labeller=leaver, note="LEAVER-NOTE",
-        revision=1, seconds=1,
-    )  # fmt: skip
+        assignment=first,
+        candidate_id=candidate.pk,
+        labeller=leaver,
+        note="LEAVER-NOTE",
+        revision=1,
+        seconds=1,
+    )
     judgements.record_verdict(
         assignment=first, labeller=leaver, outcome="unanswerable", reason="", revision=0
     )

@@ -145,18 +145,25 @@ def test_outsiders_see_no_restricted_document_in_history(project, people):
     pool = grading_pool(project, questions=1, passages=1)
     salaries = Document.objects.get(doc_id="salaries").latest_version
     hidden = Candidate.objects.create(
-        pool=pool, question=pool.question_set.questions.get(), version=salaries, start=0, end=20,
+        pool=pool,
+        question=pool.question_set.questions.get(),
+        version=salaries,
+        start=0,
+        end=20,
         shuffle_rank=9,
-    )  # fmt: skip
+    )
     services.plan_assignments(pool=pool, labellers=[people["ann"]], double_share=0)
     assignment = Assignment.objects.get(pool=pool)
     from labelling.services import judgements
 
     for candidate in Candidate.objects.of_assignment(assignment):
         judgements.record_grade(
-            assignment=assignment, labeller=people["ann"], candidate_id=candidate.pk, grade=2,
+            assignment=assignment,
+            labeller=people["ann"],
+            candidate_id=candidate.pk,
+            grade=2,
             revision=0,
-        )  # fmt: skip
+        )
     page = login(people["lea"]).get(
         reverse("labelling:show-assignment", args=[project.slug, assignment.pk])
     )

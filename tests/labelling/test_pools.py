@@ -315,9 +315,18 @@ def test_pool_and_import_run_commands_with_their_exit_codes(
     call_command("import_run", str(run), "--project", slug, "--retriever", "team", "--set", "staff")
     assert "2 questions, 2 results" in capsys.readouterr().out
     call_command(
-        "pool", "--project", slug, "--set", "staff", "--retrievers", "bm25,team", "--depth", "5",
-        "--name", "first",
-    )  # fmt: skip
+        "pool",
+        "--project",
+        slug,
+        "--set",
+        "staff",
+        "--retrievers",
+        "bm25,team",
+        "--depth",
+        "5",
+        "--name",
+        "first",
+    )
     assert "Pool first:" in capsys.readouterr().out
     assert Pool.objects.get(name="first").state == "ready"
     call_command("pool", "--project", slug, "--set", "staff", "--retrievers", "bm25")
@@ -325,17 +334,46 @@ def test_pool_and_import_run_commands_with_their_exit_codes(
     bad_run = tmp_path / "bad.jsonl"
     bad_run.write_text(json.dumps({"question_id": "q1", "results": [{"doc_id": "ghost"}]}))
     failures = [
-        (["import_run", str(bad_run), "--project", slug, "--retriever", "team", "--set", "staff"],
-         "1 problems"),
-        (["import_run", str(run), "--project", slug, "--retriever", "bm25", "--set", "staff"],
-         "not an uploaded run"),
-        (["pool", "--project", slug, "--set", "staff", "--retrievers", "bm25,ghost"],
-         "No retriever 'ghost'"),
-        (["pool", "--project", slug, "--set", "nope", "--retrievers", "bm25"],
-         "No question set 'nope'"),
-        (["pool", "--project", slug, "--set", "staff", "--retrievers", "bm25", "--name", "first"],
-         "already has a pool named 'first'"),
-    ]  # fmt: skip
+        (
+            [
+                "import_run",
+                str(bad_run),
+                "--project",
+                slug,
+                "--retriever",
+                "team",
+                "--set",
+                "staff",
+            ],
+            "1 problems",
+        ),
+        (
+            ["import_run", str(run), "--project", slug, "--retriever", "bm25", "--set", "staff"],
+            "not an uploaded run",
+        ),
+        (
+            ["pool", "--project", slug, "--set", "staff", "--retrievers", "bm25,ghost"],
+            "No retriever 'ghost'",
+        ),
+        (
+            ["pool", "--project", slug, "--set", "nope", "--retrievers", "bm25"],
+            "No question set 'nope'",
+        ),
+        (
+            [
+                "pool",
+                "--project",
+                slug,
+                "--set",
+                "staff",
+                "--retrievers",
+                "bm25",
+                "--name",
+                "first",
+            ],
+            "already has a pool named 'first'",
+        ),
+    ]
     for args, message in failures:
         with pytest.raises(CommandError, match=message) as error:
             call_command(*args)
@@ -408,10 +446,14 @@ def test_restricted_candidates_are_not_shown_or_counted_outside_their_group(
     insider, outsider = member("labeller"), member("labeller")
     projects.set_access_group_members(project=project, name="hr-confidential", users=[insider])
     sizes = {
-        user: dict((question.external_id, size) for question, size in pools.summarize_pool(
-            pool=pool, user=user, with_provenance=False).sizes)
+        user: dict(
+            (question.external_id, size)
+            for question, size in pools.summarize_pool(
+                pool=pool, user=user, with_provenance=False
+            ).sizes
+        )
         for user in (insider, outsider)
-    }  # fmt: skip
+    }
     assert sizes[outsider]["q4"] == sizes[insider]["q4"] - hidden
     detail = reverse("labelling:show-pool-question", args=[project.slug, pool.pk, q.pk])
     assert "salaries" not in login(outsider).get(detail).content.decode()

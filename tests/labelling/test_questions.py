@@ -202,9 +202,13 @@ def test_import_questions_command_and_its_exit_codes(project, tmp_path, capsys):
     (tmp_path / "questions.xlsx").write_bytes(b"PK")
     with pytest.raises(CommandError, match="Cannot tell the format"):
         call_command(
-            "import_questions", str(tmp_path / "questions.xlsx"), "--project", project.slug,
-            "--set", "x",
-        )  # fmt: skip
+            "import_questions",
+            str(tmp_path / "questions.xlsx"),
+            "--project",
+            project.slug,
+            "--set",
+            "x",
+        )
     assert QuestionSet.objects.filter(name="x").count() == 0
 
 

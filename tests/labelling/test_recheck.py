@@ -57,9 +57,10 @@ def _changed_vpn(project, member):
     }
     question_set = labelled_question_set(project, **people)
     add_documents(project, ("vpn", "Intro line.\n\n" + FIRST_SENTENCE))
-    spans = {(s.start, s.end): s.span_id for s in stale_spans(
-        project=project, viewer=people["ann"], labeller=people["ann"]
-    )}  # fmt: skip
+    spans = {
+        (s.start, s.end): s.span_id
+        for s in stale_spans(project=project, viewer=people["ann"], labeller=people["ann"])
+    }
     return people, question_set, spans
 
 
@@ -99,8 +100,11 @@ def test_confirming_and_saying_gone_are_stored_with_history_and_the_gold_takes_t
 
     confirmed = SpanRecheck.objects.get(span_id=spans[(0, 40)])
     assert (confirmed.outcome, confirmed.version.version, confirmed.start, confirmed.end) == (
-        "confirmed", 2, 13, 53,
-    )  # fmt: skip
+        "confirmed",
+        2,
+        13,
+        53,
+    )
     assert confirmed.quote == VPN_TEXT[:40] and confirmed.made_by == people["ann"]
     gone = SpanRecheck.objects.get(span_id=spans[(100, 150)])
     assert gone.outcome == "gone" and gone.start is None

@@ -107,9 +107,10 @@ def test_the_lead_sees_a_banner_until_dismissed_and_labellers_never_see_who_aske
     page = lead.get(reverse("labelling:list-question-sets", kwargs={"slug": "acme"}))
     assert "New production sample" in page.content.decode()
     assert "production-2026-W49" in page.content.decode()
-    sample_page = lead.get(made.sample and reverse(
-        "production:show-sample", kwargs={"slug": "acme", "sample_id": made.sample.pk}
-    )).content.decode()  # fmt: skip
+    sample_page = lead.get(
+        made.sample
+        and reverse("production:show-sample", kwargs={"slug": "acme", "sample_id": made.sample.pk})
+    ).content.decode()
     assert "form HR-F-112??" in sample_page and "someone@example.com" not in sample_page
     dismiss = reverse(
         "production:dismiss-sample", kwargs={"slug": "acme", "sample_id": made.sample.pk}
@@ -119,9 +120,17 @@ def test_the_lead_sees_a_banner_until_dismissed_and_labellers_never_see_who_aske
     assert "New production sample" not in page.content.decode()
     labeller = UserFactory()
     MembershipFactory(project=loop["project"], user=labeller)
-    assert login(labeller).get(sample_page and reverse(
-        "production:show-sample", kwargs={"slug": "acme", "sample_id": made.sample.pk}
-    )).status_code == 403  # fmt: skip
+    assert (
+        login(labeller)
+        .get(
+            sample_page
+            and reverse(
+                "production:show-sample", kwargs={"slug": "acme", "sample_id": made.sample.pk}
+            )
+        )
+        .status_code
+        == 403
+    )
 
 
 def test_the_command_draws_a_rule_and_names_what_it_made(loop):
@@ -147,16 +156,33 @@ def test_a_rule_that_selects_nothing_stops_the_command_with_its_reason(loop):
 def test_a_lead_writes_a_rule_in_the_browser_and_draws_it(worker, loop):
     lead = login(loop["lead"])
     url = reverse("production:list-sampling-rules", kwargs={"slug": "acme"})
-    response = lead.post(url, {
-        "name": "negatives", "strategy": "stratified", "size": "5", "seed": "3",
-        "window_days": "30", "stratify_by": "feedback", "quotas": "down=2, none=3",
-        "active": "on",
-    })  # fmt: skip
+    response = lead.post(
+        url,
+        {
+            "name": "negatives",
+            "strategy": "stratified",
+            "size": "5",
+            "seed": "3",
+            "window_days": "30",
+            "stratify_by": "feedback",
+            "quotas": "down=2, none=3",
+            "active": "on",
+        },
+    )
     assert response.status_code == 302
     rule = sampling_services.latest_rules(loop["project"]).get(name="negatives")
     assert rule.quotas == {"down": 2, "none": 3} and rule.version == 1
-    bad = lead.post(url, {"name": "x", "strategy": "stratified", "size": "5", "seed": "0",
-                          "window_days": "7", "quotas": "down:2"})  # fmt: skip
+    bad = lead.post(
+        url,
+        {
+            "name": "x",
+            "strategy": "stratified",
+            "size": "5",
+            "seed": "0",
+            "window_days": "7",
+            "quotas": "down:2",
+        },
+    )
     text = bad.content.decode()
     assert "Write each quota as stratum=count" in text
     draw = reverse("production:draw-sample", kwargs={"slug": "acme", "rule_id": rule.pk})

@@ -31,9 +31,13 @@ TRAVEL = "Travel costs are paid back monthly after the trip report is filed."
 
 def trace(i, question, retrieved, **extra):
     return {
-        "trace_id": f"t-{i}", "occurred_at": (NOW - timedelta(hours=i + 1)).isoformat(),
-        "user": "someone", "question": question, "retrieved": retrieved, **extra,
-    }  # fmt: skip
+        "trace_id": f"t-{i}",
+        "occurred_at": (NOW - timedelta(hours=i + 1)).isoformat(),
+        "user": "someone",
+        "question": question,
+        "retrieved": retrieved,
+        **extra,
+    }
 
 
 def label(pool, labeller, relevant: dict[str, str | None]):
@@ -55,9 +59,12 @@ def label(pool, labeller, relevant: dict[str, str | None]):
             if good:
                 start, end = candidate.start, candidate.end
                 Span.objects.create(
-                    judgement=judgement, version=candidate.version, start=start, end=end,
+                    judgement=judgement,
+                    version=candidate.version,
+                    start=start,
+                    end=end,
                     quote=candidate.version.text[start:end],
-                )  # fmt: skip
+                )
         if doc is None:
             Verdict.objects.create(assignment=assignment, outcome="unanswerable")
 
@@ -76,11 +83,14 @@ def labelled(worker):
     bm25 = retrieval.add_retriever(project=project, name="bm25", kind="bm25", scheme=scheme)
     retrieval.build_index(retriever=bm25)
     leave, travel = {"doc_id": "leave", "rank": 1}, {"doc_id": "travel", "rank": 2}
-    receive_traces(project=project, items=[
-        trace(0, "how many days of annual leave carry over", [leave], refused=False),
-        trace(1, "when are travel costs paid back", [leave, travel], refused=False),
-        trace(2, "gym discount?", [leave], answer="Ten percent.", refused=False),
-    ])  # fmt: skip
+    receive_traces(
+        project=project,
+        items=[
+            trace(0, "how many days of annual leave carry over", [leave], refused=False),
+            trace(1, "when are travel costs paid back", [leave, travel], refused=False),
+            trace(2, "gym discount?", [leave], answer="Ten percent.", refused=False),
+        ],
+    )
     spec = sampling_services.check_rule(filters={}, strategy="uniform", size=10)
     rule = sampling_services.save_sampling_rule(project=project, user=lead, name="w", spec=spec)
     made = production.draw_and_open(rule=rule, end=NOW)
@@ -200,8 +210,12 @@ def test_production_offsets_are_read_in_their_version_and_placed_on_the_gold_s(l
         row = next(r for r in report.per_question if r.question.trace_id == "t-1")
         return row.recall, report.unplaced
 
-    in_v2 = {"doc_id": "travel", "rank": 1, "start": len(preface) + start,
-             "end": len(preface) + start + 17}  # fmt: skip
+    in_v2 = {
+        "doc_id": "travel",
+        "rank": 1,
+        "start": len(preface) + start,
+        "end": len(preface) + start + 17,
+    }
     in_v1 = {"doc_id": "travel", "rank": 1, "start": start, "end": start + 17}
     # Named v2: re-anchored onto v1, it reaches the span (its raw offsets would not).
     assert recall_of_t1([{**in_v2, "version": 2}]) == (1.0, 0)

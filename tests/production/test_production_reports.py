@@ -68,9 +68,12 @@ def test_a_label_changed_marks_the_figures_out_of_date_and_computes_them_again(w
     judgement.save()
     candidate = judgement.candidate
     Span.objects.create(
-        judgement=judgement, version=candidate.version, start=candidate.start,
-        end=candidate.end, quote=candidate.version.text[candidate.start : candidate.end],
-    )  # fmt: skip
+        judgement=judgement,
+        version=candidate.version,
+        start=candidate.start,
+        end=candidate.end,
+        quote=candidate.version.text[candidate.start : candidate.end],
+    )
     stale = browser.get(world["url"]).content.decode()
     assert "The labels changed since these figures were computed" in stale
     assert "0.500" in stale  # the old figures, meanwhile
@@ -108,9 +111,13 @@ def test_an_outsider_lead_gets_the_same_bytes_with_a_restricted_document_labelle
     version = Document.objects.get(project=project, doc_id="salaries").latest_version
     travel = sample.question_set.questions.get(external_id="t-1")
     candidate = Candidate.objects.create(
-        pool=sample.question_set.pools.get(), question=travel, version=version, start=0,
-        end=44, shuffle_rank=9,
-    )  # fmt: skip
+        pool=sample.question_set.pools.get(),
+        question=travel,
+        version=version,
+        start=0,
+        end=44,
+        shuffle_rank=9,
+    )
     judgement = Judgement.objects.create(
         assignment=Assignment.objects.get(question=travel), candidate=candidate, grade=2
     )

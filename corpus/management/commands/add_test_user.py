@@ -45,8 +45,20 @@ class Command(BaseCommand):
             "--replace", action="store_true", help="change the test user if it exists"
         )
 
-    def handle(self, *args, project, name, groups, no_groups, unrestricted, header, value,
-               description, replace, **options):  # fmt: skip
+    def handle(
+        self,
+        *args,
+        project,
+        name,
+        groups,
+        no_groups,
+        unrestricted,
+        header,
+        value,
+        description,
+        replace,
+        **options,
+    ):
         project = project_or_fail(project)
         existing = PermissionProfile.objects.filter(project=project, name=name).first()
         if existing is not None and not replace:

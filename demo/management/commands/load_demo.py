@@ -132,8 +132,19 @@ def demo_index_manifest(project: Project, *, now: datetime, plan: dict = DEMO_TE
             [document.doc_id, version.version, digest, "", "", indexed_at.isoformat(), *model]
         )
     for doc_id in plan["deleted"]:
-        writer.writerow([doc_id, 1, "", "", "", (now - timedelta(days=200)).isoformat(),
-                         plan["model"], plan["revision"], plan["dimension"]])  # fmt: skip
+        writer.writerow(
+            [
+                doc_id,
+                1,
+                "",
+                "",
+                "",
+                (now - timedelta(days=200)).isoformat(),
+                plan["model"],
+                plan["revision"],
+                plan["dimension"],
+            ]
+        )
     return buffer.getvalue().encode("utf-8")
 
 

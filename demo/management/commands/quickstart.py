@@ -59,14 +59,29 @@ class Command(BaseCommand):
         env = {**os.environ, "GOLDSET_LOCAL_WORKER": "1", "GOLDSET_LOCAL_BROKER_DIR": str(broker)}
         worker = self._start(
             # (as root, e.g. in a container, celery warns once about it: noise here)
-            [sys.executable, "-W", f"ignore:{ROOT_WARNING}", "-m", "celery", "-A", "goldset",
-             "--quiet", "worker",
-             "--loglevel=WARNING", "--concurrency=1", "--without-gossip", "--without-mingle",
-             "--without-heartbeat", "--beat", "--schedule", str(broker / "beat-schedule")],
+            [
+                sys.executable,
+                "-W",
+                f"ignore:{ROOT_WARNING}",
+                "-m",
+                "celery",
+                "-A",
+                "goldset",
+                "--quiet",
+                "worker",
+                "--loglevel=WARNING",
+                "--concurrency=1",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--beat",
+                "--schedule",
+                str(broker / "beat-schedule"),
+            ],
             # Labellers first on this one machine too: the jobs give way to the web server's
             # requests (goldset.cpu_priority), unless the environment says otherwise.
             {**env, "GOLDSET_WORKER_PRIORITY": env.get("GOLDSET_WORKER_PRIORITY", "low")},
-        )  # fmt: skip
+        )
         children = [worker]
         try:
             if not no_demo:

@@ -41,8 +41,20 @@ class Command(BaseCommand):
         )
         parser.add_argument("--timeout", type=float, default=6 * 3600, help="seconds to wait")
 
-    def handle(self, *args, project, set_name, retriever, users, k, no_canaries, fail_on_leak,
-               json_out, timeout, **options):  # fmt: skip
+    def handle(
+        self,
+        *args,
+        project,
+        set_name,
+        retriever,
+        users,
+        k,
+        no_canaries,
+        fail_on_leak,
+        json_out,
+        timeout,
+        **options,
+    ):
         project = project_or_fail(project)
         gold_set = (
             GoldSet.objects.in_project(project)

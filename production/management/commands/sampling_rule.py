@@ -42,8 +42,21 @@ class Command(BaseCommand):
         parser.add_argument("--retriever", action="append", default=[], dest="retrievers")
         parser.add_argument("--inactive", action="store_true", help="not drawn weekly")
 
-    def handle(self, *args, project, name, strategy, size, seed, filters, stratify_by, quotas,
-               retrievers, inactive, **options):  # fmt: skip
+    def handle(
+        self,
+        *args,
+        project,
+        name,
+        strategy,
+        size,
+        seed,
+        filters,
+        stratify_by,
+        quotas,
+        retrievers,
+        inactive,
+        **options,
+    ):
         project = project_or_fail(project)
         chosen = list(Retriever.objects.filter(project=project, name__in=retrievers))
         missing = set(retrievers) - {r.name for r in chosen}
@@ -59,9 +72,13 @@ class Command(BaseCommand):
                 seed=seed,
             )
             rule = sampling.save_sampling_rule(
-                project=project, user=None, name=name, spec=spec, retrievers=chosen,
+                project=project,
+                user=None,
+                name=name,
+                spec=spec,
+                retrievers=chosen,
                 active=not inactive,
-            )  # fmt: skip
+            )
         except ServiceError as exc:
             raise unusable(str(exc))
         self.stdout.write(f"Sampling rule {rule} saved.")

@@ -71,9 +71,13 @@ def golden_question_set(people):
         pool=second, question=q2, version=vpn, start=30, end=90, shuffle_rank=0
     )
     assignment = Assignment.objects.create(
-        pool=second, question=q2, slot=1, labeller=people["bob"], assigned_at=FIXED_NOW,
+        pool=second,
+        question=q2,
+        slot=1,
+        labeller=people["bob"],
+        assigned_at=FIXED_NOW,
         completed_at=FIXED_NOW,
-    )  # fmt: skip
+    )
     guideline = Guideline.objects.create(project=project, version=3, text="Grade the evidence.")
     judgement = Judgement.objects.create(
         assignment=assignment, candidate=candidate, grade=1, guideline=guideline
@@ -81,9 +85,13 @@ def golden_question_set(people):
     Span.objects.create(judgement=judgement, version=vpn, start=30, end=90, quote=VPN_TEXT[30:90])
     q4 = QuestionFactory(question_set=question_set, external_id="q 4", text="nothing found")
     empty = Assignment.objects.create(
-        pool=second, question=q4, slot=1, labeller=people["ann"], assigned_at=FIXED_NOW,
+        pool=second,
+        question=q4,
+        slot=1,
+        labeller=people["ann"],
+        assigned_at=FIXED_NOW,
         completed_at=FIXED_NOW,
-    )  # fmt: skip
+    )
     Verdict.objects.create(assignment=empty, outcome="answerable", guideline=guideline)
     add_documents(project, ("vpn guide 100%", "Intro line.\n\n" + VPN_TEXT))
     return question_set
@@ -133,15 +141,20 @@ TEXT = "alpha beta gamma delta"  # fixed-6 chars chunks: [0,5) [6,12) [12,18) [1
 def plain_bundle(questions, votes=()):
     return build_bundle(
         info=BundleInfo(
-            project="p", question_set="s", number=2, created_by="ada", created_at=FIXED_NOW,
-            min_span_f1=0.5, guideline_versions=[1, 3],
+            project="p",
+            question_set="s",
+            number=2,
+            created_by="ada",
+            created_at=FIXED_NOW,
+            min_span_f1=0.5,
+            guideline_versions=[1, 3],
         ),
         questions=questions,
         corpus=[CorpusVersion("d", 1, "D", TEXT, "h1"), CorpusVersion("d", 2, "D", TEXT, "h2")],
         texts={("d", 1): TEXT, ("d", 2): TEXT},
         schemes={"six": ChunkSpec(strategy="fixed", unit="chars", size=6, overlap=0)},
         votes=list(votes),
-    )  # fmt: skip
+    )
 
 
 def test_chunk_qrels_count_chunks_sharing_a_character_with_a_span_not_touching_ones():
@@ -164,15 +177,31 @@ def test_chunk_qrels_count_chunks_sharing_a_character_with_a_span_not_touching_o
 def test_votes_become_spreadsheet_safe_cells():
     votes = [
         Vote(
-            question_id="q", pool="p", kind="judgement", source="labeller", labeller="ann",
-            recorded_at=FIXED_NOW, doc_id="d", version=1, start=0, end=9, grade=1,
-            spans=((4, 9), (0, 2)), note="=cmd()", guideline_version=3,
+            question_id="q",
+            pool="p",
+            kind="judgement",
+            source="labeller",
+            labeller="ann",
+            recorded_at=FIXED_NOW,
+            doc_id="d",
+            version=1,
+            start=0,
+            end=9,
+            grade=1,
+            spans=((4, 9), (0, 2)),
+            note="=cmd()",
+            guideline_version=3,
         ),
         Vote(
-            question_id="q", pool="p", kind="verdict", source="labeller", labeller="ann",
-            recorded_at=FIXED_NOW, outcome="unanswerable",
+            question_id="q",
+            pool="p",
+            kind="verdict",
+            source="labeller",
+            labeller="ann",
+            recorded_at=FIXED_NOW,
+            outcome="unanswerable",
         ),
-    ]  # fmt: skip
+    ]
     csv_text = plain_bundle([], votes).files["judgements.csv"].decode()
     assert csv_text.splitlines()[1:] == [
         'q,p,judgement,labeller,ann,d,1,0,9,1,,"[[0, 2], [4, 9]]",\'=cmd(),3,'

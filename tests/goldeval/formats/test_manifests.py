@@ -17,8 +17,12 @@ def test_csv_rows_are_read_with_every_column():
     assert manifest.format == "csv" and manifest.problems == []
     first, second = manifest.rows
     assert (first.doc_id, first.version, first.content_sha256, first.start, first.end) == (
-        "policy", 2, HASH, 0, 120,
-    )  # fmt: skip
+        "policy",
+        2,
+        HASH,
+        0,
+        120,
+    )
     assert first.indexed_at == datetime.datetime(2026, 11, 30, 8, 15, tzinfo=datetime.UTC)
     assert second.version is None and second.start is None and second.line == 3
     assert second.indexed_at.tzinfo is datetime.UTC  # no offset: UTC

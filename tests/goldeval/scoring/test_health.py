@@ -24,9 +24,13 @@ def days_ago(days: float) -> datetime.datetime:
 
 def state(doc_id, version=1, digest=H1, modified=None, **extra):
     return DocumentState(
-        doc_id=doc_id, version=version, content_hash=digest, source_modified_at=modified,
-        searchable=extra.pop("searchable", True), **extra,
-    )  # fmt: skip
+        doc_id=doc_id,
+        version=version,
+        content_hash=digest,
+        source_modified_at=modified,
+        searchable=extra.pop("searchable", True),
+        **extra,
+    )
 
 
 DOCUMENTS = {
@@ -73,8 +77,9 @@ def test_a_document_reimported_after_indexing_is_stale_with_its_lag():
     report = check_index(documents=DOCUMENTS, rows=INDEX, now=NOW)
     stale = report["stale"]
     assert [(r["doc_id"], r["basis"], r["lag_days"]) for r in stale["rows"]] == [
-        ("policy", "hash", 10.0), ("travel", "version", 4.0),
-    ]  # fmt: skip
+        ("policy", "hash", 10.0),
+        ("travel", "version", 4.0),
+    ]
     # Searchable content: policy, travel, vpn, leave, dup-a, scan (canaries and hidden copies not).
     assert stale["of"] == 6 and stale["share"] == pytest.approx(2 / 6)
     assert stale["lag_days"] == {"p50": 7.0, "p95": 9.7, "oldest": 10.0, "unknown": 0}
@@ -107,8 +112,9 @@ def test_two_revisions_of_one_model_fail_the_mix_check():
     )
     assert report["index"]["mixed"]
     assert [(m["label"], m["rows"]) for m in report["index"]["models"]] == [
-        ("minilm@r1 (384 dimensions)", 9), ("minilm@r2 (384 dimensions)", 1),
-    ]  # fmt: skip
+        ("minilm@r1 (384 dimensions)", 9),
+        ("minilm@r2 (384 dimensions)", 1),
+    ]
     assert [c["check"] for c in report["crossed"]] == ["model_mix"]
     clean = check_index(
         documents=DOCUMENTS, rows=INDEX, now=NOW, thresholds=Thresholds(fail_on_model_mix=True)
@@ -138,9 +144,13 @@ def test_three_members_of_one_near_duplicate_group_in_the_top_five():
     assert crowding_of([Passage("dup-a", 0, 5), Passage("dup-a", 5, 9)], groups) == 0
     team = run("team", {"q1": [p[:1] for p in top], "q2": [("vpn",), ("x",)]})
     report = check_index(
-        documents=DOCUMENTS, rows=INDEX, now=NOW, runs=[team], k=5,
+        documents=DOCUMENTS,
+        rows=INDEX,
+        now=NOW,
+        runs=[team],
+        k=5,
         thresholds=Thresholds(max_crowding=0.1),
-    )  # fmt: skip
+    )
     crowding = report["runs"]["team"]["crowding"]
     assert crowding["per_question"] == {"q1": 0.4} and crowding["mean"] == pytest.approx(0.2)
     assert [c["check"] for c in report["crossed"]] == ["crowding"]
@@ -179,8 +189,9 @@ def test_thresholds_on_stale_share_and_lag():
         thresholds=Thresholds(max_stale=0.01, max_lag_days=7),
     )
     assert [(c["check"], c["value"]) for c in report["crossed"]] == [
-        ("stale", pytest.approx(1 / 3)), ("lag", 10.0),
-    ]  # fmt: skip
+        ("stale", pytest.approx(1 / 3)),
+        ("lag", 10.0),
+    ]
     assert "2 of 6 searchable documents are stale" in report["crossed"][0]["message"]
     relaxed = check_index(
         documents=DOCUMENTS,
@@ -206,10 +217,15 @@ def bundle(tmp_path):
     folder = tmp_path / "bundle"
     folder.mkdir()
     (folder / "gold.jsonl").write_text(
-        json.dumps({"question_id": "q1", "question": "?", "spans": [
-            {"doc_id": "policy", "start": 0, "end": 5, "grade": 2, "version": 2}
-        ]}) + "\n"
-    )  # fmt: skip
+        json.dumps(
+            {
+                "question_id": "q1",
+                "question": "?",
+                "spans": [{"doc_id": "policy", "start": 0, "end": 5, "grade": 2, "version": 2}],
+            }
+        )
+        + "\n"
+    )
     (folder / "corpus.jsonl").write_text(
         "".join(
             json.dumps({"doc_id": d, "version": v, "title": "", "text": "Some text here."}) + "\n"
@@ -217,11 +233,27 @@ def bundle(tmp_path):
         )
     )
     (folder / "documents.jsonl").write_text(
-        json.dumps({"doc_id": "policy", "version": 2, "content_hash": H2,
-                    "source_modified_at": "2026-11-21T12:00:00+00:00", "searchable": True}) + "\n"
-        + json.dumps({"doc_id": "vpn", "version": 1, "content_hash": H1,
-                      "source_modified_at": None, "searchable": True}) + "\n"
-    )  # fmt: skip
+        json.dumps(
+            {
+                "doc_id": "policy",
+                "version": 2,
+                "content_hash": H2,
+                "source_modified_at": "2026-11-21T12:00:00+00:00",
+                "searchable": True,
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "doc_id": "vpn",
+                "version": 1,
+                "content_hash": H1,
+                "source_modified_at": None,
+                "searchable": True,
+            }
+        )
+        + "\n"
+    )
     return folder
 
 
@@ -295,20 +327,49 @@ NEW_TEXT = "Employees may carry over at most ten days of unused annual leave int
 def test_gold_spans_on_a_changed_document_are_reanchored_or_listed(bundle, tmp_path, capsys):
     changed = OLD_TEXT.index("Laptops")
     (bundle / "gold.jsonl").write_text(
-        json.dumps({"question_id": "q1", "question": "How many days carry over?", "spans": [
-            {"doc_id": "policy", "start": 0, "end": 86, "grade": 2, "version": 1,
-             "quote": OLD_TEXT[:86]},
-        ]}) + "\n"
-        + json.dumps({"question_id": "q2", "question": "Where do laptops go?", "spans": [
-            {"doc_id": "policy", "start": changed, "end": len(OLD_TEXT), "grade": 2, "version": 1,
-             "quote": OLD_TEXT[changed:]},
-        ]}) + "\n"
-    )  # fmt: skip
+        json.dumps(
+            {
+                "question_id": "q1",
+                "question": "How many days carry over?",
+                "spans": [
+                    {
+                        "doc_id": "policy",
+                        "start": 0,
+                        "end": 86,
+                        "grade": 2,
+                        "version": 1,
+                        "quote": OLD_TEXT[:86],
+                    },
+                ],
+            }
+        )
+        + "\n"
+        + json.dumps(
+            {
+                "question_id": "q2",
+                "question": "Where do laptops go?",
+                "spans": [
+                    {
+                        "doc_id": "policy",
+                        "start": changed,
+                        "end": len(OLD_TEXT),
+                        "grade": 2,
+                        "version": 1,
+                        "quote": OLD_TEXT[changed:],
+                    },
+                ],
+            }
+        )
+        + "\n"
+    )
     (bundle / "corpus.jsonl").write_text(
-        json.dumps({"doc_id": "policy", "version": 1, "title": "", "text": OLD_TEXT}) + "\n"
-        + json.dumps({"doc_id": "policy", "version": 2, "title": "", "text": NEW_TEXT}) + "\n"
-        + json.dumps({"doc_id": "vpn", "version": 1, "title": "", "text": "VPN text."}) + "\n"
-    )  # fmt: skip
+        json.dumps({"doc_id": "policy", "version": 1, "title": "", "text": OLD_TEXT})
+        + "\n"
+        + json.dumps({"doc_id": "policy", "version": 2, "title": "", "text": NEW_TEXT})
+        + "\n"
+        + json.dumps({"doc_id": "vpn", "version": 1, "title": "", "text": "VPN text."})
+        + "\n"
+    )
     path = write_manifest(tmp_path, f"policy,2,{H2},,,2026-11-30T00:00:00Z,minilm,r1,384\n")
     arguments = ["health", "--gold", str(bundle), "--manifest", str(path)]
     assert main([*arguments, "--format", "json"]) == 0
@@ -316,8 +377,11 @@ def test_gold_spans_on_a_changed_document_are_reanchored_or_listed(bundle, tmp_p
     assert (spans["on_older_versions"], spans["reanchored"], spans["not_reanchored"]) == (2, 1, 1)
     (lost,) = spans["rows"]
     assert (lost["question_id"], lost["question"], lost["version"], lost["newest_version"]) == (
-        "q2", "Where do laptops go?", 1, 2,
-    )  # fmt: skip
+        "q2",
+        "Where do laptops go?",
+        1,
+        2,
+    )
     assert main(arguments) == 0
     out = capsys.readouterr().out
     assert "2 span(s) point at an older version: 1 re-anchored onto the newest, 1 not" in out

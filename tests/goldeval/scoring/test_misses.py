@@ -7,13 +7,30 @@ from goldeval.formats.runfiles import Passage
 from goldeval.scoring.misses import SampledQuestion, misses_report
 
 
-def question(qid, *, spans=(), production=(), probability=0.5, stratum="", answerable=True,
-             answered=True, built_in=None):  # fmt: skip
+def question(
+    qid,
+    *,
+    spans=(),
+    production=(),
+    probability=0.5,
+    stratum="",
+    answerable=True,
+    answered=True,
+    built_in=None,
+):
     return SampledQuestion(
-        question_id=qid, text=f"text of {qid}", trace_id=f"t-{qid}", probability=probability,
-        stratum=stratum, answerable=answerable, spans=tuple(spans), production=tuple(production),
-        refused=not answered, answered=answered, built_in=built_in or {},
-    )  # fmt: skip
+        question_id=qid,
+        text=f"text of {qid}",
+        trace_id=f"t-{qid}",
+        probability=probability,
+        stratum=stratum,
+        answerable=answerable,
+        spans=tuple(spans),
+        production=tuple(production),
+        refused=not answered,
+        answered=answered,
+        built_in=built_in or {},
+    )
 
 
 A = GoldSpan("leave", 0, 50, 2)

@@ -27,18 +27,29 @@ CANARY = "Canary 7f3a9c2e: the vault code of project 7f3a9c2e is 4471."
 CORPUS = [
     {"doc_id": "leave", "version": 1, "title": "Leave", "text": LEAVE, "access_groups": []},
     {"doc_id": "vpn", "version": 1, "title": "VPN", "text": VPN, "access_groups": []},
-    {"doc_id": "salaries", "version": 1, "title": "Pay", "text": SALARIES,
-     "access_groups": ["hr"]},
-    {"doc_id": "canary-7f3a9c2e", "version": 1, "title": "Canary", "text": CANARY,
-     "access_groups": ["hr-secret"], "canary": True},
-]  # fmt: skip
+    {"doc_id": "salaries", "version": 1, "title": "Pay", "text": SALARIES, "access_groups": ["hr"]},
+    {
+        "doc_id": "canary-7f3a9c2e",
+        "version": 1,
+        "title": "Canary",
+        "text": CANARY,
+        "access_groups": ["hr-secret"],
+        "canary": True,
+    },
+]
 GOLD = [
-    {"question_id": "q1", "question": "annual leave days",
-     "spans": [{"doc_id": "leave", "start": 0, "end": 40, "grade": 2, "version": 1}]},
-    {"question_id": "q2", "question": "salary band C",
-     "spans": [{"doc_id": "salaries", "start": 0, "end": 44, "grade": 2, "version": 1}]},
+    {
+        "question_id": "q1",
+        "question": "annual leave days",
+        "spans": [{"doc_id": "leave", "start": 0, "end": 40, "grade": 2, "version": 1}],
+    },
+    {
+        "question_id": "q2",
+        "question": "salary band C",
+        "spans": [{"doc_id": "salaries", "start": 0, "end": 44, "grade": 2, "version": 1}],
+    },
     {"question_id": "q3", "question": "gym discount", "answerable": False, "spans": []},
-]  # fmt: skip
+]
 ACL = {"alice": ["hr"], "bob": [], "admin": "*"}
 
 
@@ -260,8 +271,11 @@ def test_the_cli_passes_a_correct_system_and_writes_json(tmp_path, bundle, capsy
     assert report["leaks"] == 0 and report["reference"] == "admin"
     assert report["users"][0]["over_restricted"] == 1
     assert report["side_channel_summary"] == {
-        "cases": 3, "shorter": 0, "post_filter": 0, "score_shift": 0
-    }  # fmt: skip
+        "cases": 3,
+        "shorter": 0,
+        "post_filter": 0,
+        "score_shift": 0,
+    }
     assert cli(tmp_path, bundle, BOB_POST_FILTER, "--fail-on-side-channel") == 1
 
 
@@ -270,11 +284,15 @@ def test_the_cli_passes_a_correct_system_and_writes_json(tmp_path, bundle, capsy
     [
         (lambda a: a + ["--run-as", "carol=x.jsonl"], "'carol' is not in"),
         (lambda a: a + ["--run-as", "nonsense"], "--run-as expects NAME=PATH"),
-        (lambda a: [x if not x.startswith("--run-as=alice") else "--run-as=alice=/no" for x in a],
-         "no such file"),
+        (
+            lambda a: [
+                x if not x.startswith("--run-as=alice") else "--run-as=alice=/no" for x in a
+            ],
+            "no such file",
+        ),
         (lambda a: a + ["--reference", "nobody"], "there is no --run-as nobody"),
     ],
-)  # fmt: skip
+)
 def test_the_cli_exits_2_on_bad_input_with_a_message(tmp_path, bundle, capsys, change, message):
     paths = {
         name: write_jsonl(tmp_path / f"{name}-run.jsonl", lines)

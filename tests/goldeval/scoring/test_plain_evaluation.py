@@ -26,9 +26,14 @@ BAD = (
 def stored_run(gold_set, name, content, **fields):
     data = content.encode()
     return EvaluationRun.objects.create(
-        gold_set=gold_set, name=name, file_name=f"{name}.jsonl", content=data,
-        sha256=hashlib.sha256(data).hexdigest(), questions=2, **fields,
-    )  # fmt: skip
+        gold_set=gold_set,
+        name=name,
+        file_name=f"{name}.jsonl",
+        content=data,
+        sha256=hashlib.sha256(data).hexdigest(),
+        questions=2,
+        **fields,
+    )
 
 
 @pytest.fixture

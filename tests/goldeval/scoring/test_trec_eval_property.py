@@ -95,15 +95,21 @@ def test_compat_trec_eval_equals_pytrec_eval_and_ir_measures(
     status = main(
         [
             "evaluate",
-            "--gold", str(qrels_path),
-            "--run", str(run_path),
-            "--compat", compat,
-            "--scores", "float32",
-            "--k", ",".join(map(str, KS)),
-            "--mrr-cutoff", "1000",
+            "--gold",
+            str(qrels_path),
+            "--run",
+            str(run_path),
+            "--compat",
+            compat,
+            "--scores",
+            "float32",
+            "--k",
+            ",".join(map(str, KS)),
+            "--mrr-cutoff",
+            "1000",
             "--per-question",
         ]
-    )  # fmt: skip
+    )
     out = capsys.readouterr().out
     assert status == 0
     ours = json.loads(out)["runs"]["run"]
