@@ -2,9 +2,9 @@
 
 The model's own torch weights are exported with ``torch.onnx.export`` (the transformer only:
 token ids in, last hidden state out), then quantized with onnxruntime's dynamic quantization:
-int8 weights per output channel, MatMul nodes only. Issue 19 measured the alternatives on
-Cranfield: per-tensor int8 ran 1.97x but lost 4.6% of nDCG@10 (mean cosine to fp32 0.934);
-per-channel kept mean cosine ~0.995, and quantizing only MatMul was the faster of the two.
+int8 weights per output channel, MatMul nodes only: per-tensor int8 lost too much of the
+ranking's quality on Cranfield, per-channel kept it, and quantizing only MatMul nodes was the
+faster of the two (`benchmarks/encoder.py`; figures in docs/benchmarks.md).
 The build happens on first use (some seconds) and is cached in ``cache_dir`` under the fp32
 model's version, so every process of a deployment that shares the folder reuses one file.
 

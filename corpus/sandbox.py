@@ -3,7 +3,8 @@
 A PDF can loop or balloon inside its parser; in the worker that would hang or kill the whole
 process and the job would be retried forever. In a child process with RLIMIT_AS and a wall-clock
 timeout, the file fails with its reason and the worker lives on. Plain text stays in-process:
-its decoders have no such failure mode and a child process per file would cost ~0.3 s.
+its decoders have no such failure mode, and a child process per file would cost more than the
+decoding.
 
 Run as `python -m corpus.sandbox` it reads a JSON header line and the file's bytes on stdin and
 writes the result as one JSON object on stdout. Django-free.

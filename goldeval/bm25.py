@@ -156,7 +156,8 @@ class BM25Index:
         # The query's rows as the columns of one (passages x terms) CSC matrix times the term
         # counts: scipy's compiled matvec adds each row into the scores in query-term order,
         # the very sums (bit for bit) of a numpy `scores[passages] += count * weights` per term,
-        # at a fifth of its cost when frequent terms bring a million postings (benchmarks/scale.py).
+        # at a fraction of its cost when frequent terms bring a million postings
+        # (benchmarks/scale.py).
         starts, ends = self._indptr[rows], self._indptr[np.asarray(rows) + 1]
         weights = self._weights()
         columns = scipy.sparse.csc_matrix(
@@ -178,7 +179,7 @@ class BM25Index:
     def _weights(self) -> np.ndarray:
         """The weights as float64, converted once, on the first search. Stored and built as
         float32 (half the file), but scipy's matvec would copy every posting a query reads to
-        float64 first, which made the search 2.5 times slower; a build never pays for this."""
+        float64 first, which made the search much slower; a build never pays for this."""
         if self._data.dtype != np.float64:
             self._data = self._data.astype(np.float64)
         return self._data

@@ -5,9 +5,8 @@ processes first and only then between the processes of a group. A container or a
 service is its own cgroup, and a process that leads its own session (a service, `setsid`, a
 terminal of its own) is its own "autogroup". A nice value only ranks a process inside its
 group, so a niced index build in one group still takes an equal share against the web
-processes in another. `benchmarks/labelling_load.py` measured this: grade p95 340 ms with the
-build at nice 10 or SCHED_IDLE in its own session, 50-60 ms with the same encoder at SCHED_IDLE
-in the web's group.
+processes in another. `benchmarks/labelling_load.py` shows the difference in labellers'
+latency (docs/benchmarks.md).
 
 `give_way()` does what a process can do for itself without privileges:
 
@@ -20,7 +19,7 @@ in the web's group.
   those others too.
 
 Cgroups are the orchestrator's to weigh: docker-compose's `cpu_shares`, systemd's `CPUWeight=`
-(README, "Running on more than one machine").
+(docs/operations/scale-out.md).
 """
 
 from __future__ import annotations

@@ -203,12 +203,12 @@ DATA_UPLOAD_MAX_NUMBER_FILES = max(1000, 10 * GOLDSET_MAX_UPLOAD_FILES)
 
 GOLDSET_EMBEDDING_MODEL = os.environ.get("GOLDSET_EMBEDDING_MODEL", "")
 # New embedding retrievers encode with the int8 ONNX build of the model ("onnx-int8",
-# corpus/onnx_encoder.py, built on first use into the cache folder; measured 1.9-2.5x torch with
-# the same Cranfield nDCG@10) or the torch model itself ("torch").
+# corpus/onnx_encoder.py, built on first use into the cache folder; faster than torch at the same
+# Cranfield nDCG@10, docs/benchmarks.md) or the torch model itself ("torch").
 GOLDSET_EMBEDDING_BACKEND = os.environ.get("GOLDSET_EMBEDDING_BACKEND", "onnx-int8")
 # Encoder threads per process (0: one per core). Index-build workers run best at a lower CPU
-# priority instead: GOLDSET_WORKER_PRIORITY=low (goldset.cpu_priority; README "Running on more
-# than one machine"), which a plain `nice` cannot give across containers or sessions.
+# priority instead: GOLDSET_WORKER_PRIORITY=low (goldset.cpu_priority;
+# docs/operations/scale-out.md), which a plain `nice` cannot give across containers or sessions.
 GOLDSET_ENCODER_THREADS = _env_int("GOLDSET_ENCODER_THREADS", 0)
 GOLDSET_WORKER_PRIORITY = (os.environ.get("GOLDSET_WORKER_PRIORITY") or "normal").strip().lower()
 if GOLDSET_WORKER_PRIORITY not in {"normal", "low"}:

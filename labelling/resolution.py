@@ -1,7 +1,7 @@
 """The gold resolution rule, free of Django: what the gold set says about one item.
 
 An item is one candidate of a question (its grade and evidence spans), or the question itself
-(its verdict). The rule, also written in README:
+(its verdict). The rule, also written in the lead's guide (docs/guides/lead.md):
 
 - a lead's resolution, when there is one, is the answer;
 - an item judged by its only planned labeller takes that judgement;
