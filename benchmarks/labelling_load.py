@@ -723,7 +723,7 @@ def main() -> None:
         f"targets: grade p95 {grade_p95:.0f} ms (<= 100) "
         f"{'met' if grade_p95 <= 100 else 'MISSED'}; page p95 {page_p95:.0f} ms (<= 150) "
         f"{'met' if page_p95 <= 150 else 'MISSED'}; web CPU per grade p50 {grade_cpu:.2f} ms "
-        f"(<= 5) {'met' if grade_cpu <= 5 else 'MISSED'}"
+        "(reported; no longer a target: docs/benchmarks.md counts instructions instead)"
     )
     if errors or not intact:
         sys.exit(1)
