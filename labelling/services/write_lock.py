@@ -55,6 +55,9 @@ def locked_assignment(
             ),
         )
         .select_for_update(of=("self",))
+        # By pk alone: the model's ordering (pool, question, slot) would join three tables
+        # into a query that finds one row by its key.
+        .order_by()
         .first()
     )
 
@@ -65,6 +68,8 @@ def judgement_with_spans(*, assignment_id: int, candidate_id: int) -> Judgement 
     never reads it)."""
     return (
         Judgement.objects.filter(assignment_id=assignment_id, candidate_id=candidate_id)
-        .prefetch_related(Prefetch("spans", queryset=Span.objects.defer("created_at")))
+        # Unordered: the spans' model ordering (version, start) joins the version and the
+        # document to sort what the caller sorts itself.
+        .prefetch_related(Prefetch("spans", queryset=Span.objects.defer("created_at").order_by()))
         .first()
     )
