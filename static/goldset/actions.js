@@ -464,6 +464,21 @@
     // Leaving the page (next question, reload): what was not answered is in storage already,
     // except an undo in flight, which is not resent (see REPEATABLE).
     window.addEventListener("pagehide", persist);
+    // Two tabs of one account write the same list, each reading the other's entries first;
+    // browsers do not lock localStorage across tabs, so two writes at the same moment can drop
+    // one tab's entries. Each write tells the other tabs (a storage event): a tab that finds
+    // its own entries missing writes them back.
+    window.addEventListener("storage", function (event) {
+      if (loggedOut || event.key !== listKey) return;
+      // By owner and id: two tabs' ids can be equal (made in the same millisecond).
+      const stored = new Set(
+        readJSON(listKey, []).map(function (a) { return a.owner + " " + a.id; })
+      );
+      const missing = actions.some(function (a) {
+        return (REPEATABLE[a.kind] || !a.sent) && !stored.has(owner + " " + a.id);
+      });
+      if (missing) persist();
+    });
 
     // Actions kept from an earlier visit of this account: send them first, in order; and
     // keep looking for those a tab closed meanwhile left behind.

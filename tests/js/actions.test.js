@@ -434,3 +434,36 @@ test("the list kept before actions had an owner is removed", () => {
   open(browser.tab());
   assert.equal(browser.localStorage.getItem("goldset.pending-actions"), null);
 });
+
+test("two tabs writing their kept actions at once: the one whose entries were lost writes them back", () => {
+  const browser = new FakeBrowser();
+  const first = open(browser.tab());
+  const second = open(browser.tab());
+  browser.setOnline(false);
+  const a = grade(first, 11, 2);
+  const b = grade(second, 12, 1);
+  const entries = () => stored(browser).map((entry) => entry.owner + " " + entry.id);
+  const both = entries();
+  assert.equal(both.length, 2);
+  assert.equal(new Set(stored(browser).map((entry) => entry.owner)).size, 2);
+  assert.ok(a.id && b.id);
+  // The second tab wrote over the list the first had just read: the first tab's entry is lost.
+  const firstOwner = stored(browser)[0].owner;
+  browser.localStorage.setItem(
+    KEPT,
+    JSON.stringify(stored(browser).filter((entry) => entry.owner !== firstOwner)),
+  );
+  assert.equal(entries().length, 1);
+  // The browser tells the other tabs that the list changed; the first tab puts its entry back.
+  const event = new Event("storage");
+  event.key = KEPT;
+  first.window.dispatchEvent(event);
+  assert.deepEqual(entries().sort(), both.slice().sort());
+  // A change to another key, or nothing missing, writes nothing.
+  const before = browser.localStorage.getItem(KEPT);
+  second.window.dispatchEvent(event);
+  const other = new Event("storage");
+  other.key = "something.else";
+  first.window.dispatchEvent(other);
+  assert.equal(browser.localStorage.getItem(KEPT), before);
+});
