@@ -126,7 +126,9 @@ def _store(project: Project, rows: list[dict], intake: TraceIntake, *, copy: boo
     intake.unknown_documents += sum(row["has_unknown_documents"] for row in new)
 
 
-_COLUMNS = [f for f in Trace._meta.concrete_fields if not f.primary_key]
+# Every column but the key, in declaration order (`get_fields()` and `Field.concrete`, the
+# documented _meta API).
+_COLUMNS = [f for f in Trace._meta.get_fields() if f.concrete and not f.primary_key]
 
 
 def _insert(rows: list[dict]) -> tuple[int, int]:
