@@ -67,11 +67,7 @@ def not_hidden_q(user, prefix: str = "") -> Q:
 def hidden_q(user, prefix: str = "") -> Q:
     """Documents an access group hides from ``user``: restricted, and none of their groups
     has the user as a member (the complement of `not_hidden_q`)."""
-    links = _links().objects.filter(document_id=OuterRef(f"{prefix}pk"))
-    if not user.is_authenticated:
-        return Q(Exists(links))
-    own_groups = _memberships().objects.filter(user_id=user.pk).values("accessgroup_id")
-    return Q(Exists(links)) & ~Q(Exists(links.filter(accessgroup_id__in=own_groups)))
+    return ~not_hidden_q(user, prefix)
 
 
 def visible_q(user, prefix: str = "") -> Q:
