@@ -1,4 +1,5 @@
-"""Forms of the production loop's pages: API tokens and sampling rules."""
+"""Forms of the production loop's pages: API tokens, sampling rules, and promotion into a
+gold set."""
 
 from __future__ import annotations
 

@@ -17,13 +17,12 @@ from labelling.services.completion import refresh_completion
 from tests.conftest import GOLDSET_APPS
 
 REPO = Path(__file__).resolve().parents[1]
-APPS = GOLDSET_APPS
 
 
 def started_tasks() -> dict[str, str]:
     """Every ``jobs.start(task=..., kind=...)`` in the apps' code: kind -> task name."""
     found = {}
-    for app in APPS:
+    for app in GOLDSET_APPS:
         for path in (REPO / app).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
                 if not (
