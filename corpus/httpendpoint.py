@@ -20,7 +20,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+
+from corpus.httpurl import url_problems
 
 PLACEHOLDERS = ("question", "k", "user", "groups")
 PLACEHOLDER_PATTERN = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
@@ -252,7 +253,7 @@ class Endpoint:
         found: list[str] = []
         if self.method not in METHODS:
             found.append(f"the method is GET or POST, not {self.method!r}")
-        found += _url_problems(self.url)
+        found += url_template_problems(self.url)
         if self.body.strip():
             if self.method == "GET":
                 found.append(
@@ -307,27 +308,11 @@ def _placeholder_problems(value: Any, *, where: str) -> list[str]:
     return []
 
 
-def _url_problems(url: str) -> list[str]:
+def url_template_problems(url: str) -> list[str]:
     if not url.strip():
         return ["the URL is required"]
     found = _unknown_placeholders(url, "URL")
-    sample = PLACEHOLDER_PATTERN.sub("x", url)
-    try:
-        parts = urlsplit(sample)
-        parts.port  # noqa: B018 - raises for a port that is not a number
-    except ValueError as error:
-        return [*found, f"the URL cannot be read ({error})"]
-    if parts.scheme not in ("http", "https"):
-        found.append(f"the URL must start with http:// or https://, not {url[:40]!r}")
-    elif not parts.hostname:
-        found.append("the URL has no host")
-    if "@" in parts.netloc:
-        found.append(
-            "the URL carries a user name or password: pass credentials in a header with env:NAME"
-        )
-    if parts.fragment:
-        found.append("the URL has a #fragment, which is never sent")
-    return found
+    return found + url_problems(PLACEHOLDER_PATTERN.sub("x", url))
 
 
 def header_problems(name: str, value: str) -> list[str]:

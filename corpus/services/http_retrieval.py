@@ -87,6 +87,8 @@ def _check_host(url: str) -> None:
         return  # a placeholder in the host: checked on every call instead
     try:
         host_policy().check_url(httpx2.URL(re.sub(r"\{\{[^}]*\}\}", "x", url)))
+    except httpx2.InvalidURL as error:
+        raise ServiceError(f"The HTTP endpoint's URL cannot be read: {error}.") from None
     except HostRefused as error:
         raise ServiceError(f"The HTTP endpoint cannot be called: {error}.") from None
 

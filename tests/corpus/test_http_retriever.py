@@ -461,3 +461,63 @@ def test_admins_change_an_endpoint_in_the_browser_checked_as_when_it_was_added(
     assert (
         admin.get(reverse("corpus:edit-endpoint", args=[project.slug, bm25.pk])).status_code == 404
     )
+
+
+# --- malformed URLs are a field's error, never a 500 ----------------------------------------------
+
+BAD_URLS = [
+    ("http://0177.0.0.1:{port}/policies/_search", "another notation"),
+    ("http://127.0.0.1\t:{port}/policies/_search", "a tab character"),
+    ("http://１２７.０.０.１:{port}/policies/_search", "outside ASCII"),
+    ("http://127.0.0.1:８１２５/policies/_search", "not a number from 1 to 65535"),
+    ("http://2130706433:{port}/policies/_search", "another notation"),
+    ("http://[::1:{port}/policies/_search", "no closing ]"),
+    ("http://ex\u200bample.com/policies/_search", "zero width space"),
+]
+
+
+@pytest.mark.parametrize("bad, message", BAD_URLS)
+def test_a_malformed_url_is_the_url_fields_error_on_both_forms_and_the_command(
+    project, corpus, server, member, bad, message
+):
+    bad = bad.replace("{port}", str(server.port))
+    admin = login(member("admin"))
+    add = reverse("corpus:add-retriever", args=[project.slug])
+    response = admin.post(
+        add, {"name": "bad", "kind": "http", "preset": "elasticsearch", "url": bad}
+    )
+    assert response.status_code == 400 and message in response.content.decode()
+    assert response.context["form"].errors["url"]  # the field is named
+    assert not Retriever.objects.filter(name="bad").exists()
+
+    retriever = es_retriever(project, server)
+    before = Retriever.objects.get(pk=retriever.pk).endpoint
+    edit = reverse("corpus:edit-endpoint", args=[project.slug, retriever.pk])
+    form = {**_endpoint_form(before), "url": bad}
+    response = admin.post(edit, form)
+    assert response.status_code == 400 and message in response.content.decode()
+    assert response.context["form"].errors["url"]
+    assert Retriever.objects.get(pk=retriever.pk).endpoint == before
+
+    arguments = ["add_retriever", "--project", project.slug, "--name", "bad", "--kind", "http"]
+    with pytest.raises(CommandError, match=message) as refused:
+        call_command(*arguments, "--preset", "elasticsearch", "--url", bad)
+    assert refused.value.returncode == 2
+    with pytest.raises(ServiceError, match=message):
+        http_retrieval.change_endpoint(retriever=retriever, endpoint={**before, "url": bad})
+    assert not Retriever.objects.filter(name="bad").exists()
+    assert server.requests == []
+
+
+def _endpoint_form(endpoint):
+    mapping = endpoint["mapping"]
+    return {
+        "url": endpoint["url"],
+        "method": endpoint["method"],
+        "body": endpoint["body"],
+        "headers": "",
+        **{f"{name}_path": mapping[name] for name in mapping},
+        "timeout": endpoint["timeout"],
+        "retries": endpoint["retries"],
+        "concurrency": endpoint["concurrency"],
+    }

@@ -263,7 +263,8 @@ def test_loopback_is_refused_unless_listed(server):
         ("http://192.168.1.10/x/_search", None, "not in GOLDSET_HTTP_ALLOWED_HOSTS"),
         ("http://169.254.169.254/latest/meta-data", None, "not in GOLDSET_HTTP_ALLOWED_HOSTS"),
         ("http://[::1]:9200/x/_search", None, "not in GOLDSET_HTTP_ALLOWED_HOSTS"),
-        ("http://2130706433/x/_search", None, "not in GOLDSET_HTTP_ALLOWED_HOSTS"),
+        # (a decimal-encoded address such as 2130706433 is refused earlier, as configuration:
+        # tests/corpus/test_httpurl.py)
         ("http://es.example.com/x/_search", ["10.1.2.3"], "a private address"),
         ("http://es.example.com/x/_search", ["172.20.0.4"], "a private address"),
         ("http://es.example.com/x/_search", ["169.254.169.254"], "a link-local address"),
@@ -298,6 +299,50 @@ def test_a_listed_private_network_may_be_called():
         HostPolicy(["es.example.com"], resolver=lambda h, p: ["10.1.2.3"]).vetted_addresses(
             "es.example.com", 9200
         )
+
+
+def test_the_port_of_a_listed_address_binds_every_name_that_resolves_to_it(server):
+    """GOLDSET_HTTP_ALLOWED_HOSTS="vm,127.0.0.1:8125": `vm` resolving to 127.0.0.1 reaches 8125
+    and no other port of that machine, for a name, a wildcard or a network entry alike."""
+    other = SearchServer(documents=DOCUMENTS).start()
+    try:
+        resolve_local = lambda host, port: ["127.0.0.1"]  # noqa: E731 - vm is this machine
+        for entries in (
+            ["vm", f"127.0.0.1:{server.port}"],
+            ["*.corp.example", f"127.0.0.0/8:{server.port}"],
+            ["vm", f"127.0.0.1:{server.port}", f"127.0.0.2:{other.port}"],
+        ):
+            policy = HostPolicy(entries, resolver=resolve_local)
+            name = "vm" if entries[0].startswith("vm") else "a.corp.example"
+            for port, reached in ((server.port, True), (other.port, False)):
+                endpoint = es_endpoint(server, url=f"http://{name}:{port}/policies/_search")
+                search = SearchClient(endpoint=endpoint, policy=policy, sleep=lambda s: None)
+                with search:
+                    answer = search.search(Query("leave", k=3))
+                if reached:
+                    assert answer.ok, (entries, answer.error)
+                else:
+                    assert answer.error.startswith("refused: "), entries
+                    assert answer.attempts == 1
+        assert other.requests == [] and len(server.requests) == 3
+        # Said plainly: which port the address is listed for.
+        policy = HostPolicy(["vm", "127.0.0.1:8125"], resolver=resolve_local)
+        with pytest.raises(HostRefused, match="listed in GOLDSET_HTTP_ALLOWED_HOSTS for port 8125"):
+            policy.vetted_addresses("vm", 8126)
+        assert policy.vetted_addresses("vm", 8125) == ["127.0.0.1"]
+    finally:
+        other.stop()
+
+
+def test_a_host_read_two_ways_is_refused_when_the_call_is_made():
+    """A URL that reached the client some other way than a checked form (a placeholder in the
+    host) is read by the same strict rule before anything is resolved."""
+    import httpx2
+
+    policy = HostPolicy(["10.0.0.0/8", "*.corp.example"], resolver=lambda h, p: ["10.0.0.1"])
+    for url in ("http://0x0a.1/", "http://167772161/", "http://10.1/", "http://a_b.corp.example/"):
+        with pytest.raises(HostRefused):
+            policy.check_url(httpx2.URL(url))
 
 
 def test_host_entries_match_names_wildcards_networks_and_ports():
