@@ -45,7 +45,13 @@ LIMITS = {
 
 
 class HttpSearchError(Exception):
-    """Base of this module's errors; the message is meant for the person who configured it."""
+    """Base of this module's errors; the message is meant for the person who configured it and
+    never quotes the server. ``remote`` is what the server answered, bounded, kept apart for
+    admins (`corpus.remote`)."""
+
+    def __init__(self, message: str, *, remote: str = ""):
+        super().__init__(message)
+        self.remote = remote
 
 
 class ConfigError(HttpSearchError):
@@ -410,7 +416,8 @@ def map_answer(data: Any, mapping: ResponseMapping, *, k: int) -> list[Hit]:
         found = "nothing" if results is _MISSING else describe(results)
         raise HttpSearchError(
             f"the results path {mapping.results!r} should lead to a list of results, but the "
-            f"answer has {found} there (the answer is {describe(data)})"
+            "answer has none there",
+            remote=f"at {mapping.results}: {found}; the answer is {describe(data)}",
         )
     paths = {
         name: parse_path(getattr(mapping, name))
@@ -429,8 +436,8 @@ def _hit(item: Any, paths: dict[str, tuple], *, mapping: ResponseMapping, rank: 
     if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or doc_id == "":
         found = "nothing" if doc_id is _MISSING else describe(doc_id)
         raise HttpSearchError(
-            f"{where}: the doc id path {mapping.doc_id!r} should lead to a string, but finds "
-            f"{found} (the result is {describe(item)})"
+            f"{where}: the doc id path {mapping.doc_id!r} should lead to a string, but does not",
+            remote=f"at {mapping.doc_id}: {found}; the result is {describe(item)}",
         )
     score = None
     if "score" in paths:
@@ -440,8 +447,8 @@ def _hit(item: Any, paths: dict[str, tuple], *, mapping: ResponseMapping, rank: 
                 score = float(value) if not isinstance(value, bool) else None
             except (TypeError, ValueError):
                 raise HttpSearchError(
-                    f"{where} ({doc_id}): the score at {mapping.score!r} is {describe(value)}, "
-                    "not a number"
+                    f"{where}: the score at {mapping.score!r} is not a number",
+                    remote=f"{describe(doc_id)}: the score is {describe(value)}",
                 ) from None
     start = end = None
     if "start" in paths:
@@ -450,8 +457,9 @@ def _hit(item: Any, paths: dict[str, tuple], *, mapping: ResponseMapping, rank: 
             start = end = None
         elif not (_whole(start) and _whole(end) and 0 <= start < end):
             raise HttpSearchError(
-                f"{where} ({doc_id}): offsets at {mapping.start!r}/{mapping.end!r} should be "
-                f"whole numbers with 0 <= start < end, not {describe(start)} and {describe(end)}"
+                f"{where}: offsets at {mapping.start!r}/{mapping.end!r} should be whole numbers "
+                "with 0 <= start < end",
+                remote=f"{describe(doc_id)}: {describe(start)} and {describe(end)}",
             )
     text = None
     if "text" in paths:

@@ -165,7 +165,8 @@ def test_a_failed_question_is_listed_and_a_missing_environment_variable_named(
     assert run.errors == [
         {
             "source": "question q7",
-            "error": "ours: the answer is not JSON (text/html): '<html>Login required</html>'",
+            "error": "ours: the answer is not JSON (text/html)",
+            "remote": "<html>Login required</html>",
         }
     ]
     with pytest.raises(http_retrieval.HttpSearchFailed, match="1 question got no usable answer"):
@@ -403,28 +404,51 @@ def test_admins_manage_test_users_in_the_browser_and_leads_only_see_them(project
     assert admin.post(delete).status_code == 302 and not PermissionProfile.objects.exists()
 
 
-def test_what_a_server_answers_is_escaped_on_the_job_page(project, corpus, server, member):
-    """Error messages quote the server's answer; a hostile one renders as text."""
+def test_what_a_server_answers_reaches_admins_only_bounded_and_escaped(
+    project, corpus, server, member
+):
+    """A server's answer (an error page, the JSON of an authentication endpoint) is never in a
+    job's message or a problem's text; a bounded excerpt of it is shown to the project's admins
+    only, escaped, on the job page."""
     from corpus import jobs
     from corpus.models import Job
 
-    hostile = '<script>alert("search")</script>'
-    server.failures_left = {}
+    hostile = '<script>alert("search")</script>{"username": "elastic", "roles": ["superuser"]}'
     original = server._answer
 
     def answer(handler):
         if handler.path.startswith("/hostile"):
-            return server._send(handler, 200, hostile.encode(), kind="text/html")
+            return server._send(handler, 200, (hostile + "x" * 5000).encode(), kind="text/html")
+        if handler.path.startswith("/refusing"):
+            return server._send(handler, 401, hostile.encode(), kind="application/json")
+        if handler.path.startswith("/shapeless"):
+            return server._json(handler, {"username": "elastic", "roles": ["superuser"]})
         return original(handler)
 
     server._answer = answer
-    retriever = es_retriever(project, server, url=f"{server.url}/hostile")
-    run = http_retrieval.search_http(retriever=retriever, questions=[("q1", "leave")], k=3)
-    job = Job.objects.create(project=project, kind="build_pool", errors=run.errors)
-    jobs.finish(job, "failed", run.errors[0]["error"])
-    page = login(member("lead")).get(reverse("corpus:show-job", args=[project.slug, job.pk]))
-    text = page.content.decode()
-    assert hostile not in text and "&lt;script&gt;alert(" in text
+    admin, lead = login(member("admin")), login(member("lead"))
+    for path in ("/hostile", "/refusing", "/shapeless"):
+        retriever = es_retriever(project, server, name=path[1:], url=f"{server.url}{path}")
+        run = http_retrieval.search_http(retriever=retriever, questions=[("q1", "leave")], k=3)
+        with pytest.raises(http_retrieval.HttpSearchFailed) as failed:
+            run.raise_for_errors(retriever)
+        job = Job.objects.create(project=project, kind="build_pool", errors=failed.value.problems)
+        jobs.finish(job, "failed", str(failed.value))
+        said = "username" if path == "/shapeless" else "elastic"
+        assert said not in job.message and said not in run.errors[0]["error"]
+        assert len(run.errors[0]["remote"]) <= 201
+        url = reverse("corpus:show-job", args=[project.slug, job.pk])
+        seen_by_lead = lead.get(url).content.decode()
+        assert said not in seen_by_lead and "superuser" not in seen_by_lead
+        assert "alert(" not in seen_by_lead and "What the server answered" not in seen_by_lead
+        htmx = lead.get(url, HTTP_HX_REQUEST="true").content.decode()
+        assert said not in htmx
+        seen_by_admin = admin.get(url).content.decode()
+        assert "What the server answered (admins only)" in seen_by_admin
+        assert said in seen_by_admin and "x" * 300 not in seen_by_admin
+        assert "<script>alert(" not in seen_by_admin
+        if path == "/hostile":
+            assert "&lt;script&gt;alert(" in seen_by_admin
 
 
 def test_admins_change_an_endpoint_in_the_browser_checked_as_when_it_was_added(
