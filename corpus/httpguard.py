@@ -139,9 +139,7 @@ def _parse_entry(text: str) -> _Entry:
         pass
     wildcard = host.startswith("*.")
     name = host[2:] if wildcard else host
-    if not name or not re.fullmatch(
-        r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*", name
-    ):
+    if not name or host_problems(name):
         raise ConfigError(
             f"GOLDSET_HTTP_ALLOWED_HOSTS: {text!r} is not a host name, *.domain, address or network"
         )
@@ -149,7 +147,7 @@ def _parse_entry(text: str) -> _Entry:
 
 
 def _port(text: str, entry: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
+    if not re.fullmatch(r"[0-9]{1,5}", text) or not 0 < int(text) < 65536:
         raise ConfigError(f"GOLDSET_HTTP_ALLOWED_HOSTS: {entry!r} has a bad port")
     return int(text)
 

@@ -379,7 +379,7 @@ def test_host_entries_match_names_wildcards_networks_and_ports():
     ):
         with pytest.raises(HostRefused):
             policy.check_url(httpx2.URL(refused))
-    for bad in ("*", "exa mple.com", "host:99999"):
+    for bad in ("*", "exa mple.com", "host:99999", "vm:８１２５", "0177.0.0.1", "１２７.０.０.１"):
         with pytest.raises(ConfigError):
             HostPolicy([bad])
 
