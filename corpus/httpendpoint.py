@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from corpus.httpurl import url_problems
 
@@ -29,6 +30,8 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # A header with one of these in its name carries a credential: its value must come from env:.
 _SECRET_HEADER = re.compile(r"auth|cookie|token|secret|key|passw|session|credential", re.I)
+# A query parameter with one of these in its name carries one too (a signed URL's signature).
+_SECRET_PARAM = re.compile(_SECRET_HEADER.pattern + r"|signature|^sig$", re.I)
 # Goldset's own secrets: an endpoint must never be able to send them anywhere.
 FORBIDDEN_ENV = frozenset(
     {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PGPASSWORD"}
@@ -317,8 +320,28 @@ def _placeholder_problems(value: Any, *, where: str) -> list[str]:
 def url_template_problems(url: str) -> list[str]:
     if not url.strip():
         return ["the URL is required"]
-    found = _unknown_placeholders(url, "URL")
+    found = _unknown_placeholders(url, "URL") + url_secret_problems(url)
     return found + url_problems(PLACEHOLDER_PATTERN.sub("x", url))
+
+
+def url_secret_problems(url: str) -> list[str]:
+    """A credential in a URL's query would be stored and shown with the URL (to leads, on job
+    and health pages): a parameter whose name looks like one must come from a placeholder, and a
+    secret goes in a header as env:NAME."""
+    query = url.partition("?")[2].partition("#")[0]
+    found = []
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if (
+            value
+            and _SECRET_PARAM.search(unquote(name))
+            and not PLACEHOLDER_PATTERN.fullmatch(value)
+        ):
+            found.append(
+                f"the URL's {unquote(name)[:40]!r} parameter looks like a credential: send it in "
+                "a header as env:NAME, so the secret stays in the worker's environment"
+            )
+    return found
 
 
 def header_problems(name: str, value: str) -> list[str]:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import httpx2
 
-from corpus.httpendpoint import ConfigError, header_problems, resolve_env
+from corpus.httpendpoint import ConfigError, header_problems, resolve_env, url_secret_problems
 from corpus.httpguard import GuardedTransport, HostRefused, host_of
 from corpus.httpsearch import MAX_RESPONSE_BYTES
 from corpus.httpurl import read_url
@@ -48,7 +48,7 @@ def source_problems(
     if "{{" in url:
         found["url"].append("a manifest source's URL takes no placeholders")
     authority, problems = read_url(url)
-    found["url"] += problems
+    found["url"] += problems + url_secret_problems(url)
     if authority is not None:
         try:
             http_retrieval.host_policy().check_url(httpx2.URL(url))

@@ -497,6 +497,8 @@ BAD_URLS = [
     ("http://2130706433:{port}/policies/_search", "another notation"),
     ("http://[::1:{port}/policies/_search", "no closing ]"),
     ("http://ex\u200bample.com/policies/_search", "zero width space"),
+    ("http://127.0.0.1:{port}/policies/_search?access_token=abc", "looks like a credential"),
+    ("http://127.0.0.1:{port}/policies/_search?q=x&auth=abc", "looks like a credential"),
 ]
 
 

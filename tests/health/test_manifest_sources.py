@@ -183,6 +183,8 @@ BAD_SOURCES = [
     ({"url": "http://169.254.169.254/latest/meta-data"}, "url", "is not in GOLDSET_HTTP_ALLOWED"),
     ({"url": "http://user:pw@127.0.0.1:{port}/m.csv"}, "url", "user name or password"),
     ({"url": "file:///etc/passwd"}, "url", "must start with http:// or https://"),
+    ({"url": "http://127.0.0.1:{port}/m.csv?api_key=abc"}, "url", "looks like a credential"),
+    ({"url": "http://127.0.0.1:{port}/m.csv?X-Amz-Signature=f0"}, "url", "looks like a credential"),
     ({"headers": "Authorization: Bearer abc"}, "headers", "looks like a credential"),
     ({"headers": "X-Key: env:SECRET_KEY"}, "headers", "Goldset's own secret"),
     ({"headers": "no colon"}, "headers", "should read 'Name: value'"),
