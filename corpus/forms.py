@@ -8,7 +8,7 @@ from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 
 from corpus.extraction import SUPPORTED_SUFFIXES
-from corpus.httpendpoint import LIMITS, PRESETS
+from corpus.httpendpoint import LIMITS, PRESETS, url_template_problems
 from corpus.models import (
     AccessGroup,
     ChunkingScheme,
@@ -164,6 +164,16 @@ HTTP_FIELDS = (
     "retries",
     "concurrency",
 )
+
+
+def validate_url_template(value: str) -> None:
+    """A URL every reader reads one way (`corpus.httpurl`), or the field's error: a tab, an
+    octal address or fullwidth digits are a message on the form, never a 500."""
+    problems = url_template_problems(value) if value else []
+    if problems:
+        raise forms.ValidationError("; ".join(problems) + ".")
+
+
 _PATH_HELP = "A dotted path in the answer, like hits.hits, _source.doc_id or items[0].id."
 
 
@@ -230,6 +240,7 @@ class RetrieverForm(forms.Form):
         required=False,
         max_length=2000,
         label="HTTP: URL template",
+        validators=[validate_url_template],
         help_text="Placeholders: {{question}} {{k}} {{user}} {{groups}} (percent-encoded here).",
     )
     method = forms.ChoiceField(

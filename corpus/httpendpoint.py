@@ -20,7 +20,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote
+
+from corpus.httpurl import url_problems
 
 PLACEHOLDERS = ("question", "k", "user", "groups")
 PLACEHOLDER_PATTERN = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
@@ -28,6 +30,8 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 # A header with one of these in its name carries a credential: its value must come from env:.
 _SECRET_HEADER = re.compile(r"auth|cookie|token|secret|key|passw|session|credential", re.I)
+# A query parameter with one of these in its name carries one too (a signed URL's signature).
+_SECRET_PARAM = re.compile(_SECRET_HEADER.pattern + r"|signature|^sig$", re.I)
 # Goldset's own secrets: an endpoint must never be able to send them anywhere.
 FORBIDDEN_ENV = frozenset(
     {"SECRET_KEY", "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PGPASSWORD"}
@@ -44,7 +48,13 @@ LIMITS = {
 
 
 class HttpSearchError(Exception):
-    """Base of this module's errors; the message is meant for the person who configured it."""
+    """Base of this module's errors; the message is meant for the person who configured it and
+    never quotes the server. ``remote`` is what the server answered, bounded, kept apart for
+    admins (`corpus.remote`)."""
+
+    def __init__(self, message: str, *, remote: str = ""):
+        super().__init__(message)
+        self.remote = remote
 
 
 class ConfigError(HttpSearchError):
@@ -252,7 +262,7 @@ class Endpoint:
         found: list[str] = []
         if self.method not in METHODS:
             found.append(f"the method is GET or POST, not {self.method!r}")
-        found += _url_problems(self.url)
+        found += url_template_problems(self.url)
         if self.body.strip():
             if self.method == "GET":
                 found.append(
@@ -307,26 +317,30 @@ def _placeholder_problems(value: Any, *, where: str) -> list[str]:
     return []
 
 
-def _url_problems(url: str) -> list[str]:
+def url_template_problems(url: str) -> list[str]:
     if not url.strip():
         return ["the URL is required"]
-    found = _unknown_placeholders(url, "URL")
-    sample = PLACEHOLDER_PATTERN.sub("x", url)
-    try:
-        parts = urlsplit(sample)
-        parts.port  # noqa: B018 - raises for a port that is not a number
-    except ValueError as error:
-        return [*found, f"the URL cannot be read ({error})"]
-    if parts.scheme not in ("http", "https"):
-        found.append(f"the URL must start with http:// or https://, not {url[:40]!r}")
-    elif not parts.hostname:
-        found.append("the URL has no host")
-    if "@" in parts.netloc:
-        found.append(
-            "the URL carries a user name or password: pass credentials in a header with env:NAME"
-        )
-    if parts.fragment:
-        found.append("the URL has a #fragment, which is never sent")
+    found = _unknown_placeholders(url, "URL") + url_secret_problems(url)
+    return found + url_problems(PLACEHOLDER_PATTERN.sub("x", url))
+
+
+def url_secret_problems(url: str) -> list[str]:
+    """A credential in a URL's query would be stored and shown with the URL (to leads, on job
+    and health pages): a parameter whose name looks like one must come from a placeholder, and a
+    secret goes in a header as env:NAME."""
+    query = url.partition("?")[2].partition("#")[0]
+    found = []
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        if (
+            value
+            and _SECRET_PARAM.search(unquote(name))
+            and not PLACEHOLDER_PATTERN.fullmatch(value)
+        ):
+            found.append(
+                f"the URL's {unquote(name)[:40]!r} parameter looks like a credential: send it in "
+                "a header as env:NAME, so the secret stays in the worker's environment"
+            )
     return found
 
 
@@ -425,7 +439,8 @@ def map_answer(data: Any, mapping: ResponseMapping, *, k: int) -> list[Hit]:
         found = "nothing" if results is _MISSING else describe(results)
         raise HttpSearchError(
             f"the results path {mapping.results!r} should lead to a list of results, but the "
-            f"answer has {found} there (the answer is {describe(data)})"
+            "answer has none there",
+            remote=f"at {mapping.results}: {found}; the answer is {describe(data)}",
         )
     paths = {
         name: parse_path(getattr(mapping, name))
@@ -444,8 +459,8 @@ def _hit(item: Any, paths: dict[str, tuple], *, mapping: ResponseMapping, rank: 
     if isinstance(doc_id, bool) or not isinstance(doc_id, str | int) or doc_id == "":
         found = "nothing" if doc_id is _MISSING else describe(doc_id)
         raise HttpSearchError(
-            f"{where}: the doc id path {mapping.doc_id!r} should lead to a string, but finds "
-            f"{found} (the result is {describe(item)})"
+            f"{where}: the doc id path {mapping.doc_id!r} should lead to a string, but does not",
+            remote=f"at {mapping.doc_id}: {found}; the result is {describe(item)}",
         )
     score = None
     if "score" in paths:
@@ -455,8 +470,8 @@ def _hit(item: Any, paths: dict[str, tuple], *, mapping: ResponseMapping, rank: 
                 score = float(value) if not isinstance(value, bool) else None
             except (TypeError, ValueError):
                 raise HttpSearchError(
-                    f"{where} ({doc_id}): the score at {mapping.score!r} is {describe(value)}, "
-                    "not a number"
+                    f"{where}: the score at {mapping.score!r} is not a number",
+                    remote=f"{describe(doc_id)}: the score is {describe(value)}",
                 ) from None
     start = end = None
     if "start" in paths:
@@ -465,8 +480,9 @@ def _hit(item: Any, paths: dict[str, tuple], *, mapping: ResponseMapping, rank: 
             start = end = None
         elif not (_whole(start) and _whole(end) and 0 <= start < end):
             raise HttpSearchError(
-                f"{where} ({doc_id}): offsets at {mapping.start!r}/{mapping.end!r} should be "
-                f"whole numbers with 0 <= start < end, not {describe(start)} and {describe(end)}"
+                f"{where}: offsets at {mapping.start!r}/{mapping.end!r} should be whole numbers "
+                "with 0 <= start < end",
+                remote=f"{describe(doc_id)}: {describe(start)} and {describe(end)}",
             )
     text = None
     if "text" in paths:

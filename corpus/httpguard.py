@@ -19,6 +19,7 @@ import httpcore2
 import httpx2
 
 from corpus.httpendpoint import ConfigError, HttpSearchError
+from corpus.httpurl import host_problems
 
 
 class HostRefused(HttpSearchError):
@@ -62,6 +63,9 @@ class HostPolicy:
         if url.scheme not in ("http", "https"):
             raise HostRefused(f"only http and https are called, not {url.scheme}:")
         host = host_of(url)
+        problems = host_problems(host)
+        if problems:
+            raise HostRefused(problems[0])
         port = url.port or (443 if url.scheme == "https" else 80)
         address = _address(host)
         for entry in self.entries:
@@ -81,7 +85,11 @@ class HostPolicy:
         )
 
     def vetted_addresses(self, host: str, port: int) -> list[str]:
-        """The addresses ``host`` resolves to, each allowed; HostRefused if any is not."""
+        """The addresses ``host`` resolves to, each allowed; HostRefused if any is not.
+
+        A listed address or network with a port allows that port only, whatever name led to
+        the address: ``vm,127.0.0.1:8125`` lets ``vm`` (resolving to 127.0.0.1) reach 8125 and
+        nothing else on that machine."""
         literal = _address(host)
         if literal is not None:
             addresses = [str(literal)]
@@ -98,8 +106,15 @@ class HostPolicy:
                 address = address.ipv4_mapped
             if _public(address):
                 continue
-            if any(e.network is not None and address in e.network for e in self.entries):
+            covering = [e for e in self.entries if e.network is not None and address in e.network]
+            if any(e.port in (None, port) for e in covering):
                 continue
+            if covering:
+                ports = ", ".join(sorted({str(e.port) for e in covering}))
+                raise HostRefused(
+                    f"{host} resolves to {address}, a {_kind(address)} address listed in "
+                    f"GOLDSET_HTTP_ALLOWED_HOSTS for port {ports} only, not {port}"
+                )
             raise HostRefused(
                 f"{host} resolves to {address}, a {_kind(address)} address; it is called only "
                 "when that address (or its network) is listed in GOLDSET_HTTP_ALLOWED_HOSTS"
@@ -124,9 +139,7 @@ def _parse_entry(text: str) -> _Entry:
         pass
     wildcard = host.startswith("*.")
     name = host[2:] if wildcard else host
-    if not name or not re.fullmatch(
-        r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*", name
-    ):
+    if not name or host_problems(name):
         raise ConfigError(
             f"GOLDSET_HTTP_ALLOWED_HOSTS: {text!r} is not a host name, *.domain, address or network"
         )
@@ -134,7 +147,7 @@ def _parse_entry(text: str) -> _Entry:
 
 
 def _port(text: str, entry: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
+    if not re.fullmatch(r"[0-9]{1,5}", text) or not 0 < int(text) < 65536:
         raise ConfigError(f"GOLDSET_HTTP_ALLOWED_HOSTS: {entry!r} has a bad port")
     return int(text)
 

@@ -37,6 +37,7 @@ from corpus.httpendpoint import (
     text_value,
 )
 from corpus.httpguard import GuardedTransport, HostPolicy, HostRefused, host_of
+from corpus.remote import excerpt
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 MAX_REDIRECTS = 5
@@ -54,6 +55,7 @@ class Answer:
     error: str | None = None
     attempts: int = 0
     status: int | None = None
+    remote: str = ""  # what the server answered, bounded: for admins only (`corpus.remote`)
 
     @property
     def ok(self) -> bool:
@@ -155,7 +157,7 @@ class SearchClient:
             try:
                 status, data = self._send(query)
             except HostRefused as error:
-                return Answer(error=f"refused: {error}", attempts=attempts)
+                return Answer(error=f"refused: {error}", attempts=attempts, remote=error.remote)
             except _Retry as retry:
                 last = str(retry)
                 if attempts > endpoint.retries:
@@ -163,11 +165,13 @@ class SearchClient:
                 self.sleep(self._delay(attempts, retry.after))
                 continue
             except HttpSearchError as error:
-                return Answer(error=str(error), attempts=attempts)
+                return Answer(error=str(error), attempts=attempts, remote=error.remote)
             try:
                 hits = map_answer(data, endpoint.mapping, k=query.k)
             except HttpSearchError as error:
-                return Answer(error=str(error), attempts=attempts, status=status)
+                return Answer(
+                    error=str(error), attempts=attempts, status=status, remote=error.remote
+                )
             return Answer(hits=hits, attempts=attempts, status=status)
         tries = f"{attempts} attempt{'s' if attempts != 1 else ''}"
         return Answer(error=f"{last} (gave up after {tries})", attempts=attempts)
@@ -229,9 +233,9 @@ class SearchClient:
                     target = (following.url.scheme, host_of(following.url), following.url.port)
                     if target != origin:
                         raise HostRefused(
-                            f"{host_of(request.url)} redirected to {following.url.scheme}://"
-                            f"{host_of(following.url)}; redirects are followed only on the "
-                            "same host and scheme"
+                            f"{host_of(request.url)} redirected to another host, port or "
+                            "scheme; redirects are followed only on the same host and scheme",
+                            remote=excerpt(f"Location: {following.url}"),
                         )
                     request = following
                     continue
@@ -269,13 +273,15 @@ class SearchClient:
             )
         if status >= 300:
             raise HttpSearchError(
-                f"HTTP {status} from {host_of(response.request.url)}: {_snippet(body)}"
+                f"HTTP {status} from {host_of(response.request.url)}", remote=_snippet(body)
             )
         try:
             return status, json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             kind = response.headers.get("content-type", "no content type")
-            raise HttpSearchError(f"the answer is not JSON ({kind}): {_snippet(body)}") from None
+            raise HttpSearchError(
+                f"the answer is not JSON ({excerpt(kind, 80)})", remote=_snippet(body)
+            ) from None
 
 
 def _retry_after(response: httpx2.Response) -> float | None:
@@ -286,6 +292,5 @@ def _retry_after(response: httpx2.Response) -> float | None:
         return None
 
 
-def _snippet(body: bytes, limit: int = 200) -> str:
-    text = body.decode("utf-8", errors="replace").strip().replace("\n", " ")
-    return repr(text[:limit] + ("…" if len(text) > limit else "")) if text else "an empty body"
+def _snippet(body: bytes) -> str:
+    return excerpt(body) or "an empty body"

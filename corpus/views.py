@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from corpus import jobs
+from corpus import jobs, remote
 from corpus.access import project_access
 from corpus.forms import (
     ChunkingSchemeForm,
@@ -316,6 +316,8 @@ def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
     job = get_object_or_404(Job, project=access.project, pk=job_id)
     template = "corpus/show_job.html#progress" if request.htmx else "corpus/show_job.html"
     errors, withheld = job_errors_for(job, request.user)
+    # What a remote server answered is for the admins who configured it (corpus/remote.py).
+    errors = remote.shown_to(errors, admin=access.is_admin)
     columns = {key: any(e.get(key) for e in errors) for key in ("source", "line", "doc_id")}
     response = render(
         request,

@@ -41,3 +41,5 @@ urlpatterns = [
 handler403 = "corpus.team_views.permission_denied"
 # Too many files or too much pasted text: say what the limit is (goldset/views.py).
 handler400 = "goldset.views.bad_request"
+# A database connection lost outside a view: 503 with Retry-After, as inside one.
+handler500 = "goldset.views.server_error"

@@ -9,7 +9,16 @@ from health.models import (
     IndexHealthThresholds,
     IndexManifest,
     IndexManifestRow,
+    ManifestSource,
 )
+
+
+@admin.register(ManifestSource)
+class ManifestSourceAdmin(ReadOnlyAdmin):
+    """Set on Index health or with `manage.py set_manifest_source`, where the URL and headers
+    are checked; read-only here so nothing skips those checks."""
+
+    list_display = ["retriever", "url", "timeout", "changed_by", "changed_at"]
 
 
 @admin.register(IndexManifest)

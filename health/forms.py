@@ -1,38 +1,74 @@
-"""The manifest upload and the health thresholds."""
+"""The manifest upload, a retriever's manifest source and the health thresholds."""
 
 from __future__ import annotations
 
 from django import forms
 
-from corpus.models import Retriever, RetrieverKind
+from corpus.models import Retriever
+from corpus.services.test_users import parse_headers
+from goldset.errors import ServiceError
 from health.models import IndexHealthThresholds
+from health.services.manifest_sources import TIMEOUT, source_problems
 
 
 class ManifestUploadForm(forms.Form):
     retriever = forms.ModelChoiceField(queryset=Retriever.objects.none())
-    file = forms.FileField(label="Manifest (CSV or JSONL)", required=False)
-    url = forms.URLField(
-        label="Or its URL",
-        assume_scheme="https",
-        required=False,
-        max_length=2000,
-        help_text="HTTP retrievers: fetched from their own host, with their headers.",
-    )
-
-    def clean(self):
-        cleaned = super().clean()
-        if bool(cleaned.get("file")) == bool(cleaned.get("url")):
-            raise forms.ValidationError("Upload a file or give a URL (one of the two).")
-        retriever = cleaned.get("retriever")
-        if cleaned.get("url") and retriever is not None and retriever.kind != RetrieverKind.HTTP:
-            self.add_error("url", f"{retriever.name} is not an HTTP retriever: upload the file.")
-        return cleaned
+    file = forms.FileField(label="Manifest (CSV or JSONL)")
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["retriever"].queryset = Retriever.objects.filter(project=project).order_by(
             "name"
         )
+
+
+class ManifestSourceForm(forms.Form):
+    """Where a retriever's manifest is fetched from (admins): its own URL and headers."""
+
+    url = forms.CharField(
+        label="Manifest URL",
+        max_length=2000,
+        help_text="Fetched with GET, no redirect followed; its host must be in "
+        "GOLDSET_HTTP_ALLOWED_HOSTS.",
+    )
+    headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="This source's own headers, one 'Name: value' per line; a credential as "
+        "env:NAME (read from the worker's environment), never the value. The search "
+        "endpoint's headers are not sent.",
+    )
+    timeout = forms.FloatField(
+        initial=30.0,
+        min_value=TIMEOUT[0],
+        max_value=TIMEOUT[1],
+        label="Timeout (seconds)",
+    )
+
+    def __init__(self, *args, retriever, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.retriever = retriever
+
+    def clean_headers(self):
+        try:
+            return parse_headers(self.cleaned_data.get("headers") or "")
+        except ServiceError as error:
+            raise forms.ValidationError(str(error)) from None
+
+    def clean(self):
+        cleaned = super().clean()
+        if {"url", "headers", "timeout"} <= cleaned.keys():
+            problems = source_problems(retriever=self.retriever, **cleaned)
+            for field, found in problems.items():
+                self.add_error(field, "; ".join(found) + ".")
+        return cleaned
+
+    @staticmethod
+    def initial_of(source) -> dict:
+        if source is None:
+            return {}
+        headers = "\n".join(f"{k}: {v}" for k, v in source.headers.items())
+        return {"url": source.url, "headers": headers, "timeout": source.timeout}
 
 
 class HealthThresholdsForm(forms.ModelForm):

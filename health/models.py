@@ -30,6 +30,29 @@ class IndexManifest(models.Model):
         return f"{self.retriever} manifest {self.pk}"
 
 
+class ManifestSource(models.Model):
+    """Where a retriever's manifest is fetched from: its own endpoint, configured by an admin,
+    with its own headers (credentials as ``env:NAME``, read from the worker's environment when
+    the fetch is made). Leads start a fetch; they never choose where it goes, and the search
+    endpoint's credentials never travel with it."""
+
+    retriever = models.OneToOneField(
+        Retriever, on_delete=models.CASCADE, related_name="manifest_source"
+    )
+    url = models.CharField(max_length=2000)
+    headers = models.JSONField(
+        default=dict, blank=True, help_text="Request headers; credentials as env:NAME only."
+    )
+    timeout = models.FloatField(default=30.0, help_text="Seconds without an answer.")
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"manifest source of {self.retriever}"
+
+
 class IndexManifestRow(models.Model):
     """One indexed chunk (or document) of a manifest, as the file gave it."""
 

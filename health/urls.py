@@ -17,6 +17,16 @@ urlpatterns = [
         name="upload-manifest",
     ),
     path(
+        "p/<slug:slug>/index-health/<int:retriever_id>/fetch/",
+        health_views.fetch_manifest,
+        name="fetch-manifest",
+    ),
+    path(
+        "p/<slug:slug>/index-health/<int:retriever_id>/source/",
+        health_views.edit_manifest_source,
+        name="edit-manifest-source",
+    ),
+    path(
         "p/<slug:slug>/index-health/thresholds/",
         health_views.edit_health_thresholds,
         name="edit-health-thresholds",

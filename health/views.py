@@ -11,16 +11,18 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corpus.access import project_access
 from corpus.models import Retriever, Role
 from corpus.views import follow_job
 from evaluation.models import IndexEvaluation
 from evaluation.services import index_evaluations
-from health.forms import HealthThresholdsForm, ManifestUploadForm
+from goldset.errors import ServiceError
+from health.forms import HealthThresholdsForm, ManifestSourceForm, ManifestUploadForm
+from health.models import ManifestSource
 from health.services import checks as index_health
-from health.services import manifests
+from health.services import manifest_sources, manifests
 from health.services import reports as health_reports
 from labelling.services.recheck import stale_spans
 
@@ -36,6 +38,7 @@ def _render(request, access, *, upload_form=None, thresholds_form=None, status=2
     project = access.project
     thresholds = index_health.thresholds_of(project)
     history = index_health.history(project, request.user)
+    sources = {s.retriever_id: s for s in ManifestSource.objects.filter(retriever__project=project)}
     context = {
         "access": access,
         "project": project,
@@ -46,6 +49,10 @@ def _render(request, access, *, upload_form=None, thresholds_form=None, status=2
             .order_by("name")
         ],
         "upload_form": upload_form or ManifestUploadForm(project=project),
+        "sources": [
+            (retriever, sources.get(retriever.pk))
+            for retriever in project.retrievers.order_by("name")
+        ],
         "thresholds_form": thresholds_form or HealthThresholdsForm(instance=thresholds),
         "history": {name: index_health.plot_of(checks) for name, checks in history.items()},
         "crossed": index_health.latest_crossed(project, request.user),
@@ -68,12 +75,71 @@ def upload_manifest(request: HttpRequest, slug: str) -> HttpResponse:
     }
     job = manifests.start_manifest_import(
         retriever=form.cleaned_data["retriever"],
-        upload=form.cleaned_data["file"] or None,
-        url=form.cleaned_data["url"],
+        upload=form.cleaned_data["file"],
         user=request.user,
         then=then,
     )
     return follow_job(request, job)
+
+
+@login_required
+@require_POST
+def fetch_manifest(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
+    """Fetch a retriever's manifest from the source an admin configured (a job); leads start
+    it, never choose where it goes."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    retriever = get_object_or_404(Retriever, project=access.project, pk=retriever_id)
+    then = {
+        "url": reverse("health:show-index-health", args=[access.project.slug]),
+        "text": "Open Index health",
+    }
+    try:
+        job = manifests.start_manifest_import(
+            retriever=retriever, fetch=True, user=request.user, then=then
+        )
+    except ServiceError as error:
+        messages.error(request, str(error))
+        return redirect("health:show-index-health", slug=access.project.slug)
+    return follow_job(request, job)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def edit_manifest_source(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
+    """Where a retriever's manifest is fetched from, with its own headers: an admin's decision
+    (outbound calls carrying the worker's environment variables)."""
+    access = project_access(request.user, slug, role=Role.ADMIN)
+    retriever = get_object_or_404(Retriever, project=access.project, pk=retriever_id)
+    source = ManifestSource.objects.filter(retriever=retriever).first()
+    if request.method == "POST" and "remove" in request.POST:
+        manifest_sources.remove_manifest_source(retriever=retriever)
+        messages.success(request, f"{retriever.name} has no manifest source now.")
+        return redirect("health:show-index-health", slug=access.project.slug)
+    form = ManifestSourceForm(
+        request.POST or None, retriever=retriever, initial=ManifestSourceForm.initial_of(source)
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            manifest_sources.set_manifest_source(
+                retriever=retriever, user=request.user, **form.cleaned_data
+            )
+        except ServiceError as error:
+            form.add_error(None, str(error))
+        else:
+            messages.success(request, f"The manifest source of {retriever.name} is saved.")
+            return redirect("health:show-index-health", slug=access.project.slug)
+    return render(
+        request,
+        "health/edit_manifest_source.html",
+        {
+            "access": access,
+            "project": access.project,
+            "retriever": retriever,
+            "source": source,
+            "form": form,
+        },
+        status=400 if form.errors else 200,
+    )
 
 
 @login_required

@@ -40,6 +40,7 @@ from corpus.models import (
     Retriever,
     RetrieverKind,
 )
+from corpus.remote import excerpt
 from goldeval.text.anchoring import locate
 from goldset.batching import in_batches
 from goldset.errors import ServiceError
@@ -87,6 +88,8 @@ def _check_host(url: str) -> None:
         return  # a placeholder in the host: checked on every call instead
     try:
         host_policy().check_url(httpx2.URL(re.sub(r"\{\{[^}]*\}\}", "x", url)))
+    except httpx2.InvalidURL as error:
+        raise ServiceError(f"The HTTP endpoint's URL cannot be read: {error}.") from None
     except HostRefused as error:
         raise ServiceError(f"The HTTP endpoint cannot be called: {error}.") from None
 
@@ -236,9 +239,10 @@ def _place(retriever: Retriever, batch, answers, *, as_user) -> HttpRun:
     )
     for (question_id, _), answer in zip(batch, answers, strict=True):
         if not answer.ok:
-            run.errors.append(
-                {"source": f"question {question_id}", "error": f"{source}: {answer.error}"}
-            )
+            problem = {"source": f"question {question_id}", "error": f"{source}: {answer.error}"}
+            if answer.remote:
+                problem["remote"] = excerpt(answer.remote)  # for admins only (corpus.remote)
+            run.errors.append(problem)
             run.rankings.append([])
             continue
         placed = []

@@ -2,10 +2,10 @@
 
 The format is `goldeval.formats.manifests`'; a file with any problem stores nothing and lists every
 problem with its line. The browser's upload is a job (a large manifest takes seconds); the
-command imports in place. An HTTP retriever's manifest may also be fetched from a URL on its
-own endpoint's host, under the same host policy and headers as its searches. A doc id the
-corpus does not know is stored as given: the health checks count it as "indexed but unknown
-to the corpus".
+command imports in place. A retriever's manifest may also be fetched from the manifest source
+an admin configured for it (`health.services.manifest_sources`); what such a file holds reaches
+pages only as a bounded excerpt for admins. A doc id the corpus does not know is stored as given:
+the health checks count it as "indexed but unknown to the corpus".
 """
 
 from __future__ import annotations
@@ -13,19 +13,16 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import httpx2
 from django.db import transaction
 
 from corpus import jobs
-from corpus.httpendpoint import ConfigError, HttpSearchError
-from corpus.httpguard import GuardedTransport
-from corpus.httpsearch import MAX_RESPONSE_BYTES, SearchClient
-from corpus.models import Job, JobState, Retriever, RetrieverKind
-from corpus.services import http_retrieval
+from corpus.models import Job, JobState, Retriever
+from corpus.remote import excerpt
 from goldeval.formats.manifests import ManifestFile, read_manifest
 from goldeval.formats.textfiles import NotUTF8Error
 from goldset.errors import ServiceError
-from health.models import IndexManifest, IndexManifestRow
+from health.models import IndexManifest, IndexManifestRow, ManifestSource
+from health.services import manifest_sources
 
 BATCH = 2000
 
@@ -93,72 +90,38 @@ def import_manifest(
     return stored
 
 
-def fetch_manifest_bytes(*, retriever: Retriever, url: str) -> bytes:
-    """GET ``url`` on the HTTP retriever's host, with its endpoint's headers, under the host
-    policy (`GOLDSET_HTTP_ALLOWED_HOSTS`), no redirect, at most MAX_RESPONSE_BYTES."""
-    if retriever.kind != RetrieverKind.HTTP:
-        raise ServiceError(f"{retriever.name} is not an HTTP retriever: upload its manifest.")
-    endpoint = http_retrieval.endpoint_of(retriever)
-    try:
-        target, home = httpx2.URL(url), httpx2.URL(endpoint.url)
-    except (httpx2.InvalidURL, TypeError):
-        raise ServiceError(f"{url[:200]!r} is not a URL.") from None
-    same_host = (target.host, target.port) == (home.host, home.port)
-    if target.scheme not in ("http", "https") or not same_host:
-        raise ServiceError(
-            f"The manifest URL must be on {retriever.name}'s host ({home.host}), over http(s)."
-        )
-    searcher = SearchClient(endpoint=endpoint, policy=http_retrieval.host_policy())
-    chunks: list[bytes] = []
-    try:
-        headers = searcher.headers_for(None) | {"Accept": "*/*"}
-        with (
-            httpx2.Client(
-                transport=GuardedTransport(searcher.policy, connections=1),
-                timeout=httpx2.Timeout(endpoint.timeout),
-                follow_redirects=False,
-                trust_env=False,
-            ) as client,
-            client.stream("GET", str(target), headers=headers) as response,
-        ):
-            if response.status_code != 200:
-                raise ServiceError(f"{url[:200]} answered HTTP {response.status_code}.")
-            size = 0
-            for chunk in response.iter_bytes():
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise ServiceError(
-                        f"The manifest is larger than {MAX_RESPONSE_BYTES // 2**20} MB: upload it."
-                    )
-                chunks.append(chunk)
-    except (ConfigError, HttpSearchError) as error:
-        raise ServiceError(str(error)) from None
-    except httpx2.HTTPError as error:
-        raise ServiceError(f"{url[:200]} could not be fetched ({error}).") from None
-    return b"".join(chunks)
-
-
 def start_manifest_import(
     *,
     retriever: Retriever,
     upload=None,
-    url: str = "",
+    fetch: bool = False,
     user,
     then: dict[str, str] | None = None,
 ) -> Job:
-    """Keep the uploaded file (or the URL to fetch it from, an HTTP retriever's) and queue its
-    import (`run_manifest_import`); ``then`` (a ``{"url", "text"}`` link) is where the job page
-    sends the browser once it succeeded."""
-    if upload is None:
+    """Keep the uploaded file (or, with ``fetch``, nothing: the job fetches the file from the
+    retriever's manifest source) and queue its import (`run_manifest_import`); ``then`` (a
+    ``{"url", "text"}`` link) is where the job page sends the browser once it succeeded."""
+    if fetch:
+        if not ManifestSource.objects.filter(retriever=retriever).exists():
+            raise ServiceError(
+                f"{retriever.name} has no manifest source: an admin configures one, or upload "
+                "the file."
+            )
         return jobs.start(
             project=retriever.project,
             task="health.tasks.import_manifest",
             kind="import_manifest",
             user=user,
             total=1,
-            params={"retriever_id": retriever.pk, "url": url, **({"then": then} if then else {})},
+            params={
+                "retriever_id": retriever.pk,
+                "fetch": True,
+                **({"then": then} if then else {}),
+            },
             description=f"Fetch and import the index manifest of {retriever.name}",
         )
+    if upload is None:
+        raise ServiceError("Upload the manifest file, or fetch it from its manifest source.")
     data = upload.read()
     with transaction.atomic():
         job = jobs.start(
@@ -175,12 +138,32 @@ def start_manifest_import(
 
 
 def run_manifest_import(job: Job) -> None:
-    """The job of `start_manifest_import`: the stored file (or the one fetched from its URL)
-    imported whole, or its problems listed on the job (with lines) and nothing stored."""
+    """The job of `start_manifest_import`: the stored file (or the one its manifest source
+    answers) imported whole, or its problems listed on the job (with lines) and nothing
+    stored. A fetched file is the server's words: its problems' text is kept as a bounded
+    excerpt that only admins see (`corpus.remote`)."""
     retriever = Retriever.objects.get(pk=job.params["retriever_id"], project=job.project)
+    fetched = bool(job.params.get("fetch"))
     if job.params.get("url"):
-        name = job.params["url"]
-        data = fetch_manifest_bytes(retriever=retriever, url=name)
+        # A job queued when leads could name the URL: never fetched (the URL was theirs).
+        raise ServiceError(
+            "A manifest is no longer fetched from a URL given with the upload: an admin sets "
+            f"{retriever.name}'s manifest source, then fetch it from Index health."
+        )
+    if fetched:
+        source = ManifestSource.objects.filter(retriever=retriever).first()
+        if source is None:
+            raise ServiceError(f"{retriever.name} no longer has a manifest source.")
+        try:
+            data = manifest_sources.fetch_manifest(source=source)
+        except manifest_sources.ManifestFetchFailed as failed:
+            if failed.remote:
+                job.errors = [
+                    {"source": "manifest source", "error": str(failed), "remote": failed.remote}
+                ]
+            jobs.finish(job, JobState.FAILED, str(failed))
+            return
+        name = manifest_sources.file_name_of(source)
     else:
         upload = job.uploads.order_by("pk").first()
         if upload is None:
@@ -200,6 +183,9 @@ def run_manifest_import(job: Job) -> None:
             user=job.created_by,
         )
     except ManifestProblems as problems:
+        if fetched:
+            _fail_fetched(job, retriever, problems)
+            return
         job.errors = [
             {"item": name, "line": line, "error": message} for line, message in problems.problems
         ]
@@ -210,3 +196,25 @@ def run_manifest_import(job: Job) -> None:
     if job.params.get("then"):
         job.result |= {"link": job.params["then"], "redirect": True}
     jobs.finish(job, JobState.SUCCEEDED, f"{retriever.name}: {stored.rows:,} manifest rows stored.")
+
+
+def _fail_fetched(job: Job, retriever: Retriever, problems: ManifestProblems) -> None:
+    """The lines of a fetched file that cannot be stored, without quoting them but to admins."""
+    job.errors = [
+        {
+            "source": "manifest source",
+            "line": line,
+            "error": "this line cannot be stored",
+            "remote": excerpt(message),
+        }
+        for line, message in problems.problems
+    ]
+    count = len(problems.problems) + problems.more
+    first_line = problems.problems[0][0]
+    jobs.finish(
+        job,
+        JobState.FAILED,
+        f"{retriever.name}: the manifest its source answered has {count} "
+        f"problem{'s' if count != 1 else ''}, the first on line {first_line}; nothing was "
+        "stored. Admins see what each line held.",
+    )

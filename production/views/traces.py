@@ -109,8 +109,10 @@ def receive_traces(request: HttpRequest, slug: str) -> HttpResponse:
     if len(items) > settings.GOLDSET_TRACE_MAX_BATCH:
         most = settings.GOLDSET_TRACE_MAX_BATCH
         return _error(413, f"A batch holds at most {most:,} traces ({len(items):,}).")
-    result = services.receive_traces(project=project, items=items)
+    # Marked before the traces are stored, so the batch's one transaction is the request's last
+    # write: a connection lost at any point answers 503 with nothing stored, never after.
     services.mark_token_used(token=token)
+    result = services.receive_traces(project=project, items=items)
     status = 200 if not result.errors else 207 if result.intake.received else 422
     return JsonResponse(result.as_json(), status=status)
 

@@ -165,7 +165,8 @@ def test_a_failed_question_is_listed_and_a_missing_environment_variable_named(
     assert run.errors == [
         {
             "source": "question q7",
-            "error": "ours: the answer is not JSON (text/html): '<html>Login required</html>'",
+            "error": "ours: the answer is not JSON (text/html)",
+            "remote": "<html>Login required</html>",
         }
     ]
     with pytest.raises(http_retrieval.HttpSearchFailed, match="1 question got no usable answer"):
@@ -403,28 +404,51 @@ def test_admins_manage_test_users_in_the_browser_and_leads_only_see_them(project
     assert admin.post(delete).status_code == 302 and not PermissionProfile.objects.exists()
 
 
-def test_what_a_server_answers_is_escaped_on_the_job_page(project, corpus, server, member):
-    """Error messages quote the server's answer; a hostile one renders as text."""
+def test_what_a_server_answers_reaches_admins_only_bounded_and_escaped(
+    project, corpus, server, member
+):
+    """A server's answer (an error page, the JSON of an authentication endpoint) is never in a
+    job's message or a problem's text; a bounded excerpt of it is shown to the project's admins
+    only, escaped, on the job page."""
     from corpus import jobs
     from corpus.models import Job
 
-    hostile = '<script>alert("search")</script>'
-    server.failures_left = {}
+    hostile = '<script>alert("search")</script>{"username": "elastic", "roles": ["superuser"]}'
     original = server._answer
 
     def answer(handler):
         if handler.path.startswith("/hostile"):
-            return server._send(handler, 200, hostile.encode(), kind="text/html")
+            return server._send(handler, 200, (hostile + "x" * 5000).encode(), kind="text/html")
+        if handler.path.startswith("/refusing"):
+            return server._send(handler, 401, hostile.encode(), kind="application/json")
+        if handler.path.startswith("/shapeless"):
+            return server._json(handler, {"username": "elastic", "roles": ["superuser"]})
         return original(handler)
 
     server._answer = answer
-    retriever = es_retriever(project, server, url=f"{server.url}/hostile")
-    run = http_retrieval.search_http(retriever=retriever, questions=[("q1", "leave")], k=3)
-    job = Job.objects.create(project=project, kind="build_pool", errors=run.errors)
-    jobs.finish(job, "failed", run.errors[0]["error"])
-    page = login(member("lead")).get(reverse("corpus:show-job", args=[project.slug, job.pk]))
-    text = page.content.decode()
-    assert hostile not in text and "&lt;script&gt;alert(" in text
+    admin, lead = login(member("admin")), login(member("lead"))
+    for path in ("/hostile", "/refusing", "/shapeless"):
+        retriever = es_retriever(project, server, name=path[1:], url=f"{server.url}{path}")
+        run = http_retrieval.search_http(retriever=retriever, questions=[("q1", "leave")], k=3)
+        with pytest.raises(http_retrieval.HttpSearchFailed) as failed:
+            run.raise_for_errors(retriever)
+        job = Job.objects.create(project=project, kind="build_pool", errors=failed.value.problems)
+        jobs.finish(job, "failed", str(failed.value))
+        said = "username" if path == "/shapeless" else "elastic"
+        assert said not in job.message and said not in run.errors[0]["error"]
+        assert len(run.errors[0]["remote"]) <= 201
+        url = reverse("corpus:show-job", args=[project.slug, job.pk])
+        seen_by_lead = lead.get(url).content.decode()
+        assert said not in seen_by_lead and "superuser" not in seen_by_lead
+        assert "alert(" not in seen_by_lead and "What the server answered" not in seen_by_lead
+        htmx = lead.get(url, HTTP_HX_REQUEST="true").content.decode()
+        assert said not in htmx
+        seen_by_admin = admin.get(url).content.decode()
+        assert "What the server answered (admins only)" in seen_by_admin
+        assert said in seen_by_admin and "x" * 300 not in seen_by_admin
+        assert "<script>alert(" not in seen_by_admin
+        if path == "/hostile":
+            assert "&lt;script&gt;alert(" in seen_by_admin
 
 
 def test_admins_change_an_endpoint_in_the_browser_checked_as_when_it_was_added(
@@ -461,3 +485,65 @@ def test_admins_change_an_endpoint_in_the_browser_checked_as_when_it_was_added(
     assert (
         admin.get(reverse("corpus:edit-endpoint", args=[project.slug, bm25.pk])).status_code == 404
     )
+
+
+# --- malformed URLs are a field's error, never a 500 ----------------------------------------------
+
+BAD_URLS = [
+    ("http://0177.0.0.1:{port}/policies/_search", "another notation"),
+    ("http://127.0.0.1\t:{port}/policies/_search", "a tab character"),
+    ("http://１２７.０.０.１:{port}/policies/_search", "outside ASCII"),
+    ("http://127.0.0.1:８１２５/policies/_search", "not a number from 1 to 65535"),
+    ("http://2130706433:{port}/policies/_search", "another notation"),
+    ("http://[::1:{port}/policies/_search", "no closing ]"),
+    ("http://ex\u200bample.com/policies/_search", "zero width space"),
+    ("http://127.0.0.1:{port}/policies/_search?access_token=abc", "looks like a credential"),
+    ("http://127.0.0.1:{port}/policies/_search?q=x&auth=abc", "looks like a credential"),
+]
+
+
+@pytest.mark.parametrize("bad, message", BAD_URLS)
+def test_a_malformed_url_is_the_url_fields_error_on_both_forms_and_the_command(
+    project, corpus, server, member, bad, message
+):
+    bad = bad.replace("{port}", str(server.port))
+    admin = login(member("admin"))
+    add = reverse("corpus:add-retriever", args=[project.slug])
+    response = admin.post(
+        add, {"name": "bad", "kind": "http", "preset": "elasticsearch", "url": bad}
+    )
+    assert response.status_code == 400 and message in response.content.decode()
+    assert response.context["form"].errors["url"]  # the field is named
+    assert not Retriever.objects.filter(name="bad").exists()
+
+    retriever = es_retriever(project, server)
+    before = Retriever.objects.get(pk=retriever.pk).endpoint
+    edit = reverse("corpus:edit-endpoint", args=[project.slug, retriever.pk])
+    form = {**_endpoint_form(before), "url": bad}
+    response = admin.post(edit, form)
+    assert response.status_code == 400 and message in response.content.decode()
+    assert response.context["form"].errors["url"]
+    assert Retriever.objects.get(pk=retriever.pk).endpoint == before
+
+    arguments = ["add_retriever", "--project", project.slug, "--name", "bad", "--kind", "http"]
+    with pytest.raises(CommandError, match=message) as refused:
+        call_command(*arguments, "--preset", "elasticsearch", "--url", bad)
+    assert refused.value.returncode == 2
+    with pytest.raises(ServiceError, match=message):
+        http_retrieval.change_endpoint(retriever=retriever, endpoint={**before, "url": bad})
+    assert not Retriever.objects.filter(name="bad").exists()
+    assert server.requests == []
+
+
+def _endpoint_form(endpoint):
+    mapping = endpoint["mapping"]
+    return {
+        "url": endpoint["url"],
+        "method": endpoint["method"],
+        "body": endpoint["body"],
+        "headers": "",
+        **{f"{name}_path": mapping[name] for name in mapping},
+        "timeout": endpoint["timeout"],
+        "retries": endpoint["retries"],
+        "concurrency": endpoint["concurrency"],
+    }

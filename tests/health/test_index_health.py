@@ -223,68 +223,15 @@ def test_the_runs_of_the_newest_gold_set_are_checked_and_refused_to_outsiders(pr
     assert "the checks of its runs are not available to you" in page.content.decode()
 
 
-def test_an_http_retrievers_manifest_is_fetched_from_its_own_host_only(
-    corpus, member, settings, monkeypatch, django_capture_on_commit_callbacks, inline_jobs
-):
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    seen = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-        def do_GET(self):
-            seen.append((self.path, self.headers.get("X-Token")))
-            body = GOOD if self.path == "/manifest.csv" else b"nope"
-            self.send_response(200 if self.path == "/manifest.csv" else 404)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}"
-    settings.GOLDSET_HTTP_ALLOWED_HOSTS = ["127.0.0.1"]
-    monkeypatch.setenv("TEAM_TOKEN", "secret-1")
-    live = retrieval.add_retriever(
-        project=corpus,
-        name="live",
-        kind="http",
-        endpoint={
-            "preset": "elasticsearch",
-            "url": f"{base}/policies/_search",
-            "headers": [["X-Token", "env:TEAM_TOKEN"]],
-        },
-    )
-    lead = login(member("lead"))
-    url = reverse("health:upload-manifest", args=[corpus.slug])
-    try:
-        with django_capture_on_commit_callbacks(execute=True):
-            lead.post(url, {"retriever": live.pk, "url": f"{base}/manifest.csv"})
-        assert IndexManifest.objects.get(retriever=live).rows == 4
-        assert seen == [("/manifest.csv", "secret-1")]  # with the endpoint's headers
-        with django_capture_on_commit_callbacks(execute=True):
-            lead.post(url, {"retriever": live.pk, "url": f"{base}/missing.csv"})
-        failed = Job.objects.filter(kind="import_manifest").latest("pk")
-        assert failed.state == JobState.FAILED and "answered HTTP 404" in failed.message
-        with django_capture_on_commit_callbacks(execute=True):
-            lead.post(url, {"retriever": live.pk, "url": "http://example.org/manifest.csv"})
-        refused = Job.objects.filter(kind="import_manifest").latest("pk")
-        assert "must be on live's host (127.0.0.1)" in refused.message
-        assert IndexManifest.objects.count() == 1 and len(seen) == 2
-    finally:
-        server.shutdown()
-
-
-def test_the_form_asks_for_a_file_or_a_url(team, member):
+def test_the_form_asks_for_a_file(team, member):
+    """A lead uploads a file; a fetch goes to an admin's source (test_manifest_sources.py)."""
     lead = login(member("lead"))
     response = lead.post(
         reverse("health:upload-manifest", args=[team.project.slug]), {"retriever": team.pk}
     )
     assert response.status_code == 400
-    assert "Upload a file or give a URL (one of the two)." in response.content.decode()
+    assert "This field is required." in response.content.decode()
+    assert not Job.objects.exists()
 
 
 def test_a_large_index_is_checked_by_a_job_and_its_stored_figures_shown_until_inputs_change(

@@ -5,26 +5,31 @@ from django.core.management.base import BaseCommand
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import Retriever
 from goldset.errors import ServiceError
-from health.services.manifests import ManifestProblems, fetch_manifest_bytes, import_manifest
+from health.models import ManifestSource
+from health.services.manifest_sources import ManifestFetchFailed, fetch_manifest, file_name_of
+from health.services.manifests import ManifestProblems, import_manifest
 
 
 class Command(BaseCommand):
     help = (
         "Import the index manifest of a retriever (CSV or JSONL: doc_id, version?, "
         "content_sha256?, start?, end?, indexed_at, embedding_model, embedding_revision, "
-        "dimension), from a file or, for an HTTP retriever, from a URL on its host. The whole "
-        "file or nothing. Exit 0: stored; 2: nothing stored (every problem listed with its line)."
+        "dimension), from a file or, with --fetch, from the retriever's manifest source (set by "
+        "an admin: set_manifest_source). The whole file or nothing. Exit 0: stored; 2: nothing "
+        "stored (every problem listed with its line)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("path", type=Path, nargs="?", help="the manifest file")
         parser.add_argument(
-            "--url", default="", help="or fetch it from this URL on an HTTP retriever's host"
+            "--fetch",
+            action="store_true",
+            help="or fetch it from the retriever's manifest source (set_manifest_source)",
         )
         parser.add_argument("--project", required=True)
         parser.add_argument("--retriever", required=True, help="the retriever's name")
 
-    def handle(self, *args, path: Path | None, project, retriever, url, **options):
+    def handle(self, *args, path: Path | None, project, retriever, fetch, **options):
         project = project_or_fail(project)
         found = Retriever.objects.filter(project=project, name=retriever).first()
         if found is None:
@@ -32,14 +37,25 @@ class Command(BaseCommand):
             raise unusable(
                 f"No retriever {retriever!r} in {project.slug}; its retrievers: {names or 'none'}."
             )
-        if bool(path) == bool(url):
-            raise unusable("Give the manifest file or --url (one of the two).")
-        if url:
+        if bool(path) == fetch:
+            raise unusable("Give the manifest file or --fetch (one of the two).")
+        if fetch:
+            source = ManifestSource.objects.filter(retriever=found).first()
+            if source is None:
+                raise unusable(
+                    f"{found.name} has no manifest source: set one with `manage.py "
+                    f"set_manifest_source --project {project.slug} --retriever {found.name} "
+                    "--url URL`."
+                )
             try:
-                data = fetch_manifest_bytes(retriever=found, url=url)
+                data = fetch_manifest(source=source)
+            except ManifestFetchFailed as failed:
+                # The shell's user runs with the source's credentials: they see its answer.
+                said = f" The server answered: {failed.remote}" if failed.remote else ""
+                raise unusable(f"{failed}{said}") from None
             except ServiceError as error:
                 raise unusable(str(error)) from None
-            where = url
+            where = file_name_of(source)
         elif not path.is_file():
             raise unusable(f"{path} does not exist.")
         else:

@@ -98,7 +98,9 @@ class Command(BaseCommand):
             retriever=retriever, questions=list(questions), k=k, profile=profile
         )
         for problem in run.errors + run.warnings:
-            print(f"{problem['source']}: {problem['error']}", file=sys.stderr)
+            # The shell's user runs with the endpoint's credentials: they see what it answered.
+            answered = f" (the server answered: {problem['remote']})" if "remote" in problem else ""
+            print(f"{problem['source']}: {problem['error']}{answered}", file=sys.stderr)
         run.raise_for_errors(retriever)
         # As a test user: everything the system returned, for the replay to check; otherwise
         # only corpus content, as an evaluation run keeps.
