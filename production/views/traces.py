@@ -11,7 +11,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -55,14 +54,11 @@ def _over_rate(token: ApiToken) -> int:
 @csrf_exempt
 def receive_traces(request: HttpRequest, slug: str) -> HttpResponse:
     """`POST /api/p/<project>/traces`: one trace, a list, or {"traces": [...]}, as JSON, with
-    `Authorization: Bearer <token>`. CSRF protects sessions, and a session is never accepted
-    here: a request without a token gets Django's CSRF check (a cross-site form is refused as on
-    every page), then 401."""
+    `Authorization: Bearer <token>`. A session is never accepted here, so there is nothing for
+    CSRF to protect: a request without a token (a cross-site form, a logged-in browser, with or
+    without a CSRF token) gets this API's own 401 in JSON, never Django's HTML CSRF page."""
     token_value = _bearer(request)
     if token_value is None:
-        refusal = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
-        if refusal is not None:
-            return refusal
         return _error(
             401,
             "Send a project API token: Authorization: Bearer <token>. "
@@ -109,7 +105,9 @@ def receive_traces(request: HttpRequest, slug: str) -> HttpResponse:
     if len(items) > settings.GOLDSET_TRACE_MAX_BATCH:
         most = settings.GOLDSET_TRACE_MAX_BATCH
         return _error(413, f"A batch holds at most {most:,} traces ({len(items):,}).")
-    result = services.receive_traces(project=project, items=items)
+    result = services.receive_traces(
+        project=project, items=items, caller=services.token_caller(token)
+    )
     services.mark_token_used(token=token)
     status = 200 if not result.errors else 207 if result.intake.received else 422
     return JsonResponse(result.as_json(), status=status)
