@@ -32,6 +32,15 @@ MAX_JSON_DEPTH = 8
 MAX_JSON_ITEMS = 2_000  # values (keys, items, scalars) in one free-form field
 MAX_JSON_STRING = 20_000
 SHOWN = 60  # characters of a bad value quoted back in a message
+_LONGEST_INT = 4_000  # digits; Python refuses to convert more than 4,300 (and the whole text)
+
+
+def json_int(digits: str) -> int | float:
+    """JSON's integer as `json.loads(..., parse_int=json_int)` reads it: a whole number, or
+    infinity for one too long for Python to convert. Without this, one item holding a
+    5,000-digit number makes the whole document unreadable; with it, that item alone is refused
+    (every check here refuses infinity as that value's own problem)."""
+    return int(digits) if len(digits) <= _LONGEST_INT else math.inf
 
 
 def shown(value: Any) -> str:

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from corpus.access import project_access
 from corpus.models import Project, Role
+from goldeval.formats.bounds import json_int
 from production.forms import ApiTokenForm
 from production.models import ApiToken, Trace
 from production.services import traces as services
@@ -94,7 +95,7 @@ def receive_traces(request: HttpRequest, slug: str) -> HttpResponse:
     if declared > limit or len(body) > limit:
         return _error(413, f"The body is over {limit:,} bytes: send smaller batches.")
     try:
-        payload = json.loads(body)
+        payload = json.loads(body, parse_int=json_int)
     except (ValueError, RecursionError) as exc:
         return _error(400, f"The body is not valid JSON ({exc}).")
     items = payload.get("traces") if isinstance(payload, dict) and "traces" in payload else payload

@@ -22,7 +22,7 @@ from goldeval.formats.manifests import COLUMNS
 from health import tasks
 from health.models import IndexHealthCheck, IndexManifest, IndexManifestRow
 from health.services import manifests
-from tests.factories import POLICY_TEXT, add_documents, login
+from tests.factories import POLICY_TEXT, ProjectFactory, add_documents, login
 
 ON_POSTGRES = connection.vendor == "postgresql"
 GOOD_ROW = {
@@ -126,6 +126,30 @@ def test_rows_stored_before_the_fix_no_longer_fail_the_page_or_the_daily_check(t
     page = login(member("lead")).get(reverse("health:show-index-health", args=[team.project.slug]))
     assert page.status_code == 200
     assert tasks.check_index_health() == 1 and IndexHealthCheck.objects.count() == 1
+
+
+def test_a_file_name_no_column_holds_is_refused_and_nothing_stored(team):
+    for name in ("index\x00.csv", "index\ud800.csv"):
+        with pytest.raises(manifests.ManifestProblems, match="file name"):
+            manifests.import_manifest(retriever=team, data=as_csv(GOOD_ROW), file_name=name)
+    assert not IndexManifest.objects.exists()
+
+
+@pytest.mark.skipif(not ON_POSTGRES, reason="SQLite refused these times even before the fix")
+def test_one_projects_failing_check_never_costs_the_others_theirs(team, project):
+    other = ProjectFactory()
+    add_documents(other, ("policy", POLICY_TEXT))
+    theirs = retrieval.add_retriever(project=other, name="theirs", kind="run")
+    manifests.import_manifest(retriever=team, data=as_csv(GOOD_ROW), file_name="m.csv")
+    manifests.import_manifest(retriever=theirs, data=as_csv(GOOD_ROW), file_name="m.csv")
+    with connection.cursor() as cursor:  # a row no reader can load, in the first project only
+        cursor.execute(
+            "UPDATE corpus_indexmanifestrow SET indexed_at = '10000-01-01 13:59:59+00' "
+            "WHERE manifest_id = %s",
+            [IndexManifest.objects.get(retriever=team).pk],
+        )
+    assert tasks.check_index_health() == 1
+    assert list(IndexHealthCheck.objects.values_list("project", flat=True)) == [other.pk]
 
 
 # Existence oracles ---------------------------------------------------------------------------

@@ -262,6 +262,17 @@ def test_openinference_attributes_are_checked_as_our_own_names(token, attributes
     assert not Trace.objects.filter(trace_id="span-2").exists()
 
 
+@pytest.mark.parametrize("field", ["rank", "score", "start"])
+def test_a_number_too_long_for_python_costs_its_item_not_the_body(token, field):
+    """Python's JSON reader refuses an integer of more than 4,300 digits, and the whole body
+    with it: the endpoint reads it as infinity, which the item's own checks refuse."""
+    passage = {"doc_id": "leave", "rank": 1, "start": 0, "end": 5, field: "HUGE"}
+    body = json.dumps([trace(1), trace(2, retrieved=[passage]), trace(3)])
+    response = post(body.replace('"HUGE"', "9" * 5000), token)
+    assert response.status_code == 207 and response.json()["stored"] == 2
+    assert "retrieved[0]" in response.json()["errors"][0]["message"]
+
+
 def test_an_unusual_flat_document_index_is_ignored_not_a_500(token):
     odd = trace(2, retrieved=None)
     odd["attributes"] = {
