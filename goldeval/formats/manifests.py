@@ -139,7 +139,7 @@ def _csv_records(text: str, manifest: ManifestFile) -> Iterator[tuple[int, dict[
     reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
     header_line = 0
-    for cells in reader:
+    for cells in _csv_rows(reader, manifest):
         number = reader.line_num
         if not any(cell.strip() for cell in cells):
             continue
@@ -172,6 +172,23 @@ def _csv_records(text: str, manifest: ManifestFile) -> Iterator[tuple[int, dict[
             number,
             {name: cell for name, cell in zip(header, cells, strict=False) if cell.strip() != ""},
         )
+
+
+def _csv_rows(reader, manifest: ManifestFile) -> Iterator[list[str]]:
+    """The reader's rows; a line the csv module cannot read (a cell over its 128 KiB field
+    limit) is that line's problem, not an exception that fails the whole import."""
+    while True:
+        before = reader.line_num
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            _add_problem(
+                manifest, LineProblem(max(reader.line_num, 1), f"not readable CSV ({error})")
+            )
+            if reader.line_num == before:  # no progress: stop rather than loop
+                return
 
 
 def _row(record: dict[str, Any], *, line: int) -> ManifestRow | LineProblem:

@@ -127,3 +127,15 @@ def test_the_cli_exits_2_on_an_out_of_range_time_in_a_manifest_or_now(bundle, tm
     arguments = ["health", "--gold", str(bundle), "--manifest", str(path)]
     assert main([*arguments, "--now", "0001-01-01T00:00:00+14:00"]) == 2
     assert "--now '0001-01-01T00:00:00+14:00' is outside" in capsys.readouterr().err
+
+
+def test_a_csv_cell_over_the_csv_modules_limit_is_its_lines_problem():
+    header = ",".join(COLUMNS) + "\n"
+    text = (
+        header
+        + "a" * 200_000
+        + ",1,,,,2026-11-20T00:00:00Z,m,r,3\nb,1,,,,2026-11-20T00:00:00Z,m,r,3\n"
+    )
+    manifest = read_manifest(text)
+    assert [(p.line, "not readable CSV" in p.message) for p in manifest.problems] == [(2, True)]
+    assert [row.doc_id for row in manifest.rows] == ["b"]
