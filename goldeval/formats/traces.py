@@ -117,7 +117,8 @@ class _Reader:
                 self.problems.append(f"{label} is missing")
             return ""
         if isinstance(value, int | float) and not isinstance(value, bool) and ident:
-            value = str(value)
+            # A number as an id is its digits; infinity (a number too long to read) is none.
+            value = str(value) if math.isfinite(value) else None
         if not isinstance(value, str):
             self.problems.append(f"{label} must be a string")
             return ""

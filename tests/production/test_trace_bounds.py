@@ -271,6 +271,10 @@ def test_a_number_too_long_for_python_costs_its_item_not_the_body(token, field):
     response = post(body.replace('"HUGE"', "9" * 5000), token)
     assert response.status_code == 207 and response.json()["stored"] == 2
     assert "retrieved[0]" in response.json()["errors"][0]["message"]
+    as_id = json.dumps([trace(4), trace(5, trace_id="HUGE")]).replace('"HUGE"', "9" * 5000)
+    response = post(as_id, token)
+    assert response.status_code == 207 and "trace_id" in response.json()["errors"][0]["message"]
+    assert not Trace.objects.filter(trace_id="inf").exists()
 
 
 def test_an_unusual_flat_document_index_is_ignored_not_a_500(token):
