@@ -41,6 +41,7 @@ MAX_RETRIEVED = 1_000
 MAX_SHORT = 200  # user, group, system version, doc id
 MAX_GROUPS = 200  # the asker's groups
 MAX_CITATIONS = 1_000
+MAX_PROBLEMS = 20  # named per trace; the rest are counted
 FLAT_DOCUMENTS = "retrieval.documents."
 THUMBS = {
     "up": "up",
@@ -348,6 +349,9 @@ def read_trace(item: Any) -> TraceRecord | list[str]:
         if problem:
             reader.problems.append(problem)
             index_manifest = None
+    if len(reader.problems) > MAX_PROBLEMS:  # a thousand bad passages: the answer stays short
+        more = len(reader.problems) - MAX_PROBLEMS
+        return [*reader.problems[:MAX_PROBLEMS], f"and {more:,} more problems"]
     if reader.problems:
         return reader.problems
     return TraceRecord(

@@ -277,6 +277,14 @@ def test_a_number_too_long_for_python_costs_its_item_not_the_body(token, field):
     assert not Trace.objects.filter(trace_id="inf").exists()
 
 
+def test_an_item_with_a_thousand_problems_gets_a_short_answer(token):
+    bad = trace(2, retrieved=[{"doc_id": NUL}] * 1000, citations=[{"doc_id": NUL}] * 1000)
+    response = post([trace(1), bad], token)
+    (error,) = response.json()["errors"]
+    assert response.status_code == 207 and error["message"].endswith("and 1,980 more problems")
+    assert len(error["message"]) < 5_000
+
+
 def test_an_unusual_flat_document_index_is_ignored_not_a_500(token):
     odd = trace(2, retrieved=None)
     odd["attributes"] = {
