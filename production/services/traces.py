@@ -98,12 +98,14 @@ def _row(project: Project, record: TraceRecord, known: set[str], now) -> dict:
     )
 
 
-def _known_doc_ids(project: Project, *, caller=None) -> set[str]:
-    """The project's doc ids; with a ``caller``, less those hidden from them."""
-    documents = Document.objects.filter(project=project)
-    if caller is not None:
-        documents = documents.exclude(pk__in=Document.objects.hidden_from(caller).values("pk"))
-    return set(documents.values_list("doc_id", flat=True))
+def _known_doc_ids(project: Project) -> set[str]:
+    return set(Document.objects.filter(project=project).values_list("doc_id", flat=True))
+
+
+def _hidden_doc_ids(project: Project, caller) -> set[str]:
+    """The project's doc ids hidden from ``caller`` (restricted ones, usually few)."""
+    hidden = Document.objects.filter(project=project).hidden_from(caller)
+    return set(hidden.values_list("doc_id", flat=True))
 
 
 def token_caller(token: ApiToken):
@@ -269,7 +271,7 @@ def receive_traces(*, project: Project, items: list, caller=None) -> BatchResult
     # Stored flags are the corpus' (the Traces page's drift, the production run); the count
     # answered is the caller's, so it says nothing of the documents hidden from them.
     known, now = _known_doc_ids(project), timezone.now()
-    seen = _known_doc_ids(project, caller=caller) if caller is not None else known
+    hidden = _hidden_doc_ids(project, caller) if caller is not None else set()
     rows, errors, unseen = [], [], {}
     for index, item in enumerate(items):
         record = read_trace(item)
@@ -281,7 +283,9 @@ def receive_traces(*, project: Project, items: list, caller=None) -> BatchResult
             errors.append(entry)
         else:
             rows.append(_row(project, record, known, now))
-            unseen[record.trace_id] = any(doc_id not in seen for doc_id in record.doc_ids)
+            unseen[record.trace_id] = any(
+                doc_id not in known or doc_id in hidden for doc_id in record.doc_ids
+            )
     intake = TraceIntake()
     with transaction.atomic():
         stored = _store(project, rows, intake)
