@@ -22,7 +22,7 @@ from goldeval.formats.manifests import COLUMNS
 from health import tasks
 from health.models import IndexHealthCheck, IndexManifest, IndexManifestRow
 from health.services import manifests
-from tests.factories import POLICY_TEXT, ProjectFactory, add_documents, login
+from tests.factories import POLICY_TEXT, ProjectFactory, UserFactory, add_documents, login
 
 ON_POSTGRES = connection.vendor == "postgresql"
 GOOD_ROW = {
@@ -126,6 +126,9 @@ def test_rows_stored_before_the_fix_no_longer_fail_the_page_or_the_daily_check(t
     page = login(member("lead")).get(reverse("health:show-index-health", args=[team.project.slug]))
     assert page.status_code == 200
     assert tasks.check_index_health() == 1 and IndexHealthCheck.objects.count() == 1
+    superuser = UserFactory(is_staff=True, is_superuser=True)
+    listing = login(superuser).get(reverse("admin:health_indexmanifestrow_changelist"))
+    assert listing.status_code == 200 and "vpn" in listing.content.decode()
 
 
 def test_a_file_name_no_column_holds_is_refused_and_nothing_stored(team):
