@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from goldeval.cli.arguments import finite_argument, positive_argument, run_arguments
+from goldeval.formats.bounds import time_problem
 from goldeval.formats.gold import EvaluationInputError, load_gold
 from goldeval.formats.manifests import parse_time, read_manifest
 from goldeval.formats.runs import load_run
@@ -97,6 +98,8 @@ def health_command(arguments: argparse.Namespace) -> int:
         parsed = parse_time(arguments.now)
         if parsed is None:
             raise EvaluationInputError(f"--now {arguments.now!r} is not an ISO 8601 time")
+        if problem := time_problem(parsed):
+            raise EvaluationInputError(f"--now {arguments.now!r} {problem}")
         now = parsed
     report = check_index(
         documents=documents_of(gold),

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from goldeval.formats.bounds import number_problem, shown, time_problem
 from goldeval.formats.textfiles import (
     LineProblem,
     decode_utf8,
@@ -138,7 +139,7 @@ def _csv_records(text: str, manifest: ManifestFile) -> Iterator[tuple[int, dict[
     reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
     header_line = 0
-    for cells in reader:
+    for cells in _csv_rows(reader, manifest):
         number = reader.line_num
         if not any(cell.strip() for cell in cells):
             continue
@@ -173,6 +174,23 @@ def _csv_records(text: str, manifest: ManifestFile) -> Iterator[tuple[int, dict[
         )
 
 
+def _csv_rows(reader, manifest: ManifestFile) -> Iterator[list[str]]:
+    """The reader's rows; a line the csv module cannot read (a cell over its 128 KiB field
+    limit) is that line's problem, not an exception that fails the whole import."""
+    while True:
+        before = reader.line_num
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            _add_problem(
+                manifest, LineProblem(max(reader.line_num, 1), f"not readable CSV ({error})")
+            )
+            if reader.line_num == before:  # no progress: stop rather than loop
+                return
+
+
 def _row(record: dict[str, Any], *, line: int) -> ManifestRow | LineProblem:
     missing = [name for name in REQUIRED if record.get(name) in (None, "")]
     if missing:
@@ -190,9 +208,11 @@ def _row(record: dict[str, Any], *, line: int) -> ManifestRow | LineProblem:
     if indexed_at is None:
         return LineProblem(
             line,
-            f"indexed_at {str(record['indexed_at'])[:60]!r} is not an ISO 8601 time "
+            f"indexed_at {shown(record['indexed_at'])} is not an ISO 8601 time "
             "(e.g. 2026-11-30T08:15:00Z)",
         )
+    if problem := time_problem(indexed_at):
+        return LineProblem(line, f"indexed_at {shown(record['indexed_at'])} {problem}")
     model = record["embedding_model"]
     revision = record.get("embedding_revision") or ""
     if not isinstance(model, str) or not isinstance(revision, str):
@@ -206,7 +226,9 @@ def _row(record: dict[str, Any], *, line: int) -> ManifestRow | LineProblem:
     for name in ("dimension", "version", "start", "end"):
         value = _integer(record.get(name))
         if value is False:
-            return LineProblem(line, f"{name} {str(record.get(name))[:30]!r} is not an integer")
+            return LineProblem(line, f"{name} {shown(record.get(name))} is not an integer")
+        if value is not None and (problem := number_problem(value)):
+            return LineProblem(line, f"{name} {problem}")
         numbers[name] = value  # type: ignore[assignment]
     if numbers["dimension"] is None or numbers["dimension"] < 1:
         return LineProblem(line, "dimension must be a positive integer")
@@ -251,8 +273,9 @@ def _integer(value: Any) -> int | None | bool:
 
 
 def parse_time(value: Any) -> datetime.datetime | None:
-    """An ISO 8601 time as an aware UTC datetime (no offset: UTC), or None."""
-    if not isinstance(value, str) or not value.strip():
+    """An ISO 8601 time as an aware UTC datetime (no offset: UTC), or None. A time may still be
+    one Goldset does not store (`goldeval.formats.bounds.time_problem`)."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 100:
         return None
     text = value.strip()
     if text.endswith(("Z", "z")):
@@ -263,7 +286,10 @@ def parse_time(value: Any) -> datetime.datetime | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.astimezone(datetime.UTC)
+    try:
+        return moment.astimezone(datetime.UTC)
+    except OverflowError:  # 0001-01-01T00:00:00+14:00 is in the year 0: `time_problem` says so
+        return moment
 
 
 def _check_revisions(manifest: ManifestFile) -> None:

@@ -24,6 +24,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from goldeval.formats.bounds import (
+    MAX_INTEGER,
+    as_utc,
+    json_problem,
+    number_problem,
+    shown,
+    time_problem,
+)
 from goldeval.formats.textfiles import LineProblem, NotUTF8Error, json_lines, text_problem
 
 MAX_TRACE_ID = 200
@@ -31,6 +39,9 @@ MAX_QUESTION = 20_000
 MAX_ANSWER = 100_000
 MAX_RETRIEVED = 1_000
 MAX_SHORT = 200  # user, group, system version, doc id
+MAX_GROUPS = 200  # the asker's groups
+MAX_CITATIONS = 1_000
+MAX_PROBLEMS = 20  # named per trace; the rest are counted
 FLAT_DOCUMENTS = "retrieval.documents."
 THUMBS = {
     "up": "up",
@@ -107,7 +118,8 @@ class _Reader:
                 self.problems.append(f"{label} is missing")
             return ""
         if isinstance(value, int | float) and not isinstance(value, bool) and ident:
-            value = str(value)
+            # A number as an id is its digits; infinity (a number too long to read) is none.
+            value = str(value) if math.isfinite(value) else None
         if not isinstance(value, str):
             self.problems.append(f"{label} must be a string")
             return ""
@@ -130,18 +142,19 @@ def _lookup(source: dict, name: str) -> Any:
 
 def parse_time(value: Any) -> datetime | None:
     """ISO 8601 (a trailing Z allowed; a time without offset is UTC), or epoch seconds /
-    nanoseconds (OpenTelemetry's unit) as a number."""
+    nanoseconds (OpenTelemetry's unit) as a number. None when it is none of these; a time it
+    reads may still be out of range (`goldeval.formats.bounds.time_problem`)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        if not math.isfinite(value):
-            return None
-        seconds = value / 1e9 if value > 1e12 else value
         try:
+            if not math.isfinite(value):
+                return None
+            seconds = value / 1e9 if value > 1e12 else value
             return datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):
             return None
-    if not isinstance(value, str):
+    if not isinstance(value, str) or len(value) > 100:
         return None
     try:
         moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
@@ -153,9 +166,31 @@ def parse_time(value: Any) -> datetime | None:
 def _offset(value: Any) -> int | None | str:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or number_problem(value):
         return "bad"
     return value
+
+
+def _whole(value: Any) -> bool:
+    """A whole number from 1 that an integer column holds (a rank, a version)."""
+    return (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and not number_problem(value, least=1)
+    )
+
+
+def _score(value: Any) -> float | None | str:
+    """A finite number as a float (None when absent, "bad" when not one)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "bad"
+    try:
+        score = float(value)
+    except OverflowError:
+        return "bad"
+    return score if math.isfinite(score) else "bad"
 
 
 def _flattened_documents(item: dict) -> list[dict] | None:
@@ -168,7 +203,8 @@ def _flattened_documents(item: dict) -> list[dict] | None:
             if not key.startswith(FLAT_DOCUMENTS):
                 continue
             index, _, field = key[len(FLAT_DOCUMENTS) :].partition(".")
-            if index.isdigit() and field:
+            # ASCII digits, a few: "²".isdigit() holds, and int() of 5,000 digits raises.
+            if index.isascii() and index.isdigit() and len(index) <= 6 and field:
                 found.setdefault(int(index), {})[field] = value
     return [found[i] for i in sorted(found)] if found else None
 
@@ -205,28 +241,25 @@ def _passages(reader: _Reader) -> tuple[RetrievedPassage, ...]:
             continue
         rank = _first(entry, "rank")
         rank = position if rank is None else rank
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
-            reader.problems.append(f"{where}.rank must be a whole number from 1")
+        if not _whole(rank):
+            reader.problems.append(f"{where}.rank must be a whole number from 1 to {MAX_INTEGER:,}")
             continue
-        score = _first(entry, "score", "document.score")
-        if score is not None and (
-            isinstance(score, bool)
-            or not isinstance(score, int | float)
-            or not math.isfinite(score)
-        ):
-            reader.problems.append(f"{where}.score must be a number")
+        score = _score(_first(entry, "score", "document.score"))
+        if score == "bad":
+            reader.problems.append(f"{where}.score must be a finite number")
             continue
         start, end = _offset(_first(entry, "start")), _offset(_first(entry, "end"))
         if "bad" in (start, end) or (start is None) != (end is None):
-            reader.problems.append(f"{where}: start and end must both be offsets (whole numbers)")
+            reader.problems.append(
+                f"{where}: start and end must both be offsets (whole numbers from 0 to "
+                f"{MAX_INTEGER:,})"
+            )
             continue
         if start is not None and end <= start:
             reader.problems.append(f"{where}: end must be after start")
             continue
         version = _first(entry, "version", "document.metadata.version")
-        if version is not None and (
-            isinstance(version, bool) or not isinstance(version, int) or version < 1
-        ):
+        if version is not None and not _whole(version):
             reader.problems.append(f"{where}.version must be a whole number from 1")
             continue
         passages.append(RetrievedPassage(doc_id, rank, score, start, end, version))
@@ -258,7 +291,11 @@ def read_trace(item: Any) -> TraceRecord | list[str]:
     if raw_time is None:
         reader.problems.append("occurred_at is missing")
     elif occurred_at is None:
-        reader.problems.append(f"occurred_at {raw_time!r} is not an ISO 8601 time")
+        reader.problems.append(f"occurred_at {shown(raw_time)} is not an ISO 8601 time")
+    elif problem := time_problem(occurred_at):
+        reader.problems.append(f"occurred_at {shown(raw_time)} {problem}")
+    else:
+        occurred_at = as_utc(occurred_at)
     question = reader.get("question", "input.value")
     if not isinstance(question, str) or not question.strip():
         reader.problems.append("question is missing" if question is None else "question is empty")
@@ -279,18 +316,21 @@ def read_trace(item: Any) -> TraceRecord | list[str]:
     if not isinstance(user_id, str) or text_problem(user_id, max_length=MAX_SHORT):
         reader.problems.append("user must be a short string (or {id, groups})")
         user_id = ""
-    if not isinstance(groups, list | tuple) or not all(
-        isinstance(g, str) and not text_problem(g, max_length=MAX_SHORT, identifier=True)
-        for g in groups
+    if (
+        not isinstance(groups, list | tuple)
+        or len(groups) > MAX_GROUPS
+        or not all(
+            isinstance(g, str) and not text_problem(g, max_length=MAX_SHORT, identifier=True)
+            for g in groups
+        )
     ):
-        reader.problems.append("the user's groups must be a list of group names")
+        reader.problems.append(
+            f"the user's groups must be a list of at most {MAX_GROUPS} group names"
+        )
         groups = ()
     passages = _passages(reader)
     answer = reader.text(("answer", "output.value"), "answer", limit=MAX_ANSWER)
-    citations = reader.get("citations")
-    if citations is not None and not isinstance(citations, list):
-        reader.problems.append("citations must be a list")
-        citations = None
+    citations = _citations(reader)
     refused = reader.get("refused")
     if refused is not None and not isinstance(refused, bool):
         reader.problems.append("refused must be true or false")
@@ -299,6 +339,19 @@ def read_trace(item: Any) -> TraceRecord | list[str]:
     system_version = reader.text(
         ("system_version", "metadata.system_version"), "system_version", limit=MAX_SHORT
     )
+    index_manifest = reader.get("index_manifest", "metadata.index_manifest")
+    if index_manifest is not None:
+        problem = (
+            json_problem(index_manifest, name="index_manifest")
+            if isinstance(index_manifest, dict)
+            else "index_manifest must be an object"
+        )
+        if problem:
+            reader.problems.append(problem)
+            index_manifest = None
+    if len(reader.problems) > MAX_PROBLEMS:  # a thousand bad passages: the answer stays short
+        more = len(reader.problems) - MAX_PROBLEMS
+        return [*reader.problems[:MAX_PROBLEMS], f"and {more:,} more problems"]
     if reader.problems:
         return reader.problems
     return TraceRecord(
@@ -314,8 +367,54 @@ def read_trace(item: Any) -> TraceRecord | list[str]:
         thumb=thumb,
         comment=comment,
         system_version=system_version,
-        index_manifest=reader.get("index_manifest", "metadata.index_manifest"),
+        index_manifest=index_manifest,
     )
+
+
+def _citations(reader: _Reader) -> tuple[Any, ...]:
+    """The answer's citations: each a `{doc_id, start?, end?, …}` object (or a doc id alone),
+    checked as the retrieved passages are; the rest of an object is kept if a column holds it."""
+    value = reader.get("citations")
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        reader.problems.append("citations must be a list")
+        return ()
+    if len(value) > MAX_CITATIONS:
+        reader.problems.append(f"citations has more than {MAX_CITATIONS:,} items")
+        return ()
+    before = len(reader.problems)
+    for index, entry in enumerate(value):
+        where = f"citations[{index}]"
+        if isinstance(entry, str):
+            entry = {"doc_id": entry}
+        if not isinstance(entry, dict):
+            reader.problems.append(f"{where} must be an object")
+            continue
+        doc_id = entry.get("doc_id")
+        if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+            doc_id = str(doc_id)
+        if doc_id is not None and not isinstance(doc_id, str):
+            reader.problems.append(f"{where}.doc_id must be a string")
+            continue
+        if doc_id is not None and (
+            problem := text_problem(doc_id, max_length=MAX_SHORT, identifier=True)
+        ):
+            reader.problems.append(f"{where}.doc_id {problem}")
+            continue
+        start, end = _offset(entry.get("start")), _offset(entry.get("end"))
+        if "bad" in (start, end) or (start is None) != (end is None):
+            reader.problems.append(
+                f"{where}: start and end must both be offsets (whole numbers from 0 to "
+                f"{MAX_INTEGER:,})"
+            )
+            continue
+        if start is not None and end <= start:
+            reader.problems.append(f"{where}: end must be after start")
+            continue
+        if problem := json_problem(entry, name=where):
+            reader.problems.append(problem)
+    return tuple(value) if len(reader.problems) == before else ()
 
 
 def _feedback(reader: _Reader) -> tuple[str, str]:
@@ -326,13 +425,13 @@ def _feedback(reader: _Reader) -> tuple[str, str]:
         value = {"thumb": value}
     thumb = value.get("thumb", value.get("score"))
     comment = value.get("comment") or ""
-    key = str(thumb).strip().lower() if thumb is not None else ""
+    key = thumb.strip().lower() if isinstance(thumb, str) else ""
     if isinstance(thumb, bool):
         key = "true" if thumb else "false"
-    elif isinstance(thumb, int | float):
+    elif isinstance(thumb, int | float) and _score(thumb) != "bad":
         key = "up" if thumb > 0 else "down"
     if thumb is not None and key not in THUMBS:
-        reader.problems.append(f"feedback.thumb {thumb!r} is not up or down")
+        reader.problems.append(f"feedback.thumb {shown(thumb)} is not up or down")
         return "", ""
     if not isinstance(comment, str) or text_problem(comment, max_length=MAX_QUESTION):
         reader.problems.append("feedback.comment must be text")

@@ -5,8 +5,12 @@ An uploaded manifest describes the team's index; a built-in retriever's index is
 its own records (the newest version of each document created before it was built, with the
 index's model, revision and dimension), so both get the same checks.
 
-Access: a viewer's figures are computed over the documents they may see (rows naming hidden
-documents are dropped, so those are neither stale nor "unknown"). The recorded daily check,
+Access: a viewer's figures are computed over the documents they may see. A manifest row naming
+a document hidden from the viewer reads exactly as one naming a document the corpus lacks:
+"indexed but unknown to the corpus", with its doc id and line (the id is the team's file's, not
+Goldset's), so the page answers nothing about which restricted documents exist. A built-in
+index's rows come from Goldset's own records, so there a hidden document is simply absent
+(listing it as unknown would name it). The recorded daily check,
 its history plot, the project page's banner and the alert emails are the same for every
 member, so they cover what every member may see: the documents no access group restricts
 (`EVERYONE`). Restricted documents are checked live on the page, for those who may see them.
@@ -90,7 +94,9 @@ def _hidden_doc_ids(project: Project, viewer) -> set[str]:
     )
 
 
-def manifest_rows(manifest: IndexManifest, *, hidden: set[str] = frozenset()) -> list[ManifestRow]:
+def manifest_rows(manifest: IndexManifest) -> list[ManifestRow]:
+    """Every row of an uploaded manifest, as the team's file gave it (none dropped for a viewer:
+    a row naming a hidden document is checked as one naming a missing document)."""
     fields = (
         "line",
         "doc_id",
@@ -106,8 +112,6 @@ def manifest_rows(manifest: IndexManifest, *, hidden: set[str] = frozenset()) ->
     rows = []
     for values in manifest.entries.order_by("line").values_list(*fields).iterator(chunk_size=5000):
         record = dict(zip(fields, values, strict=True))
-        if record["doc_id"] in hidden:
-            continue
         record["content_sha256"] = record["content_sha256"] or None
         rows.append(ManifestRow(**record))
     return rows
@@ -163,7 +167,7 @@ def retriever_health(*, retriever: Retriever, viewer=EVERYONE, now=None) -> Retr
     hidden = _hidden_doc_ids(project, viewer)
     manifest = retriever.manifests.first()
     if manifest is not None:
-        rows = manifest_rows(manifest, hidden=hidden)
+        rows = manifest_rows(manifest)
         source = "manifest"
         described = (
             f"the manifest {manifest.file_name}, uploaded {manifest.uploaded_at:%Y-%m-%d %H:%M}"
@@ -335,7 +339,7 @@ def runs_health(*, project: Project, viewer, now=None) -> dict[str, Any] | None:
         if retriever is not None:
             manifest = retriever.manifests.first()
             rows = (
-                manifest_rows(manifest, hidden=hidden)
+                manifest_rows(manifest)
                 if manifest is not None
                 else built_in_rows(retriever, hidden=hidden)
             )

@@ -19,7 +19,7 @@ from corpus import jobs
 from corpus.models import Job, JobState, Retriever
 from corpus.remote import excerpt
 from goldeval.formats.manifests import ManifestFile, read_manifest
-from goldeval.formats.textfiles import NotUTF8Error
+from goldeval.formats.textfiles import NotUTF8Error, text_problem
 from goldset.errors import ServiceError
 from health.models import IndexManifest, IndexManifestRow, ManifestSource
 from health.services import manifest_sources
@@ -59,11 +59,14 @@ def import_manifest(
     *, retriever: Retriever, data: bytes, file_name: str, user=None
 ) -> IndexManifest:
     """Store a manifest for ``retriever``: every row, or nothing (`ManifestProblems`)."""
+    file_name = Path(file_name).name[:255]
+    if problem := text_problem(file_name):  # the name is stored and shown, as a row's text is
+        raise ManifestProblems(f"The file name {problem}.", problems=[(1, f"file name {problem}")])
     manifest = read_manifest_bytes(data=data, file_name=file_name)
     with transaction.atomic():
         stored = IndexManifest.objects.create(
             retriever=retriever,
-            file_name=Path(file_name).name[:255],
+            file_name=file_name,
             sha256=hashlib.sha256(data).hexdigest(),
             rows=len(manifest.rows),
             uploaded_by=user,

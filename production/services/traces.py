@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser
 from django.db import connection, models, transaction
 from django.utils import timezone
 
 from corpus.models import Document, Project
-from goldeval.formats.textfiles import LineProblem
+from goldeval.formats.textfiles import LineProblem, text_problem
 from goldeval.formats.traces import TraceRecord, read_trace
 from goldset.errors import ServiceError
 from goldset.sql import identifier
@@ -39,7 +40,9 @@ class TracesRejected(ServiceError):
 class TraceIntake:
     received: int = 0
     stored: int = 0
-    unknown_documents: int = 0  # stored traces naming documents the corpus lacks
+    # Stored traces naming documents the corpus lacks (from the endpoint: or that are hidden
+    # from the caller, who cannot tell the two apart).
+    unknown_documents: int = 0
 
     @property
     def already_present(self) -> int:
@@ -99,31 +102,44 @@ def _known_doc_ids(project: Project) -> set[str]:
     return set(Document.objects.filter(project=project).values_list("doc_id", flat=True))
 
 
-def _store(project: Project, rows: list[dict], intake: TraceIntake, *, copy: bool = False) -> None:
-    """Insert rows whose trace_id is new; a trace id already stored keeps its first trace."""
+def _hidden_doc_ids(project: Project, caller) -> set[str]:
+    """The project's doc ids hidden from ``caller`` (restricted ones, usually few)."""
+    hidden = Document.objects.filter(project=project).hidden_from(caller)
+    return set(hidden.values_list("doc_id", flat=True))
+
+
+def token_caller(token: ApiToken):
+    """Whom a token's requests see the corpus as: the admin who made it (as of now), or, once
+    that account is gone, a member of no access group (unrestricted documents only)."""
+    return token.created_by or AnonymousUser()
+
+
+def _store(project: Project, rows: list[dict], intake: TraceIntake, *, copy: bool = False) -> set:
+    """Insert rows whose trace_id is new; a trace id already stored keeps its first trace.
+    Returns the trace ids this call stored."""
     if not rows:
-        return
+        return set()
     fresh = {row["trace_id"]: row for row in rows}  # a repeat inside one batch counts once
     intake.received += len(rows)
     if connection.vendor == "postgresql":
         # The unique index decides what is new (a replayed batch, a concurrent request).
-        stored, unknown = (_copy if copy else _insert)(list(fresh.values()))
-        intake.stored += stored
-        intake.unknown_documents += unknown
-        return
-    # SQLite: the ids already stored are looked up (its INSERT cannot say which rows it kept).
-    present = set(
-        Trace.objects.filter(project=project, trace_id__in=list(fresh)).values_list(
-            "trace_id", flat=True
+        stored = (_copy if copy else _insert)(list(fresh.values()))
+    else:
+        # SQLite: the ids already stored are looked up (its INSERT cannot say which it kept).
+        present = set(
+            Trace.objects.filter(project=project, trace_id__in=list(fresh)).values_list(
+                "trace_id", flat=True
+            )
         )
-    )
-    new = [row for trace_id, row in fresh.items() if trace_id not in present]
-    # ignore_conflicts: a concurrent request storing the same trace id loses quietly.
-    Trace.objects.bulk_create(
-        [Trace(**row) for row in new], batch_size=BATCH, ignore_conflicts=True
-    )
-    intake.stored += len(new)
-    intake.unknown_documents += sum(row["has_unknown_documents"] for row in new)
+        new = [row for trace_id, row in fresh.items() if trace_id not in present]
+        # ignore_conflicts: a concurrent request storing the same trace id loses quietly.
+        Trace.objects.bulk_create(
+            [Trace(**row) for row in new], batch_size=BATCH, ignore_conflicts=True
+        )
+        stored = {row["trace_id"] for row in new}
+    intake.stored += len(stored)
+    intake.unknown_documents += sum(fresh[trace_id]["has_unknown_documents"] for trace_id in stored)
+    return stored
 
 
 # Every column but the key, in declaration order (`get_fields()` and `Field.concrete`, the
@@ -131,15 +147,15 @@ def _store(project: Project, rows: list[dict], intake: TraceIntake, *, copy: boo
 _COLUMNS = [f for f in Trace._meta.get_fields() if f.concrete and not f.primary_key]
 
 
-def _insert(rows: list[dict]) -> tuple[int, int]:
+def _insert(rows: list[dict]) -> set[str]:
     """An endpoint batch on PostgreSQL: INSERT … VALUES … ON CONFLICT DO NOTHING, so a trace id
-    already stored is skipped by the unique index, with no lookup before; returns the traces
-    stored and how many of them name unknown documents (as `_copy`)."""
+    already stored is skipped by the unique index, with no lookup before; returns the trace ids
+    stored (as `_copy`)."""
     table = identifier(Trace._meta.db_table)
     names = ", ".join(identifier(f.column) for f in _COLUMNS)
     row_sql = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
     per_statement = max(1, 60_000 // len(_COLUMNS))  # PostgreSQL takes 65,535 parameters
-    flags = []
+    stored = set()
     with connection.cursor() as cursor:
         for first in range(0, len(rows), per_statement):
             chunk = rows[first : first + per_statement]
@@ -149,20 +165,20 @@ def _insert(rows: list[dict]) -> tuple[int, int]:
             cursor.execute(
                 f"INSERT INTO {table} ({names}) VALUES "  # noqa: S608
                 + ", ".join([row_sql] * len(chunk))
-                + " ON CONFLICT DO NOTHING RETURNING has_unknown_documents",
+                + " ON CONFLICT DO NOTHING RETURNING trace_id",
                 params,
             )
-            flags += [flag for (flag,) in cursor.fetchall()]
-    return len(flags), sum(flags)
+            stored.update(trace_id for (trace_id,) in cursor.fetchall())
+    return stored
 
 
-def _copy(rows: list[dict]) -> tuple[int, int]:
+def _copy(rows: list[dict]) -> set[str]:
     """PostgreSQL's COPY into a temporary table, then one INSERT … ON CONFLICT DO NOTHING that
     skips trace ids already stored (the unique index decides, whatever the planner believes
-    about a table growing by a million rows inside one transaction). Returns the traces
-    stored and how many of them name unknown documents."""
+    about a table growing by a million rows inside one transaction). Returns the trace ids
+    stored."""
     if not rows:
-        return 0, 0
+        return set()
     table = identifier(Trace._meta.db_table)
     names = ", ".join(identifier(f.column) for f in _COLUMNS)
     is_json = [isinstance(f, models.JSONField) for f in _COLUMNS]
@@ -184,10 +200,9 @@ def _copy(rows: list[dict]) -> tuple[int, int]:
                 )
         cursor.execute(
             f"INSERT INTO {table} ({names}) SELECT {names} FROM trace_intake"  # noqa: S608
-            " ON CONFLICT DO NOTHING RETURNING has_unknown_documents"
+            " ON CONFLICT DO NOTHING RETURNING trace_id"
         )
-        flags = [flag for (flag,) in cursor.fetchall()]
-        return len(flags), sum(flags)
+        return {trace_id for (trace_id,) in cursor.fetchall()}
 
 
 def import_traces(
@@ -249,23 +264,32 @@ class BatchResult:
         }
 
 
-def receive_traces(*, project: Project, items: list) -> BatchResult:
+def receive_traces(*, project: Project, items: list, caller=None) -> BatchResult:
     """A batch from the endpoint: each valid item is stored (or found already stored), each
-    invalid one is answered with its own error; a replayed batch stores nothing twice."""
+    invalid one is answered with its own error; a replayed batch stores nothing twice. A
+    document hidden from ``caller`` (`token_caller`) counts as unknown, as a missing one does."""
+    # Stored flags are the corpus' (the Traces page's drift, the production run); the count
+    # answered is the caller's, so it says nothing of the documents hidden from them.
     known, now = _known_doc_ids(project), timezone.now()
-    rows, errors = [], []
+    hidden = _hidden_doc_ids(project, caller) if caller is not None else set()
+    rows, errors, unseen = [], [], {}
     for index, item in enumerate(items):
         record = read_trace(item)
         if isinstance(record, list):
             entry = {"index": index, "status": 422, "message": "; ".join(record)}
-            if isinstance(item, dict) and isinstance(item.get("trace_id"), str):
-                entry["trace_id"] = item["trace_id"][:200]
+            trace_id = item.get("trace_id") if isinstance(item, dict) else None
+            if isinstance(trace_id, str) and not text_problem(trace_id, max_length=200):
+                entry["trace_id"] = trace_id
             errors.append(entry)
         else:
             rows.append(_row(project, record, known, now))
+            unseen[record.trace_id] = any(
+                doc_id not in known or doc_id in hidden for doc_id in record.doc_ids
+            )
     intake = TraceIntake()
     with transaction.atomic():
-        _store(project, rows, intake)
+        stored = _store(project, rows, intake)
+    intake.unknown_documents = sum(unseen[trace_id] for trace_id in stored)
     return BatchResult(intake=intake, errors=errors)
 
 
@@ -330,5 +354,7 @@ def purge_expired_traces(*, project: Project | None = None, now=None) -> int:
     traces = Trace.objects.older_than(cutoff).never_sampled()
     if project is not None:
         traces = traces.filter(project=project)
-    deleted, _ = traces.delete()
+    # Only the keys are loaded to delete: no stored value (a time the intake would refuse
+    # today) can fail the purge, which runs for every project at once.
+    deleted, _ = traces.only("pk").delete()
     return deleted

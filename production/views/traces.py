@@ -11,13 +11,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.middleware.csrf import CsrfViewMiddleware
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corpus.access import project_access
 from corpus.models import Project, Role
+from goldeval.formats.bounds import json_int
 from production.forms import ApiTokenForm
 from production.models import ApiToken, Trace
 from production.services import traces as services
@@ -55,14 +55,11 @@ def _over_rate(token: ApiToken) -> int:
 @csrf_exempt
 def receive_traces(request: HttpRequest, slug: str) -> HttpResponse:
     """`POST /api/p/<project>/traces`: one trace, a list, or {"traces": [...]}, as JSON, with
-    `Authorization: Bearer <token>`. CSRF protects sessions, and a session is never accepted
-    here: a request without a token gets Django's CSRF check (a cross-site form is refused as on
-    every page), then 401."""
+    `Authorization: Bearer <token>`. A session is never accepted here, so there is nothing for
+    CSRF to protect: a request without a token (a cross-site form, a logged-in browser, with or
+    without a CSRF token) gets this API's own 401 in JSON, never Django's HTML CSRF page."""
     token_value = _bearer(request)
     if token_value is None:
-        refusal = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
-        if refusal is not None:
-            return refusal
         return _error(
             401,
             "Send a project API token: Authorization: Bearer <token>. "
@@ -98,7 +95,7 @@ def receive_traces(request: HttpRequest, slug: str) -> HttpResponse:
     if declared > limit or len(body) > limit:
         return _error(413, f"The body is over {limit:,} bytes: send smaller batches.")
     try:
-        payload = json.loads(body)
+        payload = json.loads(body, parse_int=json_int)
     except (ValueError, RecursionError) as exc:
         return _error(400, f"The body is not valid JSON ({exc}).")
     items = payload.get("traces") if isinstance(payload, dict) and "traces" in payload else payload
@@ -112,7 +109,9 @@ def receive_traces(request: HttpRequest, slug: str) -> HttpResponse:
     # Marked before the traces are stored, so the batch's one transaction is the request's last
     # write: a connection lost at any point answers 503 with nothing stored, never after.
     services.mark_token_used(token=token)
-    result = services.receive_traces(project=project, items=items)
+    result = services.receive_traces(
+        project=project, items=items, caller=services.token_caller(token)
+    )
     status = 200 if not result.errors else 207 if result.intake.received else 422
     return JsonResponse(result.as_json(), status=status)
 

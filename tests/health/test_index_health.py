@@ -139,7 +139,7 @@ def test_labellers_cannot_upload_or_see_index_health(team, member):
     assert response.status_code == 403 and not IndexManifest.objects.exists()
 
 
-def test_the_page_shows_a_reimported_document_as_stale_and_hides_what_the_viewer_may_not_see(
+def test_the_page_shows_a_reimported_document_as_stale_and_a_hidden_one_as_a_missing_one(
     team, member
 ):
     modified = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=3)
@@ -150,18 +150,21 @@ def test_the_page_shows_a_reimported_document_as_stale_and_hides_what_the_viewer
     html = page.content.decode()
     assert page.status_code == 200
     assert "<td>policy</td><td>hash</td>" in html and "3.0 d" in html
-    assert "ghost" in html  # unknown to the corpus
-    assert "secret" not in html  # restricted: neither stale, missing nor unknown to an outsider
+    # The restricted document's row reads exactly as the row of a document the corpus lacks:
+    # the manifest's own doc id, listed as unknown, never stale or missing (issue 32).
+    assert "ghost, secret" in html
     (health,) = index_health.project_health(project=team.project, viewer=outsider)
-    assert health.report["index"]["models"][0]["rows"] == 3  # the r2 row named the hidden one
-    assert not health.report["index"]["mixed"]
+    assert health.report["unknown"]["doc_ids"] == ["ghost", "secret"]
+    assert health.report["unknown"]["lines"] == {"ghost": 5, "secret": 4}
+    assert health.report["stale"]["of"] == 2 and health.report["index"]["mixed"]
     insider = member("lead", username="insider")
     projects.set_access_group_members(project=team.project, name="hr", users=[insider])
     inside = index_health.retriever_health(retriever=team, viewer=insider).report
     assert inside["index"]["mixed"] and inside["stale"]["of"] == 3
+    assert inside["unknown"]["doc_ids"] == ["ghost"]
     # The recorded check is everyone's: the unrestricted documents only.
     everyone = index_health.retriever_health(retriever=team).report
-    assert not everyone["index"]["mixed"] and everyone["stale"]["of"] == 2
+    assert everyone["stale"]["of"] == 2 and everyone["unknown"]["doc_ids"] == ["ghost", "secret"]
 
 
 def test_a_built_in_index_is_checked_from_its_own_records(corpus, member):
@@ -259,9 +262,10 @@ def test_a_large_index_is_checked_by_a_job_and_its_stored_figures_shown_until_in
     # The job page follows it, then sends the browser back to Index health.
     assert response.status_code == 302 and job.result["link"]["url"] == page_url
     (stored,) = IndexHealthReport.objects.all()
-    assert stored.retriever == team and stored.report["unknown"]["documents"] == 1
+    # The hidden document's row is unknown to the outsider, as the missing one's is.
+    assert stored.retriever == team and stored.report["unknown"]["documents"] == 2
     html = lead.get(page_url).content.decode()
-    assert "Computed by a job at" in html and "ghost" in html and "secret" not in html
+    assert "Computed by a job at" in html and "ghost, secret" in html
 
     # Someone who may see more documents does not get the outsider's figures.
     html = login(insider).get(page_url).content.decode()

@@ -142,11 +142,20 @@ def test_authentication_failures(openapi, project, admin, token):
     assert revoked.status_code == 401 and "revoked" in revoked.json()["error"]
 
 
-def test_a_session_is_refused_and_a_cross_site_form_gets_the_csrf_page(openapi, admin):
+def test_a_session_or_a_cross_site_form_without_a_token_gets_the_apis_401(openapi, admin):
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(admin)
     refused = exchange(openapi, trace(1), client=browser, valid_request=False)
-    assert refused.status_code == 403 and refused["Content-Type"].startswith("text/html")
+    assert refused.status_code == 401 and refused["Content-Type"] == "application/json"
+    assert refused["WWW-Authenticate"] == "Bearer"
+
+
+def test_a_bad_nested_value_is_its_items_422_as_documented(openapi, token):
+    bad = trace(2, citations=[{"doc_id": "a\x00b"}], occurred_at="9999-12-31T23:59:59-14:00")
+    response = exchange(openapi, [trace(1), bad, trace(3)], token)
+    assert response.status_code == 207 and response.json()["stored"] == 2
+    (error,) = response.json()["errors"]
+    assert "citations[0].doc_id" in error["message"] and "occurred_at" in error["message"]
 
 
 def test_bad_bodies_and_limits(openapi, token, settings):

@@ -183,14 +183,15 @@ def test_a_flood_gets_429(token, settings):
     assert Trace.objects.count() == 3
 
 
-def test_a_session_is_never_accepted_and_csrf_still_guards_it(token, project):
+def test_a_session_is_never_accepted_and_gets_the_apis_own_401(token, project):
     admin = UserFactory()
     MembershipFactory(project=project, user=admin, role="admin")
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(admin)
-    refused = post(trace(1), client=browser)
-    assert refused.status_code == 403 and b"CSRF verification failed" in refused.content
-    logged_in = login(admin)  # no CSRF enforcement in this client: the session itself is refused
+    refused = post(trace(1), client=browser)  # a cross-site form: no token, no CSRF token
+    assert refused.status_code == 401 and refused["Content-Type"] == "application/json"
+    assert b"CSRF" not in refused.content
+    logged_in = login(admin)
     response = post(trace(1), client=logged_in)
     assert response.status_code == 401 and "session is not accepted" in response.json()["error"]
     # A token request needs no CSRF token, from any client.
