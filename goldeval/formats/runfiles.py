@@ -17,6 +17,8 @@ problem; the app lists them all.
   float holds, so ``scores="float32"`` never turns one into an infinity): NaN, an infinity or a
   huge number is refused with the line (`score_problem`, the one rule for every run's scores,
   the HTTP retriever's answers included).
+- A JSONL doc id or question id holding a NUL or half a surrogate pair is refused with the line
+  (`goldeval.formats.textfiles.text_problem`): no column, and no job message quoting it, holds one.
 - A repeat of the same passage ``(doc, start, end)`` in one ranking is dropped after its first
   (best) occurrence and counted (`RankedResults.repeats`); passages of one document with other
   offsets stay distinct.
@@ -42,6 +44,7 @@ from goldeval.formats.textfiles import (
     decode_utf8,
     first_line,
     json_lines,
+    text_problem,
 )
 
 TREC_COLUMNS = "qid Q0 docid rank score tag"
@@ -195,6 +198,10 @@ def _read_jsonl(text: str) -> RunFile:
         if not isinstance(question_id, str) or not question_id:
             problems.append(LineProblem(number, "question_id must be a non-empty string"))
             continue
+        problem = text_problem(question_id)
+        if problem:
+            problems.append(LineProblem(number, f"the question_id {problem}"))
+            continue
         if question_id in seen:
             first = seen[question_id]
             problems.append(
@@ -231,6 +238,9 @@ def _add_result(ranking: RankedResults, result: Any, *, rank: int, line: int) ->
         doc_id = str(doc_id)
     if not isinstance(doc_id, str) or not doc_id:
         return LineProblem(line, f"{where} needs a doc_id")
+    problem = text_problem(doc_id)
+    if problem:  # said without the id itself: a NUL in a message is refused where it is stored
+        return LineProblem(line, f"{where} has a doc_id that {problem}")
     start, end = result.get("start"), result.get("end")
     if (start is None) != (end is None):
         return LineProblem(line, f"{where} ({doc_id}) needs both start and end, or neither")

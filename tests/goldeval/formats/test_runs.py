@@ -220,3 +220,17 @@ def test_the_writer_never_writes_a_score_its_reader_refuses():
     run = read_run(line.encode(), name="r")  # reads back, in the same order
     assert [p.doc_id for p in run.rankings["q1"].passages] == ["a", "b", "c", "d"]
     assert [r["score"] for r in json.loads(line)["results"]] == [None, None, None, 0.25]
+
+
+@pytest.mark.parametrize("bad_id", ["a\\u0000b", "a\\ud800b"])
+def test_an_id_no_column_or_message_can_hold_is_refused_without_being_quoted(bad_id):
+    for line in (
+        '{"question_id": "q1", "results": [{"doc_id": "' + bad_id + '"}]}',
+        '{"question_id": "' + bad_id + '", "results": [{"doc_id": "a"}]}',
+    ):
+        with pytest.raises(RunFormatError) as caught:
+            read_run(("\n" + line + "\n").encode(), name="r", source="r.jsonl")
+        message = caught.value.message
+        assert caught.value.line == 2
+        assert "\x00" not in message and "\ud800" not in message
+        assert "NUL" in message or "surrogate" in message
