@@ -4,9 +4,6 @@ stored. A bad value is that question's error, naming the result and the field; t
 never stored with it."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -27,6 +24,7 @@ from evaluation.models import EvaluationRun
 from evaluation.services import evaluation_runs, gold_sets
 from goldeval.formats.runfiles import MAX_SCORE
 from tests.factories import labelled_question_set
+from tests.search_server import RawServer
 
 GENERIC = PRESETS["generic"].mapping
 ES = ResponseMapping(results="hits.hits", doc_id="_id", score="_score", text="highlight.text")
@@ -112,45 +110,6 @@ def test_offsets_must_be_whole_numbers_in_order():
 
 
 # --- a real server that answers what it is told ------------------------------------------------
-
-
-class RawServer:
-    """Answers GET /search?q=… with the raw body (and headers) given for that question."""
-
-    def __init__(self):
-        self.bodies: dict[str, tuple[int, dict, bytes]] = {}
-        self.default = (200, {}, b'{"results": []}')
-        self.requests = 0
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                server.requests += 1
-                question = parse_qs(urlsplit(self.path).query).get("q", [""])[0]
-                status, headers, body = server.bodies.get(question, server.default)
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        host, port = self.httpd.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture
