@@ -158,10 +158,15 @@ def test_leads_and_admins_delete_a_run_after_confirming_and_it_is_recorded(
         run=broken,
         built_at=broken.created_at,
         change="v2",
+        model="run broken",
         k=5,
         metrics={},
     )
     client = login(people[who])
+    builds = reverse("health:show-retriever-builds", args=[project.slug, retriever.pk])
+    health = reverse("health:show-index-health", args=[project.slug])
+    assert "run broken" in _html(client.get(builds))
+    assert "broken cannot be checked" in _html(client.get(health))
     page = _evaluation_page(client, project, gold_set, django_capture_on_commit_callbacks)
     assert page.status_code == 200 and "delete…" in _html(page)
     stale = EvaluationReport.objects.get(gold_set=gold_set)
@@ -193,6 +198,8 @@ def test_leads_and_admins_delete_a_run_after_confirming_and_it_is_recorded(
     # What used the run stops using it: its stored figures, its point on the retriever's plot.
     assert not EvaluationReport.objects.filter(pk=stale.pk).exists()
     assert list(IndexEvaluation.objects.values_list("run__name", flat=True)) == ["keep"]
+    plot = _html(client.get(builds))
+    assert "run keep" in plot and "run broken" not in plot
     # The page's default figures were computed again without it, and it says who deleted it.
     page = client.get(response["Location"], follow=True)
     html = _html(page)
@@ -200,6 +207,10 @@ def test_leads_and_admins_delete_a_run_after_confirming_and_it_is_recorded(
     assert [r["name"] for r in page.context["report"]["runs"]] == ["keep", "bm25-baseline"]
     assert page.context["report"]["unreadable_runs"] == []
     assert "Deleted runs" in html and f"by {people[who].username}</li>" in html
+    # Index health checks the remaining run only, and no longer flags the deleted one.
+    health_page = client.get(health)
+    assert set(health_page.context["runs_health"]["runs"]) == {"keep"}
+    assert "broken" not in _html(health_page)
     # Deleting it again finds nothing; the other run stays.
     assert client.post(url, {"confirm": "yes"}).status_code == 404
     assert list(EvaluationRun.objects.values_list("name", flat=True)) == ["keep"]
