@@ -15,6 +15,7 @@ be given that way, and Goldset's own secrets (``SECRET_KEY``, ``DATABASE_URL``â€
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from corpus.httpurl import url_problems
+from goldeval.formats.runfiles import MAX_SCORE, score_problem
+from goldeval.formats.textfiles import text_problem
 
 PLACEHOLDERS = ("question", "k", "user", "groups")
 PLACEHOLDER_PATTERN = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
@@ -39,6 +42,10 @@ FORBIDDEN_ENV = frozenset(
 ENV_PREFIX = "env:"
 
 METHODS = ("GET", "POST")
+# What one result of an answer may carry: a doc id as long as Goldset's (Document.doc_id), and
+# a passage text to locate that is a passage, not a document (locating it costs its length).
+MAX_DOC_ID = 255
+MAX_HIT_TEXT = 100_000
 LIMITS = {
     "timeout": (0.1, 120.0),
     "retries": (0, 10),
@@ -462,17 +469,29 @@ def _hit(item: Any, paths: dict[str, tuple], *, mapping: ResponseMapping, rank: 
             f"{where}: the doc id path {mapping.doc_id!r} should lead to a string, but does not",
             remote=f"at {mapping.doc_id}: {found}; the result is {describe(item)}",
         )
+    doc_id = str(doc_id)
+    problem = text_problem(doc_id, max_length=MAX_DOC_ID, identifier=True)
+    if problem:
+        raise HttpSearchError(
+            f"{where}: the doc id at {mapping.doc_id!r} {problem}",
+            remote=f"it starts {describe(doc_id[:40])}",
+        )
     score = None
     if "score" in paths:
         value = dig(item, paths["score"])
         if value is not _MISSING and value is not None:
-            try:
-                score = float(value) if not isinstance(value, bool) else None
-            except (TypeError, ValueError):
+            # Some APIs send a score as text ("0.5"): read as the number it spells, then held
+            # to the run format's own rule, so a score it would refuse never reaches a run.
+            if isinstance(value, str) and len(value) <= 100:
+                with contextlib.suppress(ValueError):
+                    value = float(value)
+            if score_problem(value):
                 raise HttpSearchError(
-                    f"{where}: the score at {mapping.score!r} is not a number",
+                    f"{where}: the score at {mapping.score!r} is not a number "
+                    f"(a finite one, at most {MAX_SCORE:g} in size)",
                     remote=f"{describe(doc_id)}: the score is {describe(value)}",
                 ) from None
+            score = float(value)
     start = end = None
     if "start" in paths:
         start, end = dig(item, paths["start"]), dig(item, paths["end"])
@@ -490,8 +509,13 @@ def _hit(item: Any, paths: dict[str, tuple], *, mapping: ResponseMapping, rank: 
         if isinstance(value, list):
             value = next((v for v in value if isinstance(v, str) and v.strip()), None)
         if isinstance(value, str) and value.strip():
+            if len(value) > MAX_HIT_TEXT:
+                raise HttpSearchError(
+                    f"{where} ({doc_id}): the text at {mapping.text!r} is {len(value):,} "
+                    f"characters long; a passage is at most {MAX_HIT_TEXT:,}"
+                )
             text = value
-    return Hit(doc_id=str(doc_id), score=score, start=start, end=end, text=text)
+    return Hit(doc_id=doc_id, score=score, start=start, end=end, text=text)
 
 
 def _whole(value: Any) -> bool:

@@ -12,6 +12,7 @@ instead of raising, so a run can list them.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import threading
@@ -282,14 +283,20 @@ class SearchClient:
             raise HttpSearchError(
                 f"the answer is not JSON ({excerpt(kind, 80)})", remote=_snippet(body)
             ) from None
+        except RecursionError:
+            raise HttpSearchError("the answer is JSON nested too deeply to read") from None
+        except ValueError as error:  # an integer of more than 4,300 digits
+            raise HttpSearchError(f"the answer is JSON that cannot be read ({error})") from None
 
 
 def _retry_after(response: httpx2.Response) -> float | None:
     value = response.headers.get("retry-after", "")
     try:
-        return float(value)
+        after = float(value)
     except ValueError:
-        return None
+        return None  # an HTTP date, or nonsense: the usual backoff
+    # "nan" reads as a float too, and time.sleep(nan) raises: only a finite delay is honoured.
+    return after if math.isfinite(after) else None
 
 
 def _snippet(body: bytes) -> str:

@@ -12,6 +12,7 @@ from evaluation.models import (
     IndexEvaluation,
     PermissionReplay,
     PermissionReplayRun,
+    RunDeletion,
 )
 from goldset.admin import ReadOnlyAdmin
 
@@ -52,6 +53,25 @@ class EvaluationRunAdmin(ReadOnlyAdmin):
         "questions",
         "created_by",
         "created_at",
+    ]
+    readonly_fields = fields
+
+
+@admin.register(RunDeletion)
+class RunDeletionAdmin(ReadOnlyAdmin):
+    list_display = ["name", "gold_set", "source", "deleted_by", "deleted_at"]
+    list_filter = ["gold_set__question_set__project"]
+    fields = [
+        "name",
+        "gold_set",
+        "source",
+        "file_name",
+        "sha256",
+        "questions",
+        "stored_by",
+        "stored_at",
+        "deleted_by",
+        "deleted_at",
     ]
     readonly_fields = fields
 

@@ -132,6 +132,33 @@ class EvaluationRun(models.Model):
         return self.name
 
 
+class RunDeletion(models.Model):
+    """A run a lead or admin deleted: what it was, who deleted it and when. The run itself, its
+    figures and its points on a retriever's plot are gone; this row is what stays, shown on the
+    evaluation page."""
+
+    gold_set = models.ForeignKey(GoldSet, on_delete=models.CASCADE, related_name="run_deletions")
+    name = models.CharField(max_length=100)
+    source = models.CharField(max_length=16, choices=RunSource.choices)
+    file_name = models.CharField(max_length=255)
+    sha256 = models.CharField(max_length=64, help_text="SHA-256 of the deleted run file.")
+    questions = models.PositiveIntegerField(default=0)
+    stored_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    stored_at = models.DateTimeField(help_text="When the run was stored.")
+    deleted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    deleted_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["gold_set", "-deleted_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.name} deleted from {self.gold_set}"
+
+
 class ReplaySource(models.TextChoices):
     RETRIEVER = "retriever", "A retriever, run as each test user"
     UPLOAD = "upload", "Uploaded runs, one per test user"

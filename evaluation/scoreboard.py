@@ -47,6 +47,16 @@ class ScoredRun:
     record: EvaluationRun | None = None
 
 
+@dataclass(frozen=True)
+class UnreadableRun:
+    """A stored run that no longer reads (stored before its values were checked): shown with
+    the reason instead of its figures, so a lead can delete it."""
+
+    name: str
+    pk: int
+    error: str
+
+
 @dataclass
 class MetricRow:
     name: str
@@ -79,6 +89,7 @@ class Scoreboard:
     k_sent_to_model: int
     runs: list[ScoredRun]
     questions: list[QuestionOutcome] = field(default_factory=list)
+    unreadable: list[UnreadableRun] = field(default_factory=list)
 
     @property
     def shallow_runs(self) -> list[ScoredRun]:
@@ -170,10 +181,18 @@ def evaluate_gold_set(
     curve_max = max(CURVE_MIN_K, k_sent_to_model, *table_ks)
     options = MetricOptions(ks=tuple(range(1, curve_max + 1)), mrr_cutoff=MRR_CUTOFF)
     scored: list[ScoredRun] = []
+    unreadable: list[UnreadableRun] = []
     for record in records:
         if record.gold_set_id != gold_set.pk:
             raise GoldSetError(f"The run {record.name} belongs to another gold set.")
-        run = load_stored_run(record, gold=gold)
+        try:
+            run = load_stored_run(record, gold=gold)
+        except GoldSetError as error:
+            # A run stored before its values were checked (a NaN score, say) is flagged and
+            # left out, so one bad row never fails every evaluation of the gold set.
+            unreadable.append(UnreadableRun(name=record.name, pk=record.pk, error=str(error)))
+            advance(1)
+            continue
         scored.append(
             ScoredRun(
                 name=record.name,
@@ -203,6 +222,7 @@ def evaluate_gold_set(
         table_ks=table_ks,
         k_sent_to_model=k_sent_to_model,
         runs=scored,
+        unreadable=unreadable,
     )
     board.questions = _question_outcomes(board)
     return board
@@ -470,6 +490,9 @@ def report_of(board: Scoreboard) -> dict[str, Any]:
         "convention": CONVENTIONS[board.options.compat],
         "runs": [{"name": r.name, "kind": r.kind, "ties": r.run.ties_rule} for r in board.runs],
         "shallow_runs": [{"name": r.name, "depth": r.record.depth} for r in board.shallow_runs],
+        "unreadable_runs": [
+            {"name": r.name, "pk": r.pk, "error": r.error} for r in board.unreadable
+        ],
         "metric_rows": [
             {"name": row.name, "highlighted": row.highlighted, "values": row.values}
             for row in board.metric_rows()

@@ -17,6 +17,7 @@ urlpatterns = [
     path(_gold_set + "runs/upload/", views.upload_run, name="upload-run"),
     path(_gold_set + "runs/retrieve/", views.start_retriever_run, name="start-retriever-run"),
     path(_gold_set + "runs/<int:run_id>/download/", views.download_run, name="download-run"),
+    path(_gold_set + "runs/<int:run_id>/delete/", views.delete_run, name="delete-run"),
     path(_gold_set + "score/", views.score_runs, name="score-runs"),
     path(_gold_set + "answers/", views.show_answers, name="show-answers"),
     path(_gold_set + "answers/compute/", views.compute_answers, name="compute-answers"),

@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from answers.models import AnswerRun
 from answers.services.gold import core_answers
@@ -27,13 +27,14 @@ from evaluation.forms import (
     RetrieverRunForm,
     UploadRunForm,
 )
-from evaluation.models import EvaluationRun, GoldSet, PermissionReplay
+from evaluation.models import EvaluationRun, GoldSet, PermissionReplay, RunDeletion
 from evaluation.services import (
     answer_scores,
     evaluation_runs,
     gold_sets,
     permission_replays,
     reports,
+    run_deletions,
 )
 from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
 from goldeval.formats.answers import write_answer_file
@@ -222,6 +223,9 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
         depth=evaluation_runs.evaluation_depth(project),
         upload_form=UploadRunForm(project=project),
         retriever_form=RetrieverRunForm(project=project),
+        deletions=RunDeletion.objects.filter(gold_set=gold_set).select_related(
+            "deleted_by", "stored_by"
+        )[:20],
     )
     return render(request, "evaluation/show_evaluation.html", context)
 
@@ -327,6 +331,37 @@ def download_run(request: HttpRequest, slug: str, gold_set_id: int, run_id: int)
         # The run name is the uploader's: quoted by Django, never spliced into the header.
         headers={"Content-Disposition": content_disposition_header(True, f"{run.name}.run")},
     )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def delete_run(request: HttpRequest, slug: str, gold_set_id: int, run_id: int) -> HttpResponse:
+    """Ask (GET), then delete (POST from that page) a run of a gold set: leads and admins, with
+    the access a download of the run needs. Who deleted it and when stay on the page."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    run = get_object_or_404(
+        EvaluationRun.objects.select_related("created_by"), gold_set=gold_set, pk=run_id
+    )
+    refused = _refuse_download(request, access, gold_set)
+    if refused is not None:
+        return refused
+    context = {"access": access, "project": access.project, "gold_set": gold_set, "run": run}
+    if request.method == "GET":
+        return render(request, "evaluation/delete_run.html", context)
+    if request.POST.get("confirm") != "yes":
+        context["error"] = "Tick the box to confirm that this run should be deleted."
+        return render(request, "evaluation/delete_run.html", context, status=400)
+    try:
+        deletion = run_deletions.delete_run(run=run, user=request.user)
+    except gold_sets.GoldSetError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(
+            request,
+            f"Run {deletion.name} deleted; the figures are computed again without it.",
+        )
+    return _back_to_evaluation(access.project.slug, gold_set)
 
 
 @login_required

@@ -5,6 +5,9 @@ shape (``GET /api/find?query=…&limit=…&as=…``), filters by its own access 
 and can misbehave on purpose: leak a restricted document to one user, filter after the top k
 (a side channel), answer slowly, with HTML, in the wrong shape, redirect elsewhere, or fail a
 few times first. Every request is recorded, so tests can check what was sent.
+
+`RawServer` answers each question with the exact bytes and headers a test gives it (JSON a
+well-behaved server would never send: NaN, 5,000-digit integers, `Retry-After: nan`).
 """
 
 from __future__ import annotations
@@ -215,3 +218,42 @@ class SearchServer:
             handler.send_header(name, value)
         handler.end_headers()
         handler.wfile.write(body)
+
+
+class RawServer:
+    """Answers GET /search?q=… with the raw body (and headers) given for that question."""
+
+    def __init__(self):
+        self.bodies: dict[str, tuple[int, dict, bytes]] = {}
+        self.default = (200, {}, b'{"results": []}')
+        self.requests = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                server.requests += 1
+                question = parse_qs(urlsplit(self.path).query).get("q", [""])[0]
+                status, headers, body = server.bodies.get(question, server.default)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()

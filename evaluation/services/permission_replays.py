@@ -10,7 +10,6 @@ replay, listed on the job; nothing is half-stored.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from evaluation.models import GoldSet, PermissionReplay, PermissionReplayRun, Re
 from evaluation.services.evaluation_runs import MAX_RUN_BYTES
 from evaluation.services.gold_sets import GoldSetError, load_gold_set
 from goldeval.formats.gold import EvaluationInputError
+from goldeval.formats.runfiles import jsonl_run_line
 from goldeval.scoring.permission_replay import (
     DEFAULT_KS,
     AccessSnapshot,
@@ -275,18 +275,9 @@ def _search(replay: PermissionReplay, profiles, job: Job) -> list[PermissionRepl
                 continue
         else:
             rankings = _built_in(retriever, questions, replay.k, profile, advance)
+        # The run format's own writer: it never writes a score its reader would refuse.
         content = "".join(
-            json.dumps(
-                {
-                    "question_id": question_id,
-                    "results": [
-                        {"doc_id": h.doc_id, "start": h.start, "end": h.end, "score": h.score}
-                        for h in ranking
-                    ],
-                },
-                ensure_ascii=False,
-            )
-            + "\n"
+            jsonl_run_line(question_id=question_id, results=ranking)
             for (question_id, _), ranking in zip(questions, rankings, strict=True)
         ).encode()
         runs.append(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from goldeval.formats.qrels import duplicates_warning, read_qrels
+from goldeval.formats.qrels import duplicates_warning, grade_problem, read_qrels
 from goldeval.formats.runfiles import Passage, whole_document
 from goldeval.formats.textfiles import (
     LineProblem,
@@ -390,6 +390,8 @@ def _parse_span(item: Any, *, path: Path, line: int) -> GoldSpan:
     grade = item.get("grade")
     if not _is_int(grade):
         raise GoldFormatError("span grade must be an integer", path=path, line=line)
+    if grade_problem(grade):
+        raise GoldFormatError(f"span grade {grade} {grade_problem(grade)}", path=path, line=line)
     version = item.get("version")
     if version is not None and not _is_int(version):
         raise GoldFormatError("span version must be an integer", path=path, line=line)

@@ -27,7 +27,20 @@ from typing import NamedTuple
 from goldeval.formats.textfiles import LineProblem
 
 _GRADE = re.compile(r"[+-]?[0-9]{1,9}")
+# The largest grade (in size) a judgment may give: nDCG's gain is 2**grade - 1 as a float, which
+# overflows past 1023; graded scales in use stop at 4 or so. One rule for qrels and gold spans.
+MAX_GRADE = 100
 SHAPE = "expected 'qid 0 docid grade' (TREC) or 'query-id<TAB>corpus-id<TAB>score' (BEIR)"
+
+
+def grade_problem(grade: int) -> str:
+    """Why a whole-number ``grade`` cannot be scored ("" when it can), phrased to follow it."""
+    if -MAX_GRADE <= grade <= MAX_GRADE:
+        return ""
+    return (
+        f"is larger than {MAX_GRADE} in size: grades are small whole numbers "
+        "(nDCG's gain is 2**grade - 1)"
+    )
 
 
 class Qrel(NamedTuple):
@@ -113,7 +126,13 @@ def read_qrels(text: str) -> QrelsFile:
                     )
                 )
                 continue
-            grade = grade_values[grade_text] = int(grade_text)
+            grade = int(grade_text)
+            if grade_problem(grade):
+                result.problems.append(
+                    LineProblem(number, f"grade {grade_text!r} {grade_problem(grade)}")
+                )
+                continue
+            grade_values[grade_text] = grade
         if question_id != current:
             current = question_id
             documents = grades_of.get(question_id)

@@ -13,7 +13,12 @@ problem; the app lists them all.
 - JSONL: ``{"question_id", "results": [{"doc_id", "start"?, "end"?, "score"?}], "refused"?}``,
   one line per question, ranked in list order (its order is the ranking, whatever the ties
   rule). A result without offsets is its whole document.
-- A score must be a finite number: NaN or an infinity is refused with the line.
+- A score must be a finite number no larger in size than `MAX_SCORE` (what a single-precision
+  float holds, so ``scores="float32"`` never turns one into an infinity): NaN, an infinity or a
+  huge number is refused with the line (`score_problem`, the one rule for every run's scores,
+  the HTTP retriever's answers included).
+- A JSONL doc id or question id holding a NUL or half a surrogate pair is refused with the line
+  (`goldeval.formats.textfiles.text_problem`): no column, and no job message quoting it, holds one.
 - A repeat of the same passage ``(doc, start, end)`` in one ranking is dropped after its first
   (best) occurrence and counted (`RankedResults.repeats`); passages of one document with other
   offsets stay distinct.
@@ -39,6 +44,7 @@ from goldeval.formats.textfiles import (
     decode_utf8,
     first_line,
     json_lines,
+    text_problem,
 )
 
 TREC_COLUMNS = "qid Q0 docid rank score tag"
@@ -46,6 +52,9 @@ TREC_COLUMNS = "qid Q0 docid rank score tag"
 TIES = ("trec_eval", "file")
 # How precisely a TREC run's scores are compared: as read (double) or as trec_eval 9 keeps them.
 SCORES = ("double", "float32")
+# The largest score (in size) a run may give: a single-precision float's range, since trec_eval 9
+# and pytrec_eval keep scores so, and a larger one would become an infinity there.
+MAX_SCORE = 3.4e38
 TIES_RULES = {
     "trec_eval": "TREC runs: score descending, ties by docno descending (trec_eval's order)",
     "file": "TREC runs: score descending, ties in file order",
@@ -99,6 +108,18 @@ class WholeDocuments(Sequence[Passage]):
 
     def __repr__(self) -> str:
         return f"WholeDocuments({list(self.doc_ids)!r})"
+
+
+def score_problem(value: Any) -> str:
+    """Why ``value`` cannot be a run's score ("" when it can), phrased to follow "has": a JSON
+    number (not a string, not true/false), finite, at most `MAX_SCORE` in size."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "a score that is not a number"
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"a score of {value}: give a finite number"
+    if not -MAX_SCORE <= value <= MAX_SCORE:  # an int compares exactly, however large
+        return f"a score larger than {MAX_SCORE:g} in size, more than a run's score can hold"
+    return ""
 
 
 def whole_document(doc_id: str) -> Passage:
@@ -177,6 +198,10 @@ def _read_jsonl(text: str) -> RunFile:
         if not isinstance(question_id, str) or not question_id:
             problems.append(LineProblem(number, "question_id must be a non-empty string"))
             continue
+        problem = text_problem(question_id)
+        if problem:
+            problems.append(LineProblem(number, f"the question_id {problem}"))
+            continue
         if question_id in seen:
             first = seen[question_id]
             problems.append(
@@ -213,6 +238,9 @@ def _add_result(ranking: RankedResults, result: Any, *, rank: int, line: int) ->
         doc_id = str(doc_id)
     if not isinstance(doc_id, str) or not doc_id:
         return LineProblem(line, f"{where} needs a doc_id")
+    problem = text_problem(doc_id)
+    if problem:  # said without the id itself: a NUL in a message is refused where it is stored
+        return LineProblem(line, f"{where} has a doc_id that {problem}")
     start, end = result.get("start"), result.get("end")
     if (start is None) != (end is None):
         return LineProblem(line, f"{where} ({doc_id}) needs both start and end, or neither")
@@ -221,10 +249,9 @@ def _add_result(ranking: RankedResults, result: Any, *, rank: int, line: int) ->
             line, f"{where} ({doc_id}) needs whole-number offsets with 0 <= start < end"
         )
     score = result.get("score")
-    if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-        return LineProblem(line, f"{where} ({doc_id}) has a score that is not a number")
-    if score is not None and not math.isfinite(score):
-        return LineProblem(line, f"{where} ({doc_id}) has a score of {score}: give a finite number")
+    problem = "" if score is None else score_problem(score)
+    if problem:
+        return LineProblem(line, f"{where} ({doc_id}) has {problem}")
     ranking.passages.append(Passage(doc_id, start, end))
     ranking.scores.append(None if score is None else float(score))
     ranking.lines.append(line)
@@ -268,8 +295,14 @@ def _read_trec_lines(text: str, *, by_docno: bool, float32: bool) -> RunFile:
         except ValueError:
             run.problems.append(LineProblem(number, f"score {fields[4]!r} is not a number"))
             continue
-        if score - score != 0.0:  # NaN or an infinity (cheaper than math.isfinite per line)
+        # NaN or an infinity (cheaper than math.isfinite per line), or beyond MAX_SCORE.
+        if score - score != 0.0:
             run.problems.append(LineProblem(number, f"score {fields[4]!r} is not a finite number"))
+            continue
+        if not -MAX_SCORE <= score <= MAX_SCORE:
+            run.problems.append(
+                LineProblem(number, f"score {fields[4]!r} is larger than {MAX_SCORE:g} in size")
+            )
             continue
         if question_id != current:
             results = gathered.get(question_id)
@@ -333,7 +366,14 @@ def jsonl_run_line(*, question_id: str, results: Iterable[Retrieved]) -> str:
     record = {
         "question_id": question_id,
         "results": [
-            {"doc_id": r.doc_id, "start": r.start, "end": r.end, "score": r.score} for r in results
+            {"doc_id": r.doc_id, "start": r.start, "end": r.end, "score": _written(r.score)}
+            for r in results
         ],
     }
     return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _written(score: float | None) -> float | None:
+    # A score the reader would refuse (NaN from a zero vector, say) is written as null: a JSONL
+    # run is ranked by its list order, so the file stays readable and loses only that figure.
+    return None if score is None or score_problem(score) else score

@@ -42,8 +42,8 @@ from corpus.models import (
 from evaluation.models import EvaluationRun, GoldSet, PermissionReplay
 from evaluation.services.corpus_state import document_states
 from evaluation.services.evaluation_runs import load_stored_run
-from evaluation.services.gold_sets import load_gold_set
-from goldeval.formats.gold import DocumentState
+from evaluation.services.gold_sets import GoldSetError, load_gold_set
+from goldeval.formats.gold import DocumentState, EvaluationInputError
 from goldeval.formats.manifests import ManifestRow
 from goldeval.formats.runs import Ranking, Run, read_run
 from goldeval.scoring.health import Thresholds, check_index
@@ -332,8 +332,14 @@ def runs_health(*, project: Project, viewer, now=None) -> dict[str, Any] | None:
     documents = _documents(project, viewer)
     k = project.k_sent_to_model or 10
     runs = {}
+    unreadable = []
     for record in EvaluationRun.objects.of_gold_set(gold_set).select_related("retriever"):
-        run = _without(load_stored_run(record, gold=gold), hidden)
+        try:
+            run = _without(load_stored_run(record, gold=gold), hidden)
+        except GoldSetError as error:
+            # A run stored before its values were checked (a NaN score): flagged, not a 500.
+            unreadable.append({"name": record.name, "error": str(error)})
+            continue
         retriever = record.retriever
         rows: list[ManifestRow] = []
         if retriever is not None:
@@ -348,11 +354,22 @@ def runs_health(*, project: Project, viewer, now=None) -> dict[str, Any] | None:
     users = {}
     replay = PermissionReplay.objects.filter(gold_set=gold_set).order_by("-pk").first()
     if replay is not None:
-        user_runs = [
-            _without(read_run(bytes(r.content), name=r.user_name), hidden)
-            for r in replay.runs.order_by("user_name")
-        ]
+        user_runs = []
+        for stored in replay.runs.order_by("user_name"):
+            try:
+                user_runs.append(
+                    _without(read_run(bytes(stored.content), name=stored.user_name), hidden)
+                )
+            except EvaluationInputError as error:
+                unreadable.append({"name": f"test user {stored.user_name}", "error": str(error)})
         users = check_index(documents=documents, rows=[], now=now, test_users=user_runs, k=k)[
             "test_users"
         ]
-    return {"gold_set": gold_set, "refused": False, "k": k, "runs": runs, "test_users": users}
+    return {
+        "gold_set": gold_set,
+        "refused": False,
+        "k": k,
+        "runs": runs,
+        "test_users": users,
+        "unreadable": unreadable,
+    }

@@ -197,7 +197,7 @@ def test_a_run_with_a_nul_in_an_id_is_refused_with_its_line(project, corpus):
         {"question_set": question_set.pk, "file": upload},
     )
     assert response.status_code == 400
-    assert "an id contains a NUL character" in response.content.decode()
+    assert "result 1 has a doc_id that contains a NUL character" in response.content.decode()
     assert not RunResult.objects.exists()
 
 

@@ -3,6 +3,7 @@
 Finalising and checking a run are jobs: the browser follows each job page's progress (htmx
 polling) and goes on to the gold set, then to the figures, when the job is done."""
 
+import hashlib
 import io
 import os
 import zipfile
@@ -11,7 +12,8 @@ import pytest
 from playwright.sync_api import expect
 
 from corpus.models import AccessGroup
-from evaluation.models import EvaluationRun, GoldSet
+from evaluation.models import EvaluationRun, GoldSet, RunDeletion
+from evaluation.services import gold_sets
 from tests.e2e.conftest import log_in
 from tests.factories import PASSWORD, MembershipFactory, UserFactory, labelled_question_set
 
@@ -74,4 +76,56 @@ def test_admin_finalises_downloads_and_evaluates(
     expect(page.locator("details.drill-down[open]")).to_contain_text("missed")
     if os.environ.get("GOLDSET_SCREENSHOTS"):
         page.screenshot(path=os.environ["GOLDSET_SCREENSHOTS"], full_page=True)
+    assert csp_errors == []
+
+
+def test_a_lead_deletes_a_broken_run_after_confirming(
+    worker, transactional_db, live_server, page, project
+):
+    """A run stored before scores were checked (a NaN from the team's search) is flagged on the
+    evaluation page; the lead deletes it after ticking the box, and the page says who did."""
+    people = {}
+    for name, role in (("ann", "labeller"), ("bob", "labeller"), ("lea", "lead"), ("ada", "admin")):
+        people[name] = UserFactory(username=name)
+        MembershipFactory(project=project, user=people[name], role=role)
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lea"]
+    )
+    gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=people["ada"])
+    broken = b'{"question_id": "q1", "results": [{"doc_id": "leave", "score": NaN}]}\n'
+    EvaluationRun.objects.create(
+        gold_set=gold_set,
+        name="team-nan",
+        source="retriever",
+        file_name="team-nan.jsonl",
+        content=broken,
+        sha256=hashlib.sha256(broken).hexdigest(),
+        questions=1,
+    )
+    csp_errors = []
+    page.on(
+        "console", lambda m: csp_errors.append(m.text) if "Content Security" in m.text else None
+    )
+    log_in(page, live_server, "lea", PASSWORD)
+    page.goto(f"{live_server.url}/p/{project.slug}/evaluation/?gold_set={gold_set.pk}")
+    page.get_by_role("button", name="Compute the figures").click()
+    expect(page.locator(".unreadable-run")).to_contain_text(
+        "The run team-nan cannot be scored", timeout=60_000
+    )
+    expect(page.locator("table.metrics thead")).to_contain_text("bm25-baseline")
+
+    page.locator("a.delete-run").click()
+    expect(page.locator("h1")).to_have_text("Delete run team-nan?")
+    delete = page.get_by_role("button", name="Delete")
+    delete.click()  # the box is not ticked: the browser asks for it, nothing is sent
+    expect(page.locator("h1")).to_have_text("Delete run team-nan?")
+    assert EvaluationRun.objects.filter(name="team-nan").exists()
+    page.get_by_label("Delete the run team-nan").check()
+    delete.click()
+    expect(page.locator("body")).to_contain_text("Run team-nan deleted", timeout=60_000)
+    assert not EvaluationRun.objects.filter(name="team-nan").exists()
+    assert RunDeletion.objects.get().deleted_by == people["lea"]
+    page.locator("details.run-deletions summary").click()
+    expect(page.locator("details.run-deletions")).to_contain_text("team-nan")
+    expect(page.locator("details.run-deletions")).to_contain_text("by lea")
     assert csp_errors == []

@@ -346,6 +346,24 @@ def test_the_drill_down_shows_missed_spans(worker, project, people, gold_set):
         ),
         ("", "empty.jsonl", "The submitted file is empty"),
         ("\n\n", "blank.jsonl", "blank.jsonl holds no results"),
+        # Values no reader can hold (issue 32): each is its line's error, nothing stored.
+        (
+            '{"question_id": "q1", "results": [{"doc_id": "vpn", "score": NaN}]}\n',
+            "run.jsonl",
+            "run.jsonl: line 1: result 1 (vpn) has a score of nan: give a finite number",
+        ),
+        (
+            '{"question_id": "q1", "results": [{"doc_id": "vpn", "score": 1e39}]}\n',
+            "run.jsonl",
+            "line 1: result 1 (vpn) has a score larger than 3.4e+38 in size",
+        ),
+        ("q1 Q0 leave 1 3.2 sys\nq2 Q0 vpn 1 -inf sys\n", "run.trec", "line 2: score"),
+        ("q1 Q0 leave 1 3.2 sys\nq2 Q0 vpn 1 1e39 sys\n", "run.trec", "larger than 3.4e+38"),
+        (
+            '{"question_id": "q1", "results": [{"doc_id": "vpn\\u0000"}]}\n',
+            "run.jsonl",
+            "line 1: result 1 has a doc_id that contains a NUL character",
+        ),
     ],
 )
 def test_a_bad_run_file_is_refused_with_its_line_and_nothing_is_stored(

@@ -11,7 +11,7 @@ from labelling.services import pools
 from labelling.services.questions import plant_canaries
 from tests.conftest import wait_for_job
 from tests.factories import QuestionFactory, QuestionSetFactory, add_documents
-from tests.search_server import IndexedDocument, SearchServer
+from tests.search_server import IndexedDocument, RawServer, SearchServer
 
 LEAVE = (
     "Annual leave\n\n"
@@ -165,3 +165,48 @@ def test_canaries_are_never_pooled(worker, project, corpus, questions, server):
         retriever=bm25, questions=[canary_set.question], k=1, with_canaries=True
     )
     assert found[0][0].doc_id == canary_set.doc_id
+
+
+@pytest.mark.parametrize(
+    "bad_result, field",
+    [
+        (b'{"doc_id": "vpn", "score": NaN}', "score"),
+        (b'{"doc_id": "vpn", "score": 1e400}', "score"),
+        (b'{"doc_id": "vpn\\u0000", "score": 1}', "doc id"),
+    ],
+)
+def test_a_value_no_run_can_hold_fails_the_pool_naming_question_and_field(
+    worker, project, corpus, questions, settings, bad_result, field
+):
+    settings.GOLDSET_HTTP_ALLOWED_HOSTS = ["127.0.0.1"]
+    server = RawServer()
+    try:
+        server.default = (200, {}, b'{"results": [{"doc_id": "leave", "score": 2.0}]}')
+        server.bodies = {
+            "vpn client install": (
+                200,
+                {},
+                b'{"results": [{"doc_id": "leave", "score": 2}, ' + bad_result + b"]}",
+            )
+        }
+        ours = retrieval.add_retriever(
+            project=project,
+            name="ours",
+            kind="http",
+            endpoint={
+                "preset": "generic",
+                "url": f"{server.url}/search?q={{{{question}}}}&k={{{{k}}}}",
+                "mapping": {"start": "", "end": "", "text": ""},
+            },
+        )
+        pool = pools.start_pool(question_set=questions, name="p1", retrievers=[ours], depth=3)
+        job = wait_for_job(pool.job, timeout=60)
+    finally:
+        server.stop()
+    pool.refresh_from_db()
+    assert job.state == "failed" and pool.state == "failed"
+    assert "1 question got no usable answer" in job.message
+    [problem] = [e for e in job.errors if e["source"] == "question q3"]
+    assert "result 2" in problem["error"] and field in problem["error"]
+    assert not Candidate.objects.filter(pool=pool).exists()
+    assert not Provenance.objects.filter(candidate__pool=pool).exists()

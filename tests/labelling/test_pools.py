@@ -508,3 +508,59 @@ def test_labellers_cannot_create_pools_or_upload_runs(project, bm25, team, quest
     )
     assert response.status_code == 403
     assert not Pool.objects.exists() and not RunResult.objects.exists()
+
+
+# Scores a run can hold -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "score, trec_score",
+    [
+        ("NaN", "nan"),
+        ("Infinity", "inf"),
+        ("-Infinity", "-Infinity"),
+        ("1e400", "1e400"),
+        ("3.5e38", "3.5e38"),
+        ("9" * 400, "9" * 400),
+        ('"0.5"', "high"),
+    ],
+)
+def test_a_run_score_no_reader_can_hold_is_its_lines_error_on_every_way_in(
+    project, team, questions, member, tmp_path, capsys, score, trec_score
+):
+    team_run(questions)
+    before = list(RunResult.objects.values_list("pk", "score"))
+    record = '{"question_id": "q2", "results": [{"doc_id": "vpn", "score": ' + score + "}]}"
+    files = {
+        "bad.jsonl": ('{"question_id": "q1", "results": [{"doc_id": "leave"}]}\n' + record + "\n"),
+        "bad.trec": f"q1 Q0 leave 1 2.0 team\nq2 Q0 vpn 1 {trec_score} team\n",
+    }
+    client = login(member("lead"))
+    url = reverse("labelling:upload-run", args=[project.slug, team.pk])
+    for name, content in files.items():
+        # The service, as the page and the command call it.
+        with pytest.raises(InputRejected) as rejected:
+            import_run(retriever=team, question_set=questions, data=content, name=name)
+        [problem] = rejected.value.problems
+        assert problem.line == 2 and "score" in problem.error
+        # The page: 400 with the line, nothing written.
+        upload = SimpleUploadedFile(name, content.encode())
+        response = client.post(url, {"question_set": questions.pk, "file": upload})
+        html = response.content.decode()
+        assert response.status_code == 400 and "<td>2</td><td>" in html and "score" in html
+        # manage.py import_run: an error naming the line, nothing written.
+        path = tmp_path / name
+        path.write_text(content)
+        with pytest.raises(CommandError, match="Nothing was imported: 1 problems"):
+            call_command(
+                "import_run",
+                str(path),
+                "--project",
+                project.slug,
+                "--retriever",
+                "team",
+                "--set",
+                "staff",
+            )
+        assert f"{name}, line 2: " in capsys.readouterr().err
+    assert list(RunResult.objects.values_list("pk", "score")) == before

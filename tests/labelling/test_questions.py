@@ -268,3 +268,53 @@ def test_labellers_read_question_sets_but_cannot_import(project, member):
     assert client.get(url).status_code == 403
     assert client.post(url, {"set_name": "x", "pasted": "q"}).status_code == 403
     assert Question.objects.count() == 1
+
+
+# Values no column can hold ---------------------------------------------------------------------
+
+BAD_QUESTION_LINES = {
+    "text NUL": '{"id": "q2", "question": "carry\\u0000over"}',
+    "text surrogate": '{"id": "q2", "question": "carry \\ud800 over"}',
+    "text too long": json.dumps({"id": "q2", "question": "w" * 10_001}),
+    "text number": '{"id": "q2", "question": 1e400}',
+    "id NUL": '{"id": "q\\u00002", "question": "fine"}',
+    "id bidi": '{"id": "q\\u202e2", "question": "fine"}',
+    "id too long": json.dumps({"id": "q" * 256, "question": "fine"}),
+    "id object": '{"id": {"a": 1}, "question": "fine"}',
+    "id float": '{"id": NaN, "question": "fine"}',
+    "source too long": json.dumps({"id": "q2", "question": "fine", "source": "s" * 201}),
+    "source NUL": '{"id": "q2", "question": "fine", "source": "s\\u0000"}',
+    "tag too long": json.dumps({"id": "q2", "question": "fine", "tags": ["t" * 101]}),
+    "tag number": '{"id": "q2", "question": "fine", "tags": [1e400]}',
+    "nested": '{"id": "q2", "question": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    "digits": '{"id": ' + "1" * 5000 + ', "question": "fine"}',
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_QUESTION_LINES))
+def test_a_value_no_column_can_hold_is_its_lines_error_on_every_way_in(
+    project, member, tmp_path, capsys, case
+):
+    data = (
+        '{"id": "q1", "question": "fine question"}\n' + BAD_QUESTION_LINES[case] + "\n"
+    ).encode()
+    with pytest.raises(InputRejected) as rejected:
+        import_questions(project=project, set_name="staff", data=data, format="jsonl")
+    [problem] = rejected.value.problems
+    assert problem.line == 2 and "\x00" not in problem.error and len(problem.error) < 600
+    # manage.py import_questions: the line on stderr, exit 2, nothing written.
+    path = tmp_path / "questions.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(CommandError) as error:
+        call_command("import_questions", str(path), "--project", project.slug, "--set", "staff")
+    assert error.value.returncode == 2
+    assert "questions.jsonl, line 2: " in capsys.readouterr().err
+    # The page: the line listed, nothing written.
+    client = login(member("lead"))
+    response = client.post(
+        reverse("labelling:import-questions", args=[project.slug]),
+        {"set_name": "staff", "file": SimpleUploadedFile("questions.jsonl", data)},
+    )
+    assert response.status_code == 400
+    assert "<td>2</td>" in response.content.decode()
+    assert not Question.objects.exists() and not QuestionSet.objects.exists()

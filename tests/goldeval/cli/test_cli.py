@@ -312,3 +312,14 @@ def test_spans_that_cannot_be_reanchored_are_reported(tmp_path):
     assert "could not be re-anchored in version 2" in result.stderr
     # The lost span still counts as relevant, so a perfect passage reaches half of the units.
     assert json.loads(result.stdout)["runs"]["one"]["metrics"]["recall@1"] == 0.5
+
+
+def test_a_grade_the_gain_cannot_hold_exits_2_without_a_traceback(tmp_path):
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\nq1 0 d2 2000\n")
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 d2 1 1.0 r\n")
+    result = evaluate("--gold", qrels, "--run", run)
+    assert result.returncode == 2
+    assert "qrels.txt:2: grade '2000' is larger than 100" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,9 +1,12 @@
 import json
+import math
+from types import SimpleNamespace
 
 import pytest
 
 from goldeval.formats.gold import CorpusDocument, Gold, GoldQuestion, Passage
-from goldeval.formats.runs import RunFormatError, check_run_against_gold, load_run
+from goldeval.formats.runfiles import MAX_SCORE, SCORES, jsonl_run_line, read_run_file
+from goldeval.formats.runs import RunFormatError, check_run_against_gold, load_run, read_run
 
 
 def test_jsonl_run_keeps_list_order(tmp_path):
@@ -170,3 +173,64 @@ def test_a_trec_rankings_passages_read_like_a_list():
     assert passages[:2] == expected[:2] and passages == expected and expected == passages
     assert passages == WholeDocuments(("a", "b", "c")) and passages != expected[:2]
     assert set(passages) == set(expected)
+
+
+# --- scores a run can hold -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "score",
+    ["NaN", "Infinity", "-Infinity", "1e400", "3.5e38", "-3.5e38", "9" * 400, '"0.5"', "true"],
+)
+def test_a_jsonl_score_no_reader_can_hold_is_refused_with_its_line(score):
+    data = (
+        '{"question_id": "q1", "results": [{"doc_id": "a", "score": 1}]}\n'
+        '{"question_id": "q2", "results": [{"doc_id": "a", "score": ' + score + "}]}\n"
+    ).encode()
+    with pytest.raises(RunFormatError) as caught:
+        read_run(data, name="r", source="r.jsonl")
+    assert caught.value.line == 2 and "result 1 (a) has a score" in caught.value.message
+
+
+@pytest.mark.parametrize("score", ["nan", "inf", "-Infinity", "1e400", "3.5e38", "-1e39"])
+def test_a_trec_score_no_reader_can_hold_is_refused_with_its_line(score):
+    data = f"q1 Q0 a 1 2.0 r\nq1 Q0 b 2 {score} r\n".encode()
+    with pytest.raises(RunFormatError) as caught:
+        read_run(data, name="r", source="r.trec")
+    assert caught.value.line == 2 and repr(score) in caught.value.message
+
+
+@pytest.mark.parametrize("scores", SCORES)
+def test_the_largest_score_allowed_reads_in_both_precisions(scores):
+    data = f"q1 Q0 a 1 {MAX_SCORE!r} r\nq1 Q0 b 2 {-MAX_SCORE!r} r\n".encode()
+    run = read_run(data, name="r", scores=scores)
+    assert [p.doc_id for p in run.rankings["q1"].passages] == ["a", "b"]
+    parsed = read_run_file(data, scores=scores)
+    assert all(math.isfinite(s) for s in parsed.rankings["q1"].scores)
+
+
+def test_the_writer_never_writes_a_score_its_reader_refuses():
+    hits = [
+        SimpleNamespace(doc_id="a", start=0, end=5, score=float("nan")),
+        SimpleNamespace(doc_id="b", start=None, end=None, score=float("inf")),
+        SimpleNamespace(doc_id="c", start=None, end=None, score=1e39),
+        SimpleNamespace(doc_id="d", start=None, end=None, score=0.25),
+    ]
+    line = jsonl_run_line(question_id="q1", results=hits)
+    run = read_run(line.encode(), name="r")  # reads back, in the same order
+    assert [p.doc_id for p in run.rankings["q1"].passages] == ["a", "b", "c", "d"]
+    assert [r["score"] for r in json.loads(line)["results"]] == [None, None, None, 0.25]
+
+
+@pytest.mark.parametrize("bad_id", ["a\\u0000b", "a\\ud800b"])
+def test_an_id_no_column_or_message_can_hold_is_refused_without_being_quoted(bad_id):
+    for line in (
+        '{"question_id": "q1", "results": [{"doc_id": "' + bad_id + '"}]}',
+        '{"question_id": "' + bad_id + '", "results": [{"doc_id": "a"}]}',
+    ):
+        with pytest.raises(RunFormatError) as caught:
+            read_run(("\n" + line + "\n").encode(), name="r", source="r.jsonl")
+        message = caught.value.message
+        assert caught.value.line == 2
+        assert "\x00" not in message and "\ud800" not in message
+        assert "NUL" in message or "surrogate" in message
