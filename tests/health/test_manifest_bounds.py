@@ -121,7 +121,7 @@ def test_rows_stored_before_the_fix_no_longer_fail_the_page_or_the_daily_check(t
             "UPDATE corpus_indexmanifestrow SET indexed_at = '0001-12-31 10:00:00+00 BC' "
             "WHERE doc_id = 'vpn'"
         )
-    import_module("health.migrations.0002_issue32_times_in_range").bring_into_range(apps, None)
+    import_module("health.migrations.0003_issue32_times_in_range").bring_into_range(apps, None)
     assert set(stored.entries.values_list("indexed_at", flat=True)) == {stored.uploaded_at}
     page = login(member("lead")).get(reverse("health:show-index-health", args=[team.project.slug]))
     assert page.status_code == 200
