@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from corpus import jobs
+from corpus import job_display, jobs
 from corpus.access import project_access
 from corpus.forms import (
     ChunkingSchemeForm,
@@ -30,6 +30,7 @@ from corpus.models import (
     Role,
 )
 from corpus.services import documents, http_retrieval, retrieval, test_users
+from corpus.visibility import restricted_elsewhere
 from goldset.errors import ServiceError
 
 DOCUMENTS_PER_PAGE = 50
@@ -64,7 +65,10 @@ def show_project(request: HttpRequest, slug: str) -> HttpResponse:
         "searchable_count": documents.searchable_for(request.user).count(),
         "flagged_count": documents.held_back().count(),
         "schemes": access.project.chunking_schemes.with_chunk_count(viewer=request.user),
-        "jobs": access.project.jobs.all()[:5] if access.is_lead else [],
+        "jobs": [
+            job_display.view_job(job, request.user, problems=False)
+            for job in job_display.visible_jobs(access.project.jobs.all(), request.user)[:5]
+        ],
     }
     return render(request, "corpus/show_project.html", context)
 
@@ -282,41 +286,31 @@ def edit_chunking(request: HttpRequest, slug: str, scheme_id: int) -> HttpRespon
 @require_GET
 def list_jobs(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
-    jobs = Paginator(access.project.jobs.defer("errors"), 50).get_page(request.GET.get("page"))
+    listed = job_display.visible_jobs(access.project.jobs.defer("errors"), request.user)
+    page = Paginator(listed, 50).get_page(request.GET.get("page"))
     return render(
         request,
         "corpus/list_jobs.html",
-        {"access": access, "project": access.project, "page": jobs},
+        {
+            "access": access,
+            "project": access.project,
+            "page": page,
+            "shown": [job_display.view_job(job, request.user, problems=False) for job in page],
+        },
     )
-
-
-def job_errors_for(job: Job, user) -> tuple[list[dict], bool]:
-    """The job's per-item problems the user may read, and whether some were left out: an
-    entry naming a document (``document_id``) that an access group hides from them is not
-    shown, not even counted."""
-    errors = [
-        e for e in (job.errors if isinstance(job.errors, list) else []) if isinstance(e, dict)
-    ]
-    named = {e["document_id"] for e in errors if e.get("document_id")}
-    if not named:
-        return errors, False
-    visible = set(
-        Document.objects.filter(project=job.project, pk__in=named)
-        .visible_to(user)
-        .values_list("pk", flat=True)
-    )
-    shown = [e for e in errors if not e.get("document_id") or e["document_id"] in visible]
-    return shown, len(shown) < len(errors)
 
 
 @login_required
 @require_GET
 def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
-    job = get_object_or_404(Job, project=access.project, pk=job_id)
+    job = get_object_or_404(
+        job_display.visible_jobs(Job.objects.filter(project=access.project), request.user),
+        pk=job_id,
+    )
     template = "corpus/show_job.html#progress" if request.htmx else "corpus/show_job.html"
-    errors, withheld = job_errors_for(job, request.user)
-    columns = {key: any(e.get(key) for e in errors) for key in ("source", "line", "doc_id")}
+    shown = job_display.view_job(job, request.user)
+    columns = {key: any(e.get(key) for e in shown.errors) for key in ("source", "line", "doc_id")}
     response = render(
         request,
         template,
@@ -324,8 +318,12 @@ def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
             "access": access,
             "project": access.project,
             "job": job,
-            "errors": errors,
-            "withheld": withheld,
+            "shown": shown,
+            "errors": shown.errors,
+            # Said to anyone outside one of the project's groups, whatever the job touched.
+            "restricted_elsewhere": restricted_elsewhere(
+                project=access.project, viewer=request.user
+            ),
             "columns": columns,
         },
     )
@@ -417,7 +415,12 @@ def show_retriever(request: HttpRequest, slug: str, retriever_id: int) -> HttpRe
         else 0,
         "stale_count": stale.count(),
         "stale": stale.with_latest_version()[:STALE_SHOWN],
-        "builds": Job.objects.index_builds_of(retriever)[:3] if access.is_lead else [],
+        "builds": [
+            job_display.view_job(job, request.user, problems=False)
+            for job in Job.objects.index_builds_of(retriever)[:3]
+        ]
+        if access.is_lead
+        else [],
         "runs": retriever.run_results.exclude(version__document__in=hidden.values("pk"))
         .values("question__question_set__name")
         .annotate(results=Count("pk"), questions=Count("question", distinct=True))

@@ -170,16 +170,18 @@ class HttpRun:
             )
 
 
+PLACEMENT_WORDS = {
+    "offsets": "by their offsets",
+    "exact": "by exact text",
+    "fuzzy": "by fuzzy text",
+    "document": "as whole documents",
+    "unknown": "naming documents Goldset does not have",
+}
+
+
 def describe_placement(located: Counter | dict) -> str:
-    words = {
-        "offsets": "by their offsets",
-        "exact": "by exact text",
-        "fuzzy": "by fuzzy text",
-        "document": "as whole documents",
-        "unknown": "naming documents Goldset does not have",
-    }
     total = sum(located.values())
-    parts = [f"{located[name]} {words[name]}" for name in PLACED if located.get(name)]
+    parts = [f"{located[name]} {PLACEMENT_WORDS[name]}" for name in PLACED if located.get(name)]
     return f"{total} result{'s' if total != 1 else ''} placed: " + (", ".join(parts) or "none")
 
 
@@ -261,6 +263,8 @@ def _place(retriever: Retriever, batch, answers, *, as_user) -> HttpRun:
                 name = "a restricted document" if restricted else hit.doc_id
                 run.warnings.append(
                     {
+                        # Shown only to those who may see the document (`corpus.job_display`).
+                        "document_id": document_id,
                         "source": f"question {question_id}",
                         "error": f"{source}: result {rank}: offsets [{hit.start}, {hit.end}) "
                         f"are past the end of {name} ({len(text)} characters); "

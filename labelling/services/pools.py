@@ -8,13 +8,15 @@ uploaded run is pooled from its RunResult rows, which `labelling.services.run_im
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -205,6 +207,16 @@ def record_pool_hits(*, pool: Pool, retriever: Retriever, question_ids: Sequence
             counts = {n: counts.get(n, 0) + located.get(n, 0) for n in http_retrieval.PLACED}
             job.result["placed"] = {**job.result.get("placed", {}), retriever.name: counts}
             job.errors = [*job.errors, *placed["warnings"]][:MAX_LISTED_PROBLEMS]
+            jobs.add_shares(
+                job,
+                {
+                    document: {
+                        **{_placed_figure(retriever.name, how): n for how, n in hows.items()},
+                        _placed_figure(retriever.name): sum(hows.values()),
+                    }
+                    for document, hows in placed["by_document"].items()
+                },
+            )
         job.done = len(finished)
         # The heartbeat tells the reconciler that this pool's tasks are still arriving.
         Job.objects.filter(pk=job.pk).update(
@@ -225,7 +237,12 @@ def _hits(
         )
         run.raise_for_errors(retriever)
         if placed is not None:
-            placed.update(located=run.located, warnings=run.warnings)
+            by_document: dict[int, Counter] = defaultdict(Counter)
+            for ranking in run.rankings:
+                for hit in ranking:
+                    if hit.document_id is not None:
+                        by_document[hit.document_id][hit.located] += 1
+            placed.update(located=run.located, warnings=run.warnings, by_document=by_document)
         content = http_retrieval.content_rankings(run, project=retriever.project)
         return http_retrieval.pool_rows(content, retriever=retriever)
     if retriever.kind != RetrieverKind.RUN:
@@ -266,21 +283,51 @@ def _fail(pool: Pool, message: str, *, errors: Sequence[dict] = ()) -> None:
             jobs.finish(job, JobState.FAILED, message)
 
 
+def _placed_figure(retriever: str, how: str = "all") -> str:
+    """The message figure of an HTTP retriever's results placed ``how`` (`_complete`)."""
+    return f"placed_{hashlib.sha256(retriever.encode()).hexdigest()[:12]}_{how}"
+
+
 def _complete(pool: Pool) -> None:
     candidates = merge_pool(pool)
     Pool.objects.filter(pk=pool.pk).update(state=PoolState.READY)
     job = Job.objects.get(pk=pool.job_id)
     job.result = {**job.result, "candidates": candidates}
-    questions = pool.question_set.questions.count()
-    placed = "".join(
-        f" {name}: {http_retrieval.describe_placement(counts)}."
-        for name, counts in sorted(job.result.get("placed", {}).items())
+    # Every figure of the message counts what a viewer may see: what each restricted document
+    # adds is kept apart (`corpus.jobs.add_shares`), and left out for those outside its groups.
+    per_document = (
+        Candidate.objects.filter(pool=pool, version__document__access_groups__isnull=False)
+        .order_by()
+        .values("version__document")
+        .annotate(n=Count("pk", distinct=True))
+        .values_list("version__document", "n")
     )
-    jobs.finish(
-        job,
-        JobState.SUCCEEDED,
-        f"Pool {pool.name}: {candidates} candidates for {questions} questions.{placed}",
-    )
+    jobs.add_shares(job, {document: {"candidates": n} for document, n in per_document})
+    figures: dict = {
+        "pool": pool.name,
+        "candidates": candidates,
+        "questions": pool.question_set.questions.count(),
+    }
+    template: list = ["Pool {pool}: {candidates} candidates for {questions} questions."]
+    for index, (name, counts) in enumerate(sorted(job.result.get("placed", {}).items())):
+        figures[f"retriever_{index}"] = name
+        figures[_placed_figure(name)] = sum(counts.values())
+        for how in http_retrieval.PLACED:
+            figures[_placed_figure(name, how)] = counts.get(how, 0)
+        template += [
+            f" {{retriever_{index}}}: {{{_placed_figure(name)}:plural:result/results}} placed: ",
+            {
+                "join": ", ",
+                "items": [
+                    [f"{{{_placed_figure(name, how)}}} {http_retrieval.PLACEMENT_WORDS[how]}"]
+                    + [_placed_figure(name, how)]
+                    for how in http_retrieval.PLACED
+                ],
+                "empty": "none",
+            },
+            ".",
+        ]
+    jobs.finish(job, JobState.SUCCEEDED, template, figures=figures)
 
 
 def merge_pool(pool: Pool) -> int:

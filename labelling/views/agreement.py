@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from corpus.access import project_access
 from corpus.models import Role
+from corpus.visibility import restricted_elsewhere
 from goldset.errors import ServiceError
 from labelling.agreement import GUIDELINE_ALPHA_THRESHOLD
 from labelling.forms import ResolveItemForm, ResolveVerdictForm
@@ -28,7 +29,6 @@ from labelling.services.gold import (
     next_to_decide,
     resolve_gold,
 )
-from labelling.services.votes import restricted_elsewhere
 
 CONTEXT_CHARS = 400
 
