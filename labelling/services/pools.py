@@ -80,6 +80,11 @@ def start_pool(
         raise ServiceError(f"The pool depth must be between 1 and {MAX_DEPTH}, got {depth}.")
     if not retrievers:
         raise ServiceError("Choose at least one retriever to pool from.")
+    if question_set.is_canary:
+        raise ServiceError(
+            f"{question_set.name} holds canary questions: permission replays ask them; they are "
+            "never pooled or labelled."
+        )
     questions = question_set.questions.count()
     if not questions:
         raise ServiceError(f"The question set {question_set.name} has no questions.")

@@ -35,7 +35,9 @@ CONTEXT_CHARS = 400
 
 def _lead_set(request: HttpRequest, slug: str, set_id: int):
     access = project_access(request.user, slug, role=Role.LEAD)
-    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    question_set = get_object_or_404(
+        QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
+    )
     return access, question_set
 
 
