@@ -25,6 +25,7 @@ from corpus.models import (
     Job,
     PermissionProfile,
     Project,
+    ProjectInvitation,
     Retriever,
     RetrieverKind,
     Role,
@@ -47,7 +48,17 @@ DOCUMENT_FILTERS = {
 @require_GET
 def list_projects(request: HttpRequest) -> HttpResponse:
     projects = Project.objects.for_member(request.user).order_by("slug")
-    return render(request, "corpus/list_projects.html", {"projects": projects})
+    invitations = (
+        ProjectInvitation.objects.pending()
+        .for_user(request.user)
+        .exclude(project__in=projects)
+        .select_related("project")
+    )
+    return render(
+        request,
+        "corpus/list_projects.html",
+        {"projects": projects, "invitations": invitations},
+    )
 
 
 @login_required
