@@ -23,6 +23,12 @@ from corpus import jobs, visibility
 from corpus.models import AccessGroup, Document, Job
 
 UPLOAD_KIND = "import_uploads"
+# Said instead of a message whose figures rest on documents hidden from the viewer (a gold
+# set's), as the gold set's own pages say it: without a count.
+WITHHELD = (
+    "Its figures rest on documents that an access group hides from you, so they are not shown "
+    "to you."
+)
 
 
 @dataclass
@@ -87,6 +93,8 @@ def hidden_shares(job: Job, user) -> dict[str, int]:
 
 def _message(job: Job, taken: dict[str, int]) -> str:
     result = job.result if isinstance(job.result, dict) else {}
+    if taken.get(jobs.WITHHOLD) and job.message:
+        return WITHHELD
     template, figures = result.get("message"), result.get("figures")
     if not isinstance(template, str | list) or not isinstance(figures, dict):
         return job.message

@@ -30,6 +30,8 @@ from goldset.errors import ServiceError
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[int], None]
+# A share figure meaning: the job's message is not for those outside this document's groups.
+WITHHOLD = "withhold"
 
 # A running job whose worker has shown no sign of life for this long is presumed dead.
 STALE_AFTER = timedelta(minutes=10)

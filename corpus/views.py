@@ -343,7 +343,7 @@ def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
         if url:
             # The page that was polling goes on to what the job made (a gold set, the figures),
             # which says what the job did.
-            messages.success(request, job.message)
+            messages.success(request, shown.message)
             response["HX-Redirect"] = url
     return response
 
@@ -354,7 +354,7 @@ def follow_job(request: HttpRequest, job: Job) -> HttpResponse:
     url = jobs.next_url(job)
     if url is None:
         return redirect("corpus:show-job", slug=job.project.slug, job_id=job.pk)
-    messages.success(request, job.message)
+    messages.success(request, job_display.view_job(job, request.user, problems=False).message)
     return redirect(url)
 
 

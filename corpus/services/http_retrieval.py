@@ -179,6 +179,44 @@ PLACEMENT_WORDS = {
 }
 
 
+def placement_figure(key: str, how: str = "all") -> str:
+    """The message figure of results placed ``how`` under ``key`` (`placement_template`)."""
+    return f"placed_{key}_{how}"
+
+
+def placement_template(located: Counter | dict, *, key: str) -> tuple[list, dict]:
+    """`describe_placement` as a message template and its figures (`corpus.jobs.finish`), so a
+    job page counts only the results on documents its viewer may see (`placement_shares`)."""
+    figures = {placement_figure(key): sum(located.values())}
+    figures |= {placement_figure(key, how): located.get(how, 0) for how in PLACED}
+    template = [
+        f"{{{placement_figure(key)}:plural:result/results}} placed: ",
+        {
+            "join": ", ",
+            "items": [
+                [f"{{{placement_figure(key, how)}}} {PLACEMENT_WORDS[how]}"]
+                + [placement_figure(key, how)]
+                for how in PLACED
+            ],
+            "empty": "none",
+        },
+    ]
+    return template, figures
+
+
+def placement_shares(run: HttpRun, *, key: str) -> dict[int, dict[str, int]]:
+    """What each document's results add to the figures of `placement_template`."""
+    shares: dict[int, dict[str, int]] = {}
+    for ranking in run.rankings:
+        for hit in ranking:
+            if hit.document_id is None:
+                continue
+            mine = shares.setdefault(hit.document_id, {})
+            for figure in (placement_figure(key), placement_figure(key, hit.located)):
+                mine[figure] = mine.get(figure, 0) + 1
+    return shares
+
+
 def describe_placement(located: Counter | dict) -> str:
     total = sum(located.values())
     parts = [f"{located[name]} {PLACEMENT_WORDS[name]}" for name in PLACED if located.get(name)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -212,16 +212,7 @@ def record_pool_hits(*, pool: Pool, retriever: Retriever, question_ids: Sequence
             counts = {n: counts.get(n, 0) + located.get(n, 0) for n in http_retrieval.PLACED}
             job.result["placed"] = {**job.result.get("placed", {}), retriever.name: counts}
             job.errors = [*job.errors, *placed["warnings"]][:MAX_LISTED_PROBLEMS]
-            jobs.add_shares(
-                job,
-                {
-                    document: {
-                        **{_placed_figure(retriever.name, how): n for how, n in hows.items()},
-                        _placed_figure(retriever.name): sum(hows.values()),
-                    }
-                    for document, hows in placed["by_document"].items()
-                },
-            )
+            jobs.add_shares(job, placed["shares"])
         job.done = len(finished)
         # The heartbeat tells the reconciler that this pool's tasks are still arriving.
         Job.objects.filter(pk=job.pk).update(
@@ -242,12 +233,8 @@ def _hits(
         )
         run.raise_for_errors(retriever)
         if placed is not None:
-            by_document: dict[int, Counter] = defaultdict(Counter)
-            for ranking in run.rankings:
-                for hit in ranking:
-                    if hit.document_id is not None:
-                        by_document[hit.document_id][hit.located] += 1
-            placed.update(located=run.located, warnings=run.warnings, by_document=by_document)
+            shares = http_retrieval.placement_shares(run, key=_placement_key(retriever.name))
+            placed.update(located=run.located, warnings=run.warnings, shares=shares)
         content = http_retrieval.content_rankings(run, project=retriever.project)
         return http_retrieval.pool_rows(content, retriever=retriever)
     if retriever.kind != RetrieverKind.RUN:
@@ -288,9 +275,9 @@ def _fail(pool: Pool, message: str, *, errors: Sequence[dict] = ()) -> None:
             jobs.finish(job, JobState.FAILED, message)
 
 
-def _placed_figure(retriever: str, how: str = "all") -> str:
-    """The message figure of an HTTP retriever's results placed ``how`` (`_complete`)."""
-    return f"placed_{hashlib.sha256(retriever.encode()).hexdigest()[:12]}_{how}"
+def _placement_key(retriever: str) -> str:
+    """A retriever's key in the figures of a pool's message (`_complete`)."""
+    return hashlib.sha256(retriever.encode()).hexdigest()[:12]
 
 
 def _complete(pool: Pool) -> None:
@@ -315,23 +302,9 @@ def _complete(pool: Pool) -> None:
     }
     template: list = ["Pool {pool}: {candidates} candidates for {questions} questions."]
     for index, (name, counts) in enumerate(sorted(job.result.get("placed", {}).items())):
-        figures[f"retriever_{index}"] = name
-        figures[_placed_figure(name)] = sum(counts.values())
-        for how in http_retrieval.PLACED:
-            figures[_placed_figure(name, how)] = counts.get(how, 0)
-        template += [
-            f" {{retriever_{index}}}: {{{_placed_figure(name)}:plural:result/results}} placed: ",
-            {
-                "join": ", ",
-                "items": [
-                    [f"{{{_placed_figure(name, how)}}} {http_retrieval.PLACEMENT_WORDS[how]}"]
-                    + [_placed_figure(name, how)]
-                    for how in http_retrieval.PLACED
-                ],
-                "empty": "none",
-            },
-            ".",
-        ]
+        placement, placed = http_retrieval.placement_template(counts, key=_placement_key(name))
+        figures |= {f"retriever_{index}": name, **placed}
+        template += [f" {{retriever_{index}}}: ", *placement, "."]
     jobs.finish(job, JobState.SUCCEEDED, template, figures=figures)
 
 
