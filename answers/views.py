@@ -30,7 +30,9 @@ from labelling.views.grading import OTHER_ACCOUNT
 @require_http_methods(["GET", "POST"])
 def list_answer_runs(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
-    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    question_set = get_object_or_404(
+        QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
+    )
     form = AnswerUploadForm(request.POST or None, request.FILES or None)
     problems: list = []  # an upload's bad lines are on its job's page
     error = ""
@@ -81,7 +83,9 @@ def list_answer_runs(request: HttpRequest, slug: str, set_id: int) -> HttpRespon
 @require_http_methods(["POST"])
 def plan_answer_review(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
-    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    question_set = get_object_or_404(
+        QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
+    )
     form = AnswerReviewPlanForm(request.POST, question_set=question_set)
     if not form.is_valid():
         messages.error(request, "Choose an answer run, labellers and a share between 0 and 1.")
@@ -114,7 +118,9 @@ def edit_reference_answer(
     request: HttpRequest, slug: str, set_id: int, question_id: int
 ) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
-    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    question_set = get_object_or_404(
+        QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
+    )
     question = get_object_or_404(question_set.questions.included(), pk=question_id)
     current = services.current_reference(question)
     facts = list(current.facts.all()) if current is not None else []
@@ -383,7 +389,9 @@ def finish_answer_review(
 @require_http_methods(["GET"])
 def list_answer_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
-    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    question_set = get_object_or_404(
+        QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
+    )
     agreement = adjudication.answer_agreement(question_set=question_set, viewer=request.user)
     return render(
         request,
@@ -404,7 +412,9 @@ def list_answer_adjudication(request: HttpRequest, slug: str, set_id: int) -> Ht
 @require_http_methods(["POST"])
 def resolve_answer(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
-    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    question_set = get_object_or_404(
+        QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
+    )
     answer_id, chosen_id = request.POST.get("answer", ""), request.POST.get("chosen", "")
     visible = Answer.objects.filter(run__question_set=question_set).exclude(
         passages__version__document__in=Document.objects.hidden_from(request.user)

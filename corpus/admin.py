@@ -1,7 +1,9 @@
 from django.contrib import admin
+from django.contrib.auth import get_user_model
 
 from corpus.models import (
     AccessGroup,
+    AccessGroupChange,
     Chunk,
     ChunkingScheme,
     Document,
@@ -13,6 +15,7 @@ from corpus.models import (
     Membership,
     PermissionProfile,
     Project,
+    ProjectInvitation,
     Retriever,
     Upload,
 )
@@ -50,16 +53,49 @@ class AccessGroupAdmin(admin.ModelAdmin):
         before = set(group.members.values_list("pk", flat=True))
         super().save_related(request, form, formsets, change)
         after = set(group.members.values_list("pk", flat=True))
+        users = {u.pk: u for u in get_user_model().objects.filter(pk__in=before ^ after)}
+        projects.record_group_changes(
+            group=group,
+            added=[users[pk] for pk in sorted(after - before)],
+            removed=[users[pk] for pk in sorted(before - after)],
+            by=request.user,
+        )
         projects.access_changed(project=group.project, user_ids=before ^ after)
 
     def delete_model(self, request, obj):
-        members = list(obj.members.values_list("pk", flat=True))
+        members = list(obj.members.all())
+        projects.record_group_changes(group=obj, added=(), removed=members, by=request.user)
         super().delete_model(request, obj)
-        projects.access_changed(project=obj.project, user_ids=members)
+        projects.access_changed(project=obj.project, user_ids=[u.pk for u in members])
 
     def delete_queryset(self, request, queryset):
         for group in queryset:
             self.delete_model(request, group)
+
+
+@admin.register(AccessGroupChange)
+class AccessGroupChangeAdmin(admin.ModelAdmin):
+    """The record of access group changes: read, never edited."""
+
+    list_display = ["changed_at", "project", "group_name", "member_name", "added", "self_added"]
+    list_display += ["changed_by_name"]
+    list_filter = ["project", "added", "self_added"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ProjectInvitation)
+class ProjectInvitationAdmin(admin.ModelAdmin):
+    list_display = ["username", "project", "role", "invited_by", "created_at", "accepted_at"]
+    list_filter = ["project"]
+    raw_id_fields = ["invited_by"]
 
 
 @admin.register(Document)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import string
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from corpus import visibility
 from corpus.models import Job, JobState, Project, Upload
 from corpus.sources import SourceError
 from goldset.errors import ServiceError
@@ -28,6 +30,8 @@ from goldset.errors import ServiceError
 logger = logging.getLogger(__name__)
 
 Progress = Callable[[int], None]
+# A share figure meaning: the job's message is not for those outside this document's groups.
+WITHHOLD = "withhold"
 
 # A running job whose worker has shown no sign of life for this long is presumed dead.
 STALE_AFTER = timedelta(minutes=10)
@@ -55,10 +59,12 @@ def start(
     params: dict | None = None,
     user=None,
     total: int = 0,
+    shares: dict[int, dict[str, int]] | None = None,
 ) -> Job:
     """Create a Job that ``task`` (a task's dotted name) does, queued once the surrounding
-    transaction commits."""
-    job = Job.objects.create(
+    transaction commits. ``shares``: what restricted documents add to ``total`` and the
+    figures (`add_shares`)."""
+    job = Job(
         project=project,
         kind=kind,
         task=task,
@@ -67,6 +73,9 @@ def start(
         created_by=user,
         total=total,
     )
+    if shares:
+        add_shares(job, shares)
+    job.save()
     queue(job)
     return job
 
@@ -222,9 +231,70 @@ def _give_up(pk: int, message: str) -> None:
         logger.exception("reconcile: job %s cannot even be marked failed", pk)
 
 
-def finish(job: Job, state: str, message: str) -> None:
+# A message template: text with ``{figure}`` fields, or a list of parts. A part is a text; a
+# ``[text, figure]`` pair, left out when that figure is 0 ("access groups changed on 2"); or
+# ``{"join": ", ", "items": [pairs], "empty": "none"}``, the items whose figure is not 0 joined.
+# ``{figure:plural:result/results}`` writes "1 result", "2 results".
+Template = str | list
+
+
+class _Figures(string.Formatter):
+    def format_field(self, value, format_spec: str):
+        if format_spec.startswith("plural:"):
+            one, _, many = format_spec.removeprefix("plural:").partition("/")
+            return f"{value} {one if value == 1 else many}"
+        return super().format_field(value, format_spec)
+
+
+def render_message(template: Template, figures: dict) -> str:
+    """A message template filled with ``figures`` (`finish`)."""
+    formatter = _Figures()
+
+    def kept(pairs) -> list[str]:
+        return [formatter.format(text, **figures) for text, figure in pairs if figures.get(figure)]
+
+    shown = []
+    for part in [template] if isinstance(template, str) else template:
+        if isinstance(part, dict):
+            items = kept(part["items"])
+            shown.append(part["join"].join(items) if items else part.get("empty", ""))
+        elif isinstance(part, list | tuple):
+            shown.extend(kept([part]))
+        else:
+            shown.append(formatter.format(str(part), **figures))
+    return "".join(shown)
+
+
+def finish(job: Job, state: str, message: Template, *, figures: dict | None = None) -> None:
+    """Close the job with its message. A message quoting figures a restricted document adds
+    to is a template (`render_message`) with its ``figures``: each viewer reads it with the
+    shares of the documents hidden from them taken out (`add_shares`, `corpus.job_display`);
+    ``job.message`` holds it as someone who sees everything reads it."""
+    if figures is not None:
+        job.result = {**(job.result or {}), "message": message, "figures": figures}
+        message = render_message(message, figures)
     job.state, job.message, job.finished_at = state, message, timezone.now()
     job.save(update_fields=["state", "message", "finished_at", "errors", "result", "done", "total"])
+
+
+def add_shares(job: Job, shares: dict[int, dict[str, int]]) -> None:
+    """Record what restricted documents add to the job's figures and to its ``done`` and
+    ``total`` (``{document pk: {figure: amount}}``), so a viewer outside a document's access
+    groups reads every figure without it (`corpus.job_display`). Only documents restricted to
+    an access group are kept: the others are visible to every member. Saved by `finish` or by
+    the caller."""
+    restricted = visibility.groups_of_documents(shares)
+    kept = dict((job.result or {}).get("shares", {}))
+    for pk, amounts in shares.items():
+        if pk not in restricted:
+            continue
+        mine = dict(kept.get(str(pk), {}))
+        for name, amount in amounts.items():
+            if amount:
+                mine[name] = mine.get(name, 0) + int(amount)
+        if mine:
+            kept[str(pk)] = mine
+    job.result = {**(job.result or {}), "shares": kept}
 
 
 def next_url(job: Job) -> str | None:

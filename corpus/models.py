@@ -100,6 +100,88 @@ class AccessGroup(models.Model):
         return self.name
 
 
+class ProjectInvitationQuerySet(models.QuerySet):
+    def pending(self) -> ProjectInvitationQuerySet:
+        """Not yet accepted, and younger than PASSWORD_RESET_TIMEOUT (an invitation link's)."""
+        from datetime import timedelta
+
+        from django.utils import timezone
+
+        fresh = timezone.now() - timedelta(seconds=settings.PASSWORD_RESET_TIMEOUT)
+        return self.filter(accepted_at__isnull=True, created_at__gte=fresh)
+
+    def for_user(self, user) -> ProjectInvitationQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(username__iexact=user.get_username())
+
+
+class ProjectInvitation(models.Model):
+    """A project admin's invitation of an account by its username, to join with a role once its
+    owner accepts. Stored by name, whether or not an account has it: what the admin sees never
+    tells them which usernames exist."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    username = models.CharField(max_length=150)
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.LABELLER)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ProjectInvitationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "username"], name="one_invitation_per_username"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.username} to {self.project} as {self.role}"
+
+
+class AccessGroupChange(models.Model):
+    """One account added to or removed from an access group: who did it, whom, when. Names are
+    copied, so the record outlives the accounts and the group. Read-only once written."""
+
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="access_group_changes"
+    )
+    group = models.ForeignKey(
+        AccessGroup, on_delete=models.SET_NULL, null=True, related_name="changes"
+    )
+    group_name = models.CharField(max_length=100)
+    member = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    member_name = models.CharField(max_length=150)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="Empty for a change made on the command line or by a script.",
+    )
+    changed_by_name = models.CharField(max_length=150, blank=True)
+    added = models.BooleanField(help_text="Added to the group (else removed from it).")
+    self_added = models.BooleanField(
+        default=False, help_text="Someone added themselves to the group: worth a second look."
+    )
+    changed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-changed_at", "-pk"]
+
+    def __str__(self) -> str:
+        verb = "added" if self.added else "removed"
+        return f"{self.changed_by_name or 'a script'} {verb} {self.member_name} ({self.group_name})"
+
+
 class DuplicateGroup(models.Model):
     """Near-duplicate documents; only the representative stays searchable."""
 

@@ -16,7 +16,7 @@ from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import add_never_cache_headers
 from django.utils.encoding import force_str
@@ -34,11 +34,13 @@ from corpus.forms import (
     RenewAccessForm,
     RoleForm,
 )
-from corpus.models import AccessGroup, Membership, Role
+from corpus.models import AccessGroup, Membership, Project, ProjectInvitation, Role
 from corpus.services import projects
 from goldset.errors import ServiceError
 
 User = get_user_model()
+# The newest access group changes shown to a project's admins (the admin site keeps them all).
+CHANGES_SHOWN = 50
 
 
 def may_create_projects(user) -> bool:
@@ -116,6 +118,7 @@ def _members_page(request, access, *, status=200, **forms) -> HttpResponse:
         "add_form": forms.get("add_form") or AddMemberForm(),
         "create_form": forms.get("create_form") or CreateAccountForm(),
         "role_counts": _role_counts(access.project),
+        "invitations": ProjectInvitation.objects.filter(project=access.project).pending(),
     }
     return render(request, "corpus/list_members.html", context, status=status)
 
@@ -133,22 +136,28 @@ def add_member(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.ADMIN)
     form = AddMemberForm(request.POST)
     if form.is_valid():
-        user = User.objects.filter(username=form.cleaned_data["username"].strip()).first()
-        if user is None:
-            form.add_error(
-                "username", "No account has this username: create the account below instead."
+        role = Role(form.cleaned_data["role"]).label.lower()
+        try:
+            added = projects.add_or_invite(
+                project=access.project,
+                username=form.cleaned_data["username"],
+                role=form.cleaned_data["role"],
+                admin=request.user,
             )
-        elif Membership.objects.filter(project=access.project, user=user).exists():
-            form.add_error(
-                "username", f"{user.get_username()} is a member already; change their role below."
-            )
+        except ServiceError as exc:
+            form.add_error("username", str(exc))
         else:
-            projects.add_member(project=access.project, user=user, role=form.cleaned_data["role"])
-            messages.success(
-                request,
-                f"{user.get_username()} is now a {Role(form.cleaned_data['role']).label.lower()} "
-                f"of {access.project.name}.",
-            )
+            if added.membership is not None:
+                name = added.membership.user.get_username()
+                messages.success(request, f"{name} is now a {role} of {access.project.name}.")
+            else:
+                # The same words whether or not an account has this name.
+                messages.success(
+                    request,
+                    f"{added.invitation.username} is invited as a {role}: an account of that "
+                    f"name joins {access.project.name} once its owner accepts on their "
+                    "Projects page.",
+                )
             return redirect("corpus:list-members", slug=slug)
     return _members_page(request, access, add_form=form, status=400)
 
@@ -232,7 +241,7 @@ def remove_member(request: HttpRequest, slug: str, membership_id: int) -> HttpRe
     membership = _membership(access, membership_id)
     name = membership.user.get_username()
     try:
-        projects.remove_member(membership=membership)
+        projects.remove_member(membership=membership, by=request.user)
     except ServiceError as exc:
         messages.error(request, str(exc))
         return redirect("corpus:list-members", slug=slug)
@@ -293,6 +302,22 @@ def accept_invitation(request: HttpRequest, uidb64: str, token: str) -> HttpResp
     )
 
 
+@login_required
+@require_POST
+def join_project(request: HttpRequest, slug: str) -> HttpResponse:
+    """An account accepts the invitation waiting for it (its Projects page lists them). Without
+    one the project is answered as any project the account is not a member of: 404."""
+    project = get_object_or_404(Project, slug=slug)
+    try:
+        membership = projects.accept_project_invitation(project=project, user=request.user)
+    except ServiceError:
+        raise Http404("No such project.") from None
+    messages.success(
+        request, f"Welcome to {project.name}: you are a {membership.get_role_display().lower()}."
+    )
+    return redirect("corpus:show-project", slug=slug)
+
+
 # Access groups -------------------------------------------------------------------------------
 
 
@@ -330,6 +355,7 @@ def list_access_groups(request: HttpRequest, slug: str) -> HttpResponse:
                 for group in groups
             ],
             "form": form,
+            "changes": access.project.access_group_changes.all()[:CHANGES_SHOWN],
         },
         status=400 if form.errors else 200,
     )
@@ -347,7 +373,9 @@ def edit_access_group(request: HttpRequest, slug: str, access_group_id: int) -> 
     )
     if request.method == "POST" and form.is_valid():
         members = list(form.cleaned_data["members"])
-        projects.set_access_group_members(project=access.project, name=group.name, users=members)
+        projects.set_access_group_members(
+            project=access.project, name=group.name, users=members, by=request.user
+        )
         messages.success(
             request,
             f"{group.name} has {len(members)} member{'s' if len(members) != 1 else ''}; what "
@@ -357,7 +385,13 @@ def edit_access_group(request: HttpRequest, slug: str, access_group_id: int) -> 
     return render(
         request,
         "corpus/edit_access_group.html",
-        {"access": access, "project": access.project, "group": group, "form": form},
+        {
+            "access": access,
+            "project": access.project,
+            "group": group,
+            "form": form,
+            "changes": group.changes.all()[:CHANGES_SHOWN],
+        },
         status=400 if form.errors else 200,
     )
 

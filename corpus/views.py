@@ -8,7 +8,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from corpus import jobs, remote
+from corpus import job_display, jobs, remote
 from corpus.access import project_access
 from corpus.forms import (
     ChunkingSchemeForm,
@@ -25,11 +25,13 @@ from corpus.models import (
     Job,
     PermissionProfile,
     Project,
+    ProjectInvitation,
     Retriever,
     RetrieverKind,
     Role,
 )
 from corpus.services import documents, http_retrieval, retrieval, test_users
+from corpus.visibility import restricted_elsewhere
 from goldset.errors import ServiceError
 
 DOCUMENTS_PER_PAGE = 50
@@ -46,7 +48,17 @@ DOCUMENT_FILTERS = {
 @require_GET
 def list_projects(request: HttpRequest) -> HttpResponse:
     projects = Project.objects.for_member(request.user).order_by("slug")
-    return render(request, "corpus/list_projects.html", {"projects": projects})
+    invitations = (
+        ProjectInvitation.objects.pending()
+        .for_user(request.user)
+        .exclude(project__in=projects)
+        .select_related("project")
+    )
+    return render(
+        request,
+        "corpus/list_projects.html",
+        {"projects": projects, "invitations": invitations},
+    )
 
 
 @login_required
@@ -64,7 +76,10 @@ def show_project(request: HttpRequest, slug: str) -> HttpResponse:
         "searchable_count": documents.searchable_for(request.user).count(),
         "flagged_count": documents.held_back().count(),
         "schemes": access.project.chunking_schemes.with_chunk_count(viewer=request.user),
-        "jobs": access.project.jobs.all()[:5] if access.is_lead else [],
+        "jobs": [
+            job_display.view_job(job, request.user, problems=False)
+            for job in job_display.visible_jobs(access.project.jobs.all(), request.user)[:5]
+        ],
     }
     return render(request, "corpus/show_project.html", context)
 
@@ -282,42 +297,32 @@ def edit_chunking(request: HttpRequest, slug: str, scheme_id: int) -> HttpRespon
 @require_GET
 def list_jobs(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
-    jobs = Paginator(access.project.jobs.defer("errors"), 50).get_page(request.GET.get("page"))
+    listed = job_display.visible_jobs(access.project.jobs.defer("errors"), request.user)
+    page = Paginator(listed, 50).get_page(request.GET.get("page"))
     return render(
         request,
         "corpus/list_jobs.html",
-        {"access": access, "project": access.project, "page": jobs},
+        {
+            "access": access,
+            "project": access.project,
+            "page": page,
+            "shown": [job_display.view_job(job, request.user, problems=False) for job in page],
+        },
     )
-
-
-def job_errors_for(job: Job, user) -> tuple[list[dict], bool]:
-    """The job's per-item problems the user may read, and whether some were left out: an
-    entry naming a document (``document_id``) that an access group hides from them is not
-    shown, not even counted."""
-    errors = [
-        e for e in (job.errors if isinstance(job.errors, list) else []) if isinstance(e, dict)
-    ]
-    named = {e["document_id"] for e in errors if e.get("document_id")}
-    if not named:
-        return errors, False
-    visible = set(
-        Document.objects.filter(project=job.project, pk__in=named)
-        .visible_to(user)
-        .values_list("pk", flat=True)
-    )
-    shown = [e for e in errors if not e.get("document_id") or e["document_id"] in visible]
-    return shown, len(shown) < len(errors)
 
 
 @login_required
 @require_GET
 def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
-    job = get_object_or_404(Job, project=access.project, pk=job_id)
+    job = get_object_or_404(
+        job_display.visible_jobs(Job.objects.filter(project=access.project), request.user),
+        pk=job_id,
+    )
     template = "corpus/show_job.html#progress" if request.htmx else "corpus/show_job.html"
-    errors, withheld = job_errors_for(job, request.user)
+    shown = job_display.view_job(job, request.user)
     # What a remote server answered is for the admins who configured it (corpus/remote.py).
-    errors = remote.shown_to(errors, admin=access.is_admin)
+    errors = remote.shown_to(shown.errors, admin=access.is_admin)
     columns = {key: any(e.get(key) for e in errors) for key in ("source", "line", "doc_id")}
     response = render(
         request,
@@ -326,8 +331,12 @@ def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
             "access": access,
             "project": access.project,
             "job": job,
+            "shown": shown,
             "errors": errors,
-            "withheld": withheld,
+            # Said to anyone outside one of the project's groups, whatever the job touched.
+            "restricted_elsewhere": restricted_elsewhere(
+                project=access.project, viewer=request.user
+            ),
             "columns": columns,
         },
     )
@@ -336,7 +345,7 @@ def show_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
         if url:
             # The page that was polling goes on to what the job made (a gold set, the figures),
             # which says what the job did.
-            messages.success(request, job.message)
+            messages.success(request, shown.message)
             response["HX-Redirect"] = url
     return response
 
@@ -347,7 +356,7 @@ def follow_job(request: HttpRequest, job: Job) -> HttpResponse:
     url = jobs.next_url(job)
     if url is None:
         return redirect("corpus:show-job", slug=job.project.slug, job_id=job.pk)
-    messages.success(request, job.message)
+    messages.success(request, job_display.view_job(job, request.user, problems=False).message)
     return redirect(url)
 
 
@@ -419,7 +428,12 @@ def show_retriever(request: HttpRequest, slug: str, retriever_id: int) -> HttpRe
         else 0,
         "stale_count": stale.count(),
         "stale": stale.with_latest_version()[:STALE_SHOWN],
-        "builds": Job.objects.index_builds_of(retriever)[:3] if access.is_lead else [],
+        "builds": [
+            job_display.view_job(job, request.user, problems=False)
+            for job in Job.objects.index_builds_of(retriever)[:3]
+        ]
+        if access.is_lead
+        else [],
         "runs": retriever.run_results.exclude(version__document__in=hidden.values("pk"))
         .values("question__question_set__name")
         .annotate(results=Count("pk"), questions=Count("question", distinct=True))

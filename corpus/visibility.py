@@ -79,6 +79,14 @@ def visible_q(user, prefix: str = "") -> Q:
     return Q(Exists(member)) & not_hidden_q(user, prefix)
 
 
+def restricted_elsewhere(*, project, viewer) -> bool:
+    """Whether the project has access groups ``viewer`` is not in. It never depends on the
+    documents of those groups, so a page may say so ("items on documents restricted to groups
+    you are not in are handled by their members") without revealing any of them."""
+    group = apps.get_model("corpus", "AccessGroup")
+    return group.objects.filter(project=project).exclude(members=viewer).exists()
+
+
 # --- the set form -------------------------------------------------------------------------------
 
 

@@ -73,7 +73,8 @@ def list_gold_sets(request: HttpRequest, slug: str) -> HttpResponse:
 
 def _render_list(request, access, *, form=None, status=200):
     question_sets = (
-        QuestionSet.objects.filter(project=access.project)
+        QuestionSet.objects.content()
+        .filter(project=access.project)
         .prefetch_related("gold_sets__created_by")
         .order_by("name")
     )
@@ -94,7 +95,9 @@ def _render_list(request, access, *, form=None, status=200):
 @require_POST
 def finalise_gold_set(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.ADMIN)
-    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    question_set = get_object_or_404(
+        QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
+    )
     form = FinaliseForm(request.POST)
     if not form.is_valid():
         return _render_list(request, access, form=form, status=400)

@@ -100,7 +100,7 @@ class PoolForm(forms.Form):
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["question_set"].queryset = project.question_sets.all()
+        self.fields["question_set"].queryset = project.question_sets.content()
         self.fields["retrievers"].queryset = project.retrievers.all()
 
 

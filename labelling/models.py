@@ -26,11 +26,26 @@ class QuestionSetQuerySet(models.QuerySet):
             pool_count=models.Count("pools", distinct=True),
         )
 
+    def shown_to(self, access) -> QuestionSetQuerySet:
+        """The sets a project member with ``access`` may open: a canary set (the questions of
+        planted canary documents) is for the project's admins and permission replays only;
+        labellers and leads never learn it exists."""
+        return self if access.is_admin else self.filter(is_canary=False)
+
+    def content(self) -> QuestionSetQuerySet:
+        """The sets that are labelled, pooled and evaluated: not canary sets."""
+        return self.filter(is_canary=False)
+
 
 class QuestionSet(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="question_sets")
     name = models.SlugField(max_length=100)
     description = models.CharField(max_length=500, blank=True)
+    is_canary = models.BooleanField(
+        default=False,
+        help_text="The questions of planted canary documents: asked by permission replays, "
+        "seen by the project's admins only, never pooled or labelled.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = QuestionSetQuerySet.as_manager()

@@ -131,6 +131,8 @@ class PromotionForm(forms.Form):
 
     def __init__(self, *args, sample: Sample, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["target"].queryset = QuestionSet.objects.filter(
-            project=sample.project, sample__isnull=True
-        ).order_by("name")
+        self.fields["target"].queryset = (
+            QuestionSet.objects.content()
+            .filter(project=sample.project, sample__isnull=True)
+            .order_by("name")
+        )

@@ -243,3 +243,84 @@ def test_a_member_of_the_group_sees_it(world):
         reverse("labelling:show-assignment", args=[ids["slug"], ids["assignment_id"]])
     ).content
     assert history.count(b"<td>grade") >= 2 and b"salaries" in history
+
+
+def job_pages(user, ids: dict, job_ids: list[int]) -> dict:
+    """Every page that shows a job (its page, its htmx progress, the jobs list, the project
+    page's recent jobs), job ids set aside."""
+    from tests.corpus.test_job_pages import NOISE
+
+    browser = login(user)
+    slug, seen = ids["slug"], {}
+    for number, pk in enumerate(job_ids):
+        for kind, headers in (("page", {}), ("htmx", HTMX)):
+            response = browser.get(reverse("corpus:show-job", args=[slug, pk]), **headers)
+            seen[number, kind] = (response.status_code, NOISE.sub(b"", response.content))
+    for name in ("corpus:list-jobs", "corpus:show-project"):
+        response = browser.get(reverse(name, args=[slug]))
+        seen[name] = (response.status_code, NOISE.sub(b"", response.content))
+    return seen
+
+
+def a_job_of_every_kind(project, *, document=None) -> list[int]:
+    """A finished job of each kind the apps start, its figures, progress and problems as the
+    work records them: with ``document`` (restricted), each counts it once more and a warning
+    names it, and what it adds is recorded as its share (`corpus.jobs.add_shares`)."""
+    from corpus import jobs
+    from tests.test_job_tasks import started_tasks
+
+    made = []
+    for kind, task in sorted(started_tasks().items()):
+        extra = 1 if document is not None else 0
+        job = Job.objects.create(
+            project=project, kind=kind, task=task, description=f"A {kind} job", done=0, total=0
+        )
+        job.done = job.total = 3 + extra
+        job.errors = [{"source": "question q1", "error": "result 1 names a document"}]
+        if document is not None:
+            job.errors.append(
+                {
+                    "source": "question q1",
+                    "document_id": document.pk,
+                    "error": f"result 2 is past the end of {document.doc_id} (2272 characters)",
+                }
+            )
+            jobs.add_shares(job, {document.pk: {"done": 1, "total": 1, "items": 1, "placed": 1}})
+        jobs.finish(
+            job,
+            "succeeded",
+            ["{kind}: {items:plural:item/items}", [", {placed} placed", "placed"]],
+            figures={"kind": kind, "items": 3 + extra, "placed": extra},
+        )
+        made.append(job.pk)
+    return made
+
+
+@pytest.mark.parametrize("outsider", ["leo", "ada"])
+def test_an_outsider_reads_every_kind_of_job_as_if_the_document_did_not_exist(world, outsider):
+    """Job pages follow the rule of every other page: each kind's job, run without the
+    restricted document and run again with it, reads the same to a lead or an admin outside
+    its group. (`tests/corpus/test_job_pages.py` runs the kinds that count documents.)"""
+    project, ids, user = world["project"], world["ids"], world["people"][outsider]
+    Job.objects.filter(project=project).delete()
+    a_job_of_every_kind(project)
+    without = job_pages(user, ids, list(Job.objects.order_by("pk").values_list("pk", flat=True)))
+    Job.objects.filter(project=project).delete()
+    group_members_judge_a_restricted_document(world)
+    salaries = Document.objects.get(project=project, doc_id="salaries")
+    with_it_ids = a_job_of_every_kind(project, document=salaries)
+    with_it = job_pages(user, ids, with_it_ids)
+    differing = [key for key in without if with_it[key] != without[key]]
+    import difflib
+
+    assert differing == [], "\n".join(
+        difflib.unified_diff(
+            without[0, "page"][1].decode().splitlines(),
+            with_it[0, "page"][1].decode().splitlines(),
+            lineterm="",
+        )
+    )
+    for _, body in with_it.values():
+        assert b"salaries" not in body and b"2272" not in body
+    insider = job_pages(world["people"]["insider"], ids, with_it_ids)
+    assert b"4 items, 1 placed" in insider[0, "page"][1] and b"2272" in insider[0, "page"][1]

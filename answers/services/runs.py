@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import slugify
@@ -19,6 +20,7 @@ from django.utils.text import slugify
 from answers.models import (
     Answer,
     AnswerPassage,
+    AnswerPassageRole,
     AnswerRun,
     AnswerSentence,
     ReferenceAnswer,
@@ -241,11 +243,29 @@ def run_answer_import(job: Job) -> None:
         exc.fail(job, again="upload it again")
         return
     job.result = {"run_id": result.run.pk, "link": link}
+    # Its citations of restricted documents are counted only for those who may see them.
+    cited = (
+        AnswerPassage.objects.filter(
+            answer__run=result.run,
+            role=AnswerPassageRole.CITATION,
+            version__document__access_groups__isnull=False,
+        )
+        .order_by()
+        .values("version__document")
+        .annotate(n=Count("pk", distinct=True))
+        .values_list("version__document", "n")
+    )
+    jobs.add_shares(job, {document: {"citations": n} for document, n in cited})
     jobs.finish(
         job,
         JobState.SUCCEEDED,
-        f"Answer run {result.run.name}: {result.answers} answers ({result.refused} refused), "
-        f"{result.citations} citations.",
+        "Answer run {run}: {answers} answers ({refused} refused), {citations} citations.",
+        figures={
+            "run": result.run.name,
+            "answers": result.answers,
+            "refused": result.refused,
+            "citations": result.citations,
+        },
     )
 
 

@@ -4,6 +4,10 @@ permission replay must never see returned to anyone outside their group.
 They are ingested like any document (versions, chunks under every scheme, the access group)
 and flagged ``is_canary``, so pools, gold sets, evaluation runs and baselines never count them
 as content; only permission replays look for them.
+
+Nothing about a canary can be worked out from what others see: its doc id is random and
+unrelated to its token, and the retention code in its text is a random secret (`secrets`), so
+knowing a canary's question (admins and replays only) never tells its answer.
 """
 
 from __future__ import annotations
@@ -31,21 +35,30 @@ class PlantedCanary:
     text: str
     group: str
     question: str
+    code: str = ""
+
+
+def new_code() -> str:
+    """A canary's retention code: a random secret, the length of a token (12 characters)."""
+    return secrets.token_hex(6)
 
 
 def _canary(token: str, group: str) -> PlantedCanary:
+    code = new_code()
     title = f"Restricted memo {token.upper()}"
     text = (
         f"Restricted memo {token}.\n\n"
         f"This memo is a canary planted by Goldset to test access control. Only members of "
         f"the {group} group may read it. The retention code for programme {token} is "
-        f"{token[::-1]}, and the codename {token} must never appear in the search results of "
+        f"{code}, and the codename {token} must never appear in the search results of "
         f"anyone outside {group}.\n\n"
         f"If you are reading this without belonging to {group}, access control is leaking: "
         f"report it to the security team together with the canary code {token}."
     )
     question = f"What is the retention code for programme {token}?"
-    return PlantedCanary(f"canary-{token}", token, title, text, group, question)
+    # A doc id of its own, unrelated to the token: the id says nothing of what it is.
+    doc_id = f"memo-{secrets.token_hex(6)}"
+    return PlantedCanary(doc_id, token, title, text, group, question, code)
 
 
 def plant_canary_documents(*, project: Project, group: str, count: int = 3) -> list[PlantedCanary]:

@@ -109,6 +109,9 @@ class IngestResult:
     regrouped: int = 0  # existing text, access groups changed by an admin
     errors: list[RecordError] = field(default_factory=list)
     notices: list[RecordError] = field(default_factory=list)  # imported, with a caveat
+    # What each document added to the figures ({pk: {"created": 1}}): a job page reads them
+    # without the documents hidden from its viewer (`corpus.jobs.add_shares`).
+    shares: dict[int, dict[str, int]] = field(default_factory=dict)
 
     def add(self, other: IngestResult) -> None:
         self.created += other.created
@@ -117,6 +120,16 @@ class IngestResult:
         self.regrouped += other.regrouped
         self.errors.extend(other.errors)
         self.notices.extend(other.notices)
+        for pk, amounts in other.shares.items():
+            mine = self.shares.setdefault(pk, {})
+            for name, amount in amounts.items():
+                mine[name] = mine.get(name, 0) + amount
+
+    def count(self, document: Document, figure: str) -> None:
+        setattr(self, figure, getattr(self, figure) + 1)
+        if document.pk is not None:
+            mine = self.shares.setdefault(document.pk, {})
+            mine[figure] = mine.get(figure, 0) + 1
 
     @property
     def imported(self) -> int:
@@ -133,14 +146,26 @@ class IngestResult:
         }
 
     def summary(self) -> str:
-        parts = [f"{self.created} new", f"{self.updated} updated", f"{self.unchanged} unchanged"]
-        if self.regrouped:
-            parts.append(f"access groups changed on {self.regrouped}")
-        if self.errors:
-            parts.append(f"{len(self.errors)} rejected")
-        if self.notices:
-            parts.append(f"access groups kept on {len(self.notices)}")
-        return ", ".join(parts)
+        return jobs.render_message(*self.summary_template())
+
+    def summary_template(self) -> tuple[jobs.Template, dict]:
+        """The summary as a message template and its figures (`corpus.jobs.finish`), so a
+        job page counts only the documents its viewer may see."""
+        parts = [
+            "{created} new, {updated} updated, {unchanged} unchanged",
+            [", access groups changed on {regrouped}", "regrouped"],
+            [", {rejected} rejected", "rejected"],
+            [", access groups kept on {notices}", "notices"],
+        ]
+        figures = {
+            "created": self.created,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "regrouped": self.regrouped,
+            "rejected": len(self.errors),
+            "notices": len(self.notices),
+        }
+        return parts, figures
 
 
 def content_hash(text: str) -> str:
@@ -219,12 +244,12 @@ def _write_batch(
                             error=KEPT_ACCESS,
                         )
                     )
+                    result.shares.setdefault(document.pk, {})["notices"] = 1
         latest = document.latest_version if document else None
         if latest is not None and latest.content_hash == content_hash(record.text):
-            if any(d is document for d, _ in regroup):
-                result.regrouped += 1
-            else:
-                result.unchanged += 1
+            result.count(
+                document, "regrouped" if any(d is document for d, _ in regroup) else "unchanged"
+            )
             continue
         if document is None:
             document = Document(project=project, doc_id=record.doc_id, title=record.title)
@@ -234,9 +259,20 @@ def _write_batch(
                 regroup.append((document, tuple(sorted(set(record.access_groups)))))
         else:
             document.title = record.title or document.title
-            result.updated += 1
+            result.count(document, "updated")
         changes.append((record, document, (latest.version + 1) if latest else 1))
     Document.objects.bulk_create(new_docs, batch_size=BULK_BATCH)
+    if new_docs and new_docs[0].pk is None:  # a backend that does not return new keys
+        ids = dict(
+            Document.objects.filter(
+                project=project, doc_id__in=[d.doc_id for d in new_docs]
+            ).values_list("doc_id", "pk")
+        )
+        for document in new_docs:
+            document.pk = ids.get(document.doc_id)
+    for document in new_docs:
+        if document.pk is not None:
+            result.shares.setdefault(document.pk, {})["created"] = 1
     versions = [
         DocumentVersion(
             document=document,
@@ -559,6 +595,10 @@ def start_upload_import(
 
 
 def start_chunking(*, scheme: ChunkingScheme, user=None) -> Job:
+    documents = Document.objects.filter(project=scheme.project, latest_version__isnull=False)
+    # Its progress counts documents: each restricted one is a share a viewer outside its
+    # groups does not count (`corpus.job_display`).
+    restricted = documents.restricted().values_list("pk", flat=True).distinct()
     return jobs.start(
         project=scheme.project,
         task="corpus.tasks.chunk_corpus",
@@ -566,7 +606,8 @@ def start_chunking(*, scheme: ChunkingScheme, user=None) -> Job:
         user=user,
         params={"scheme_id": scheme.pk},
         description=f"Chunk the corpus with {scheme.name}",
-        total=Document.objects.filter(project=scheme.project, latest_version__isnull=False).count(),
+        total=documents.count(),
+        shares={pk: {"done": 1, "total": 1} for pk in restricted},
     )
 
 
@@ -602,7 +643,7 @@ def run_chunking(job: Job) -> None:
     """The job of `start_chunking`."""
     scheme = ChunkingScheme.objects.get(pk=job.params["scheme_id"], project=job.project)
     chunks = chunk_corpus(scheme=scheme, progress=jobs.progress(job))
-    job.result = {"chunks": chunks}
+    job.result = {**job.result, "chunks": chunks}
     # No count: it would include documents hidden from some leads (the chunking page shows
     # each viewer the chunks they may see).
     jobs.finish(job, JobState.SUCCEEDED, f"{scheme.name}: every document is chunked.")
@@ -610,10 +651,12 @@ def run_chunking(job: Job) -> None:
 
 def _record_result(job: Job, result: IngestResult) -> None:
     job.result = result.as_dict()
+    jobs.add_shares(job, result.shares)
     job.errors = [e.as_dict() for e in result.errors]
     state = (
         JobState.FAILED
         if result.errors and not (result.imported or result.unchanged)
         else JobState.SUCCEEDED
     )
-    jobs.finish(job, state, result.summary() + ".")
+    template, figures = result.summary_template()
+    jobs.finish(job, state, [*template, "."], figures=figures)

@@ -173,16 +173,56 @@ class HttpRun:
             )
 
 
+PLACEMENT_WORDS = {
+    "offsets": "by their offsets",
+    "exact": "by exact text",
+    "fuzzy": "by fuzzy text",
+    "document": "as whole documents",
+    "unknown": "naming documents Goldset does not have",
+}
+
+
+def placement_figure(key: str, how: str = "all") -> str:
+    """The message figure of results placed ``how`` under ``key`` (`placement_template`)."""
+    return f"placed_{key}_{how}"
+
+
+def placement_template(located: Counter | dict, *, key: str) -> tuple[list, dict]:
+    """`describe_placement` as a message template and its figures (`corpus.jobs.finish`), so a
+    job page counts only the results on documents its viewer may see (`placement_shares`)."""
+    figures = {placement_figure(key): sum(located.values())}
+    figures |= {placement_figure(key, how): located.get(how, 0) for how in PLACED}
+    template = [
+        f"{{{placement_figure(key)}:plural:result/results}} placed: ",
+        {
+            "join": ", ",
+            "items": [
+                [f"{{{placement_figure(key, how)}}} {PLACEMENT_WORDS[how]}"]
+                + [placement_figure(key, how)]
+                for how in PLACED
+            ],
+            "empty": "none",
+        },
+    ]
+    return template, figures
+
+
+def placement_shares(run: HttpRun, *, key: str) -> dict[int, dict[str, int]]:
+    """What each document's results add to the figures of `placement_template`."""
+    shares: dict[int, dict[str, int]] = {}
+    for ranking in run.rankings:
+        for hit in ranking:
+            if hit.document_id is None:
+                continue
+            mine = shares.setdefault(hit.document_id, {})
+            for figure in (placement_figure(key), placement_figure(key, hit.located)):
+                mine[figure] = mine.get(figure, 0) + 1
+    return shares
+
+
 def describe_placement(located: Counter | dict) -> str:
-    words = {
-        "offsets": "by their offsets",
-        "exact": "by exact text",
-        "fuzzy": "by fuzzy text",
-        "document": "as whole documents",
-        "unknown": "naming documents Goldset does not have",
-    }
     total = sum(located.values())
-    parts = [f"{located[name]} {words[name]}" for name in PLACED if located.get(name)]
+    parts = [f"{located[name]} {PLACEMENT_WORDS[name]}" for name in PLACED if located.get(name)]
     return f"{total} result{'s' if total != 1 else ''} placed: " + (", ".join(parts) or "none")
 
 
@@ -265,6 +305,8 @@ def _place(retriever: Retriever, batch, answers, *, as_user) -> HttpRun:
                 name = "a restricted document" if restricted else hit.doc_id
                 run.warnings.append(
                     {
+                        # Shown only to those who may see the document (`corpus.job_display`).
+                        "document_id": document_id,
                         "source": f"question {question_id}",
                         "error": f"{source}: result {rank}: offsets [{hit.start}, {hit.end}) "
                         f"are past the end of {name} ({len(text)} characters); "

@@ -13,10 +13,18 @@ from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from corpus.models import AccessGroup, Membership, Project, Role
+from corpus.models import (
+    AccessGroup,
+    AccessGroupChange,
+    Membership,
+    Project,
+    ProjectInvitation,
+    Role,
+)
 from goldset.errors import ServiceError
 
 MAX_GROUP_NAME = AccessGroup._meta.get_field("name").max_length
@@ -48,6 +56,81 @@ def add_member(*, project: Project, user, role: str) -> Membership:
     return membership
 
 
+@dataclass(frozen=True)
+class Added:
+    """What `add_or_invite` did: made ``membership`` at once, or left an ``invitation``."""
+
+    membership: Membership | None = None
+    invitation: ProjectInvitation | None = None
+
+
+def _check_username(username: str) -> str:
+    User = get_user_model()
+    username = username.strip()
+    if not username or len(username) > User._meta.get_field("username").max_length:
+        raise ServiceError("A username has 1 to 150 characters.")
+    try:
+        UnicodeUsernameValidator()(username)
+    except ValidationError as exc:
+        raise ServiceError(
+            "A username has letters, digits and @ . + - _ only, without spaces."
+        ) from exc
+    return username
+
+
+def shares_a_project(*, user, admin) -> bool:
+    """Whether ``user`` is a member of a project ``admin`` administers: someone whose name the
+    admin reads on one of their own members pages already."""
+    administered = Membership.objects.filter(user=admin, role=Role.ADMIN).values("project_id")
+    return Membership.objects.filter(user=user, project_id__in=administered).exists()
+
+
+def add_or_invite(*, project: Project, username: str, role: str, admin) -> Added:
+    """A project admin adds an existing account by its username. One that is a member of a
+    project they administer joins at once; any other name (an account elsewhere in the
+    installation, a superuser, or no account at all) gets an invitation that its owner accepts
+    on their Projects page, and the admin is told the same whichever it is: usernames cannot be
+    tried out here."""
+    username = _check_username(username)
+    if role not in Role.values:
+        raise ServiceError("Choose a role: labeller, lead or admin.")
+    User = get_user_model()
+    members = Membership.objects.filter(project=project)
+    if members.filter(user__username__iexact=username).exists():
+        raise ServiceError(f"{username} is a member already; change their role below.")
+    user = User.objects.filter(username__iexact=username).first()
+    if user is not None and user.is_active and shares_a_project(user=user, admin=admin):
+        return Added(membership=add_member(project=project, user=user, role=role))
+    with transaction.atomic():
+        invitation = ProjectInvitation.objects.filter(
+            project=project, username__iexact=username
+        ).first() or ProjectInvitation(project=project, username=username)
+        invitation.role, invitation.invited_by = role, admin
+        invitation.created_at, invitation.accepted_at = timezone.now(), None
+        invitation.save()
+    return Added(invitation=invitation)
+
+
+def accept_project_invitation(*, project: Project, user) -> Membership:
+    """``user`` accepts their pending invitation to ``project`` and joins it with its role."""
+    with transaction.atomic():
+        invitation = (
+            ProjectInvitation.objects.select_for_update()
+            .pending()
+            .for_user(user)
+            .filter(project=project)
+            .first()
+        )
+        if invitation is None:
+            raise ServiceError("There is no invitation to this project waiting for you.")
+        invitation.accepted_at = timezone.now()
+        invitation.save(update_fields=["accepted_at"])
+        membership, _ = Membership.objects.get_or_create(
+            project=project, user=user, defaults={"role": invitation.role}
+        )
+    return membership
+
+
 def _check_admins_remain(membership: Membership, *, new_role: str | None) -> None:
     """A project always keeps one admin: someone must be able to manage it."""
     if membership.role != Role.ADMIN or new_role == Role.ADMIN:
@@ -73,15 +156,17 @@ def change_role(*, membership: Membership, role: str) -> Membership:
     return locked
 
 
-def remove_member(*, membership: Membership) -> None:
-    """Take a user out of a project and its access groups. Their work stays, with their name
-    on it; a lead can move their unstarted assignments to someone else."""
+def remove_member(*, membership: Membership, by=None) -> None:
+    """Take a user out of a project and its access groups (each removal recorded, as done
+    ``by`` that admin). Their work stays, with their name on it; a lead can move their
+    unstarted assignments to someone else."""
     with transaction.atomic():
         locked = Membership.objects.select_for_update().select_related("user").get(pk=membership.pk)
         _check_admins_remain(locked, new_role=None)
         groups = AccessGroup.objects.filter(project_id=locked.project_id, members=locked.user)
         for group in groups:
             group.members.remove(locked.user)
+            record_group_changes(group=group, added=(), removed=[locked.user], by=by)
         locked.delete()
     access_changed(project=locked.project, user_ids=[locked.user_id])
 
@@ -195,13 +280,50 @@ def create_access_group(*, project: Project, name: str) -> AccessGroup:
     return AccessGroup.objects.create(project=project, name=name)
 
 
-def set_access_group_members(*, project: Project, name: str, users: Iterable) -> AccessGroup:
-    group, _ = AccessGroup.objects.get_or_create(project=project, name=name)
-    before = set(group.members.values_list("pk", flat=True))
-    group.members.set(users)
-    after = set(group.members.values_list("pk", flat=True))
+def set_access_group_members(
+    *, project: Project, name: str, users: Iterable, by=None
+) -> AccessGroup:
+    """Make ``users`` the group's members; every account added or removed is recorded as done
+    ``by`` that user (None: a command or a script)."""
+    User = get_user_model()
+    with transaction.atomic():
+        group, _ = AccessGroup.objects.get_or_create(project=project, name=name)
+        before = set(group.members.values_list("pk", flat=True))
+        group.members.set(users)
+        after = set(group.members.values_list("pk", flat=True))
+        changed = {u.pk: u for u in User.objects.filter(pk__in=before ^ after)}
+        record_group_changes(
+            group=group,
+            added=[changed[pk] for pk in sorted(after - before)],
+            removed=[changed[pk] for pk in sorted(before - after)],
+            by=by,
+        )
     access_changed(project=project, user_ids=before ^ after)
     return group
+
+
+def record_group_changes(*, group: AccessGroup, added: Iterable, removed: Iterable, by=None):
+    """Record who (``by``) added and removed whom to and from ``group``, now. An account adding
+    itself is flagged on its record: the project's admins see it on the access groups page."""
+    now = timezone.now()
+    by_name = by.get_username() if by is not None else ""
+    rows = [
+        AccessGroupChange(
+            project_id=group.project_id,
+            group=group,
+            group_name=group.name,
+            member=user,
+            member_name=user.get_username(),
+            changed_by=by,
+            changed_by_name=by_name,
+            added=was_added,
+            self_added=was_added and by is not None and by.pk == user.pk,
+            changed_at=now,
+        )
+        for was_added, users in ((True, added), (False, removed))
+        for user in users
+    ]
+    AccessGroupChange.objects.bulk_create(rows)
 
 
 # What a higher app derives from what each user may see (labelling: whether an assignment is

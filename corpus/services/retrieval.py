@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -166,7 +166,25 @@ def start_index_build(*, retriever: Retriever, user=None) -> Job:
         total=Chunk.objects.filter(
             scheme=retriever.scheme, version__in=_latest_versions(retriever)
         ).count(),
+        shares=_passage_shares(retriever),
     )
+
+
+def _passage_shares(retriever: Retriever) -> dict[int, dict[str, int]]:
+    """How many passages of an index build each restricted document adds (its progress counts
+    passages; a viewer outside the document's groups does not count them)."""
+    chunks = (
+        Chunk.objects.filter(
+            scheme=retriever.scheme,
+            version__in=_latest_versions(retriever),
+            version__document__access_groups__isnull=False,
+        )
+        .order_by()
+        .values("version__document")
+        .annotate(n=Count("pk", distinct=True))
+        .values_list("version__document", "n")
+    )
+    return {document: {"done": n, "total": n} for document, n in chunks}
 
 
 def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
@@ -612,7 +630,9 @@ def run_index_build(job: Job) -> None:
         index = build_index(retriever=retriever, job=job)
     except ModelNotFoundError as exc:
         raise ServiceError(str(exc)) from exc
+    # The shares again, as the build read the corpus (a document may have come since the start).
     job.result = {"index_id": index.pk, "passages": index.passages}
+    jobs.add_shares(job, _passage_shares(retriever))
     # No count in the message: it would include documents hidden from some who read it (the
     # retriever page shows each viewer the passages they may see).
     jobs.finish(job, JobState.SUCCEEDED, f"{retriever.name}: the index is built and active.")

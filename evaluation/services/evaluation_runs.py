@@ -209,6 +209,8 @@ def _http_lines(retriever: Retriever, questions, *, depth: int, user, job: Job |
     )
     if job is not None:
         job.errors = run.errors + run.warnings
+        # Its placement figures count a restricted document only for those who may see it.
+        jobs.add_shares(job, http_retrieval.placement_shares(run, key="run"))
     run.raise_for_errors(retriever)
     lines = [
         jsonl_run_line(question_id=question.question_id, results=ranking)

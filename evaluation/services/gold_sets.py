@@ -632,3 +632,13 @@ def _username(user) -> str:
 
 def _offsets(spans) -> tuple[tuple[int, int], ...]:
     return tuple((span.start, span.end) for span in spans)
+
+
+def withhold_figures(*, job: Job, gold_set: GoldSet) -> None:
+    """A job's figures over ``gold_set`` (a run's, a report's, an index evaluation's) follow the
+    rule of the gold set's own pages: someone from whom an access group hides one of its
+    documents reads no figure of it, without a count (`corpus.job_display`). Each restricted
+    document of the bundle is a share that withholds the message from those outside its
+    groups."""
+    documents = gold_set.documents.values_list("pk", flat=True)
+    jobs.add_shares(job, {pk: {jobs.WITHHOLD: 1} for pk in documents})

@@ -19,7 +19,7 @@ from corpus.models import Index, IndexState, Job, JobState, Project, Retriever, 
 from corpus.services.retrieval import retrieve
 from evaluation.models import BuildEvaluationStart, EvaluationRun, GoldSet, IndexEvaluation
 from evaluation.services.evaluation_runs import evaluation_depth, load_stored_run
-from evaluation.services.gold_sets import load_gold_set
+from evaluation.services.gold_sets import load_gold_set, withhold_figures
 from goldeval.formats.runfiles import jsonl_run_line
 from goldeval.formats.runs import read_run
 from goldeval.scoring.metrics import MetricOptions, evaluate_run
@@ -157,6 +157,7 @@ def run_index_evaluation(job: Job) -> None:
         )
     recall = evaluation.metrics[f"recall@{k}"]
     shown = "–" if recall is None else f"{recall:.3f}"
+    withhold_figures(job=job, gold_set=gold_set)
     jobs.finish(job, JobState.SUCCEEDED, f"{retriever.name}: recall@{k} {shown} on {gold_set}.")
 
 

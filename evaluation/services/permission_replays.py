@@ -19,7 +19,6 @@ from django.utils import timezone
 from corpus import jobs
 from corpus.models import Document, Job, JobState, PermissionProfile, Retriever, RetrieverKind
 from corpus.services import http_retrieval
-from corpus.services.canaries import SOURCE as CANARY_SOURCE
 from corpus.services.retrieval import check_searchable, retrieve
 from corpus.services.test_users import RESERVED_NAME
 from evaluation.models import GoldSet, PermissionReplay, PermissionReplayRun, ReplaySource
@@ -186,7 +185,7 @@ def questions_of(replay: PermissionReplay) -> list[tuple[str, str]]:
             (external_id, text)
             for external_id, text in Question.objects.filter(
                 question_set__project_id=replay.gold_set.question_set.project_id,
-                source=CANARY_SOURCE,
+                question_set__is_canary=True,
             )
             .order_by("pk")
             .values_list("external_id", "text")

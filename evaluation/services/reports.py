@@ -217,11 +217,14 @@ def run_retriever_run(job: Job) -> None:
             gold_set=gold_set, retriever=retriever, user=job.created_by, job=job
         )
         Job.objects.filter(pk=job.pk).update(result=job.result | {"run_id": run.pk})
-    message = f"{run.name}: top {run.depth} for {run.questions} questions."
+    template: list = ["{run}: top {depth} for {questions} questions."]
+    figures: dict = {"run": run.name, "depth": run.depth, "questions": run.questions}
     placed = job.result.get("placed") if isinstance(job.result, dict) else None
     if placed:  # an HTTP retriever's results, placed by offsets, by their text or as documents
-        message += f" {http_retrieval.describe_placement(placed)}."
-    _finish_with_default_report(job, gold_set, message)
+        placement, counts = http_retrieval.placement_template(placed, key="run")
+        template += [" ", *placement, "."]
+        figures |= counts
+    _finish_with_default_report(job, gold_set, template, figures=figures)
 
 
 def run_finalise(job: Job) -> None:
@@ -233,11 +236,15 @@ def run_finalise(job: Job) -> None:
     )
 
 
-def _finish_with_default_report(job: Job, gold_set: GoldSet, message: str) -> None:
+def _finish_with_default_report(
+    job: Job, gold_set: GoldSet, message: jobs.Template, *, figures: dict | None = None
+) -> None:
     run_id = job.result.get("run_id") if isinstance(job.result, dict) else None
+    shares = job.result.get("shares") if isinstance(job.result, dict) else None
     choice = default_choice(gold_set)
     job.total = job.done + _steps(choice)
     Job.objects.filter(pk=job.pk).update(total=job.total)
     compute_report(gold_set=gold_set, choice=choice, progress=_advance(job))
-    job.result = {"run_id": run_id, **_page(gold_set, choice)}
-    jobs.finish(job, JobState.SUCCEEDED, message)
+    job.result = {"run_id": run_id, **_page(gold_set, choice), "shares": shares or {}}
+    gold_sets.withhold_figures(job=job, gold_set=gold_set)
+    jobs.finish(job, JobState.SUCCEEDED, message, figures=figures)

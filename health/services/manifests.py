@@ -14,9 +14,10 @@ import hashlib
 from pathlib import Path
 
 from django.db import transaction
+from django.db.models import Count
 
 from corpus import jobs
-from corpus.models import Job, JobState, Retriever
+from corpus.models import Document, Job, JobState, Retriever
 from corpus.remote import excerpt
 from goldeval.formats.manifests import ManifestFile, read_manifest
 from goldeval.formats.textfiles import NotUTF8Error, text_problem
@@ -198,7 +199,27 @@ def run_manifest_import(job: Job) -> None:
     job.result = {"manifest_id": stored.pk, "rows": stored.rows}
     if job.params.get("then"):
         job.result |= {"link": job.params["then"], "redirect": True}
-    jobs.finish(job, JobState.SUCCEEDED, f"{retriever.name}: {stored.rows:,} manifest rows stored.")
+    # Rows about restricted documents are counted only for those who may see them.
+    restricted = dict(
+        Document.objects.filter(project_id=retriever.project_id, access_groups__isnull=False)
+        .filter(doc_id__in=stored.entries.values("doc_id"))
+        .values_list("doc_id", "pk")
+        .distinct()
+    )
+    rows = (
+        stored.entries.filter(doc_id__in=list(restricted))
+        .order_by()
+        .values("doc_id")
+        .annotate(n=Count("pk"))
+        .values_list("doc_id", "n")
+    )
+    jobs.add_shares(job, {restricted[doc_id]: {"rows": n} for doc_id, n in rows})
+    jobs.finish(
+        job,
+        JobState.SUCCEEDED,
+        "{retriever}: {rows:,} manifest rows stored.",
+        figures={"retriever": retriever.name, "rows": stored.rows},
+    )
 
 
 def _fail_fetched(job: Job, retriever: Retriever, problems: ManifestProblems) -> None:

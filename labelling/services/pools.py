@@ -8,6 +8,7 @@ uploaded run is pooled from its RunResult rows, which `labelling.services.run_im
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -78,6 +80,11 @@ def start_pool(
         raise ServiceError(f"The pool depth must be between 1 and {MAX_DEPTH}, got {depth}.")
     if not retrievers:
         raise ServiceError("Choose at least one retriever to pool from.")
+    if question_set.is_canary:
+        raise ServiceError(
+            f"{question_set.name} holds canary questions: permission replays ask them; they are "
+            "never pooled or labelled."
+        )
     questions = question_set.questions.count()
     if not questions:
         raise ServiceError(f"The question set {question_set.name} has no questions.")
@@ -205,6 +212,7 @@ def record_pool_hits(*, pool: Pool, retriever: Retriever, question_ids: Sequence
             counts = {n: counts.get(n, 0) + located.get(n, 0) for n in http_retrieval.PLACED}
             job.result["placed"] = {**job.result.get("placed", {}), retriever.name: counts}
             job.errors = [*job.errors, *placed["warnings"]][:MAX_LISTED_PROBLEMS]
+            jobs.add_shares(job, placed["shares"])
         job.done = len(finished)
         # The heartbeat tells the reconciler that this pool's tasks are still arriving.
         Job.objects.filter(pk=job.pk).update(
@@ -225,7 +233,8 @@ def _hits(
         )
         run.raise_for_errors(retriever)
         if placed is not None:
-            placed.update(located=run.located, warnings=run.warnings)
+            shares = http_retrieval.placement_shares(run, key=_placement_key(retriever.name))
+            placed.update(located=run.located, warnings=run.warnings, shares=shares)
         content = http_retrieval.content_rankings(run, project=retriever.project)
         return http_retrieval.pool_rows(content, retriever=retriever)
     if retriever.kind != RetrieverKind.RUN:
@@ -266,21 +275,37 @@ def _fail(pool: Pool, message: str, *, errors: Sequence[dict] = ()) -> None:
             jobs.finish(job, JobState.FAILED, message)
 
 
+def _placement_key(retriever: str) -> str:
+    """A retriever's key in the figures of a pool's message (`_complete`)."""
+    return hashlib.sha256(retriever.encode()).hexdigest()[:12]
+
+
 def _complete(pool: Pool) -> None:
     candidates = merge_pool(pool)
     Pool.objects.filter(pk=pool.pk).update(state=PoolState.READY)
     job = Job.objects.get(pk=pool.job_id)
     job.result = {**job.result, "candidates": candidates}
-    questions = pool.question_set.questions.count()
-    placed = "".join(
-        f" {name}: {http_retrieval.describe_placement(counts)}."
-        for name, counts in sorted(job.result.get("placed", {}).items())
+    # Every figure of the message counts what a viewer may see: what each restricted document
+    # adds is kept apart (`corpus.jobs.add_shares`), and left out for those outside its groups.
+    per_document = (
+        Candidate.objects.filter(pool=pool, version__document__access_groups__isnull=False)
+        .order_by()
+        .values("version__document")
+        .annotate(n=Count("pk", distinct=True))
+        .values_list("version__document", "n")
     )
-    jobs.finish(
-        job,
-        JobState.SUCCEEDED,
-        f"Pool {pool.name}: {candidates} candidates for {questions} questions.{placed}",
-    )
+    jobs.add_shares(job, {document: {"candidates": n} for document, n in per_document})
+    figures: dict = {
+        "pool": pool.name,
+        "candidates": candidates,
+        "questions": pool.question_set.questions.count(),
+    }
+    template: list = ["Pool {pool}: {candidates} candidates for {questions} questions."]
+    for index, (name, counts) in enumerate(sorted(job.result.get("placed", {}).items())):
+        placement, placed = http_retrieval.placement_template(counts, key=_placement_key(name))
+        figures |= {f"retriever_{index}": name, **placed}
+        template += [f" {{retriever_{index}}}: ", *placement, "."]
+    jobs.finish(job, JobState.SUCCEEDED, template, figures=figures)
 
 
 def merge_pool(pool: Pool) -> int:

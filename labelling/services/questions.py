@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import secrets
 from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -116,20 +117,26 @@ def plant_canaries(
     if not set_name or slugify(set_name) != set_name:
         raise ServiceError(f"A question set name is a slug, not {set_name!r}.")
     with transaction.atomic():
-        canaries = plant_canary_documents(project=project, group=group, count=count)
         question_set, _ = QuestionSet.objects.get_or_create(
             project=project,
             name=set_name,
-            defaults={"description": "Canary questions for permission replays."},
+            defaults={"description": "Canary questions for permission replays.", "is_canary": True},
         )
+        if not question_set.is_canary:
+            raise ServiceError(
+                f"{set_name} is a question set of the team's questions: canary questions go to "
+                "a set of their own, which only admins and permission replays see."
+            )
+        canaries = plant_canary_documents(project=project, group=group, count=count)
+        # Ids of their own and no group tag: a question names neither its canary nor its group.
         Question.objects.bulk_create(
             [
                 Question(
                     question_set=question_set,
-                    external_id=c.doc_id,
+                    external_id=f"q-{secrets.token_hex(6)}",
                     text=c.question,
                     source=CANARY_SOURCE,
-                    tags=["canary", f"group:{group}"],
+                    tags=["canary"],
                 )
                 for c in canaries
             ]
@@ -231,6 +238,9 @@ def import_questions(
     total = len(rows)
     with transaction.atomic():
         question_set, _ = QuestionSet.objects.get_or_create(project=project, name=set_name)
+        if question_set.is_canary:
+            # Said as for a name the project cannot take, whoever asks (a lead never sees it).
+            raise ServiceError(f"The question set name {set_name!r} is taken; choose another.")
         existing = list(
             question_set.questions.order_by("pk").values_list("pk", "external_id", "text")
         )

@@ -24,7 +24,7 @@ from functools import cached_property
 from django.db.models import Prefetch, QuerySet
 
 from corpus import visibility
-from corpus.models import AccessGroup, DocumentVersion, Membership
+from corpus.models import DocumentVersion, Membership
 from labelling.models import (
     Assignment,
     Candidate,
@@ -211,12 +211,6 @@ def _verdict_unreachable(assignments: Sequence[Assignment], sight: Sight) -> str
         elif not assignment.labeller.is_active:
             reasons.append(f"{_name(assignment)}'s account is deactivated")
     return "; ".join(reasons)
-
-
-def restricted_elsewhere(*, project, viewer) -> bool:
-    """Whether the project has access groups ``viewer`` is not in. It never depends on the
-    documents of those groups, so a page may say so without revealing any of them."""
-    return AccessGroup.objects.filter(project=project).exclude(members=viewer).exists()
 
 
 def gather_votes(

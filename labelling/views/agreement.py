@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from corpus.access import project_access
 from corpus.models import Role
+from corpus.visibility import restricted_elsewhere
 from goldset.errors import ServiceError
 from labelling.agreement import GUIDELINE_ALPHA_THRESHOLD
 from labelling.forms import ResolveItemForm, ResolveVerdictForm
@@ -28,14 +29,15 @@ from labelling.services.gold import (
     next_to_decide,
     resolve_gold,
 )
-from labelling.services.votes import restricted_elsewhere
 
 CONTEXT_CHARS = 400
 
 
 def _lead_set(request: HttpRequest, slug: str, set_id: int):
     access = project_access(request.user, slug, role=Role.LEAD)
-    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    question_set = get_object_or_404(
+        QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
+    )
     return access, question_set
 
 

@@ -32,6 +32,7 @@ from labelling.models import (
     Judgement,
     Pool,
     Question,
+    QuestionSet,
     Verdict,
     included_q,
 )
@@ -362,7 +363,10 @@ def show_assignment(request: HttpRequest, slug: str, assignment_id: int) -> Http
 def _lead_question(request, slug: str, set_id: int, question_id: int):
     access = project_access(request.user, slug, role=Role.LEAD)
     question = get_object_or_404(
-        Question, question_set__project=access.project, question_set_id=set_id, pk=question_id
+        Question.objects.filter(question_set__in=QuestionSet.objects.shown_to(access)),
+        question_set__project=access.project,
+        question_set_id=set_id,
+        pk=question_id,
     )
     return access, question
 

@@ -137,7 +137,10 @@ def upload_run(request: HttpRequest, slug: str, retriever_id: int) -> HttpRespon
     )
     set_id = request.POST.get("question_set", "")
     question_set = get_object_or_404(
-        QuestionSet, project=access.project, pk=set_id if set_id.isdigit() else 0
+        # Runs are of the team's questions: a canary set is answered as a missing one.
+        QuestionSet.objects.content(),
+        project=access.project,
+        pk=set_id if set_id.isdigit() else 0,
     )
     upload = request.FILES.get("file")
     problems = []

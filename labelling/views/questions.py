@@ -23,7 +23,7 @@ QUESTIONS_PER_PAGE = 100
 @require_GET
 def list_question_sets(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug)
-    question_sets = access.project.question_sets.with_counts()
+    question_sets = access.project.question_sets.shown_to(access).with_counts()
     return render(
         request,
         "labelling/list_question_sets.html",
@@ -76,7 +76,9 @@ def import_questions(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def show_question_set(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access = project_access(request.user, slug)
-    question_set = get_object_or_404(QuestionSet, project=access.project, pk=set_id)
+    question_set = get_object_or_404(
+        QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
+    )
     questions = question_set.questions.select_related("duplicate_of").order_by("pk")
     shown = request.GET.get("show", "all")
     if shown == "duplicates":

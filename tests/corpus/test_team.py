@@ -150,6 +150,9 @@ def test_bad_usernames_are_form_errors(project, admin):
 
 def test_adding_an_existing_account_and_changing_roles(project, admin):
     carl = UserFactory(username="carl")
+    elsewhere = ProjectFactory()
+    MembershipFactory(project=elsewhere, user=carl)
+    MembershipFactory(project=elsewhere, user=admin, role="admin")
     browser = login(admin)
     response = browser.post(
         reverse("corpus:add-member", args=[project.slug]),
@@ -157,10 +160,6 @@ def test_adding_an_existing_account_and_changing_roles(project, admin):
         follow=True,
     )
     assert "carl is now a lead of" in response.content.decode()
-    missing = browser.post(
-        reverse("corpus:add-member", args=[project.slug]), {"username": "nobody", "role": "lead"}
-    )
-    assert missing.status_code == 400 and "No account has this username" in missing.content.decode()
     membership = Membership.objects.get(project=project, user=carl)
     browser.post(
         reverse("corpus:change-member", args=[project.slug, membership.pk]), {"role": "admin"}
@@ -269,3 +268,183 @@ def test_the_upload_form_restricts_new_documents_to_an_access_group(project, adm
     document = Document.objects.get(project=project, doc_id="salaries.txt")
     assert [g.name for g in document.access_groups.all()] == ["hr"]
     assert not Document.objects.filter(pk=document.pk).visible_to(lead).exists()
+
+
+# Issue 32, item 7: admins act on their own projects' people -----------------------------------
+
+
+def add(browser, project, username, role="lead"):
+    return browser.post(
+        reverse("corpus:add-member", args=[project.slug]),
+        {"username": username, "role": role},
+        follow=True,
+    )
+
+
+CSRF = re.compile(rb'(name="csrfmiddlewaretoken" value="|"X-CSRFToken": ")[A-Za-z0-9]+')
+WHEN = re.compile(rb"\d{4}-\d\d-\d\d \d\d:\d\d")
+
+
+def test_an_account_outside_the_admins_projects_is_invited_and_usernames_cannot_be_tried(
+    project, admin
+):
+    """An account of another project, the installation's superuser, a deactivated colleague and
+    a name nobody has all get the same answer (an invitation waiting), byte for byte once the
+    name is set aside; none becomes a member; the members page lists each invitation alike."""
+    other = ProjectFactory()
+    MembershipFactory(project=other, user=UserFactory(username="dave"))
+    UserFactory(username="root", is_staff=True, is_superuser=True)
+    # Shares a project with the admin, where the admin is only a labeller: not theirs to add.
+    shared = ProjectFactory()
+    MembershipFactory(project=shared, user=UserFactory(username="erin"))
+    MembershipFactory(project=shared, user=admin, role="labeller")
+    gone = UserFactory(username="fred", is_active=False)
+    administered = ProjectFactory()
+    MembershipFactory(project=administered, user=gone)
+    MembershipFactory(project=administered, user=admin, role="admin")
+    browser = login(admin)
+    answers = {}
+    for name in ("dave", "root", "erin", "fred", "nobody1"):
+        response = add(browser, project, name)
+        assert response.status_code == 200
+        body = WHEN.sub(b"", CSRF.sub(rb"\1-", response.content))
+        answers[name] = body.replace(name.encode(), b"NAME")
+        assert f"{name} is invited as a lead" in response.content.decode()
+    first = answers.pop("dave")
+    # The invitations listed so far differ in length only by the names; compare the message.
+    for name, body in answers.items():
+        message = re.search(rb'<li class="success" role="status">(.*?)</li>', body)
+        assert message and message.group(1) == re.search(
+            rb'<li class="success" role="status">(.*?)</li>', first
+        ).group(1), name
+    assert set(
+        Membership.objects.filter(project=project).values_list("user__username", flat=True)
+    ) == {"adele"}
+    listed = browser.get(reverse("corpus:list-members", args=[project.slug])).content.decode()
+    for name in ("dave", "root", "erin", "fred", "nobody1"):
+        assert f"<td>{name}</td>" in listed
+    # The old refusal named missing accounts; nothing says so now.
+    assert "No account has this username" not in listed
+
+
+def test_the_answer_to_an_invitation_is_the_same_for_an_account_and_for_no_account(project, admin):
+    UserFactory(username="dave")
+    browser = login(admin)
+    dave = add(browser, project, "dave")
+    ghost = add(browser, project, "gost")
+    assert dave.status_code == ghost.status_code == 200
+    # Everything but the name (and the list of invitations, which now holds both) reads alike.
+    for response, name in ((dave, b"dave"), (ghost, b"gost")):
+        response.normalised = WHEN.sub(b"", CSRF.sub(rb"\1-", response.content)).replace(
+            name, b"NAME"
+        )
+    strip = re.compile(rb'<table class="invitations">.*?</table>', re.S)
+    assert strip.sub(b"", dave.normalised) == strip.sub(b"", ghost.normalised)
+
+
+def test_an_invited_account_accepts_and_no_one_else_can(project, admin, settings):
+    dave = UserFactory(username="dave")
+    MembershipFactory(project=ProjectFactory(), user=dave)
+    add(login(admin), project, "Dave", role="lead")
+    assert not Membership.objects.filter(project=project, user=dave).exists()
+    join = reverse("corpus:join-project", args=[project.slug])
+    # Someone else cannot take it, nor can a GET.
+    intruder = UserFactory(username="mallory")
+    assert login(intruder).post(join).status_code == 404
+    assert login(dave).get(join).status_code == 405
+    assert not Membership.objects.filter(project=project, user__in=[dave, intruder]).exists()
+    browser = login(dave)
+    projects_page = browser.get(reverse("corpus:list-projects")).content.decode()
+    assert "adele invites you to" in projects_page and "as a lead" in projects_page
+    response = browser.post(join, follow=True)
+    assert response.status_code == 200 and "Welcome to" in response.content.decode()
+    assert Membership.objects.get(project=project, user=dave).role == "lead"
+    # Used once: the page no longer offers it, and a second accept is a 404.
+    assert "invites you" not in browser.get(reverse("corpus:list-projects")).content.decode()
+    Membership.objects.filter(project=project, user=dave).delete()
+    assert browser.post(join).status_code == 404
+
+
+def test_an_invitation_lapses(project, admin, settings):
+    from datetime import timedelta
+
+    from corpus.models import ProjectInvitation
+
+    dave = UserFactory(username="dave")
+    add(login(admin), project, "dave")
+    ProjectInvitation.objects.update(
+        created_at=ProjectInvitation.objects.get().created_at
+        - timedelta(seconds=settings.PASSWORD_RESET_TIMEOUT + 1)
+    )
+    assert login(dave).post(reverse("corpus:join-project", args=[project.slug])).status_code == 404
+    assert (
+        "dave"
+        not in login(admin)
+        .get(reverse("corpus:list-members", args=[project.slug]))
+        .content.decode()
+        .split("Add an existing account")[0]
+        .split("</table>", 1)[1]
+    )
+
+
+def test_a_bad_username_is_a_form_error_naming_the_field(project, admin):
+    browser = login(admin)
+    for name in ("two words", "x" * 151, "", "semi;colon", "nul\x00"):
+        response = browser.post(
+            reverse("corpus:add-member", args=[project.slug]), {"username": name, "role": "lead"}
+        )
+        assert response.status_code == 400, name
+    from corpus.models import ProjectInvitation
+
+    assert not ProjectInvitation.objects.exists()
+
+
+def test_access_group_changes_are_recorded_and_shown_to_the_admins(project, admin, member):
+    from corpus.models import AccessGroupChange
+
+    ann = member("labeller", username="ann")
+    lena = member("lead", username="lena")
+    group = projects.create_access_group(project=project, name="hr-confidential")
+    edit = reverse("corpus:edit-access-group", args=[project.slug, group.pk])
+    browser = login(admin)
+    assert browser.post(edit, {"members": [ann.pk, admin.pk]}).status_code == 302
+    assert browser.post(edit, {"members": [admin.pk]}).status_code == 302
+    rows = list(AccessGroupChange.objects.order_by("pk"))
+    seen = [(r.changed_by_name, r.member_name, r.added, r.self_added) for r in rows]
+    assert sorted(seen[:2]) == [("adele", "adele", True, True), ("adele", "ann", True, False)]
+    assert seen[2:] == [("adele", "ann", False, False)]
+    assert all(r.changed_at and r.group_name == "hr-confidential" for r in rows)
+    for url in (edit, reverse("corpus:list-access-groups", args=[project.slug])):
+        page = browser.get(url).content.decode()
+        assert page.count("added themselves") == 1
+        assert "removed" in page and "<td>ann</td>" in page
+    # Leads never see the record (the team pages are the admins').
+    assert login(lena).get(edit).status_code == 403
+    # Removing a member from the project records their removal from each group.
+    projects.set_access_group_members(project=project, name="hr-confidential", users=[admin, ann])
+    membership = Membership.objects.get(project=project, user=ann)
+    browser.post(reverse("corpus:remove-member", args=[project.slug, membership.pk]))
+    last = AccessGroupChange.objects.order_by("-pk").first()
+    assert (last.changed_by_name, last.member_name, last.added) == ("adele", "ann", False)
+    # A command records its changes too, as no one's.
+    scripted = AccessGroupChange.objects.filter(changed_by__isnull=True, added=True)
+    assert list(scripted.values_list("member_name", flat=True)) == ["ann"]
+    assert "a command or script" in browser.get(edit).content.decode()
+
+
+def test_the_admin_sites_group_changes_are_recorded_and_the_record_is_read_only(project, admin):
+    from corpus.models import AccessGroupChange
+
+    boss = UserFactory(username="boss", is_staff=True, is_superuser=True)
+    group = projects.create_access_group(project=project, name="legal")
+    client = login(boss)
+    url = reverse("admin:corpus_accessgroup_change", args=[group.pk])
+    response = client.post(url, {"name": "legal", "project": project.pk, "members": [boss.pk]})
+    assert response.status_code == 302
+    change = AccessGroupChange.objects.get()
+    assert change.changed_by == boss and change.self_added
+    record = reverse("admin:corpus_accessgroupchange_change", args=[change.pk])
+    assert client.post(record, {"added": "0"}).status_code == 403
+    delete = reverse("admin:corpus_accessgroupchange_delete", args=[change.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 403
+    assert AccessGroupChange.objects.filter(pk=change.pk, added=True).exists()

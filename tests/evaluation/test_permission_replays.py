@@ -301,7 +301,8 @@ def test_the_cli_agrees_on_the_exported_bundle_with_per_user_runs_of_a_built_in_
     )
     arguments[arguments.index(f"--run-as=bob={tmp_path / 'bob.jsonl'}")] = f"--run-as=bob={leaky}"
     assert evaluation_cli(arguments) == 1
-    assert "leak: bob got canary-" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert any(f"leak: bob got {c.doc_id}" in err for c in world["canaries"])
 
 
 def test_an_http_evaluation_run_is_stored_like_a_built_in_one(world):
@@ -322,7 +323,8 @@ def test_an_http_evaluation_run_is_stored_like_a_built_in_one(world):
     found = {r["doc_id"] for line in lines for r in line["results"]}
     # Canaries and documents Goldset does not have are not content; the job says how results
     # were placed and lists the unknown one.
-    assert found and not any(d.startswith("canary-") or d == "ghost" for d in found)
+    canaries = {c.doc_id for c in world["canaries"]}
+    assert found and not any(d in canaries or d == "ghost" for d in found)
     assert "results placed" in job.message
     assert any(e.get("doc_id") == "ghost" for e in job.errors)
     assert Document.objects.filter(is_canary=True).count() == 2
@@ -349,7 +351,7 @@ def test_replay_permissions_and_plant_canaries_commands_with_their_exit_codes(
         str(out),
     )
     planted = [json.loads(line) for line in out.read_text().splitlines()]
-    assert planted[0]["access_groups"] == [GROUP] and planted[0]["doc_id"].startswith("canary-")
+    assert planted[0]["access_groups"] == [GROUP] and planted[0]["doc_id"].startswith("memo-")
     assert "1 canaries planted" in capsys.readouterr().out
     with pytest.raises(CommandError, match="No access group 'nope'") as refused:
         call_command("plant_canaries", "--project", project.slug, "--group", "nope")
