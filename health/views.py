@@ -36,19 +36,27 @@ def _render(request, access, *, upload_form=None, thresholds_form=None, status=2
     project = access.project
     thresholds = index_health.thresholds_of(project)
     history = index_health.history(project, request.user)
+    healths = [
+        health_reports.shown_health(retriever=retriever, viewer=request.user)
+        for retriever in project.retrievers.select_related("active_index", "project")
+        .prefetch_related("manifests")
+        .order_by("name")
+    ]
     context = {
         "access": access,
         "project": project,
-        "healths": [
-            health_reports.shown_health(retriever=retriever, viewer=request.user)
-            for retriever in project.retrievers.select_related("active_index", "project")
-            .prefetch_related("manifests")
-            .order_by("name")
+        "healths": healths,
+        # The page's banner sums up the figures the page shows (the documents the viewer may
+        # see, now), never the daily check's (unrestricted documents, then): they would differ.
+        "crossed": [
+            {"retriever": h.retriever.name, **item}
+            for h in healths
+            if h.report
+            for item in h.report["crossed"]
         ],
         "upload_form": upload_form or ManifestUploadForm(project=project),
         "thresholds_form": thresholds_form or HealthThresholdsForm(instance=thresholds),
         "history": {name: index_health.plot_of(checks) for name, checks in history.items()},
-        "crossed": index_health.latest_crossed(project, request.user),
         "stale_spans": stale_spans(project=project, viewer=request.user),
         "runs_health": index_health.runs_health(project=project, viewer=request.user),
     }
@@ -107,7 +115,7 @@ def show_health_banner(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "health/show_index_health.html#banner",
-        {"project": access.project, "crossed": crossed},
+        {"project": access.project, "crossed": crossed, "daily": True},
     )
 
 

@@ -261,6 +261,9 @@ class SecondLabellersForm(forms.Form):
     seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31)
 
     def __init__(self, *args, project, **kwargs):
+        # Shown beside PlanForm, whose fields have the same names: ids of its own, so clicking
+        # a label here never ticks a box there (the posted names stay the same).
+        kwargs.setdefault("auto_id", "id_second_%s")
         super().__init__(*args, **kwargs)
         self.fields["pool"].queryset = Pool.objects.filter(
             question_set__project=project, state=PoolState.READY, assignments__isnull=False
