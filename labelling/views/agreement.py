@@ -28,7 +28,7 @@ from labelling.services.gold import (
     next_to_decide,
     resolve_gold,
 )
-from labelling.services.votes import restricted_elsewhere
+from labelling.services.votes import hides_items
 
 CONTEXT_CHARS = 400
 
@@ -67,6 +67,7 @@ def show_agreement(request: HttpRequest, slug: str, set_id: int) -> HttpResponse
             "report": report,
             "heat": heat,
             "threshold": GUIDELINE_ALPHA_THRESHOLD,
+            "hides_items": hides_items(question_set=question_set, viewer=request.user),
         },
     )
 
@@ -101,9 +102,7 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
             "single_entries": [e for e in entries if e.kind == "single_by_access"],
             "min_span_f1": min_f1,
             "question": question,
-            "restricted_elsewhere": restricted_elsewhere(
-                project=access.project, viewer=request.user
-            ),
+            "hides_items": hides_items(question_set=question_set, viewer=request.user),
         },
     )
 
@@ -280,8 +279,6 @@ def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
             .select_related("excluded_by")
             .order_by("excluded_at"),
             "several_pools": question_set.pools.count() > 1,
-            "restricted_elsewhere": restricted_elsewhere(
-                project=access.project, viewer=request.user
-            ),
+            "hides_items": hides_items(question_set=question_set, viewer=request.user),
         },
     )
