@@ -1,13 +1,12 @@
 """Issue 33, items 1, 2 and 12: no dead end, no duplicate id, no banner pointing at its own page.
 
 Every page the URL conf has, for every role (admin, lead, labeller, a signed-in outsider, and an
-anonymous visitor), is
-opened, and every link, every htmx load and every GET form on it is followed, page after page,
-until nothing new is reached. A link or form a page shows must reach a view that answers it: no
-405 (a POST-only view behind a link) and never a 500. Then every button that posts is pressed
-once per URL, with its form's own fields: no 405 and no 500 either. Every HTML page it sees must
-have unique element ids (a label's ``for`` would tick a box of another form) and no banner
-linking to the page it is on.
+anonymous visitor), is opened, and every link, every htmx load and every GET form on it is
+followed, page after page, until nothing new is reached. A link or form a page shows must reach
+a view that answers it: no 405 (a POST-only view behind a link) and never a 500. Then every
+button that posts is pressed once per URL, with its form's own fields: no 405 and no 500
+either. Every HTML page it sees must have unique element ids (a label's ``for`` would tick a
+box of another form) and no banner linking to the page it is on.
 
 The crawl visits each path once per set of query parameter names (``?pool=3`` and ``?pool=4``
 are the same kind of link), which bounds it without missing a kind of link.
