@@ -5,8 +5,9 @@ anonymous visitor), is opened, and every link, every htmx load and every GET for
 followed, page after page, until nothing new is reached. A link or form a page shows must reach
 a view that answers it: no 405 (a POST-only view behind a link) and never a 500. Then every
 button that posts is pressed once per URL, with its form's own fields: no 405 and no 500
-either. Every HTML page it sees must have unique element ids (a label's ``for`` would tick a
-box of another form) and no banner linking to the page it is on.
+either. Every HTML page it sees (refusals and 404s too, whose links are followed as well) must
+have unique element ids (a label's ``for`` would tick a box of another form) and no banner
+linking to the page it is on.
 
 The crawl visits each path once per set of query parameter names (``?pool=3`` and ``?pool=4``
 are the same kind of link), which bounds it without missing a kind of link.
@@ -124,7 +125,7 @@ def crawl(client: Client, seeds: list[str], *, signed_in: bool = True) -> dict:
                     dead.append((url, "sent to log in", found_on))
             else:
                 queue.append((target, found_on, False))
-        if status != 200 or "text/html" not in response.get("Content-Type", ""):
+        if status in (301, 302) or "text/html" not in response.get("Content-Type", ""):
             continue
         body = b"".join(response) if response.streaming else response.content
         page = Page()
