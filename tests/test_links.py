@@ -156,9 +156,17 @@ def crawl(client: Client, seeds: list[str], *, signed_in: bool = True) -> dict:
         data: dict[str, list[str]] = {}
         for name, value in fields:
             data.setdefault(name, []).append(value)
-        status = client.post(path, data).status_code
+        response = client.post(path, data)
+        status = response.status_code
         if status >= 500 or status == 405:
             (broken if status >= 500 else dead).append((f"POST {path}", status, found_on))
+        # A page shown again with the form's errors (400) is a page too.
+        if "text/html" in response.get("Content-Type", "") and not response.streaming:
+            page = Page()
+            page.feed(response.content.decode())
+            repeated = sorted(i for i, n in Counter(page.ids).items() if n > 1)
+            if repeated:
+                duplicate_ids.append((f"POST {path}", repeated))
     return {
         "visited": len(seen),
         "posted": len(posts),

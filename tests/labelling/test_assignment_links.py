@@ -73,3 +73,17 @@ def test_the_two_planning_forms_have_their_own_ids_and_still_post(project, peopl
     assert set(Assignment.objects.filter(pool=pool, slot=2).values_list("labeller", flat=True)) == {
         ben
     }
+
+
+def test_a_refused_plan_shows_the_page_again_with_distinct_ids(project, people):
+    pool = grading_pool(project, questions=4, passages=1)
+    services.plan_assignments(pool=pool, labellers=[people["ana"]], double_share=0)
+    lead = login(people["lea"])
+    for name, data in (
+        ("plan-assignments", {"pool": pool.pk, "double_percent": "300", "seed": "0"}),
+        ("add-second-labellers", {"pool": pool.pk, "seed": "0"}),
+    ):
+        response = lead.post(reverse(f"labelling:{name}", args=[project.slug]), data)
+        assert response.status_code == 400, name
+        ids = re.findall(r'\sid="([^"]+)"', response.content.decode())
+        assert len(ids) == len(set(ids)), name
