@@ -8,7 +8,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from labelling.models import Assignment
+from labelling.models import Assignment, Pool
 from labelling.services import assignments as services
 from tests.factories import grading_pool, login
 
@@ -87,3 +87,17 @@ def test_a_refused_plan_shows_the_page_again_with_distinct_ids(project, people):
         assert response.status_code == 400, name
         ids = re.findall(r'\sid="([^"]+)"', response.content.decode())
         assert len(ids) == len(set(ids)), name
+
+
+def test_assign_it_on_a_pool_still_building_says_so_instead_of_choosing_another(project, people):
+    ready = grading_pool(project)
+    building = grading_pool(project)
+    Pool.objects.filter(pk=building.pk).update(state="building")
+    lead = login(people["lea"])
+    url = reverse("labelling:list-assignments", args=[project.slug])
+    html = lead.get(url, {"pool": building.pk}).content.decode()
+    assert f"{building.name} is building: it can be planned here once" in html
+    assert reverse("labelling:show-pool", args=[project.slug, building.pk]) in html
+    html = lead.get(url, {"pool": ready.pk}).content.decode()
+    assert "it can be planned here once" not in html
+    assert selected_pool(html, "id_pool") == str(ready.pk)
