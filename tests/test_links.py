@@ -15,6 +15,7 @@ are the same kind of link), which bounds it without missing a kind of link.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from html.parser import HTMLParser
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit
@@ -24,6 +25,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from corpus.services import projects, retrieval
+from evaluation.models import EvaluationRun
 from health.models import IndexHealthCheck
 from labelling.models import QuestionSet
 from production.models import Sample
@@ -194,6 +197,18 @@ def crawl_world(db, monkeypatch):
     # the sample page's "Assign it".
     question_set = QuestionSet.objects.get(project=a["project"], pools__pk=a["ids"]["pool_id"])
     Sample.objects.filter(pk=a["ids"]["sample_id"]).update(question_set=question_set)
+    # The lead may see the restricted document, the admin may not: each sees the evaluation
+    # pages in one of their two states (figures and forms, or the count-free refusal).
+    projects.set_access_group_members(
+        project=a["project"], name="hr-confidential", users=[a["people"]["lead"]]
+    )
+    # The world's stored run as an upload would have stored it (it is empty there).
+    line = {"question_id": "q1", "results": [{"doc_id": "leave", "start": 0, "end": 50}]}
+    EvaluationRun.objects.filter(pk=a["ids"]["run_id"]).update(
+        content=(json.dumps(line) + "\n").encode()
+    )
+    # The team's own system, as a run retriever: forms that offer one show their extra fields.
+    retrieval.add_retriever(project=a["project"], name="team", kind="run")
     # A daily index health check that crossed a threshold: the project page's banner.
     IndexHealthCheck.objects.create(
         project=a["project"],
