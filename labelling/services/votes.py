@@ -24,7 +24,7 @@ from functools import cached_property
 from django.db.models import Prefetch, QuerySet
 
 from corpus import visibility
-from corpus.models import DocumentVersion, Membership
+from corpus.models import AccessGroup, DocumentVersion, Membership
 from labelling.models import (
     Assignment,
     Candidate,
@@ -213,12 +213,10 @@ def _verdict_unreachable(assignments: Sequence[Assignment], sight: Sight) -> str
     return "; ".join(reasons)
 
 
-def hides_items(*, question_set: QuestionSet, viewer) -> bool:
-    """Whether a passage pooled for the set is on a document an access group hides from
-    ``viewer``: the pages built on `gather_votes` leave those items out and say so, and only
-    then (never which, nor how many)."""
-    hidden = visibility.hidden_q(viewer, prefix="version__document__")
-    return Candidate.objects.filter(pool__question_set=question_set).filter(hidden).exists()
+def restricted_elsewhere(*, project, viewer) -> bool:
+    """Whether the project has access groups ``viewer`` is not in. It never depends on the
+    documents of those groups, so a page may say so without revealing any of them."""
+    return AccessGroup.objects.filter(project=project).exclude(members=viewer).exists()
 
 
 def gather_votes(

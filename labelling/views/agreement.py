@@ -28,7 +28,7 @@ from labelling.services.gold import (
     next_to_decide,
     resolve_gold,
 )
-from labelling.services.votes import hides_items
+from labelling.services.votes import restricted_elsewhere
 
 CONTEXT_CHARS = 400
 
@@ -67,7 +67,6 @@ def show_agreement(request: HttpRequest, slug: str, set_id: int) -> HttpResponse
             "report": report,
             "heat": heat,
             "threshold": GUIDELINE_ALPHA_THRESHOLD,
-            "hides_items": hides_items(question_set=question_set, viewer=request.user),
         },
     )
 
@@ -102,7 +101,9 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
             "single_entries": [e for e in entries if e.kind == "single_by_access"],
             "min_span_f1": min_f1,
             "question": question,
-            "hides_items": hides_items(question_set=question_set, viewer=request.user),
+            "restricted_elsewhere": restricted_elsewhere(
+                project=access.project, viewer=request.user
+            ),
         },
     )
 
@@ -279,6 +280,8 @@ def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
             .select_related("excluded_by")
             .order_by("excluded_at"),
             "several_pools": question_set.pools.count() > 1,
-            "hides_items": hides_items(question_set=question_set, viewer=request.user),
+            "restricted_elsewhere": restricted_elsewhere(
+                project=access.project, viewer=request.user
+            ),
         },
     )
