@@ -36,23 +36,14 @@ def _render(request, access, *, upload_form=None, thresholds_form=None, status=2
     project = access.project
     thresholds = index_health.thresholds_of(project)
     history = index_health.history(project, request.user)
-    healths = [
-        health_reports.shown_health(retriever=retriever, viewer=request.user)
-        for retriever in project.retrievers.select_related("active_index", "project")
-        .prefetch_related("manifests")
-        .order_by("name")
-    ]
     context = {
         "access": access,
         "project": project,
-        "healths": healths,
-        # The page's banner sums up the figures the page shows (the documents the viewer may
-        # see, now), never the daily check's (unrestricted documents, then): they would differ.
-        "crossed": [
-            {"retriever": h.retriever.name, **item}
-            for h in healths
-            if h.report
-            for item in h.report["crossed"]
+        "healths": [
+            health_reports.shown_health(retriever=retriever, viewer=request.user)
+            for retriever in project.retrievers.select_related("active_index", "project")
+            .prefetch_related("manifests")
+            .order_by("name")
         ],
         "upload_form": upload_form or ManifestUploadForm(project=project),
         "thresholds_form": thresholds_form or HealthThresholdsForm(instance=thresholds),
@@ -60,6 +51,14 @@ def _render(request, access, *, upload_form=None, thresholds_form=None, status=2
         "stale_spans": stale_spans(project=project, viewer=request.user),
         "runs_health": index_health.runs_health(project=project, viewer=request.user),
     }
+    # The page's banner sums up the figures the page shows (the documents the viewer may see,
+    # now), never the daily check's (unrestricted documents, then): the two would differ.
+    context["crossed"] = [
+        {"retriever": h.retriever.name, **item}
+        for h in context["healths"]
+        if h.report
+        for item in h.report["crossed"]
+    ]
     return render(request, "health/show_index_health.html", context, status=status)
 
 
