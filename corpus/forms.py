@@ -478,6 +478,12 @@ class AddMemberForm(FirstProblemMixin, forms.Form):
     username = forms.CharField(max_length=150, label="Username of an existing account")
     role = forms.ChoiceField(choices=ROLE_CHOICES, initial=Role.LABELLER)
 
+    def __init__(self, *args, **kwargs):
+        # Shown beside CreateAccountForm, whose fields have the same names: ids of its own, so
+        # no label points at the other form's field (the posted names stay the same).
+        kwargs.setdefault("auto_id", "id_add_%s")
+        super().__init__(*args, **kwargs)
+
 
 class CreateAccountForm(FirstProblemMixin, forms.Form):
     username = forms.CharField(max_length=150)

@@ -63,6 +63,9 @@ class RetrieverRunForm(forms.Form):
     retriever = forms.ModelChoiceField(queryset=Retriever.objects.none())
 
     def __init__(self, *args, project, **kwargs):
+        # Shown beside UploadRunForm, which has a "retriever" too: ids of its own, so neither
+        # label points at the other form's field (the posted name stays the same).
+        kwargs.setdefault("auto_id", "id_builtin_%s")
         super().__init__(*args, **kwargs)
         self.fields["retriever"].queryset = searching_retrievers(project)
 

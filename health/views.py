@@ -55,10 +55,17 @@ def _render(request, access, *, upload_form=None, thresholds_form=None, status=2
         ],
         "thresholds_form": thresholds_form or HealthThresholdsForm(instance=thresholds),
         "history": {name: index_health.plot_of(checks) for name, checks in history.items()},
-        "crossed": index_health.latest_crossed(project, request.user),
         "stale_spans": stale_spans(project=project, viewer=request.user),
         "runs_health": index_health.runs_health(project=project, viewer=request.user),
     }
+    # The page's banner sums up the figures the page shows (the documents the viewer may see,
+    # now), never the daily check's (unrestricted documents, then): the two would differ.
+    context["crossed"] = [
+        {"retriever": h.retriever.name, **item}
+        for h in context["healths"]
+        if h.report
+        for item in h.report["crossed"]
+    ]
     return render(request, "health/show_index_health.html", context, status=status)
 
 
@@ -173,7 +180,7 @@ def show_health_banner(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "health/show_index_health.html#banner",
-        {"project": access.project, "crossed": crossed},
+        {"project": access.project, "crossed": crossed, "daily": True},
     )
 
 

@@ -107,6 +107,12 @@ class PoolForm(forms.Form):
 # Assignments and the guideline ---------------------------------------------------------------
 
 
+def pool_label(pool: Pool) -> str:
+    """A pool in a choice list: pool names are unique within a question set only, so the
+    set is named too."""
+    return f"{pool.name} — {pool.question_set.name}"
+
+
 class PlanForm(forms.Form):
     pool = forms.ModelChoiceField(queryset=Pool.objects.none(), empty_label=None)
     labellers = forms.ModelMultipleChoiceField(
@@ -136,6 +142,7 @@ class PlanForm(forms.Form):
         self.fields["pool"].queryset = Pool.objects.filter(
             question_set__project=project, state=PoolState.READY
         ).select_related("question_set")
+        self.fields["pool"].label_from_instance = pool_label
         self.fields["labellers"].queryset = project.members()
         self.fields["labellers"].label_from_instance = lambda u: u.get_username()
 
@@ -261,10 +268,18 @@ class SecondLabellersForm(forms.Form):
     seed = forms.IntegerField(initial=0, min_value=0, max_value=2**31)
 
     def __init__(self, *args, project, **kwargs):
+        # Shown beside PlanForm, whose fields have the same names: ids of its own, so clicking
+        # a label here never ticks a box there (the posted names stay the same).
+        kwargs.setdefault("auto_id", "id_second_%s")
         super().__init__(*args, **kwargs)
-        self.fields["pool"].queryset = Pool.objects.filter(
-            question_set__project=project, state=PoolState.READY, assignments__isnull=False
-        ).distinct()
+        self.fields["pool"].queryset = (
+            Pool.objects.filter(
+                question_set__project=project, state=PoolState.READY, assignments__isnull=False
+            )
+            .select_related("question_set")
+            .distinct()
+        )
+        self.fields["pool"].label_from_instance = pool_label
         self.fields["labellers"].queryset = project.members()
         self.fields["labellers"].label_from_instance = lambda u: u.get_username()
 

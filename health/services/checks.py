@@ -264,8 +264,8 @@ def latest_crossed(project: Project, user) -> list[dict[str, Any]]:
     ).order_by("-checked_at", "-pk")
     checks = IndexHealthCheck.objects.filter(project=project, pk=Subquery(newest.values("pk")[:1]))
     return [
-        {"retriever": check.retriever.name, **item}
-        for check in checks.select_related("retriever").order_by("retriever__name")
+        {"retriever": check.retriever.name, "checked_at": check.checked_at, **item}
+        for check in checks.select_related("retriever").order_by("-checked_at", "retriever__name")
         for item in check.crossed
     ]
 

@@ -152,7 +152,8 @@ def _lead_context(
         "page": page,
         "rows": page.object_list if page is not None else [],
         "members": project.members(),
-        "form": form or PlanForm(project=project),
+        "form": form
+        or PlanForm(project=project, initial={"pool": shown_pool.pk if shown_pool else None}),
         "seconds_form": seconds
         or SecondLabellersForm(
             project=project, initial={"pool": shown_pool.pk if shown_pool else None}
@@ -164,9 +165,13 @@ def _lead_context(
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def plan_assignments(request: HttpRequest, slug: str) -> HttpResponse:
+    """POST plans; a GET (a link, a reload after a refused plan) opens the Assignments page
+    with the pool it names chosen in *Plan a pool*."""
     access = project_access(request.user, slug, role=Role.LEAD)
+    if request.method == "GET":
+        return _plan_page(slug, request.GET.get("pool", ""))
     form = PlanForm(request.POST, project=access.project)
     if form.is_valid():
         data = form.cleaned_data
@@ -208,6 +213,13 @@ def _back_to_pool(slug: str, assignment: Assignment) -> HttpResponse:
     return _to_pool(slug, assignment.pool_id)
 
 
+def _plan_page(slug: str, pool: str) -> HttpResponse:
+    """The Assignments page at its planning forms, with the pool asked for (if a number)."""
+    response = redirect("labelling:list-assignments", slug=slug)
+    response["Location"] += (f"?pool={pool}" if pool.isdigit() else "") + "#plan"
+    return response
+
+
 def _to_pool(slug: str, pool_id: int, query: str = "") -> HttpResponse:
     response = redirect("labelling:list-assignments", slug=slug)
     response["Location"] += f"?pool={pool_id}" + (f"&{query}" if query else "")
@@ -241,9 +253,12 @@ def reassign_assignments(request: HttpRequest, slug: str, pool_id: int) -> HttpR
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def add_second_labellers(request: HttpRequest, slug: str) -> HttpResponse:
+    """POST adds second labellers; a GET (a reload after a refused form) opens the page."""
     access = project_access(request.user, slug, role=Role.LEAD)
+    if request.method == "GET":
+        return _plan_page(slug, request.GET.get("pool", ""))
     form = SecondLabellersForm(request.POST, project=access.project)
     if form.is_valid():
         data = form.cleaned_data

@@ -14,6 +14,7 @@ from django.core.mail import send_mail
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.text import slugify
 
 from corpus import jobs
 from corpus.models import Job, JobState, Membership, Project, Retriever, RetrieverKind, Role
@@ -26,12 +27,39 @@ from production.services import sampling as sampling_services
 
 log = logging.getLogger(__name__)
 PRODUCTION_RETRIEVER = "production"
-POOL_NAME = "production"
 
 
 def set_name_for(moment: datetime) -> str:
     year, week, _ = moment.isocalendar()
     return f"production-{year}-W{week:02d}"
+
+
+def pool_name_for(question_set: QuestionSet) -> str:
+    """The sample's pool is named after its question set (``production-2026-w49``), which is
+    unique in the project: a list of pools never shows two "production" pools."""
+    return slugify(question_set.name)[:100]
+
+
+class AlreadyDrawn(ServiceError):
+    """The rule (this version of it) has drawn a sample in this ISO week already."""
+
+    def __init__(self, sample: Sample):
+        self.sample = sample
+        name = sample.question_set.name if sample.question_set else f"sample {sample.pk}"
+        super().__init__(
+            f"The rule {sample.rule} already drew {name} this week: drawing is once a week per "
+            "rule. To draw anew, change the rule (its next version draws again)."
+        )
+
+
+def drawn_in_week(*, rule: SamplingRule, moment: datetime) -> Sample | None:
+    """The sample ``rule`` drew in the ISO week of ``moment`` (by its window's end), if any:
+    the one rule of "once per rule and week", for the weekly loop and "Draw now" alike."""
+    week = moment.isocalendar()[:2]
+    for sample in rule.samples.select_related("question_set", "rule").order_by("-window_end"):
+        if sample.window_end.isocalendar()[:2] == week:
+            return sample
+    return None
 
 
 def production_retriever(project: Project) -> Retriever:
@@ -114,7 +142,7 @@ def open_production_set(*, sample: Sample, user=None, depth: int = 10) -> Produc
         if sources:
             pool = pools.start_pool(
                 question_set=question_set,
-                name=POOL_NAME,
+                name=pool_name_for(question_set),
                 retrievers=sources,
                 depth=depth,
                 user=user,
@@ -175,8 +203,15 @@ def draw_and_open(
 ) -> ProductionSet:
     """Draw the rule, open its question set and pool, tell the leads: the weekly loop's step.
     All or nothing: a sample is never left without its question set. ``then`` runs in the same
-    transaction (a job records what it drew, so a retry finds it)."""
+    transaction (a job records what it drew, so a retry finds it). A rule draws once per ISO
+    week (`AlreadyDrawn` otherwise); the rule's row is locked while it draws, so two draws at
+    the same moment (a double click, the weekly task) make one sample."""
+    end = end or timezone.now()
     with transaction.atomic():
+        SamplingRule.objects.select_for_update().filter(pk=rule.pk).first()
+        earlier = drawn_in_week(rule=rule, moment=end)
+        if earlier is not None:
+            raise AlreadyDrawn(earlier)
         sample = sampling_services.draw_sample(rule=rule, user=user, end=end)
         made = open_production_set(sample=sample, user=user)
         if then is not None:
@@ -209,20 +244,27 @@ def run_draw(job: Job) -> None:
         if rule is None:
             raise ServiceError("This sampling rule is gone, so nothing was drawn.")
 
-        def record(made: ProductionSet) -> None:
+        def record(made: ProductionSet, notes: list[str] | None = None) -> None:
             url = reverse("production:show-sample", args=[job.project.slug, made.sample.pk])
             job.result = {
                 "sample_id": made.sample.pk,
-                "notes": made.notes,
+                "notes": made.notes if notes is None else notes,
                 "redirect": True,
                 "link": {
                     "url": url,
-                    "text": f"Open the sample ({made.question_set.name})",
+                    "text": f"Open the sample ({made.question_set or made.sample})",
                 },
             }
             Job.objects.filter(pk=job.pk).update(result=job.result)
 
-        draw_and_open(rule=rule, user=job.created_by, then=record)
+        try:
+            draw_and_open(rule=rule, user=job.created_by, then=record)
+        except AlreadyDrawn as exc:
+            # A second click, or the weekly task first: this job shows the week's sample.
+            earlier = exc.sample
+            record(ProductionSet(earlier, earlier.question_set, None), notes=[str(exc)])
+            jobs.finish(job, JobState.SUCCEEDED, str(exc))
+            return
     sample = Sample.objects.select_related("question_set").get(pk=job.result["sample_id"])
     lines = [f"Drew {sample.traces.count()} traces into {sample.question_set.name}."]
     jobs.finish(job, JobState.SUCCEEDED, " ".join(lines + job.result.get("notes", [])))
@@ -239,14 +281,11 @@ def draw_weekly_samples(*, now: datetime | None = None) -> WeeklyOutcome:
     left alone (the task may run twice), one that selects nothing is reported, not fatal."""
     now = now or timezone.now()
     outcome = WeeklyOutcome()
-    year, week, _ = now.isocalendar()
     for rule in SamplingRule.objects.filter(active=True).select_related("project"):
-        drawn = [s.window_end.isocalendar()[:2] for s in rule.samples.only("window_end")]
-        if (year, week) in drawn:
-            outcome.skipped.append(f"{rule.project.slug}/{rule}: already drawn this week")
-            continue
         try:
             outcome.opened.append(draw_and_open(rule=rule, end=now))
+        except AlreadyDrawn:
+            outcome.skipped.append(f"{rule.project.slug}/{rule}: already drawn this week")
         except ServiceError as exc:
             log.warning("Weekly sample of %s/%s: %s", rule.project.slug, rule, exc)
             outcome.skipped.append(f"{rule.project.slug}/{rule}: {exc}")

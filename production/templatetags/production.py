@@ -17,4 +17,12 @@ def sample_banner(context) -> dict:
         .select_related("question_set")
         .order_by("-drawn_at")[:3]
     )
-    return {"samples": list(samples), "project": project, "csrf_token": context.get("csrf_token")}
+    # On a sample's own page its banner names it without a link: a banner never links to the
+    # page it is on.
+    shown = context.get("sample")
+    return {
+        "samples": list(samples),
+        "project": project,
+        "here": shown.pk if isinstance(shown, Sample) else None,
+        "csrf_token": context.get("csrf_token"),
+    }

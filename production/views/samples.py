@@ -84,6 +84,10 @@ def _initial(rule: SamplingRule | None) -> dict:
 def draw_sample(request: HttpRequest, slug: str, rule_id: int) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.LEAD)
     rule = get_object_or_404(SamplingRule, project=access.project, pk=rule_id)
+    earlier = production.drawn_in_week(rule=rule, moment=timezone.now())
+    if earlier is not None:
+        messages.info(request, str(production.AlreadyDrawn(earlier)))
+        return redirect("production:show-sample", slug=access.project.slug, sample_id=earlier.pk)
     job = production.start_draw(rule=rule, user=request.user)
     # The job page follows the draw and goes on to the sample; straight there if it is done
     # already (no broker: it ran in-process).

@@ -102,6 +102,7 @@
   addButton.addEventListener("mousedown", function (event) { event.preventDefault(); });
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || window.GoldsetKeys.isTyping(event)) return;
+    if (document.querySelector("dialog[open]")) return; // the keys list is open
     if (event.key === "s" || event.key === "S" || event.code === "KeyS") {
       event.preventDefault();
       addSelection(event.altKey);

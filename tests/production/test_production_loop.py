@@ -219,3 +219,66 @@ def test_a_draw_that_finds_nothing_fails_its_job_with_the_reason(loop):
         not Sample.objects.exists()
         and not QuestionSet.objects.filter(name__startswith="production-").exists()
     )
+
+
+# Issue 33, item 8: a rule draws once per ISO week, whoever asks and however often.
+
+
+def test_draw_now_twice_in_a_week_opens_the_week_s_sample_and_draws_nothing_new(worker, loop):
+    lead = login(loop["lead"])
+    draw = reverse("production:draw-sample", kwargs={"slug": "acme", "rule_id": loop["rule"].pk})
+    assert lead.post(draw).status_code == 302
+    job = wait_for_job(Job.objects.get(kind="draw_sample"))
+    assert job.state == JobState.SUCCEEDED, job.message
+    sample = Sample.objects.get()
+    again = lead.post(draw, follow=True)
+    assert again.status_code == 200
+    assert again.redirect_chain[-1][0] == reverse(
+        "production:show-sample", kwargs={"slug": "acme", "sample_id": sample.pk}
+    )
+    text = again.content.decode()
+    assert f"already drew {sample.question_set.name} this week" in text
+    assert "change the rule (its next version draws again)" in text
+    assert Sample.objects.count() == 1 and Job.objects.filter(kind="draw_sample").count() == 1
+    assert QuestionSet.objects.filter(project=loop["project"]).count() == 1
+    # The weekly task, later that week, leaves it alone too.
+    assert tasks.draw_weekly_samples() == []
+    assert Sample.objects.count() == 1
+
+
+def test_two_draws_queued_at_once_make_one_sample(loop):
+    first = production.start_draw(rule=loop["rule"], user=loop["lead"])
+    second = production.start_draw(rule=loop["rule"], user=loop["lead"])  # a double click
+    jobs.run(first.pk, production.run_draw)
+    jobs.run(second.pk, production.run_draw)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    sample = Sample.objects.get()
+    assert first.state == second.state == JobState.SUCCEEDED
+    assert "already drew" in second.message
+    # The second job leads to the week's sample.
+    assert second.result["sample_id"] == first.result["sample_id"] == sample.pk
+    assert second.result["link"]["url"].endswith(f"/samples/{sample.pk}/")
+
+
+def test_a_rule_s_new_version_draws_anew_and_every_pool_is_named_for_its_set(loop, monkeypatch):
+    monkeypatch.setattr("production.services.draws.timezone.now", lambda: NOW)
+    first = production.draw_and_open(rule=loop["rule"], end=NOW)
+    with pytest.raises(production.AlreadyDrawn):
+        production.draw_and_open(rule=loop["rule"], end=NOW + timedelta(days=2))
+    # The rule changed (its next version): that draws anew the same week.
+    spec = sampling_services.check_rule(filters={}, strategy="uniform", size=2, seed=1)
+    newer = sampling_services.save_sampling_rule(
+        project=loop["project"], user=loop["lead"], name="weekly", spec=spec
+    )
+    second = production.draw_and_open(rule=newer, end=NOW)
+    assert Sample.objects.count() == 2
+    sets = [first.question_set.name, second.question_set.name]
+    pools = [first.pool.name, second.pool.name]
+    assert sets == ["production-2026-W49", "production-2026-W49-weekly"]
+    # No two "production" pools: each is named for its set, so the name says what it is.
+    assert pools == ["production-2026-w49", "production-2026-w49-weekly"]
+    # Choice lists name the set as well (pool names are unique within a set only).
+    Pool.objects.update(state="ready")
+    page = login(loop["lead"]).get(reverse("labelling:list-assignments", args=["acme"]))
+    assert "production-2026-w49-weekly — production-2026-W49-weekly" in page.content.decode()
