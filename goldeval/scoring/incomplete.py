@@ -66,6 +66,10 @@ from goldeval.scoring.metrics import (
 )
 
 RBP_PERSISTENCES = (0.5, 0.8)
+# A run with more than this share of unjudged passages in its top UNJUDGED_WARNING_K is warned
+# about: its plain figures may be too low, and the condensed ones belong beside them.
+UNJUDGED_WARNING = 0.10
+UNJUDGED_WARNING_K = 10
 # trec_eval's INFAP_EPSILON (trec_eval.h).
 INFAP_EPSILON = 0.00001
 
@@ -91,6 +95,19 @@ def incomplete_metric_names(
     for p in persistences:
         names += [rbp_name(p), rbp_residual_name(p)]
     return names
+
+
+def unjudged_warning(evaluation: RunEvaluation) -> str | None:
+    """A sentence for a run whose mean unjudged@10 is above 10 %, else None (also when the
+    measure was not computed)."""
+    share = evaluation.metrics.get(f"unjudged@{UNJUDGED_WARNING_K}")
+    if share is None or share <= UNJUDGED_WARNING:
+        return None
+    return (
+        f"{share:.0%} of its top {UNJUDGED_WARNING_K} passages were never judged (above "
+        f"{UNJUDGED_WARNING:.0%}): its plain figures count them as irrelevant and may be too low; "
+        "compare the condensed figures, or pool this run and label again"
+    )
 
 
 def check_persistences(persistences: Sequence[float]) -> None:
