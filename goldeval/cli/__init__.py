@@ -27,6 +27,7 @@ from goldeval.cli.arguments import (
 )
 from goldeval.cli.health import add_parser as add_health_parser
 from goldeval.cli.permissions import add_parser as add_permissions_parser
+from goldeval.cli.reusability import add_parser as add_reusability_parser
 from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
 from goldeval.formats.runfiles import SCORES, TIES
 from goldeval.formats.runs import Run, check_run_against_gold, load_run
@@ -155,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_permissions_parser(commands)
     add_answers_parser(commands)
     add_health_parser(commands)
+    add_reusability_parser(commands)
     return parser
 
 
