@@ -16,10 +16,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from goldeval.cli.arguments import UsageError, positive_argument, run_arguments
 from goldeval.formats.gold import load_gold
+from goldeval.formats.pool import POOL_FILE, read_pool
 from goldeval.formats.runs import check_run_against_gold, load_run
 from goldeval.scoring.report import markdown_cell, markdown_number, markdown_table
 from goldeval.scoring.reusability import (
@@ -28,6 +28,7 @@ from goldeval.scoring.reusability import (
     PLAIN_MEASURES,
     ReusabilityReport,
     leave_one_out,
+    report_content,
 )
 
 EXIT_OK = 0
@@ -52,13 +53,14 @@ def add_parser(commands) -> None:
         action="append",
         default=[],
         metavar="[NAME=]PATH",
-        help="the run of a retriever that built the pool; repeat for each (at least two)",
+        help="the run of a retriever that built the pool; repeat for each (at least two). "
+        f"Default: the bundle's {POOL_FILE}, written when the gold set was finalised",
     )
     parser.add_argument(
         "--depth",
         type=positive_argument,
-        required=True,
-        help="how many passages of each pooled run went into the pool",
+        default=None,
+        help="how many passages of each --pool run went into the pool (needed with --pool)",
     )
     parser.add_argument(
         "--run",
@@ -82,8 +84,8 @@ def add_parser(commands) -> None:
 def reusability_command(arguments: argparse.Namespace) -> int:
     pooled_files = run_arguments(arguments.pool)
     run_files = run_arguments(arguments.runs)
-    if len(pooled_files) < 2:
-        raise UsageError("--pool: give the runs of at least two retrievers that built the pool")
+    if pooled_files and arguments.depth is None:
+        raise UsageError("--depth: say how many passages of each --pool run were pooled")
     names = [name for name, _ in pooled_files + run_files]
     taken = sorted({name for name in names if names.count(name) > 1})
     if taken:
@@ -99,13 +101,30 @@ def reusability_command(arguments: argparse.Namespace) -> int:
             print(f"warning: {warning}", file=sys.stderr)
         return run
 
-    pooled = {name: read(name, path) for name, path in pooled_files}
+    depth = arguments.depth
+    if pooled_files:
+        pooled = {name: read(name, path) for name, path in pooled_files}
+    else:
+        pool_path = arguments.gold / POOL_FILE
+        if not pool_path.is_file():
+            raise UsageError(
+                f"--pool: the gold set has no {POOL_FILE} (a bundle whose pool came from "
+                "Goldset's retrievers carries one); give the pooled runs with --pool and --depth"
+            )
+        from_bundle = read_pool(pool_path.read_bytes(), path=pool_path)
+        pooled = from_bundle.runs
+        depth = from_bundle.depth
+        clashes = sorted(set(pooled) & {name for name, _ in run_files})
+        if clashes:
+            raise UsageError(f"--run: the name {clashes[0]!r} is a pooled retriever's")
+    if len(pooled) < 2:
+        raise UsageError("--pool: give the runs of at least two retrievers that built the pool")
     runs = [read(name, path) for name, path in run_files]
     try:
         report = leave_one_out(
             gold=gold,
             pooled=pooled,
-            depth=arguments.depth,
+            depth=depth,
             runs=runs,
             threshold=arguments.threshold,
             min_overlap=arguments.min_overlap,
@@ -113,52 +132,13 @@ def reusability_command(arguments: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     if arguments.format == "json":
-        sys.stdout.write(json.dumps(report_json(report), indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json.dumps(report_content(report), indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(render_markdown(report))
     warned = [run for run in report.runs if run.warning]
     for run in warned:
         print(f"warning: {run.name}: {run.warning}", file=sys.stderr)
     return EXIT_UNJUDGED if warned and arguments.fail_on_unjudged else EXIT_OK
-
-
-def report_json(report: ReusabilityReport) -> dict[str, Any]:
-    """The report as JSON: the form the bundle's file and the page would store."""
-    return {
-        "depth": report.depth,
-        "threshold": report.threshold,
-        "retrievers": [
-            {
-                "name": bias.name,
-                "unique_items": bias.unique_items,
-                "unique_relevant_units": [
-                    {
-                        "question_id": unit.question_id,
-                        "doc_id": unit.span.doc_id,
-                        "start": unit.span.start,
-                        "end": unit.span.end,
-                        "grade": unit.span.grade,
-                    }
-                    for unit in bias.unique_units
-                ],
-                "with_own": bias.with_own,
-                "without_own": bias.without_own,
-                "difference": bias.difference,
-            }
-            for bias in report.retrievers
-        ],
-        "runs": [
-            {
-                "name": run.name,
-                "unjudged@10": run.unjudged,
-                "warning": run.warning,
-                "plain": run.plain,
-                "condensed": run.condensed,
-                "bpref": run.bpref,
-            }
-            for run in report.runs
-        ],
-    }
 
 
 def render_markdown(report: ReusabilityReport) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan, Passage
 from goldeval.formats.runs import Run
@@ -190,3 +191,43 @@ def _scored(gold: Gold, run: Run, options: MetricOptions) -> RunEvaluation:
 
 def _figures(evaluation: RunEvaluation, names: Sequence[str]) -> dict[str, float | None]:
     return {name: evaluation.metrics[name] for name in names}
+
+
+def report_content(report: ReusabilityReport) -> dict[str, Any]:
+    """The report as plain JSON values: the command's ``--format json`` and the bundle's
+    reusability.json."""
+    return {
+        "depth": report.depth,
+        "threshold": report.threshold,
+        "retrievers": [
+            {
+                "name": bias.name,
+                "unique_items": bias.unique_items,
+                "unique_relevant_units": [
+                    {
+                        "question_id": unit.question_id,
+                        "doc_id": unit.span.doc_id,
+                        "start": unit.span.start,
+                        "end": unit.span.end,
+                        "grade": unit.span.grade,
+                    }
+                    for unit in bias.unique_units
+                ],
+                "with_own": bias.with_own,
+                "without_own": bias.without_own,
+                "difference": bias.difference,
+            }
+            for bias in report.retrievers
+        ],
+        "runs": [
+            {
+                "name": run.name,
+                "unjudged@10": run.unjudged,
+                "warning": run.warning,
+                "plain": run.plain,
+                "condensed": run.condensed,
+                "bpref": run.bpref,
+            }
+            for run in report.runs
+        ],
+    }
