@@ -94,3 +94,21 @@ def test_bad_input_exits_2_naming_it(files, arguments, fragment):
     assert result.returncode == 2
     assert fragment in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_bundle_without_or_with_a_broken_pool_file_exits_2(tmp_path):
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    (folder / "gold.jsonl").write_text(
+        '{"question_id": "q", "answerable": true, "spans": [{"doc_id": "A", "grade": 1}]}\n'
+    )
+    result = reusability("--gold", folder)
+    assert result.returncode == 2
+    assert "the gold set has no pool.jsonl" in result.stderr
+    (folder / "pool.jsonl").write_text(
+        '{"question_id": "q", "retriever": "r", "passages": [{"doc_id": "A", "rank": -1}]}\n'
+    )
+    result = reusability("--gold", folder)
+    assert result.returncode == 2
+    assert "pool.jsonl:1: rank must be a whole number >= 1" in result.stderr
+    assert "Traceback" not in result.stderr
