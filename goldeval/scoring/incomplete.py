@@ -216,13 +216,13 @@ def score_question(
     hit_grades = {rank: grade for rank, grade, _ in hits}
     top_grade = max((span.grade for span in question.spans), default=0)
     judged = set(judged_ranks)
+    unjudged = [rank for rank in range(looked_at) if rank not in judged]
     trec_eval = options.compat != "goldset"
     for p in persistences:
         total = math.fsum(
             _rbp_gain(grade, top_grade) * p**rank for rank, grade in hit_grades.items()
         )
         values[rbp_name(p)] = (1 - p) * total
-        unjudged = [rank for rank in range(looked_at) if rank not in judged]
         residual = p**looked_at + (1 - p) * math.fsum(p**rank for rank in unjudged)
         values[rbp_residual_name(p)] = 0.0 if trec_eval and not unjudged else residual
     return values
