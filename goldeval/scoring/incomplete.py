@@ -104,7 +104,7 @@ def unjudged_warning(evaluation: RunEvaluation) -> str | None:
     if share is None or share <= UNJUDGED_WARNING:
         return None
     return (
-        f"{share:.0%} of its top {UNJUDGED_WARNING_K} passages were never judged (above "
+        f"{share:.1%} of its top {UNJUDGED_WARNING_K} passages were never judged (above "
         f"{UNJUDGED_WARNING:.0%}): its plain figures count them as irrelevant and may be too low; "
         "compare the condensed figures, or pool this run and label again"
     )

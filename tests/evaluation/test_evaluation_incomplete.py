@@ -52,10 +52,12 @@ def test_the_page_shows_the_measures_and_warns_beside_the_wandering_run(
     report = page.context["report"]
     runs = {r["name"]: r for r in report["runs"]}
     assert runs["judged"]["unjudged_warning"] is None
-    assert runs[NAME]["unjudged_warning"].startswith("15% of its top 10 passages were never judged")
+    assert runs[NAME]["unjudged_warning"].startswith(
+        "15.0% of its top 10 passages were never judged"
+    )
     html = _html(page)
     # Beside the run it concerns: in a note above the table and a badge on its column.
-    assert "<strong>wandering</strong>: 15% of its top 10 passages" in html
+    assert "<strong>wandering</strong>: 15.0% of its top 10 passages" in html
     assert 'wandering <span class="badge warn"' in html and 'judged <span class="badge' not in html
     assert html.count('class="warn unjudged-warning"') == 1
     assert 'id="unjudged"' in html and "python -m goldeval evaluate --incomplete" in html

@@ -59,7 +59,7 @@ def test_json_report(files):
     (new,) = report["runs"]
     assert new["unjudged@10"] == pytest.approx(0.3)
     assert new["condensed"]["condensed_mrr@10"] == 1.0
-    assert "new: 30% of its top 10 passages were never judged" in result.stderr
+    assert "new: 30.0% of its top 10 passages were never judged" in result.stderr
 
 
 def test_markdown_and_the_unjudged_gate(files):
@@ -68,7 +68,7 @@ def test_markdown_and_the_unjudged_gate(files):
     assert "## Leave one retriever out" in result.stdout
     assert "| r2 | 2 | 1 |" in result.stdout
     assert "- r2: 1\n  - question q: B, grade 1" in result.stdout
-    assert "**Warning, new**: 30% of its top 10" in result.stdout
+    assert "**Warning, new**: 30.0% of its top 10" in result.stdout
     gated = reusability(*base(files), "--run", files["new"], "--fail-on-unjudged")
     assert gated.returncode == 1
     fine = reusability(*base(files), "--run", files["r2"].parent / "r2.trec", "--fail-on-unjudged")

@@ -48,12 +48,16 @@ def test_a_run_outside_the_pool_is_warned_with_its_condensed_figures():
     new = run_of({"q": ["X", "Y", "A", "Z"]})
     (coverage,) = report(runs=[new]).runs
     assert coverage.unjudged == pytest.approx(0.3)
-    assert coverage.warning.startswith("30% of its top 10 passages were never judged")
+    assert coverage.warning.startswith("30.0% of its top 10 passages were never judged")
     assert coverage.plain["mrr@10"] == pytest.approx(1 / 3)
     assert coverage.condensed["condensed_mrr@10"] == 1.0
     judged = run_of({"q": ["A", "B", "C"]})
     (coverage,) = report(runs=[judged]).runs
     assert coverage.unjudged == 0.0 and coverage.warning is None
+    # The bar is "above 10 %": one unjudged passage in ten is not warned about, two are.
+    at_the_bar = run_of({"q": ["A", "B", "C", "N1", "N2", "A", "B", "C", "N1", "X"]})
+    (coverage,) = report(runs=[at_the_bar]).runs
+    assert coverage.unjudged == pytest.approx(0.1) and coverage.warning is None
 
 
 def test_spans_count_by_overlap():
