@@ -4,6 +4,8 @@ trec_eval 10's own test files (bpref, infAP, map, unj, rbp, rbp_resid, and -M)."
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan, Passage, load_gold
 from goldeval.formats.runs import Ranking, Run, load_run
@@ -282,3 +284,52 @@ def test_bpref_figures_named_in_the_issue(tmp_path):
     assert bprefs == [0.1230, 0.4712, 0.0000]
     # No document of these topics is sampled out of the pool: infAP is MAP to 4 decimals.
     assert round(result.metrics["infap"], 4) == round(result.metrics["ap"], 4) == 0.1785
+
+
+# --- the class: unjudged passages never move the measures built to ignore them ---------------
+
+passage_strategy = st.tuples(
+    st.sampled_from(["D", "E"]), st.integers(0, 90), st.integers(1, 30)
+).map(lambda t: (t[0], t[1], t[1] + t[2]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    spans=st.lists(
+        st.tuples(
+            st.sampled_from(["D", "E"]), st.integers(0, 90), st.integers(1, 30), st.integers(0, 2)
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    judged=st.lists(passage_strategy, max_size=4),
+    ranking=st.lists(passage_strategy, max_size=12),
+    strangers=st.lists(st.tuples(st.integers(0, 12), st.integers(0, 500)), max_size=6),
+    min_overlap=st.integers(1, 5),
+    threshold=st.integers(1, 2),
+)
+def test_unjudged_passages_leave_bpref_and_condensed_measures_unchanged(
+    spans, judged, ranking, strangers, min_overlap, threshold
+):
+    gold = Gold(
+        questions={
+            "q": question("q", *(span(d, g, s, s + n) for d, s, n, g in spans), judged=judged)
+        }
+    )
+    # Passages of a document nobody judged, slipped in anywhere.
+    mixed = list(ranking)
+    for position, start in strangers:
+        mixed.insert(min(position, len(mixed)), ("U", start, start + 10))
+    options = {"ks": (1, 3, 5, 10), "min_overlap": min_overlap, "threshold": threshold}
+    plain = scored(gold, run_of({"q": ranking}), **options).per_question.get("q")
+    with_strangers = scored(gold, run_of({"q": mixed}), **options).per_question.get("q")
+    if plain is None:  # no span of grade >= 1: unanswerable, not averaged
+        return
+    for name in ("bpref", "condensed_ap", "condensed_mrr@10") + tuple(
+        f"condensed_{m}@{k}" for m in ("precision", "ndcg") for k in (1, 3, 5, 10)
+    ):
+        assert with_strangers[name] == pytest.approx(plain[name]), name
+    # ...and unjudged@k counts them (with whatever else nobody judged).
+    for k in (1, 3, 5, 10):
+        unjudged_strangers = sum(1 for p in mixed[:k] if p[0] == "U")
+        assert with_strangers[f"unjudged@{k}"] * k >= unjudged_strangers - 1e-9
