@@ -215,16 +215,18 @@ def score_question(
 
     hit_grades = {rank: grade for rank, grade, _ in hits}
     top_grade = max((span.grade for span in question.spans), default=0)
-    judged = set(judged_ranks)
-    unjudged = [rank for rank in range(looked_at) if rank not in judged]
+    all_judged = len(judged_ranks) == looked_at
     trec_eval = options.compat != "goldset"
     for p in persistences:
         total = math.fsum(
             _rbp_gain(grade, top_grade) * p**rank for rank, grade in hit_grades.items()
         )
         values[rbp_name(p)] = (1 - p) * total
-        residual = p**looked_at + (1 - p) * math.fsum(p**rank for rank in unjudged)
-        values[rbp_residual_name(p)] = 0.0 if trec_eval and not unjudged else residual
+        # p**n + (1 - p) * (sum of p**rank over the unjudged ranks) is, since the sum over every
+        # rank below n is (1 - p**n) / (1 - p), 1 - (1 - p) * (the sum over the judged ranks):
+        # a walk over the few judged ranks instead of every passage.
+        residual = 1.0 - (1 - p) * math.fsum(p**rank for rank in judged_ranks)
+        values[rbp_residual_name(p)] = 0.0 if trec_eval and all_judged else residual
     return values
 
 
@@ -313,6 +315,15 @@ def _pooled_unjudged_ranks(
 
 def _judged_nonrelevant(question: GoldQuestion, *, options: MetricOptions) -> int:
     """N of bpref: the question's judged items that are not relevant at the threshold."""
+    threshold = options.threshold
+    if all(span.start is None for span in question.spans) and all(
+        start is None for _, start, _ in question.judged
+    ):
+        # Document level (qrels): the same rule, without an overlap search.
+        relevant = {span.doc_id for span in question.spans if span.grade >= threshold}
+        judged_docs = {doc_id for doc_id, _, _ in question.judged}
+        below = {s.doc_id for s in question.spans if s.grade < threshold} - judged_docs
+        return len(judged_docs - relevant) + len(below)
     at_threshold = GoldQuestion(
         question_id=question.question_id,
         question=question.question,
