@@ -97,3 +97,18 @@ def test_the_gold_set_page_shows_the_table_to_those_it_hides_nothing_from(
     assert "Pool bias" not in page.content.decode()
     # Labellers never see a gold set page.
     assert login(people["ann"]).get(url).status_code == 403
+
+
+def test_a_run_checked_against_the_bundle_pool(gold_set, tmp_path, capsys):
+    gold_sets.write_bundle(gold_set=gold_set, folder=tmp_path / "bundle")
+    run = tmp_path / "new.jsonl"
+    run.write_text(
+        '{"question_id": "q1", "results": [{"doc_id": "leave", "start": 300, "end": 340}]}\n'
+    )
+    bundle = str(tmp_path / "bundle")
+    assert main(["reusability", "--gold", bundle, "--run", str(run), "--format", "json"]) == 0
+    (checked,) = json.loads(capsys.readouterr().out)["runs"]
+    assert (checked["name"], checked["unjudged@10"]) == ("new", 0.05)  # 1 of 10, q1 and q2
+    # A checked run may not take a pooled retriever's name.
+    assert main(["reusability", "--gold", bundle, "--run", f"bm25={run}"]) == 2
+    assert "the name 'bm25' is a pooled retriever's" in capsys.readouterr().err
