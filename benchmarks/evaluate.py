@@ -13,6 +13,12 @@ lines). Two comparisons:
 2. **Metrics alone**: both sides given in-memory objects (pytrec_eval's dicts, our Gold/Run).
 
     .venv/bin/python benchmarks/evaluate.py [--questions 10000] [--depth 100] [--repeats 3]
+                                            [--incomplete]
+
+With ``--incomplete`` the whole-process comparison adds the measures for incomplete judgements
+on both sides: ours ``--incomplete`` (ap, bpref, infap, condensed lists, unjudged@10, RBP);
+pytrec_eval bpref, infAP and map, and a second evaluator with ``judged_docs_only_flag`` for the
+condensed P_10, ndcg_cut_10, recip_rank and map (trec_eval -J).
 
 Targets: whole process <= 1.5x pytrec_eval's; metrics alone <= 2x.
 """
@@ -101,6 +107,7 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=10_000)
     parser.add_argument("--depth", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--incomplete", action="store_true")
     arguments = parser.parse_args()
 
     qrels, run = generate(questions=arguments.questions, depth=arguments.depth, seed=7)
@@ -141,10 +148,14 @@ def main() -> None:
             with qrels_path.open() as q_file, trec_path.open() as r_file:
                 parsed_qrels = pytrec_eval.parse_qrel(q_file)
                 parsed_run = pytrec_eval.parse_run(r_file)
-            evaluator = pytrec_eval.RelevanceEvaluator(
-                parsed_qrels, {"recall.10", "P.10", "ndcg_cut.10", "recip_rank"}
-            )
-            return evaluator.evaluate(parsed_run)
+            plain = {"recall.10", "P.10", "ndcg_cut.10", "recip_rank"}
+            if arguments.incomplete:
+                plain |= {"bpref", "infAP", "map"}
+                condensed = {"P.10", "ndcg_cut.10", "recip_rank", "map"}
+                pytrec_eval.RelevanceEvaluator(
+                    parsed_qrels, condensed, judged_docs_only_flag=True
+                ).evaluate(parsed_run)
+            return pytrec_eval.RelevanceEvaluator(parsed_qrels, plain).evaluate(parsed_run)
 
         arguments_ours = [
             "evaluate",
@@ -159,6 +170,7 @@ def main() -> None:
             "--mrr-cutoff",
             str(arguments.depth),
             "--no-baseline",
+            *(["--incomplete"] if arguments.incomplete else []),
         ]
 
         def whole_ours():

@@ -26,6 +26,13 @@ from goldeval.scoring.baseline import BASELINE_NAME
 from goldeval.scoring.baseline import K1 as BM25_K1
 from goldeval.scoring.baseline import B as BM25_B
 from goldeval.scoring.compare import PERMUTATIONS, compare_runs
+from goldeval.scoring.incomplete import (
+    UNJUDGED_WARNING,
+    UNJUDGED_WARNING_K,
+    incomplete_metric_names,
+    unjudged_warning,
+    with_incomplete_measures,
+)
 from goldeval.scoring.metrics import (
     CONVENTIONS,
     MetricOptions,
@@ -106,6 +113,23 @@ class Scoreboard:
     def table_metrics(self) -> list[str]:
         return MetricOptions(ks=self.table_ks, mrr_cutoff=self.options.mrr_cutoff).metric_names()
 
+    @property
+    def incomplete_options(self) -> MetricOptions:
+        return incomplete_options(table_ks=self.table_ks, mrr_cutoff=self.options.mrr_cutoff)
+
+    def incomplete_rows(self) -> list[MetricRow]:
+        """AP, bpref, infAP, condensed lists, unjudged@k and RBP, per run; the row at the k sent
+        to the model highlighted."""
+        k_suffix = f"@{self.k_sent_to_model}"
+        return [
+            MetricRow(
+                name,
+                name.endswith(k_suffix) and "mrr" not in name,
+                [format_figure(r.evaluation.metrics.get(name)) for r in self.runs],
+            )
+            for name in incomplete_metric_names(self.incomplete_options)
+        ]
+
     def metric_rows(self) -> list[MetricRow]:
         rows = [
             MetricRow(label, False, [str(getattr(r.evaluation, attribute)) for r in self.runs])
@@ -155,6 +179,13 @@ class Scoreboard:
         ]
 
 
+def incomplete_options(*, table_ks: tuple[int, ...], mrr_cutoff: int) -> MetricOptions:
+    """The options of the measures for incomplete judgements on the page: the table's
+    cut-offs and the k of the unjudged warning."""
+    ks = tuple(sorted({*table_ks, UNJUDGED_WARNING_K}))
+    return MetricOptions(ks=ks, mrr_cutoff=mrr_cutoff)
+
+
 def format_figure(value: float | None) -> str:
     """Four decimals, as the CLI's markdown report; a dash for "no value"."""
     return "—" if value is None else f"{value:.4f}"
@@ -180,6 +211,7 @@ def evaluate_gold_set(
     table_ks = tuple(sorted({*TABLE_KS, k_sent_to_model}))
     curve_max = max(CURVE_MIN_K, k_sent_to_model, *table_ks)
     options = MetricOptions(ks=tuple(range(1, curve_max + 1)), mrr_cutoff=MRR_CUTOFF)
+    incomplete = incomplete_options(table_ks=table_ks, mrr_cutoff=MRR_CUTOFF)
     scored: list[ScoredRun] = []
     unreadable: list[UnreadableRun] = []
     for record in records:
@@ -198,7 +230,7 @@ def evaluate_gold_set(
                 name=record.name,
                 kind=record.source,
                 run=run,
-                evaluation=evaluate_run(gold=gold, run=run, options=options),
+                evaluation=_evaluate(gold, run, options, incomplete=incomplete),
                 record=record,
             )
         )
@@ -210,7 +242,7 @@ def evaluate_gold_set(
                 name=BASELINE_NAME,
                 kind="baseline",
                 run=run,
-                evaluation=evaluate_run(gold=gold, run=run, options=options),
+                evaluation=_evaluate(gold, run, options, incomplete=incomplete),
             )
         )
     if baseline:
@@ -226,6 +258,14 @@ def evaluate_gold_set(
     )
     board.questions = _question_outcomes(board)
     return board
+
+
+def _evaluate(
+    gold: Gold, run: Run, options: MetricOptions, *, incomplete: MetricOptions
+) -> RunEvaluation:
+    """The CLI's figures, and those of ``--incomplete`` at the table's cut-offs."""
+    evaluation = evaluate_run(gold=gold, run=run, options=options)
+    return with_incomplete_measures(evaluation, gold=gold, run=run, options=incomplete)
 
 
 def _question_outcomes(board: Scoreboard) -> list[QuestionOutcome]:
@@ -488,7 +528,18 @@ def report_of(board: Scoreboard) -> dict[str, Any]:
         # The convention the means follow and each run's ordering rule, as every report names
         # them (JSON, markdown, this page).
         "convention": CONVENTIONS[board.options.compat],
-        "runs": [{"name": r.name, "kind": r.kind, "ties": r.run.ties_rule} for r in board.runs],
+        "runs": [
+            {
+                "name": r.name,
+                "kind": r.kind,
+                "ties": r.run.ties_rule,
+                # The unjudged warning sits beside the run it concerns.
+                "unjudged_warning": unjudged_warning(r.evaluation),
+            }
+            for r in board.runs
+        ],
+        "unjudged_warning_share": f"{UNJUDGED_WARNING:.0%}",
+        "unjudged_warning_k": UNJUDGED_WARNING_K,
         "shallow_runs": [{"name": r.name, "depth": r.record.depth} for r in board.shallow_runs],
         "unreadable_runs": [
             {"name": r.name, "pk": r.pk, "error": r.error} for r in board.unreadable
@@ -496,6 +547,10 @@ def report_of(board: Scoreboard) -> dict[str, Any]:
         "metric_rows": [
             {"name": row.name, "highlighted": row.highlighted, "values": row.values}
             for row in board.metric_rows()
+        ],
+        "incomplete_rows": [
+            {"name": row.name, "highlighted": row.highlighted, "values": row.values}
+            for row in board.incomplete_rows()
         ],
         "curve": {
             **{

@@ -33,6 +33,7 @@ from evaluation.services import (
     evaluation_runs,
     gold_sets,
     permission_replays,
+    pool_bias,
     reports,
     run_deletions,
 )
@@ -121,6 +122,8 @@ def show_gold_set(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResp
     access = project_access(request.user, slug, role=Role.LEAD)
     gold_set = _gold_set(access, gold_set_id)
     hidden = gold_set.hidden_document_count(request.user)
+    # Pool bias names pooled documents: shown only to those the bundle hides nothing from.
+    reusability = None if hidden else pool_bias.stored_reusability(gold_set)
     return render(
         request,
         "evaluation/show_gold_set.html",
@@ -134,6 +137,7 @@ def show_gold_set(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResp
             .select_related("created_by")
             .order_by("-number"),
             "refusal": _refusal(hidden) if hidden else "",
+            "reusability": reusability,
         },
     )
 

@@ -26,6 +26,7 @@ from answers.services.gold import answers_gold_records
 from corpus import jobs
 from corpus.models import ChunkingScheme, Document, DocumentVersion, Job, JobState, Project
 from evaluation.models import GoldSet, GoldSetFile
+from evaluation.services import pool_bias
 from evaluation.services.corpus_state import document_pks, document_states
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, read_answer_gold
 from goldeval.formats.bundle import Bundle, BundleInfo, CorpusVersion, Vote, build_bundle, sha256
@@ -390,6 +391,7 @@ def _bundle(
     }
     votes = _votes(question_set)
     documents = document_states(project)
+    pool = pool_bias.pool_lines(question_set)
     bundle = build_bundle(
         info=BundleInfo(
             project=project.slug,
@@ -421,8 +423,10 @@ def _bundle(
         votes=votes,
         answers_gold=answers_gold_records(question_set),
         documents=documents,
+        pool=pool,
+        reusability=pool_bias.reusability_content(questions, pool),
     )
-    named = _bundle_documents(project, questions, versions, votes)
+    named = _bundle_documents(project, questions, versions, votes, pool)
     return bundle, named | document_pks(project)
 
 
@@ -431,16 +435,19 @@ def _bundle_documents(
     questions: Sequence[FrozenQuestion],
     versions: Sequence[DocumentVersion],
     votes: Sequence[Vote],
+    pool: Sequence[dict] = (),
 ) -> set[int]:
     """Every document a bundle names anywhere: the texts of corpus.jsonl, and the doc ids of
-    spans, judged passages (gold.jsonl, the qrels) and votes (judgements.csv, with labellers'
-    notes). A download is refused to anyone an access group hides any one of them from, so a
-    judged document that is not searchable (flagged, superseded, a hidden duplicate) counts."""
+    spans, judged passages (gold.jsonl, the qrels), votes (judgements.csv, with labellers'
+    notes) and pooled passages (pool.jsonl, reusability.json). A download is refused to anyone an
+    access group hides any one of them from, so a judged document that is not searchable
+    (flagged, superseded, a hidden duplicate) counts."""
     doc_ids = {version.document.doc_id for version in versions}
     for question in questions:
         doc_ids.update(span.doc_id for span in question.spans)
         doc_ids.update(doc_id for doc_id, *_ in question.judged)
     doc_ids.update(vote.doc_id for vote in votes if vote.doc_id)
+    doc_ids.update(passage["doc_id"] for line in pool for passage in line["passages"])
     ordered, found = sorted(doc_ids), set()
     for batch in in_batches(ordered):
         found.update(

@@ -21,16 +21,23 @@ from goldeval.cli.arguments import (
     UsageError,
     fail_under_bars,
     ks_argument,
+    persistences_argument,
     positive_argument,
     run_arguments,
 )
 from goldeval.cli.health import add_parser as add_health_parser
 from goldeval.cli.permissions import add_parser as add_permissions_parser
+from goldeval.cli.reusability import add_parser as add_reusability_parser
 from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
 from goldeval.formats.runfiles import SCORES, TIES
 from goldeval.formats.runs import Run, check_run_against_gold, load_run
 from goldeval.formats.textfiles import cyclic_gc_paused
 from goldeval.scoring.compare import PERMUTATIONS, compare_runs
+from goldeval.scoring.incomplete import (
+    RBP_PERSISTENCES,
+    incomplete_metric_names,
+    with_incomplete_measures,
+)
 from goldeval.scoring.metrics import COMPATS, MetricOptions, RunEvaluation, evaluate_run
 from goldeval.scoring.report import FORMATS, build_report, render
 
@@ -109,6 +116,26 @@ def build_parser() -> argparse.ArgumentParser:
         "trec_eval (questions in both run and gold), trec_eval-c (every gold question)",
     )
     evaluate.add_argument(
+        "-M",
+        "--max-passages",
+        type=positive_argument,
+        default=None,
+        help="score only the first N passages of each ranking, as trec_eval -M (default: all)",
+    )
+    evaluate.add_argument(
+        "--incomplete",
+        action="store_true",
+        help="add the measures for incomplete judgements: ap, bpref, infap, condensed lists "
+        "(trec_eval -J), unjudged@k, rbp and its residual",
+    )
+    evaluate.add_argument(
+        "--rbp",
+        type=persistences_argument,
+        default=RBP_PERSISTENCES,
+        metavar="P[,P...]",
+        help="with --incomplete: persistences of rank-biased precision (default 0.5,0.8)",
+    )
+    evaluate.add_argument(
         "--strict",
         action="store_true",
         help="refuse run questions the gold set does not know (default: skip them, with a warning)",
@@ -129,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_permissions_parser(commands)
     add_answers_parser(commands)
     add_health_parser(commands)
+    add_reusability_parser(commands)
     return parser
 
 
@@ -177,17 +205,22 @@ def _evaluate(arguments: argparse.Namespace) -> int:
             threshold=arguments.threshold,
             mrr_cutoff=arguments.mrr_cutoff,
             min_overlap=arguments.min_overlap,
+            max_passages=arguments.max_passages,
         )
     except ValueError as error:
         raise UsageError(str(error)) from None
     metric_names = options.metric_names()
+    # Reported and usable as bars; compared run against run only the plain metrics are.
+    incomplete_names = incomplete_metric_names(options, persistences=arguments.rbp)
+    every_name = metric_names + (incomplete_names if arguments.incomplete else [])
+
+    def not_allowed(metric: str) -> str:
+        if metric in incomplete_names:
+            return f"{metric!r} is a measure for incomplete judgements: add --incomplete"
+        return f"unknown metric {metric!r}; available with these options: " + ", ".join(every_name)
+
     bars = fail_under_bars(
-        arguments.fail_under,
-        allowed=metric_names,
-        what="metric",
-        not_allowed=lambda metric: (
-            f"unknown metric {metric!r}; available with these options: " + ", ".join(metric_names)
-        ),
+        arguments.fail_under, allowed=every_name, what="metric", not_allowed=not_allowed
     )
     named_runs = run_arguments(arguments.runs)
     if not named_runs and arguments.no_baseline:
@@ -217,6 +250,17 @@ def _evaluate(arguments: argparse.Namespace) -> int:
         raise UsageError("nothing to score: give at least one --run (or a bundle with a corpus)")
 
     evaluations = {run.name: evaluate_run(gold=gold, run=run, options=options) for run in runs}
+    if arguments.incomplete:
+        evaluations = {
+            run.name: with_incomplete_measures(
+                evaluations[run.name],
+                gold=gold,
+                run=run,
+                options=options,
+                persistences=arguments.rbp,
+            )
+            for run in runs
+        }
     comparisons = compare_runs(
         evaluations, metric_names=metric_names, permutations=PERMUTATIONS, seed=arguments.seed
     )

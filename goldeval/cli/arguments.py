@@ -32,6 +32,17 @@ def positive_argument(text: str) -> int:
     return value
 
 
+def persistences_argument(text: str) -> tuple[float, ...]:
+    """RBP persistences: comma-separated numbers strictly between 0 and 1."""
+    try:
+        values = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+    if not values or any(not (0 < value < 1) for value in values):
+        raise argparse.ArgumentTypeError("every persistence must lie strictly between 0 and 1")
+    return tuple(dict.fromkeys(values))
+
+
 def run_arguments(values: list[str]) -> list[tuple[str, Path]]:
     runs: list[tuple[str, Path]] = []
     for value in values:

@@ -28,6 +28,7 @@ from goldeval.formats.gold import (
     MANIFEST_FILE,
     DocumentState,
 )
+from goldeval.formats.pool import POOL_FILE, REUSABILITY_FILE
 from goldeval.text.chunking import ChunkSpec, chunk_spans
 from goldeval.text.spans import overlaps
 
@@ -161,13 +162,17 @@ def build_bundle(
     votes: Sequence[Vote],
     answers_gold: Sequence[dict[str, Any]] = (),
     documents: Sequence[DocumentState] = (),
+    pool: Sequence[dict[str, Any]] = (),
+    reusability: Mapping[str, Any] | None = None,
 ) -> Bundle:
     """Every file of a gold set's bundle (nothing is written anywhere).
 
     ``corpus``: the versions the bundle carries, by doc_id then version (the last one of a
     document is the one BEIR's corpus gets). ``texts``: the text of every version a span or
     judged passage points at, by (doc_id, version), for the chunk-level qrels; a judged passage
-    of an unknown version is left out of them. ``schemes``: by name, in file order.
+    of an unknown version is left out of them. ``schemes``: by name, in file order. ``pool``:
+    the lines of pool.jsonl (`goldeval.formats.pool`), ``reusability`` the pool-bias report
+    (`goldeval.scoring.reusability.report_content`); each file only when given.
     """
     files: dict[str, bytes] = {
         GOLD_FILE: _jsonl(_gold_line(question) for question in questions),
@@ -214,6 +219,12 @@ def build_bundle(
         files[ANSWERS_GOLD_FILE] = _jsonl(answers_gold)
     if documents:
         files[DOCUMENTS_FILE] = _jsonl(_document_line(document) for document in documents)
+    if pool:
+        files[POOL_FILE] = _jsonl(pool)
+    if reusability is not None:
+        files[REUSABILITY_FILE] = (
+            json.dumps(reusability, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+        ).encode()
 
     answerable = sum(1 for q in questions if q.answerable)
     manifest: dict[str, Any] = {

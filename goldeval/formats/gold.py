@@ -80,6 +80,10 @@ class GoldQuestion:
     spans: tuple[GoldSpan, ...]
     # Passages labellers looked at (the pool); gold spans count as judged too.
     judged: tuple[Passage, ...] = ()
+    # Passages in the pool that were left unjudged on purpose (a qrels grade below 0, as
+    # trec_eval reads it: sampled pools, infAP). Not judged; infAP tells them from passages
+    # outside the pool (`goldeval.scoring.incomplete`).
+    pooled_unjudged: tuple[Passage, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,7 +421,9 @@ def _parse_judged(item: Any, *, path: Path, line: int) -> Passage:
 def load_qrels(path: Path | str) -> dict[str, GoldQuestion]:
     """Document-level judgments: TREC ``qid 0 docid grade`` or BEIR TSV with a header.
 
-    Every row is a judged document; rows with grade >= 1 become whole-document spans.
+    Every row with a grade >= 0 is a judged document; rows with grade >= 1 become whole-document
+    spans; a row with a negative grade is a document in the pool left unjudged (trec_eval's
+    reading), so it is not judged.
     """
     path = Path(path)
     return _read_qrels(_decode(path.read_bytes(), path=path), path=path, warnings=[])
@@ -451,7 +457,10 @@ def _questions_of_qrels(text: str, *, path: Path, warnings: list[str]) -> dict[s
             question="",
             answerable=bool(spans),
             spans=spans,
-            judged=tuple(map(whole_document, documents)),
+            judged=tuple(whole_document(doc) for doc, grade in documents.items() if grade >= 0),
+            pooled_unjudged=tuple(
+                whole_document(doc) for doc, grade in documents.items() if grade < 0
+            ),
         )
     return questions
 

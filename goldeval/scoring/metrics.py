@@ -28,6 +28,7 @@ Semantics (DESIGN.md §3):
 - ndcg@k: gain (2**g - 1) (or g, "linear", trec_eval's) / log2(rank + 1), ranks from 1. As in
   trec_eval, every grade >= 1 carries gain whatever the threshold; the ideal DCG takes the grades
   of all the question's spans of grade >= 1, retrieved or not, sorted descending, cut at k.
+- max_passages (trec_eval -M): a ranking counts only its first N passages, for every measure.
 - judged@k: share of the top-k passages that overlap a judged passage or a gold span (how far a
   system strays outside the labelled pool); its divisor is the number of passages in the top k.
 """
@@ -72,6 +73,8 @@ class MetricOptions:
     mrr_cutoff: int = 10
     min_overlap: int = 1
     compat: str = "goldset"  # one of COMPATS
+    # trec_eval's -M: only the first N passages of each ranking are scored (None: all).
+    max_passages: int | None = None
 
     def __post_init__(self) -> None:
         if self.compat not in COMPATS:
@@ -84,11 +87,14 @@ class MetricOptions:
             raise ValueError("the relevance threshold must be at least 1 (grade 0 = not relevant)")
         if self.mrr_cutoff < 1 or self.min_overlap < 1:
             raise ValueError("the MRR cut-off and the minimum overlap must be at least 1")
+        if self.max_passages is not None and self.max_passages < 1:
+            raise ValueError("the maximum number of passages per question must be at least 1")
 
     @property
     def depth(self) -> int:
         """How many passages of a ranking any metric looks at."""
-        return max(*self.ks, self.mrr_cutoff)
+        depth = max(*self.ks, self.mrr_cutoff)
+        return depth if self.max_passages is None else min(depth, self.max_passages)
 
     def metric_names(self) -> list[str]:
         ks = sorted(set(self.ks))

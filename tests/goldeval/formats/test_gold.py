@@ -80,7 +80,9 @@ def test_qrels_keep_grades_above_two(tmp_path):
     path.write_text("7 0 d1 4\n7 0 d2 -1\n")
     q = load_gold(path).questions["7"]
     assert [s.grade for s in q.spans] == [4]
-    assert len(q.judged) == 2
+    # -1: in the pool but unjudged, as trec_eval reads it (infAP tells it from outside the pool).
+    assert q.judged == (Passage("d1"),)
+    assert q.pooled_unjudged == (Passage("d2"),)
 
 
 @pytest.mark.parametrize(
