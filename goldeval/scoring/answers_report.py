@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from goldeval.formats.bundle import spreadsheet_safe
-from goldeval.scoring.answers import AUTOMATIC_SCORES, HUMAN_SCORES, AnswerEvaluation
+from goldeval.scoring.answers import (
+    AUTOMATIC_SCORES,
+    HUMAN_SCORES,
+    MISSING_RULE,
+    AnswerEvaluation,
+)
 from goldeval.scoring.compare import Comparison
 from goldeval.scoring.report import (
     CSV_HEADER,
@@ -22,6 +27,7 @@ from goldeval.scoring.report import (
     csv_value,
     markdown_cell,
     markdown_comparisons,
+    markdown_missing,
     markdown_number,
     markdown_per_question,
     markdown_table,
@@ -30,12 +36,14 @@ from goldeval.scoring.report import (
 FORMATS = ("json", "markdown", "csv")
 # What each score is called on a page and in markdown.
 LABELS = {
-    "faithfulness": "faithfulness (claims supported by the context)",
+    "faithfulness": "faithfulness (Ragas: claims fully supported by the context)",
+    "faithfulness_graded": "faithfulness, graded (a partly supported claim counts ½)",
     "citation_precision": "citation precision (ALCE, human grades)",
     "citation_recall": "citation recall (ALCE, human grades)",
-    "correctness": "correctness (reference facts present)",
-    "correctness_vital": "correctness, vital facts only",
-    "correctness_strict": "correctness, strict (present only)",
+    "correctness": "correctness, All (TREC 2024 RAG nuggets; partly present ½)",
+    "correctness_vital": "correctness, Vital (vital facts only)",
+    "correctness_strict": "correctness, Strict All (present facts only)",
+    "correctness_strict_vital": "correctness, Strict Vital (present vital facts only)",
     "gold_citation_precision": "gold citation precision (citations on gold spans)",
     "refusal_recall": "refusal recall (unanswerable refused)",
     "over_refusal": "over-refusal (answerable refused)",
@@ -61,12 +69,14 @@ def build_answer_report(
             "counts": dict(evaluation.counts),
             "human_graded": evaluation.human_graded,
             "coverage": evaluation.coverage,
+            "missing_questions": list(evaluation.missing_questions),
             "scores": dict(evaluation.scores),
         }
         if per_question:
             entry["per_question"] = {q: dict(v) for q, v in evaluation.per_question.items()}
         runs[name] = entry
     return {
+        "missing_rule": MISSING_RULE,
         "runs": runs,
         "comparisons": [
             {"a": c.a, "b": c.b, "metric": c.metric, "delta": c.delta, "p_value": c.p_value}
@@ -98,6 +108,10 @@ def _markdown(report: dict[str, Any]) -> str:
         ["human grades cover"] + [markdown_number(runs[n]["coverage"]) for n in names]
     )
     lines += ["## Answer runs", "", *markdown_table(header, count_rows), ""]
+    lines += [f"Missing questions: {report.get('missing_rule', MISSING_RULE)}."]
+    for name in names:
+        lines += markdown_missing(name, runs[name].get("missing_questions", []))
+    lines += [""]
     for title, group in (
         ("Human-graded scores", HUMAN_SCORES),
         ("Automatic scores (from the gold set alone)", AUTOMATIC_SCORES),

@@ -207,11 +207,12 @@ class MeasurePower:
         return sum(pair.asl < self.alpha for pair in self.pairs) / len(self.pairs)
 
     def detectable(self, difference: float | None) -> bool | None:
-        """Whether a difference of this size is at least the smallest detectable one; None when
-        that is unknown."""
+        """Whether a difference of this size is at least the smallest detectable one (and not
+        0); None when that is unknown."""
         if difference is None or self.minimum_detectable is None:
             return None
-        return abs(difference) >= self.minimum_detectable
+        # No difference at all is nothing to detect, even where the runs never disagree.
+        return difference != 0 and abs(difference) >= self.minimum_detectable
 
     def as_dict(self, *, pairs: bool = True) -> dict:
         found = {

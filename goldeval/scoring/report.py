@@ -38,6 +38,7 @@ def build_report(
             "questions": evaluation.questions,
             "answerable": evaluation.answerable,
             "missing": evaluation.missing,
+            "missing_questions": list(evaluation.missing_questions),
             "recall_undefined": evaluation.recall_undefined,
             "metrics": dict(evaluation.metrics),
             "unanswerable": {
@@ -131,6 +132,22 @@ def markdown_number(value: Any) -> str:
 def markdown_cell(text: str) -> str:
     """Text made safe for one markdown table cell."""
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+# How many missing questions a markdown report lists by id (the JSON lists them all).
+MISSING_LISTED = 20
+
+
+def markdown_missing(name: str, question_ids: list[str]) -> list[str]:
+    """A run's missing questions, by id, in one line (nothing when none is missing)."""
+    if not question_ids:
+        return []
+    listed = ", ".join(
+        f"`{markdown_cell(q).replace('`', '')}`" for q in question_ids[:MISSING_LISTED]
+    )
+    more = len(question_ids) - MISSING_LISTED
+    tail = f" and {more} more" if more > 0 else ""
+    return [f"Missing from {markdown_cell(name)} ({len(question_ids)}): {listed}{tail}."]
 
 
 def markdown_table(header: list[str], rows: list[list[str]], *, numeric_from: int = 1) -> list[str]:
@@ -238,6 +255,7 @@ def render_markdown(report: dict[str, Any]) -> str:
                 skipped = len(run["skipped_questions"])
                 extra += f"; {skipped} question(s) not in the gold set skipped"
             lines.append(f"Order of {markdown_cell(name)}: {run['ties']}{extra}.")
+        lines += markdown_missing(name, runs[name].get("missing_questions", []))
     lines += ["", *markdown_table(["", *names], rows), ""]
 
     lines += markdown_comparisons(report["comparisons"], measure="metric")
