@@ -453,9 +453,10 @@ def show_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespo
         names=names,
         columns=[(run["name"], run["pk"]) for run in page["runs"]],
         score_rows=[
-            (score, LABELS[score], [runs[name]["scores"][score] for name in names])
+            (score, LABELS[score], [runs[name]["scores"].get(score) for name in names])
             for score in LABELS
         ],
+        missing=[(name, runs[name].get("missing_questions", [])) for name in names],
         count_rows=[
             (key.replace("_", " "), [runs[name]["counts"][key] for name in names])
             for key in ("answerable", "unanswerable", "answers", "missing", "refused", "graded")

@@ -72,6 +72,9 @@ HUMAN_SCORES = (
     "correctness_strict",
     "correctness_strict_vital",
 )
+# Which definitions the scores follow; a stored report of other definitions is stale (2: issue
+# 34's Ragas faithfulness, ALCE precision, TREC 2024 RAG nugget scores, missing = not refused).
+DEFINITIONS = 2
 # How a question missing from an answer run counts: the same rule as ``evaluate``'s.
 MISSING_RULE = (
     "a question missing from the run scores 0 on the citation scores and correctness and "

@@ -129,7 +129,10 @@ def test_the_answers_page_shows_the_scores_and_equals_the_cli(
     response = client.get(url)
     page = response.content.decode()
     assert response.status_code == 200
-    assert "faithfulness (claims supported by the context)" in page
+    assert "faithfulness (Ragas: claims fully supported by the context)" in page
+    assert "faithfulness, graded (a partly supported claim counts ½)" in page
+    assert "correctness, Strict Vital (present vital facts only)" in page
+    assert "counts as not refused" in page
     assert 'class="claim claim-full"' in page and "on-gold" in page
     assert "Graded by " in page and people["ann"].username in page
     assert "Not covered by human grades." in page  # q2
@@ -153,7 +156,7 @@ def test_the_answers_page_shows_the_scores_and_equals_the_cli(
     assert cli == json.loads(json.dumps(answers_page(gold_set=gold_set).report))
     scores = cli["runs"]["rag"]["scores"]
     # q1 only is covered: 2 claims full; citations: leave (2) precise, vpn (0) not.
-    assert scores["faithfulness"] == 1.0
+    assert scores["faithfulness"] == scores["faithfulness_graded"] == 1.0
     assert scores["citation_precision"] == 0.5  # q1: 1 of 2; q2 is not covered, left out
     assert scores["correctness"] == 0.5  # the vital fact present, the okay one missing
     assert cli["runs"]["rag"]["coverage"] == 0.5
