@@ -24,6 +24,7 @@ from evaluation.forms import (
     FinaliseForm,
     KSentForm,
     PermissionReplayForm,
+    PowerForm,
     RetrieverRunForm,
     UploadRunForm,
 )
@@ -33,6 +34,7 @@ from evaluation.services import (
     evaluation_runs,
     gold_sets,
     permission_replays,
+    power,
     reports,
 )
 from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
@@ -222,8 +224,40 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
         depth=evaluation_runs.evaluation_depth(project),
         upload_form=UploadRunForm(project=project),
         retriever_form=RetrieverRunForm(project=project),
+        power_form=PowerForm(figures=power.stored_power(stored.content if stored else None)),
     )
     return render(request, "evaluation/show_evaluation.html", context)
+
+
+@login_required
+@require_GET
+def calculate_power(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResponse:
+    """The power calculator of the evaluation page (an htmx swap, or a page of its own)."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    template = (
+        "evaluation/calculate_power.html#calculator"
+        if request.htmx
+        else "evaluation/calculate_power.html"
+    )
+    context = {"access": access, "project": access.project, "gold_set": gold_set}
+    hidden = gold_set.hidden_document_count(request.user)
+    if hidden:
+        context["refusal"] = _refusal(hidden)
+        return render(request, template, context, status=403)
+    choice = _choice(request, gold_set, request.GET)
+    stored = reports.stored_report(gold_set, choice)
+    content = stored.content if stored else None
+    form = PowerForm(request.GET, figures=power.stored_power(content))
+    valid = form.is_valid()
+    context.update(
+        power_form=form,
+        choice_query=choice.query(gold_set),
+        selected_ids=set(choice.run_ids),
+        baseline=choice.baseline,
+        answer=power.calculate_power(content=content, **form.cleaned_data) if valid else None,
+    )
+    return render(request, template, context, status=200 if valid else 400)
 
 
 def _deltas_shown(content: dict | None, reference: str | None) -> dict | None:
