@@ -216,3 +216,22 @@ def test_agreement_per_judgement_kind(finalised, people):
     # Citations (q1: leave 2/2, vpn 0/0) and facts (q1: yes/yes, no/no) all agree.
     assert report["citation grade"]["items"] == 2 and report["citation grade"]["percent"] == 1.0
     assert report["fact presence"]["items"] == 2 and report["fact presence"]["percent"] == 1.0
+
+
+def test_the_answers_page_names_the_questions_a_run_left_out(finalised, project, people):
+    gold_set, run = finalised
+    # A second run of the same question set that leaves q3 (unanswerable) out.
+    thin = b"".join(line + b"\n" for line in answers_file().splitlines()[:2])
+    import_answers(question_set=gold_set.question_set, data=thin, run_name="thin")
+    client = login(people["lead"])
+    url = reverse("evaluation:show-answers", args=[project.slug, gold_set.pk])
+    assert client.post(reverse("evaluation:compute-answers", args=[project.slug, gold_set.pk]))
+    answer_report(Job.objects.filter(kind="answer_report").latest("pk").pk)
+    page = client.get(url).content.decode()
+    assert "Missing from thin (1): <code>q3</code>." in page
+    assert "Missing from rag" not in page
+    runs = EvaluationReport.objects.get(gold_set=gold_set).content["report"]["runs"]
+    assert runs["thin"]["missing_questions"] == ["q3"] and runs["rag"]["missing_questions"] == []
+    # q3 is the only unanswerable question: rag refused it; thin, missing it, did not.
+    assert runs["rag"]["scores"]["refusal_recall"] == 1.0
+    assert runs["thin"]["scores"]["refusal_recall"] == 0.0
