@@ -27,6 +27,7 @@ from goldeval.cli.arguments import (
     positive_argument,
     run_arguments,
 )
+from goldeval.cli.gates import missed_bars, not_significant
 from goldeval.cli.health import add_parser as add_health_parser
 from goldeval.cli.permissions import add_parser as add_permissions_parser
 from goldeval.cli.power import add_parser as add_power_parser
@@ -34,9 +35,9 @@ from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
 from goldeval.formats.runfiles import SCORES, TIES
 from goldeval.formats.runs import Run, check_run_against_gold, load_run
 from goldeval.formats.textfiles import cyclic_gc_paused
-from goldeval.scoring.compare import PERMUTATIONS, Comparison, compare_runs
-from goldeval.scoring.metrics import COMPATS, MetricOptions, RunEvaluation, evaluate_run
-from goldeval.scoring.power import ALPHA, NOT_DETECTABLE, MeasurePower, detection_limits
+from goldeval.scoring.compare import PERMUTATIONS, compare_runs
+from goldeval.scoring.metrics import COMPATS, MetricOptions, evaluate_run
+from goldeval.scoring.power import ALPHA, detection_limits
 from goldeval.scoring.report import FORMATS, build_report, render
 
 EXIT_OK = 0
@@ -147,69 +148,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _detectability(limit: MeasurePower | None, difference: float) -> str:
-    """ "; not detectable with this gold set (…)" when ``difference`` is below the smallest
-    difference the gold set detects on that metric; "" when it is not, or when that is unknown."""
-    if limit is None or limit.detectable(difference) is not False:
-        return ""
-    return (
-        f"; {NOT_DETECTABLE} (smallest detectable difference {limit.minimum_detectable:.4f} "
-        f"over {limit.questions} questions)"
-    )
-
-
-def _missed_bars(
-    evaluations: dict[str, RunEvaluation],
-    bars: dict[str, float],
-    *,
-    skip: set[str],
-    limits: dict[str, MeasurePower],
-) -> tuple[list[str], list[str]]:
-    """(misses, notes): a bar missed fails the gate whatever its size, and says when the gap is
-    smaller than the gold set can detect; a bar passed by such a margin is noted."""
-    misses, notes = [], []
-    for name, evaluation in evaluations.items():
-        if name in skip:
-            continue
-        for metric, bar in bars.items():
-            value = evaluation.metrics[metric]
-            if value is None:
-                misses.append(f"{name}: {metric} has no value (no answerable question), bar {bar}")
-                continue
-            detectability = _detectability(limits.get(metric), value - bar)
-            if value < bar:
-                misses.append(f"{name}: {metric} = {value:.4f} is below {bar}{detectability}")
-            elif detectability:
-                notes.append(f"{name}: {metric} = {value:.4f} passes {bar}{detectability}")
-    return misses, notes
-
-
-def _not_significant(
-    comparisons: list[Comparison],
-    metrics: list[str],
-    *,
-    candidate: str,
-    limits: dict[str, MeasurePower],
-) -> list[str]:
-    """The --require-significant gate: the candidate must beat each other run with p < α."""
-    failures = []
-    for metric in metrics:
-        for c in comparisons:
-            if c.metric != metric or candidate not in (c.a, c.b):
-                continue
-            other = c.b if c.a == candidate else c.a
-            delta = None if c.delta is None else (c.delta if c.a == candidate else -c.delta)
-            if delta is None:
-                failures.append(f"{candidate}: {metric} against {other} has no value")
-            elif delta <= 0 or c.p_value >= ALPHA:
-                failures.append(
-                    f"{candidate}: {metric} improvement over {other} = {delta:+.4f} is not "
-                    f"significant (p = {c.p_value:.4f}, needs < {ALPHA})"
-                    + _detectability(limits.get(metric), delta)
-                )
-    return failures
-
-
 def _warn_unanchored(gold: Gold) -> None:
     for item in gold.unanchored:
         span = item.span
@@ -310,12 +248,17 @@ def _evaluate(arguments: argparse.Namespace) -> int:
     )
     sys.stdout.write(render(report, output_format=arguments.output_format))
 
-    misses, notes = _missed_bars(evaluations, bars, skip=baseline_names, limits=limits)
+    misses, notes = missed_bars(
+        {name: e.metrics for name, e in evaluations.items()},
+        bars,
+        skip=baseline_names,
+        limits=limits,
+    )
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     for miss in misses:
         print(f"below bar: {miss}", file=sys.stderr)
-    failures = _not_significant(
+    failures = not_significant(
         comparisons, arguments.require_significant, candidate=runs[0].name, limits=limits
     )
     for failure in failures:

@@ -15,13 +15,16 @@ from typing import Any
 from goldeval.formats.bundle import spreadsheet_safe
 from goldeval.scoring.answers import (
     AUTOMATIC_SCORES,
+    COMPARED_SCORES,
     HUMAN_SCORES,
     MISSING_RULE,
     AnswerEvaluation,
 )
 from goldeval.scoring.compare import Comparison
+from goldeval.scoring.power import MeasurePower, detection_limits
 from goldeval.scoring.report import (
     CSV_HEADER,
+    comparison_entry,
     csv_comparison_rows,
     csv_question_rows,
     csv_value,
@@ -30,6 +33,7 @@ from goldeval.scoring.report import (
     markdown_missing,
     markdown_number,
     markdown_per_question,
+    markdown_power,
     markdown_table,
 )
 
@@ -62,7 +66,13 @@ def build_answer_report(
     comparisons: list[Comparison],
     *,
     per_question: bool = False,
+    limits: Mapping[str, MeasurePower] | None = None,
 ) -> dict[str, Any]:
+    """The report's JSON, with what the gold set can detect per compared score and whether
+    each comparison's delta is that large (`goldeval.scoring.power`; ``limits`` when the caller
+    has them already, else computed here from two runs or more)."""
+    if limits is None and len(evaluations) > 1:
+        limits = detection_limits(evaluations, metrics=COMPARED_SCORES, comparisons=comparisons)
     runs: dict[str, Any] = {}
     for name, evaluation in evaluations.items():
         entry: dict[str, Any] = {
@@ -75,14 +85,14 @@ def build_answer_report(
         if per_question:
             entry["per_question"] = {q: dict(v) for q, v in evaluation.per_question.items()}
         runs[name] = entry
-    return {
+    found = {
         "missing_rule": MISSING_RULE,
         "runs": runs,
-        "comparisons": [
-            {"a": c.a, "b": c.b, "metric": c.metric, "delta": c.delta, "p_value": c.p_value}
-            for c in comparisons
-        ],
+        "comparisons": [comparison_entry(c, dict(limits or {})) for c in comparisons],
     }
+    if limits:
+        found["power"] = {score: limit.as_dict(pairs=False) for score, limit in limits.items()}
+    return found
 
 
 def render_answer_report(report: dict[str, Any], *, output_format: str) -> str:
@@ -119,6 +129,7 @@ def _markdown(report: dict[str, Any]) -> str:
         rows = [[LABELS[s]] + [markdown_number(runs[n]["scores"][s]) for n in names] for s in group]
         lines += [f"## {title}", "", *markdown_table(header, rows), ""]
     lines += markdown_comparisons(report["comparisons"], measure="score")
+    lines += markdown_power(report.get("power", {}))
     for name in names:
         per_question = runs[name].get("per_question")
         if not per_question:

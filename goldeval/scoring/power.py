@@ -28,12 +28,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import Protocol
 
 import numpy as np
 from scipy import optimize, stats
 
 from goldeval.scoring.compare import PERMUTATIONS, Comparison, paired_randomization_p_values
-from goldeval.scoring.metrics import RunEvaluation
 
 ALPHA = 0.05
 POWER = 0.8
@@ -41,6 +41,13 @@ POWER = 0.8
 # larger Δ or σ_d is accepted, but nothing beyond these can mean anything for a mean of scores).
 MAX_QUESTIONS = 10_000_000
 NOT_DETECTABLE = "not detectable with this gold set"
+
+
+class Scored(Protocol):
+    """A run scored question by question: a retrieval run's `RunEvaluation` or an answer
+    run's `AnswerEvaluation` (None where a figure is undefined for a question)."""
+
+    per_question: dict[str, dict[str, float | None]]
 
 
 class PowerInputError(ValueError):
@@ -155,9 +162,7 @@ def difference_sigma(scores: np.ndarray) -> float | None:
     return math.sqrt(2 * residual_variance)
 
 
-def score_matrix(
-    evaluations: Mapping[str, RunEvaluation], *, metric: str
-) -> tuple[list[str], np.ndarray]:
+def score_matrix(evaluations: Mapping[str, Scored], *, metric: str) -> tuple[list[str], np.ndarray]:
     """The questions every run scored with a value for ``metric`` (recall@k is undefined on a
     question without units at the threshold, the same in every run), and their scores."""
     runs = list(evaluations.values())
@@ -242,7 +247,7 @@ class MeasurePower:
 
 
 def _sigma_and_minimum(
-    evaluations: Mapping[str, RunEvaluation], *, metric: str, alpha: float, power: float
+    evaluations: Mapping[str, Scored], *, metric: str, alpha: float, power: float
 ) -> tuple[np.ndarray, int, float | None, float | None]:
     question_ids, matrix = score_matrix(evaluations, metric=metric)
     sigma = difference_sigma(matrix)
@@ -257,7 +262,7 @@ def _sigma_and_minimum(
 
 
 def detection_limits(
-    evaluations: Mapping[str, RunEvaluation],
+    evaluations: Mapping[str, Scored],
     *,
     metrics: Sequence[str],
     comparisons: Sequence[Comparison],
@@ -292,7 +297,7 @@ def detection_limits(
 
 
 def measure_power(
-    evaluations: Mapping[str, RunEvaluation],
+    evaluations: Mapping[str, Scored],
     *,
     metric: str,
     delta: float | None = None,
@@ -332,7 +337,7 @@ def measure_power(
 
 
 def gold_set_power(
-    evaluations: Mapping[str, RunEvaluation],
+    evaluations: Mapping[str, Scored],
     *,
     metrics: Sequence[str],
     delta: float | None = None,

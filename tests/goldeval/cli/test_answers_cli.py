@@ -252,3 +252,42 @@ def test_a_missing_question_counts_the_same_in_evaluate_and_answers(tmp_path, ca
     markdown = capsys.readouterr().out
     assert "Missing from rag (1): `u3`." in markdown
     assert "counts as not refused" in markdown
+
+
+def test_two_answer_runs_report_what_the_gold_set_detects(bundle, tmp_path, capsys):
+    good = write_jsonl(tmp_path / "good.jsonl", GOOD)
+    weak = write_jsonl(tmp_path / "weak.jsonl", WEAK)
+    code, out, err = run(capsys, "--gold", bundle, "--answers", good, "--answers", weak)
+    assert code == 0, err
+    report = json.loads(out)
+    # Over-refusal pairs q1 and q2 (both answered or refused in both runs).
+    limit = report["power"]["over_refusal"]
+    assert limit["runs"] == 2 and limit["questions"] == 2 and limit["sigma_d"] > 0
+    compared = {c["metric"]: c for c in report["comparisons"]}
+    # Two questions detect nothing realistic: the 0.5 difference is below the limit.
+    assert compared["over_refusal"]["delta"] == -0.5
+    assert compared["over_refusal"]["detectable"] is False
+    # Gold citation precision pairs q1 alone (weak refused q2): no spread, no limit.
+    assert report["power"]["gold_citation_precision"]["minimum_detectable_difference"] is None
+    assert compared["gold_citation_precision"]["detectable"] is None
+    code, out, _ = run(
+        capsys, "--gold", bundle, "--answers", good, "--answers", weak, "--format", "markdown"
+    )
+    assert "not detectable with this gold set" in out and "## Power" in out
+
+
+def test_answers_require_significant(bundle, tmp_path, capsys):
+    good = write_jsonl(tmp_path / "good.jsonl", GOOD)
+    weak = write_jsonl(tmp_path / "weak.jsonl", WEAK)
+    both = ["--gold", bundle, "--answers", good, "--answers", weak]
+    code, _, err = run(capsys, *both, "--require-significant", "gold_citation_precision")
+    assert code == 1
+    # Paired on q1 alone (weak refused q2): +1.0, but one question is never significant.
+    assert "not significant: good: gold_citation_precision improvement over weak = +1.0000" in err
+    # Lower is better for over-refusal: no "improvement" to require; one run: nothing to beat.
+    code, _, err = run(capsys, *both, "--require-significant", "over_refusal")
+    assert code == 2 and "not a compared score where higher is better" in err
+    code, _, err = run(
+        capsys, "--gold", bundle, "--answers", good, "--require-significant", "faithfulness"
+    )
+    assert code == 2 and "nothing to compare the first run with" in err
