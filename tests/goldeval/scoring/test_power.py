@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from goldeval.scoring.compare import compare_runs
@@ -192,3 +194,28 @@ def test_one_run_has_no_sigma_and_no_limit():
     assert figure.sigma is None and figure.minimum_detectable is None
     assert figure.pairs == [] and figure.discriminative_power is None
     assert figure.detectable(0.5) is None
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    delta=st.floats(min_value=0.005, max_value=0.5),
+    sigma=st.floats(min_value=0.01, max_value=0.5),
+)
+def test_questions_needed_is_the_smallest_count_reaching_the_power(delta, sigma):
+    needed = questions_needed(delta=delta, sigma=sigma)
+    assert paired_t_power(questions=needed, delta=delta, sigma=sigma) >= 0.8
+    if needed > 2:
+        assert paired_t_power(questions=needed - 1, delta=delta, sigma=sigma) < 0.8
+    # A larger difference never needs more questions; a larger spread never fewer.
+    assert questions_needed(delta=delta * 1.5, sigma=sigma) <= needed
+    assert questions_needed(delta=delta, sigma=sigma * 1.5) >= needed
+
+
+@settings(max_examples=100, deadline=None)
+@given(questions=st.integers(min_value=2, max_value=5000), sigma=st.floats(0.001, 1.0))
+def test_the_smallest_detectable_difference_has_exactly_the_power(questions, sigma):
+    minimum = minimum_detectable_difference(questions=questions, sigma=sigma)
+    assert math.isfinite(minimum) and minimum > 0
+    assert paired_t_power(questions=questions, delta=minimum, sigma=sigma) == pytest.approx(
+        0.8, abs=1e-6
+    )
