@@ -26,6 +26,8 @@ from goldeval.scoring.report import (
     CSV_HEADER,
     comparison_entry,
     csv_comparison_rows,
+    csv_missing_rows,
+    csv_power_rows,
     csv_question_rows,
     csv_value,
     markdown_cell,
@@ -152,6 +154,8 @@ def _csv(report: dict[str, Any]) -> str:
         writer.writerow(["count", cell, "", "", "coverage", csv_value(run["coverage"]), ""])
         for score, value in run["scores"].items():
             writer.writerow(["summary", cell, "", "", score, csv_value(value), ""])
+        csv_missing_rows(writer, cell, run.get("missing_questions", []))
         csv_question_rows(writer, cell, run.get("per_question", {}))
     csv_comparison_rows(writer, report["comparisons"])
+    csv_power_rows(writer, report.get("power", {}))
     return buffer.getvalue()

@@ -330,6 +330,24 @@ def csv_comparison_rows(writer, comparisons: list[dict]) -> None:
         )
 
 
+def csv_missing_rows(writer, run_cell: str, question_ids: list[str]) -> None:
+    """A run's missing questions, one ``missing`` row each."""
+    for question_id in question_ids:
+        writer.writerow(["missing", run_cell, "", spreadsheet_safe(question_id), "", "", ""])
+
+
+def csv_power_rows(writer, power: dict[str, Any]) -> None:
+    """What the gold set detects per metric, one ``power`` row per figure."""
+    for metric, figures in power.items():
+        for key in (
+            "questions",
+            "sigma_d",
+            "minimum_detectable_difference",
+            "discriminative_power",
+        ):
+            writer.writerow(["power", "", "", "", f"{metric}.{key}", csv_value(figures[key]), ""])
+
+
 def render_csv(report: dict[str, Any]) -> str:
     """One long table: run summaries, per-question values, then comparisons."""
     buffer = io.StringIO()
@@ -345,6 +363,8 @@ def render_csv(report: dict[str, Any]) -> str:
             writer.writerow(
                 ["summary", run_cell, "", "", f"unanswerable.{key}", csv_value(value), ""]
             )
+        csv_missing_rows(writer, run_cell, run.get("missing_questions", []))
         csv_question_rows(writer, run_cell, run.get("per_question", {}))
     csv_comparison_rows(writer, report["comparisons"])
+    csv_power_rows(writer, report.get("power", {}))
     return buffer.getvalue()

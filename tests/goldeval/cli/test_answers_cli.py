@@ -252,6 +252,12 @@ def test_a_missing_question_counts_the_same_in_evaluate_and_answers(tmp_path, ca
     markdown = capsys.readouterr().out
     assert "Missing from rag (1): `u3`." in markdown
     assert "counts as not refused" in markdown
+    assert (
+        main(["answers", "--gold", str(folder), "--answers", str(answers), "--format", "csv"]) == 0
+    )
+    assert "\nmissing,rag,,u3,,,\n" in capsys.readouterr().out
+    assert main(["evaluate", "--gold", str(folder), "--run", str(answers), "--format", "csv"]) == 0
+    assert "\nmissing,rag,,u3,,,\n" in capsys.readouterr().out
 
 
 def test_two_answer_runs_report_what_the_gold_set_detects(bundle, tmp_path, capsys):

@@ -213,6 +213,23 @@ def test_comparisons_and_report_name_what_the_gold_set_detects(gold, runs, capsy
     )
     assert "not detectable with this gold set" in out
     assert "## Power" in out
+    code, out, _ = command(
+        capsys, "evaluate", "--gold", gold, "--run", runs["strong"], "--run", runs["close"]
+    )
+    code, csv_out, _ = command(
+        capsys,
+        "evaluate",
+        "--gold",
+        gold,
+        "--run",
+        runs["strong"],
+        "--run",
+        runs["close"],
+        "--format",
+        "csv",
+    )
+    limit = json.loads(out)["power"]["ndcg@10"]["minimum_detectable_difference"]
+    assert f"power,,,,ndcg@10.minimum_detectable_difference,{limit}," in csv_out
 
 
 def test_fail_under_says_a_small_miss_is_not_detectable(gold, runs, capsys):
