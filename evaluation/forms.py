@@ -151,3 +151,39 @@ class PermissionReplayForm(forms.Form):
             "uploads": data.get("uploads"),
             "with_canaries": data["with_canaries"],
         }
+
+
+class PowerForm(forms.Form):
+    """The power calculator: a difference to size, on one of the compared figures, with the
+    figures' σ_d or one the lead gives. Bounded so the answer stays a count a page can show."""
+
+    measure = forms.ChoiceField(choices=(), label="Figure")
+    delta = forms.FloatField(
+        min_value=0.001,
+        max_value=1.0,
+        label="Difference to detect",
+        help_text="e.g. 0.03 for three points of nDCG",
+    )
+    sigma = forms.FloatField(
+        min_value=0.001,
+        max_value=1.0,
+        required=False,
+        label="σ_d (optional)",
+        help_text="the standard deviation of per-question differences; default: these runs'",
+    )
+
+    def __init__(self, *args, figures: dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.figures = figures or {}
+        self.fields["measure"].choices = [(metric, metric) for metric in self.figures]
+
+    def clean(self):
+        cleaned = super().clean()
+        figure = self.figures.get(cleaned.get("measure"), {})
+        if "sigma" in cleaned and cleaned.get("sigma") is None and not figure.get("sigma_d"):
+            self.add_error(
+                "sigma",
+                "These figures have no σ_d to start from (it needs two runs or more that "
+                "disagree somewhere): give one.",
+            )
+        return cleaned

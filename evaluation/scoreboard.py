@@ -40,6 +40,7 @@ from goldeval.scoring.metrics import (
     evaluate_run,
     first_reaching_ranks,
 )
+from goldeval.scoring.power import MeasurePower, measure_power
 
 # Line colours of the recall curve (SVG presentation attributes: the CSP forbids inline styles).
 PALETTE = ["#1f4e9c", "#b54708", "#067647", "#8a6d1e", "#7a2e98", "#c01048", "#0e7090", "#667085"]
@@ -404,6 +405,8 @@ class DeltaCell:
     metric: str
     delta: float | None  # the run's mean minus the reference's
     p_value: float
+    # At least the smallest difference the gold set detects (None: fewer than two runs).
+    detectable: bool | None = None
 
     @property
     def significant(self) -> bool:
@@ -430,8 +433,26 @@ def delta_metrics(board: Scoreboard) -> list[str]:
     return [f"recall@{k}", f"ndcg@{k}", f"precision@{k}", f"mrr@{board.options.mrr_cutoff}"]
 
 
+def gold_set_power(
+    board: Scoreboard, *, permutations: int = PERMUTATIONS
+) -> dict[str, MeasurePower]:
+    """What the gold set can detect on the compared figures, from the chosen runs' own
+    per-question differences (`goldeval.scoring.power`): nothing with fewer than two runs."""
+    if len(board.runs) < 2:
+        return {}
+    evaluations = {r.name: r.evaluation for r in board.runs}
+    return {
+        metric: measure_power(evaluations, metric=metric, permutations=permutations)
+        for metric in delta_metrics(board)
+    }
+
+
 def run_deltas(
-    board: Scoreboard, *, reference: str | None = None, permutations: int = PERMUTATIONS
+    board: Scoreboard,
+    *,
+    reference: str | None = None,
+    permutations: int = PERMUTATIONS,
+    power: dict[str, MeasurePower] | None = None,
 ) -> Deltas | None:
     """Every run against one reference run (the first, unless named), per question, with the
     CLI's seeded paired randomization test, so a difference can be told from noise."""
@@ -453,7 +474,15 @@ def run_deltas(
         rows.append(
             RunDelta(
                 name=scored.name,
-                cells=[DeltaCell(c.metric, c.delta, c.p_value) for c in comparisons],
+                cells=[
+                    DeltaCell(
+                        c.metric,
+                        c.delta,
+                        c.p_value,
+                        power[c.metric].detectable(c.delta) if c.metric in (power or {}) else None,
+                    )
+                    for c in comparisons
+                ],
             )
         )
     return Deltas(reference=reference, metrics=metrics, rows=rows, permutations=permutations)
@@ -519,6 +548,7 @@ def report_of(board: Scoreboard) -> dict[str, Any]:
     """Everything the evaluation page shows of a scoreboard, as plain JSON values, so a job can
     store it and the page render it without scoring anything (`EvaluationReport.content`)."""
     curve = recall_curve_svg(board)
+    power = gold_set_power(board)
     return {
         "questions": len(board.gold.questions),
         "unanchored": len(board.gold.unanchored),
@@ -577,10 +607,14 @@ def report_of(board: Scoreboard) -> dict[str, Any]:
         # A list, not a mapping keyed by run: PostgreSQL's jsonb does not keep key order, and
         # the first run is the default reference.
         "deltas": [
-            _deltas_content(run_deltas(board, reference=scored.name)) for scored in board.runs
+            _deltas_content(run_deltas(board, reference=scored.name, power=power))
+            for scored in board.runs
         ]
         if len(board.runs) > 1
         else [],
+        # What the gold set can detect, per compared figure (the page's power calculator
+        # starts from these σ_d).
+        "power": [figure.as_dict() for figure in power.values()],
         "bm25_notes": [
             {"retriever": note.retriever, "differences": note.differences}
             for note in bm25_differences(board)
@@ -626,6 +660,7 @@ def _deltas_content(deltas: Deltas | None) -> dict[str, Any] | None:
                         "delta": c.delta,
                         "p_value": c.p_value,
                         "significant": c.significant,
+                        "detectable": c.detectable,
                     }
                     for c in row.cells
                 ],

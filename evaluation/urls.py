@@ -19,6 +19,7 @@ urlpatterns = [
     path(_gold_set + "runs/<int:run_id>/download/", views.download_run, name="download-run"),
     path(_gold_set + "runs/<int:run_id>/delete/", views.delete_run, name="delete-run"),
     path(_gold_set + "score/", views.score_runs, name="score-runs"),
+    path(_gold_set + "power/", views.calculate_power, name="calculate-power"),
     path(_gold_set + "answers/", views.show_answers, name="show-answers"),
     path(_gold_set + "answers/compute/", views.compute_answers, name="compute-answers"),
     path(

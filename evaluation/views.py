@@ -24,6 +24,7 @@ from evaluation.forms import (
     FinaliseForm,
     KSentForm,
     PermissionReplayForm,
+    PowerForm,
     RetrieverRunForm,
     UploadRunForm,
 )
@@ -34,6 +35,7 @@ from evaluation.services import (
     gold_sets,
     permission_replays,
     pool_bias,
+    power,
     reports,
     run_deletions,
 )
@@ -233,8 +235,40 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
         deletions=RunDeletion.objects.filter(gold_set=gold_set).select_related(
             "deleted_by", "stored_by"
         )[:20],
+        power_form=PowerForm(figures=power.stored_power(stored.content if stored else None)),
     )
     return render(request, "evaluation/show_evaluation.html", context)
+
+
+@login_required
+@require_GET
+def calculate_power(request: HttpRequest, slug: str, gold_set_id: int) -> HttpResponse:
+    """The power calculator of the evaluation page (an htmx swap, or a page of its own)."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    gold_set = _gold_set(access, gold_set_id)
+    template = (
+        "evaluation/calculate_power.html#calculator"
+        if request.htmx
+        else "evaluation/calculate_power.html"
+    )
+    context = {"access": access, "project": access.project, "gold_set": gold_set}
+    hidden = gold_set.hidden_document_count(request.user)
+    if hidden:
+        context["refusal"] = _refusal(hidden)
+        return render(request, template, context, status=403)
+    choice = _choice(request, gold_set, request.GET)
+    stored = reports.stored_report(gold_set, choice)
+    content = stored.content if stored else None
+    form = PowerForm(request.GET, figures=power.stored_power(content))
+    valid = form.is_valid()
+    context.update(
+        power_form=form,
+        choice_query=choice.query(gold_set),
+        selected_ids=set(choice.run_ids),
+        baseline=choice.baseline,
+        answer=power.calculate_power(content=content, **form.cleaned_data) if valid else None,
+    )
+    return render(request, template, context, status=200 if valid else 400)
 
 
 def _deltas_shown(content: dict | None, reference: str | None) -> dict | None:
@@ -495,9 +529,10 @@ def show_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespo
         names=names,
         columns=[(run["name"], run["pk"]) for run in page["runs"]],
         score_rows=[
-            (score, LABELS[score], [runs[name]["scores"][score] for name in names])
+            (score, LABELS[score], [runs[name]["scores"].get(score) for name in names])
             for score in LABELS
         ],
+        missing=[(name, runs[name].get("missing_questions", [])) for name in names],
         count_rows=[
             (key.replace("_", " "), [runs[name]["counts"][key] for name in names])
             for key in ("answerable", "unanswerable", "answers", "missing", "refused", "graded")

@@ -30,7 +30,7 @@ from evaluation.services.gold_sets import bundle_files, load_gold_set
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, AnswerGold, read_answer_gold
 from goldeval.formats.answers import Answer
 from goldeval.formats.gold import Gold
-from goldeval.scoring.answers import compare_answer_runs, evaluate_answers
+from goldeval.scoring.answers import DEFINITIONS, compare_answer_runs, evaluate_answers
 from goldeval.scoring.answers_report import build_answer_report
 from goldeval.scoring.metrics import passages_reaching_gold
 
@@ -166,13 +166,14 @@ def _sentences(answer: Answer, question, grades) -> list[dict[str, Any]]:
 
 
 def answers_key(gold_set: GoldSet) -> str:
-    """Which figures the page needs now: the gold set's answer runs (a new run, a new key)."""
+    """Which figures the page needs now: the gold set's answer runs (a new run, a new key), by
+    the scores' current definitions (figures of older ones are computed again)."""
     runs = sorted(
         AnswerRun.objects.filter(question_set_id=gold_set.question_set_id).values_list(
             "pk", flat=True
         )
     )
-    choice = {"answers": runs}
+    choice = {"answers": runs, "definitions": DEFINITIONS}
     return hashlib.sha256(json.dumps(choice, sort_keys=True).encode()).hexdigest()
 
 

@@ -3,7 +3,10 @@
 (``permissions`` and ``answers`` are subcommands of their own: `goldeval.cli.permissions`,
 `goldeval.cli.answers`.)
 
-Exit status: 0 when all is well, 1 when a run misses a ``--fail-under`` bar, 2 for bad input.
+Exit status: 0 when all is well, 1 when a run misses a ``--fail-under`` bar or the first run's
+improvement is not significant (``--require-significant``), 2 for bad input. A bar missed or
+passed, or a comparison, by less than the gold set can detect says "not detectable with this
+gold set" (`goldeval.scoring.power`).
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from goldeval.cli.arguments import (
     positive_argument,
     run_arguments,
 )
+from goldeval.cli.gates import missed_bars, not_significant
 from goldeval.cli.health import add_parser as add_health_parser
 from goldeval.cli.permissions import add_parser as add_permissions_parser
+from goldeval.cli.power import add_parser as add_power_parser
 from goldeval.cli.reusability import add_parser as add_reusability_parser
 from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
 from goldeval.formats.runfiles import SCORES, TIES
@@ -38,7 +43,8 @@ from goldeval.scoring.incomplete import (
     incomplete_metric_names,
     with_incomplete_measures,
 )
-from goldeval.scoring.metrics import COMPATS, MetricOptions, RunEvaluation, evaluate_run
+from goldeval.scoring.metrics import COMPATS, MetricOptions, evaluate_run
+from goldeval.scoring.power import ALPHA, detection_limits
 from goldeval.scoring.report import FORMATS, build_report, render
 
 EXIT_OK = 0
@@ -55,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser(
         "evaluate",
         help="score runs against a gold set",
-        description="Exit status: 0 ok, 1 a --fail-under bar was missed, 2 bad input.",
+        description="Exit status: 0 ok, 1 a --fail-under bar was missed or a "
+        "--require-significant improvement is not significant, 2 bad input.",
     )
     evaluate.add_argument(
         "--gold",
@@ -150,6 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when a run's metric is below VALUE (e.g. ndcg@10=0.6); repeatable",
     )
     evaluate.add_argument(
+        "--require-significant",
+        action="append",
+        default=[],
+        metavar="METRIC",
+        help="exit 1 unless the first --run beats every other run (and the baseline) on METRIC "
+        f"with a paired randomization p-value below {ALPHA}; repeatable",
+    )
+    evaluate.add_argument(
         "--no-baseline", action="store_true", help="skip the BM25 baseline over corpus.jsonl"
     )
     evaluate.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
@@ -157,23 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_answers_parser(commands)
     add_health_parser(commands)
     add_reusability_parser(commands)
+    add_power_parser(commands)
     return parser
-
-
-def _missed_bars(
-    evaluations: dict[str, RunEvaluation], bars: dict[str, float], *, skip: set[str]
-) -> list[str]:
-    misses = []
-    for name, evaluation in evaluations.items():
-        if name in skip:
-            continue
-        for metric, bar in bars.items():
-            value = evaluation.metrics[metric]
-            if value is None:
-                misses.append(f"{name}: {metric} has no value (no answerable question), bar {bar}")
-            elif value < bar:
-                misses.append(f"{name}: {metric} = {value:.4f} is below {bar}")
-    return misses
 
 
 def _warn_unanchored(gold: Gold) -> None:
@@ -222,7 +222,15 @@ def _evaluate(arguments: argparse.Namespace) -> int:
     bars = fail_under_bars(
         arguments.fail_under, allowed=every_name, what="metric", not_allowed=not_allowed
     )
+    for metric in arguments.require_significant:
+        if metric not in metric_names:
+            raise UsageError(
+                f"--require-significant: unknown metric {metric!r}; available with these "
+                "options: " + ", ".join(metric_names)
+            )
     named_runs = run_arguments(arguments.runs)
+    if arguments.require_significant and not named_runs:
+        raise UsageError("--require-significant: give the candidate as the first --run")
     if not named_runs and arguments.no_baseline:
         raise UsageError("nothing to score: give at least one --run")
 
@@ -248,6 +256,11 @@ def _evaluate(arguments: argparse.Namespace) -> int:
         baseline_names.add(BASELINE_NAME)
     if not runs:
         raise UsageError("nothing to score: give at least one --run (or a bundle with a corpus)")
+    if arguments.require_significant and len(runs) < 2:
+        raise UsageError(
+            "--require-significant: nothing to compare the first run with; give another --run "
+            "(or a bundle with a corpus, for the baseline)"
+        )
 
     evaluations = {run.name: evaluate_run(gold=gold, run=run, options=options) for run in runs}
     if arguments.incomplete:
@@ -264,18 +277,37 @@ def _evaluate(arguments: argparse.Namespace) -> int:
     comparisons = compare_runs(
         evaluations, metric_names=metric_names, permutations=PERMUTATIONS, seed=arguments.seed
     )
+    # What the gold set can detect, from the runs' own per-question differences: needs two runs.
+    limits = (
+        detection_limits(evaluations, metrics=metric_names, comparisons=comparisons)
+        if len(evaluations) > 1
+        else {}
+    )
     report = build_report(
         evaluations,
         comparisons,
         per_question=arguments.per_question,
         read={run.name: run for run in runs},
+        limits=limits,
     )
     sys.stdout.write(render(report, output_format=arguments.output_format))
 
-    misses = _missed_bars(evaluations, bars, skip=baseline_names)
+    misses, notes = missed_bars(
+        {name: e.metrics for name, e in evaluations.items()},
+        bars,
+        skip=baseline_names,
+        limits=limits,
+    )
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     for miss in misses:
         print(f"below bar: {miss}", file=sys.stderr)
-    return EXIT_BELOW_BAR if misses else EXIT_OK
+    failures = not_significant(
+        comparisons, arguments.require_significant, candidate=runs[0].name, limits=limits
+    )
+    for failure in failures:
+        print(f"not significant: {failure}", file=sys.stderr)
+    return EXIT_BELOW_BAR if misses or failures else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

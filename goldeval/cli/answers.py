@@ -7,8 +7,9 @@
 The automatic scores need only the gold set; the human-graded ones need the adjudicated grades
 (``answers-gold.jsonl``, read from the bundle folder when it has one), and cover the answers
 whose grades match them exactly (the coverage is printed). Two runs or more are compared with
-the retrieval runs' paired randomization test. Exit status: 0 ok, 1 a ``--fail-under`` bar
-missed, 2 bad input.
+the retrieval runs' paired randomization test, and the report says what the gold set can
+detect (`goldeval.scoring.power`). Exit status: 0 ok, 1 a ``--fail-under`` bar missed or a
+``--require-significant`` improvement not significant, 2 bad input.
 """
 
 from __future__ import annotations
@@ -18,18 +19,21 @@ import sys
 from pathlib import Path
 
 from goldeval.cli.arguments import UsageError, fail_under_bars, positive_argument, run_arguments
+from goldeval.cli.gates import missed_bars, not_significant
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, AnswerGold, load_answer_gold
 from goldeval.formats.answers import Answer, check_answers, read_answer_file
 from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
 from goldeval.formats.textfiles import NotUTF8Error
 from goldeval.scoring.answers import (
     BARRED_SCORES,
+    COMPARED_SCORES,
     AnswerEvaluation,
     compare_answer_runs,
     evaluate_answers,
 )
 from goldeval.scoring.answers_report import FORMATS, build_answer_report, render_answer_report
 from goldeval.scoring.compare import PERMUTATIONS
+from goldeval.scoring.power import ALPHA, detection_limits
 
 EXIT_OK = 0
 EXIT_BELOW_BAR = 1
@@ -72,6 +76,14 @@ def add_parser(commands) -> None:
         metavar="SCORE=VALUE",
         help="exit 1 when a run's score is below VALUE (e.g. faithfulness=0.9); repeatable",
     )
+    parser.add_argument(
+        "--require-significant",
+        action="append",
+        default=[],
+        metavar="SCORE",
+        help="exit 1 unless the first --answers run beats every other on SCORE with a paired "
+        f"randomization p-value below {ALPHA}; repeatable",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
     parser.set_defaults(handler=answers_command)
 
@@ -110,10 +122,23 @@ def answers_command(arguments: argparse.Namespace) -> int:
             + ", ".join(BARRED_SCORES)
         ),
     )
+    gated = [score for score in BARRED_SCORES if score in COMPARED_SCORES]
+    for score in arguments.require_significant:
+        if score not in gated:
+            raise UsageError(
+                f"--require-significant: {score!r} is not a compared score where higher is "
+                "better; choose one of " + ", ".join(gated)
+            )
+    named_runs = run_arguments(arguments.runs)
+    if arguments.require_significant and len(named_runs) < 2:
+        raise UsageError(
+            "--require-significant: nothing to compare the first run with; give another "
+            "--answers run"
+        )
     gold = load_gold(arguments.gold)
     answer_gold = _judgements(arguments.judgements, gold_path=arguments.gold)
     evaluations: dict[str, AnswerEvaluation] = {}
-    for name, path in run_arguments(arguments.runs):
+    for name, path in named_runs:
         answers = load_answers(path, gold=gold)
         evaluations[name] = evaluate_answers(
             gold=gold,
@@ -131,19 +156,35 @@ def answers_command(arguments: argparse.Namespace) -> int:
                 "have human grades",
                 file=sys.stderr,
             )
-    report = build_answer_report(evaluations, comparisons, per_question=arguments.per_question)
+    # What the gold set can detect, from the runs' own per-question differences: two runs.
+    limits = (
+        detection_limits(evaluations, metrics=COMPARED_SCORES, comparisons=comparisons)
+        if len(evaluations) > 1
+        else {}
+    )
+    report = build_answer_report(
+        evaluations, comparisons, per_question=arguments.per_question, limits=limits
+    )
     sys.stdout.write(render_answer_report(report, output_format=arguments.output_format))
-    misses = []
-    for name, evaluation in evaluations.items():
-        for score, bar in bars.items():
-            value = evaluation.scores[score]
-            if value is None:
-                misses.append(f"{name}: {score} has no value, bar {bar}")
-            elif value < bar:
-                misses.append(f"{name}: {score} = {value:.4f} is below {bar}")
+    misses, notes = missed_bars(
+        {name: evaluation.scores for name, evaluation in evaluations.items()},
+        bars,
+        limits=limits,
+        what="no answer it covers",
+    )
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     for miss in misses:
         print(f"below bar: {miss}", file=sys.stderr)
-    return EXIT_BELOW_BAR if misses else EXIT_OK
+    failures = not_significant(
+        comparisons,
+        arguments.require_significant,
+        candidate=next(iter(evaluations)),
+        limits=limits,
+    )
+    for failure in failures:
+        print(f"not significant: {failure}", file=sys.stderr)
+    return EXIT_BELOW_BAR if misses or failures else EXIT_OK
 
 
 def _judgements(path: Path | None, *, gold_path: Path) -> AnswerGold | None:

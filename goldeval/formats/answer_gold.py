@@ -9,13 +9,17 @@ line, told apart by ``kind``:
   reference answer as a list of facts ("nuggets"), at the version a lead last saved.
 - ``{"kind": "answer", "question_id", "answer_key", "run"?, "claims": [{"start", "end",
   "support": "full"|"partial"|"none", "citations": [{"doc_id", "start"?, "end"?, "grade": 2|1|0}],
-  "citations_support"?: true|false}], "facts": [{"fact_id", "present": "yes"|"partly"|"no"}],
+  "citations_support"?: true|false, "supporting_sets"?: [[0, 1], …]}],
+  "facts": [{"fact_id", "present": "yes"|"partly"|"no"}],
   "wrongly_refused"?: true|false}``: the adjudicated grades of one answer. ``answer_key`` is
   `goldeval.formats.answers.answer_key` of the graded answer, so grades apply to a run only where
   it says exactly what was graded. A claim's citations are those of the sentence it came from,
   graded against the claim (ALCE's 2 supports / 1 partially / 0 does not). ``citations_support``
   says whether the citations *together* support the claim; left out, it is true exactly when one
-  citation alone does (grade 2).
+  citation alone does (grade 2). ``supporting_sets`` lists groups of the claim's citations
+  (0-based positions in ``citations``) that together support it, when a reviewer recorded them:
+  ALCE's citation precision asks, of each citation, whether the others still support the claim
+  without it (`GradedClaim.supported_by`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ SUPPORT = {"full": 1.0, "partial": 0.5, "none": 0.0}
 PRESENCE = {"yes": 1.0, "partly": 0.5, "no": 0.0}
 IMPORTANCE = ("vital", "okay")
 CITATION_GRADES = (0, 1, 2)
+# Outside data is bounded before it is kept: a claim's recorded supporting groups.
+MAX_SUPPORTING_SETS = 64
 
 
 class AnswerGoldError(EvaluationInputError):
@@ -62,13 +68,27 @@ class GradedClaim:
     citations: tuple[GradedCitation, ...] = ()
     # Whether the citations together support the claim; None: one citation alone (grade 2).
     citations_support: bool | None = None
+    # Groups of citations (positions in ``citations``) recorded as supporting the claim together.
+    supporting_sets: tuple[frozenset[int], ...] = ()
 
     @property
     def cited_support(self) -> bool:
         """Whether the claim's citations together support it (ALCE's citation recall)."""
-        if any(citation.grade == 2 for citation in self.citations):
+        return self.supported_by(frozenset(range(len(self.citations))))
+
+    def supported_by(self, chosen: frozenset[int]) -> bool:
+        """Whether the citations at positions ``chosen`` together support the claim, as the
+        human grades tell: one of them supports it alone (grade 2); or they include a group
+        recorded as supporting it; or the citations together support it and ``chosen`` keeps
+        every citation that supports it at all (grade >= 1: a citation graded 0 adds nothing)."""
+        if not chosen:
+            return False
+        if any(self.citations[i].grade == 2 for i in chosen):
             return True
-        return bool(self.citations_support) and bool(self.citations)
+        if any(group <= chosen for group in self.supporting_sets):
+            return True
+        contributing = {i for i, citation in enumerate(self.citations) if citation.grade >= 1}
+        return bool(self.citations_support) and contributing <= chosen
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +252,8 @@ def _read_grades(record: dict[str, Any], *, gold: AnswerGold, path: Path, line: 
             raise AnswerGoldError(
                 f"{where}: citations_support must be true or false", path=path, line=line
             )
-        claims.append(GradedClaim(start, end, support, tuple(citations), together))
+        groups = _supporting_sets(item, count=len(citations), where=where, path=path, line=line)
+        claims.append(GradedClaim(start, end, support, tuple(citations), together, groups))
     facts: dict[str, str] = {}
     for item in _list(record, "facts", path=path, line=line):
         if not isinstance(item, dict) or not isinstance(item.get("fact_id"), str):
@@ -258,6 +279,38 @@ def _read_grades(record: dict[str, Any], *, gold: AnswerGold, path: Path, line: 
         wrongly_refused=wrongly_refused,
         run=run,
     )
+
+
+def _supporting_sets(
+    item: dict[str, Any], *, count: int, where: str, path: Path, line: int
+) -> tuple[frozenset[int], ...]:
+    groups = _list(item, "supporting_sets", path=path, line=line)
+    if len(groups) > MAX_SUPPORTING_SETS:
+        raise AnswerGoldError(
+            f"{where}: supporting_sets holds at most {MAX_SUPPORTING_SETS} groups",
+            path=path,
+            line=line,
+        )
+    if groups and not count:
+        raise AnswerGoldError(
+            f"{where}: supporting_sets given but the claim has no citations", path=path, line=line
+        )
+    found: list[frozenset[int]] = []
+    for group in groups:
+        if (
+            not isinstance(group, list)
+            or not group
+            or not all(_is_int(i) and 0 <= i < count for i in group)
+            or len(set(group)) != len(group)
+        ):
+            raise AnswerGoldError(
+                f"{where}: each of supporting_sets must be a non-empty list of distinct "
+                f"citation positions from 0 to {count - 1}",
+                path=path,
+                line=line,
+            )
+        found.append(frozenset(group))
+    return tuple(found)
 
 
 def _is_int(value: Any) -> bool:

@@ -5,21 +5,30 @@ automatic scores need only the gold set, the human-graded ones the adjudicated g
 ``answers-gold.jsonl`` (`goldeval.formats.answer_gold`). Each score is reported on its own, never
 folded into one number. Definitions (DESIGN.md §3, docs/design.md "Answer scores"):
 
-- ``faithfulness`` (Ragas): per answer, (claims fully supported by the context sent + 0.5 ×
-  partly supported) / claims; the mean over answers with claims. An answer without claims is
-  counted apart (Ragas gives NaN), never averaged.
-- ``citation_recall`` / ``citation_precision`` (ALCE, Gao et al. 2023, from human grades 2/1/0):
-  a claim counts for recall when its citations together support it; a citation counts for
-  precision when they do and it is needed: it supports the claim alone (2), or it partly
-  supports it (1) and no other citation of the claim supports it alone. So of two citations
-  where one is enough, the other is not counted. Per answer: recall = mean over its claims,
-  precision = precise citations / citations; an answer without citations scores 0 on both.
+- ``faithfulness`` (Ragas, Es et al. 2024): per answer, claims fully supported by the context
+  sent / claims; a partly supported claim is not supported. ``faithfulness_graded`` (Goldset's
+  own, named apart) gives a partly supported claim half credit: (full + 0.5 × partial) / claims.
+  Each is the mean over answers with claims; an answer without claims is counted apart (Ragas
+  gives NaN), never averaged.
+- ``citation_recall`` / ``citation_precision`` (ALCE, Gao et al. 2023, ``compute_autoais``, with
+  the human grades 2/1/0 in place of the NLI model): a claim counts for recall when its
+  citations together support it. A citation counts for precision when they do and it is not
+  irrelevant: ALCE calls it irrelevant when it does not support the claim alone and the claim's
+  other citations still support it without it (`GradedClaim.supported_by`). A claim with one
+  citation: it counts when it supports the claim. Per answer: recall = supported claims /
+  claims, precision = precise citations / citations; an answer without citations scores 0 on
+  both.
 - ``gold_citation_precision``, with no human review: per answer, citations whose passage reaches
   a gold span (grade >= 1) of the question / citations (0 without citations). The reach rule is
   the retrieval metrics' (`goldeval.scoring.metrics.passages_reaching_gold`).
-- ``correctness`` (TREC 2024 RAG nugget recall): (facts present + 0.5 × partly) / reference
-  facts; ``correctness_vital`` over vital facts only; ``correctness_strict`` counts present
-  ones only. A refused answer contains no fact: it scores 0 without a grade.
+- correctness as the TREC 2024 RAG nugget scorer computes it (Pradeep et al. 2024; the
+  nuggetizer's ``calculate_nugget_scores``): a fact present counts 1, partly present 0.5 (0 in
+  the strict scores), absent 0. ``correctness`` (All) = sum / reference facts;
+  ``correctness_vital`` (Vital) over the vital facts; ``correctness_strict`` (Strict All) and
+  ``correctness_strict_vital`` (Strict Vital) count present facts only. A question with facts
+  but no vital one scores 0 on the vital scores, as the scorer counts it; a question without
+  reference facts has no correctness (None: no reference answer was written). A refused answer
+  contains no fact: it scores 0 without a grade.
 - refusals: ``refusal_recall`` = refused unanswerable / unanswerable; ``over_refusal`` = refused
   answerable / answerable; ``refusal_precision`` = refused unanswerable / refused; and the
   over-refusal of answerable questions whose gold evidence was in the context sent
@@ -32,9 +41,11 @@ folded into one number. Definitions (DESIGN.md §3, docs/design.md "Answer score
 
 Which answers each mean covers: faithfulness and the citation scores cover answers to
 answerable questions that were not refused (a refusal is scored by the refusal scores, not
-punished twice); a question missing from the run scores 0 on the citation scores and
-correctness, as a missing question scores 0 in retrieval, and is left out of the refusal
-shares (it neither refused nor answered). Unanswerable questions only enter the refusal scores.
+punished twice). A question missing from the run counts as ``evaluate`` counts it: it scores 0
+on the citation scores and correctness, and it did not refuse, so it stays in the refusal
+shares' denominators (refusal recall = refused unanswerable / every unanswerable question of the
+gold set, as ``evaluate``'s refusal accuracy). The report lists the missing questions.
+Unanswerable questions only enter the refusal scores.
 """
 
 from __future__ import annotations
@@ -53,11 +64,21 @@ from goldeval.scoring.metrics import passages_reaching_gold
 
 HUMAN_SCORES = (
     "faithfulness",
+    "faithfulness_graded",
     "citation_precision",
     "citation_recall",
     "correctness",
     "correctness_vital",
     "correctness_strict",
+    "correctness_strict_vital",
+)
+# Which definitions the scores follow; a stored report of other definitions is stale (2: issue
+# 34's Ragas faithfulness, ALCE precision, TREC 2024 RAG nugget scores, missing = not refused).
+DEFINITIONS = 2
+# How a question missing from an answer run counts: the same rule as ``evaluate``'s.
+MISSING_RULE = (
+    "a question missing from the run scores 0 on the citation scores and correctness and "
+    "counts as not refused in the refusal scores, as in python -m goldeval evaluate"
 )
 AUTOMATIC_SCORES = (
     "gold_citation_precision",
@@ -88,6 +109,14 @@ COMPARED_SCORES = (*HUMAN_SCORES, "gold_citation_precision", "refusal_recall", "
 
 
 def faithfulness(claims: Sequence[GradedClaim]) -> float | None:
+    """Ragas: fully supported claims / claims (a partly supported claim is not supported);
+    None for an answer without claims."""
+    if not claims:
+        return None
+    return sum(claim.support == "full" for claim in claims) / len(claims)
+
+
+def faithfulness_graded(claims: Sequence[GradedClaim]) -> float | None:
     """(full + 0.5 × partial) / claims; None for an answer without claims."""
     if not claims:
         return None
@@ -95,15 +124,20 @@ def faithfulness(claims: Sequence[GradedClaim]) -> float | None:
 
 
 def precise_citations(claim: GradedClaim) -> int:
-    """ALCE's precision rule on human grades: when the citations together support the claim,
-    those that support it alone (2) count; when none does alone, the partial ones (1) count,
-    since each is needed. When the citations do not support the claim, none counts."""
+    """ALCE's precision rule (``compute_autoais``): nothing counts unless the citations together
+    support the claim. With one citation, it counts. With several, each counts unless it is
+    irrelevant: it does not support the claim alone (grade < 2) and the other citations still
+    support the claim without it."""
     if not claim.cited_support:
         return 0
-    grades = [citation.grade for citation in claim.citations]
-    if 2 in grades:
-        return grades.count(2)
-    return grades.count(1)
+    if len(claim.citations) == 1:
+        return 1
+    every = frozenset(range(len(claim.citations)))
+    return sum(
+        1
+        for i, citation in enumerate(claim.citations)
+        if citation.grade == 2 or not claim.supported_by(every - {i})
+    )
 
 
 def citation_scores(claims: Sequence[GradedClaim]) -> tuple[float, float]:
@@ -129,20 +163,22 @@ def gold_citation_precision(
 
 @dataclass(frozen=True, slots=True)
 class Correctness:
-    correctness: float | None
-    vital: float | None  # None when the question has no vital fact
-    strict: float | None
+    correctness: float | None  # All
+    vital: float | None  # Vital: 0 when the question has no vital fact, as the scorer
+    strict: float | None  # Strict All
+    strict_vital: float | None  # Strict Vital
 
 
 def correctness(facts: Sequence[ReferenceFact], present: Mapping[str, str]) -> Correctness:
-    """Nugget recall of one answer. ``present`` maps fact ids to "yes"/"partly"/"no"; a fact
-    without a grade is absent. None when there are no reference facts."""
+    """The TREC 2024 RAG nugget scores of one answer. ``present`` maps fact ids to
+    "yes"/"partly"/"no"; a fact without a grade is absent. None when there are no reference
+    facts; a score over no vital fact is 0 (the scorer's ``if vital_nuggets else 0.0``)."""
     if not facts:
-        return Correctness(None, None, None)
+        return Correctness(None, None, None, None)
 
-    def recall(chosen: Sequence[ReferenceFact], *, strict: bool) -> float | None:
+    def score(chosen: Sequence[ReferenceFact], *, strict: bool) -> float:
         if not chosen:
-            return None
+            return 0.0
         values = [PRESENCE.get(present.get(fact.fact_id, "no"), 0.0) for fact in chosen]
         if strict:
             values = [1.0 if value == 1.0 else 0.0 for value in values]
@@ -150,7 +186,10 @@ def correctness(facts: Sequence[ReferenceFact], present: Mapping[str, str]) -> C
 
     vital = [fact for fact in facts if fact.vital]
     return Correctness(
-        recall(facts, strict=False), recall(vital, strict=False), recall(facts, strict=True)
+        score(facts, strict=False),
+        score(vital, strict=False),
+        score(facts, strict=True),
+        score(vital, strict=True),
     )
 
 
@@ -177,7 +216,8 @@ class RefusalOutcome:
 
 
 def refusal_scores(outcomes: Iterable[RefusalOutcome]) -> dict[str, float | None]:
-    """The refusal shares over the questions a run answered or refused."""
+    """The refusal shares over the gold set's questions (a question missing from the run is an
+    outcome that did not refuse, with no evidence in a context it never had)."""
     outcomes = list(outcomes)
     answerable = [o for o in outcomes if o.answerable]
     unanswerable = [o for o in outcomes if not o.answerable]
@@ -210,6 +250,7 @@ class AnswerEvaluation:
     # Each question's values (None: not defined for it), for the drill-down and comparisons.
     per_question: dict[str, dict[str, float | None]] = field(default_factory=dict)
     human_graded: bool = False  # judgements were given
+    missing_questions: list[str] = field(default_factory=list)  # gold questions the run lacks
 
     @property
     def coverage(self) -> float | None:
@@ -252,6 +293,7 @@ def evaluate_answers(
         0,
     )
     per_question: dict[str, dict[str, float | None]] = {}
+    missing: list[str] = []
     outcomes: list[RefusalOutcome] = []
     positions: list[tuple[int, int]] = []  # (rank of the first gold passage, context length)
     references = answer_gold.references if answer_gold is not None else {}
@@ -264,6 +306,9 @@ def evaluate_answers(
             counts["unanswerable"] += 1
             if answer is None:
                 counts["missing"] += 1
+                missing.append(question_id)
+                values["refusal_recall"] = 0.0
+                outcomes.append(RefusalOutcome(answerable=False, refused=False))
                 continue
             counts["answers"] += 1
             counts["refused"] += answer.refused
@@ -275,7 +320,10 @@ def evaluate_answers(
         facts = references.get(question_id, ())
         if answer is None:
             counts["missing"] += 1
+            missing.append(question_id)
             values["gold_citation_precision"] = 0.0
+            values["over_refusal"] = 0.0
+            outcomes.append(RefusalOutcome(answerable=True, refused=False))
             if answer_gold is not None:
                 values["citation_precision"] = values["citation_recall"] = 0.0
                 _put_correctness(values, correctness(facts, {}))
@@ -314,6 +362,7 @@ def evaluate_answers(
         counts["graded"] += 1
         counts["claims"] += len(grades.claims)
         values["faithfulness"] = faithfulness(grades.claims)
+        values["faithfulness_graded"] = faithfulness_graded(grades.claims)
         if values["faithfulness"] is None:
             counts["answers_without_claims"] += 1
         values["citation_precision"], values["citation_recall"] = citation_scores(grades.claims)
@@ -342,6 +391,7 @@ def evaluate_answers(
         counts=counts,
         per_question=per_question,
         human_graded=answer_gold is not None,
+        missing_questions=missing,
     )
 
 
@@ -349,6 +399,7 @@ def _put_correctness(values: dict[str, float | None], result: Correctness) -> No
     values["correctness"] = result.correctness
     values["correctness_vital"] = result.vital
     values["correctness_strict"] = result.strict
+    values["correctness_strict_vital"] = result.strict_vital
 
 
 def compare_answer_runs(

@@ -13,29 +13,43 @@ from collections.abc import Mapping
 from typing import Any
 
 from goldeval.formats.bundle import spreadsheet_safe
-from goldeval.scoring.answers import AUTOMATIC_SCORES, HUMAN_SCORES, AnswerEvaluation
+from goldeval.scoring.answers import (
+    AUTOMATIC_SCORES,
+    COMPARED_SCORES,
+    HUMAN_SCORES,
+    MISSING_RULE,
+    AnswerEvaluation,
+)
 from goldeval.scoring.compare import Comparison
+from goldeval.scoring.power import MeasurePower, detection_limits
 from goldeval.scoring.report import (
     CSV_HEADER,
+    comparison_entry,
     csv_comparison_rows,
+    csv_missing_rows,
+    csv_power_rows,
     csv_question_rows,
     csv_value,
     markdown_cell,
     markdown_comparisons,
+    markdown_missing,
     markdown_number,
     markdown_per_question,
+    markdown_power,
     markdown_table,
 )
 
 FORMATS = ("json", "markdown", "csv")
 # What each score is called on a page and in markdown.
 LABELS = {
-    "faithfulness": "faithfulness (claims supported by the context)",
+    "faithfulness": "faithfulness (Ragas: claims fully supported by the context)",
+    "faithfulness_graded": "faithfulness, graded (a partly supported claim counts ½)",
     "citation_precision": "citation precision (ALCE, human grades)",
     "citation_recall": "citation recall (ALCE, human grades)",
-    "correctness": "correctness (reference facts present)",
-    "correctness_vital": "correctness, vital facts only",
-    "correctness_strict": "correctness, strict (present only)",
+    "correctness": "correctness, All (TREC 2024 RAG nuggets; partly present ½)",
+    "correctness_vital": "correctness, Vital (vital facts only)",
+    "correctness_strict": "correctness, Strict All (present facts only)",
+    "correctness_strict_vital": "correctness, Strict Vital (present vital facts only)",
     "gold_citation_precision": "gold citation precision (citations on gold spans)",
     "refusal_recall": "refusal recall (unanswerable refused)",
     "over_refusal": "over-refusal (answerable refused)",
@@ -54,25 +68,33 @@ def build_answer_report(
     comparisons: list[Comparison],
     *,
     per_question: bool = False,
+    limits: Mapping[str, MeasurePower] | None = None,
 ) -> dict[str, Any]:
+    """The report's JSON, with what the gold set can detect per compared score and whether
+    each comparison's delta is that large (`goldeval.scoring.power`; ``limits`` when the caller
+    has them already, else computed here from two runs or more)."""
+    if limits is None and len(evaluations) > 1:
+        limits = detection_limits(evaluations, metrics=COMPARED_SCORES, comparisons=comparisons)
     runs: dict[str, Any] = {}
     for name, evaluation in evaluations.items():
         entry: dict[str, Any] = {
             "counts": dict(evaluation.counts),
             "human_graded": evaluation.human_graded,
             "coverage": evaluation.coverage,
+            "missing_questions": list(evaluation.missing_questions),
             "scores": dict(evaluation.scores),
         }
         if per_question:
             entry["per_question"] = {q: dict(v) for q, v in evaluation.per_question.items()}
         runs[name] = entry
-    return {
+    found = {
+        "missing_rule": MISSING_RULE,
         "runs": runs,
-        "comparisons": [
-            {"a": c.a, "b": c.b, "metric": c.metric, "delta": c.delta, "p_value": c.p_value}
-            for c in comparisons
-        ],
+        "comparisons": [comparison_entry(c, dict(limits or {})) for c in comparisons],
     }
+    if limits:
+        found["power"] = {score: limit.as_dict(pairs=False) for score, limit in limits.items()}
+    return found
 
 
 def render_answer_report(report: dict[str, Any], *, output_format: str) -> str:
@@ -98,6 +120,10 @@ def _markdown(report: dict[str, Any]) -> str:
         ["human grades cover"] + [markdown_number(runs[n]["coverage"]) for n in names]
     )
     lines += ["## Answer runs", "", *markdown_table(header, count_rows), ""]
+    lines += [f"Missing questions: {report.get('missing_rule', MISSING_RULE)}."]
+    for name in names:
+        lines += markdown_missing(name, runs[name].get("missing_questions", []))
+    lines += [""]
     for title, group in (
         ("Human-graded scores", HUMAN_SCORES),
         ("Automatic scores (from the gold set alone)", AUTOMATIC_SCORES),
@@ -105,6 +131,7 @@ def _markdown(report: dict[str, Any]) -> str:
         rows = [[LABELS[s]] + [markdown_number(runs[n]["scores"][s]) for n in names] for s in group]
         lines += [f"## {title}", "", *markdown_table(header, rows), ""]
     lines += markdown_comparisons(report["comparisons"], measure="score")
+    lines += markdown_power(report.get("power", {}))
     for name in names:
         per_question = runs[name].get("per_question")
         if not per_question:
@@ -127,6 +154,8 @@ def _csv(report: dict[str, Any]) -> str:
         writer.writerow(["count", cell, "", "", "coverage", csv_value(run["coverage"]), ""])
         for score, value in run["scores"].items():
             writer.writerow(["summary", cell, "", "", score, csv_value(value), ""])
+        csv_missing_rows(writer, cell, run.get("missing_questions", []))
         csv_question_rows(writer, cell, run.get("per_question", {}))
     csv_comparison_rows(writer, report["comparisons"])
+    csv_power_rows(writer, report.get("power", {}))
     return buffer.getvalue()

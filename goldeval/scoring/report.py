@@ -15,6 +15,7 @@ from goldeval.formats.bundle import spreadsheet_safe
 from goldeval.formats.runs import Run
 from goldeval.scoring.compare import Comparison
 from goldeval.scoring.metrics import CONVENTIONS, RunEvaluation
+from goldeval.scoring.power import NOT_DETECTABLE, MeasurePower
 
 FORMATS = ("json", "markdown", "csv")
 # A spreadsheet runs a cell that starts with one of these as a formula.
@@ -26,15 +27,18 @@ def build_report(
     *,
     per_question: bool = False,
     read: dict[str, Run] | None = None,
+    limits: dict[str, MeasurePower] | None = None,
 ) -> dict[str, Any]:
     """The report's JSON; ``read`` (the runs as read, by name) adds how each was ordered, the
-    repeats dropped and the questions skipped."""
+    repeats dropped and the questions skipped; ``limits`` (`goldeval.scoring.power`) what the
+    gold set can detect per metric, and whether each comparison's delta is that large."""
     runs: dict[str, Any] = {}
     for name, evaluation in evaluations.items():
         entry: dict[str, Any] = {
             "questions": evaluation.questions,
             "answerable": evaluation.answerable,
             "missing": evaluation.missing,
+            "missing_questions": list(evaluation.missing_questions),
             "recall_undefined": evaluation.recall_undefined,
             "metrics": dict(evaluation.metrics),
             "unanswerable": {
@@ -52,14 +56,31 @@ def build_report(
             entry["per_question"] = _per_question(evaluation)
         runs[name] = entry
     first = next(iter(evaluations.values()), None)
-    return {
+    found = {
         "convention": first.convention if first is not None else CONVENTIONS["goldset"],
         "runs": runs,
-        "comparisons": [
-            {"a": c.a, "b": c.b, "metric": c.metric, "delta": c.delta, "p_value": c.p_value}
-            for c in comparisons
-        ],
+        "comparisons": [comparison_entry(c, limits or {}) for c in comparisons],
     }
+    if limits:
+        found["power"] = {metric: limit.as_dict(pairs=False) for metric, limit in limits.items()}
+    return found
+
+
+def comparison_entry(c: Comparison, limits: dict[str, MeasurePower]) -> dict[str, Any]:
+    """One comparison of a report; with the metric's detection limit, whether its delta is at
+    least the smallest difference the gold set detects."""
+    entry: dict[str, Any] = {
+        "a": c.a,
+        "b": c.b,
+        "metric": c.metric,
+        "delta": c.delta,
+        "p_value": c.p_value,
+    }
+    limit = limits.get(c.metric)
+    if limit is not None:
+        entry["minimum_detectable_difference"] = limit.minimum_detectable
+        entry["detectable"] = limit.detectable(c.delta)
+    return entry
 
 
 def _per_question(evaluation: RunEvaluation) -> dict[str, dict[str, Any]]:
@@ -113,6 +134,22 @@ def markdown_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+# How many missing questions a markdown report lists by id (the JSON lists them all).
+MISSING_LISTED = 20
+
+
+def markdown_missing(name: str, question_ids: list[str]) -> list[str]:
+    """A run's missing questions, by id, in one line (nothing when none is missing)."""
+    if not question_ids:
+        return []
+    listed = ", ".join(
+        f"`{markdown_cell(q).replace('`', '')}`" for q in question_ids[:MISSING_LISTED]
+    )
+    more = len(question_ids) - MISSING_LISTED
+    tail = f" and {more} more" if more > 0 else ""
+    return [f"Missing from {markdown_cell(name)} ({len(question_ids)}): {listed}{tail}."]
+
+
 def markdown_table(header: list[str], rows: list[list[str]], *, numeric_from: int = 1) -> list[str]:
     """A markdown table, columns from ``numeric_from`` on right-aligned."""
     align = ["---" if i < numeric_from else "---:" for i in range(len(header))]
@@ -137,12 +174,49 @@ def markdown_comparisons(comparisons: list[dict[str, Any]], *, measure: str) -> 
             markdown_number(c["delta"]),
             markdown_number(c["p_value"]),
         ]
+        + ([NOT_DETECTABLE if c["detectable"] is False else ""] if "detectable" in c else [])
         for c in comparisons
     ]
+    header = ["a", "b", measure, "delta", "p-value"]
+    if any("detectable" in c for c in comparisons):
+        header.append("")
+        rows = [row if len(row) == len(header) else [*row, ""] for row in rows]
     return [
         "## Comparisons (paired randomization test, delta = a − b)",
         "",
-        *markdown_table(["a", "b", measure, "delta", "p-value"], rows, numeric_from=3),
+        *markdown_table(header, rows, numeric_from=3),
+        "",
+    ]
+
+
+def markdown_power(power: dict[str, Any]) -> list[str]:
+    """What the gold set can detect per metric (nothing with fewer than two runs)."""
+    if not power:
+        return []
+    first = next(iter(power.values()))
+    rows = [
+        [
+            metric,
+            markdown_number(p["questions"]),
+            markdown_number(p["sigma_d"]),
+            markdown_number(p["minimum_detectable_difference"]),
+            markdown_number(p["discriminative_power"]),
+        ]
+        for metric, p in power.items()
+    ]
+    return [
+        f"## Power (paired t, α {first['alpha']}, power {first['power']}; σ_d from these runs)",
+        "",
+        *markdown_table(
+            [
+                "metric",
+                "questions",
+                "σ_d",
+                "smallest detectable difference",
+                "discriminative power",
+            ],
+            rows,
+        ),
         "",
     ]
 
@@ -181,9 +255,11 @@ def render_markdown(report: dict[str, Any]) -> str:
                 skipped = len(run["skipped_questions"])
                 extra += f"; {skipped} question(s) not in the gold set skipped"
             lines.append(f"Order of {markdown_cell(name)}: {run['ties']}{extra}.")
+        lines += markdown_missing(name, runs[name].get("missing_questions", []))
     lines += ["", *markdown_table(["", *names], rows), ""]
 
     lines += markdown_comparisons(report["comparisons"], measure="metric")
+    lines += markdown_power(report.get("power", {}))
 
     for name in names:
         per_question = runs[name].get("per_question")
@@ -254,6 +330,24 @@ def csv_comparison_rows(writer, comparisons: list[dict]) -> None:
         )
 
 
+def csv_missing_rows(writer, run_cell: str, question_ids: list[str]) -> None:
+    """A run's missing questions, one ``missing`` row each."""
+    for question_id in question_ids:
+        writer.writerow(["missing", run_cell, "", spreadsheet_safe(question_id), "", "", ""])
+
+
+def csv_power_rows(writer, power: dict[str, Any]) -> None:
+    """What the gold set detects per metric, one ``power`` row per figure."""
+    for metric, figures in power.items():
+        for key in (
+            "questions",
+            "sigma_d",
+            "minimum_detectable_difference",
+            "discriminative_power",
+        ):
+            writer.writerow(["power", "", "", "", f"{metric}.{key}", csv_value(figures[key]), ""])
+
+
 def render_csv(report: dict[str, Any]) -> str:
     """One long table: run summaries, per-question values, then comparisons."""
     buffer = io.StringIO()
@@ -269,6 +363,8 @@ def render_csv(report: dict[str, Any]) -> str:
             writer.writerow(
                 ["summary", run_cell, "", "", f"unanswerable.{key}", csv_value(value), ""]
             )
+        csv_missing_rows(writer, run_cell, run.get("missing_questions", []))
         csv_question_rows(writer, run_cell, run.get("per_question", {}))
     csv_comparison_rows(writer, report["comparisons"])
+    csv_power_rows(writer, report.get("power", {}))
     return buffer.getvalue()

@@ -129,7 +129,10 @@ def test_the_answers_page_shows_the_scores_and_equals_the_cli(
     response = client.get(url)
     page = response.content.decode()
     assert response.status_code == 200
-    assert "faithfulness (claims supported by the context)" in page
+    assert "faithfulness (Ragas: claims fully supported by the context)" in page
+    assert "faithfulness, graded (a partly supported claim counts ½)" in page
+    assert "correctness, Strict Vital (present vital facts only)" in page
+    assert "counts as not refused" in page
     assert 'class="claim claim-full"' in page and "on-gold" in page
     assert "Graded by " in page and people["ann"].username in page
     assert "Not covered by human grades." in page  # q2
@@ -153,7 +156,7 @@ def test_the_answers_page_shows_the_scores_and_equals_the_cli(
     assert cli == json.loads(json.dumps(answers_page(gold_set=gold_set).report))
     scores = cli["runs"]["rag"]["scores"]
     # q1 only is covered: 2 claims full; citations: leave (2) precise, vpn (0) not.
-    assert scores["faithfulness"] == 1.0
+    assert scores["faithfulness"] == scores["faithfulness_graded"] == 1.0
     assert scores["citation_precision"] == 0.5  # q1: 1 of 2; q2 is not covered, left out
     assert scores["correctness"] == 0.5  # the vital fact present, the okay one missing
     assert cli["runs"]["rag"]["coverage"] == 0.5
@@ -213,3 +216,22 @@ def test_agreement_per_judgement_kind(finalised, people):
     # Citations (q1: leave 2/2, vpn 0/0) and facts (q1: yes/yes, no/no) all agree.
     assert report["citation grade"]["items"] == 2 and report["citation grade"]["percent"] == 1.0
     assert report["fact presence"]["items"] == 2 and report["fact presence"]["percent"] == 1.0
+
+
+def test_the_answers_page_names_the_questions_a_run_left_out(finalised, project, people):
+    gold_set, run = finalised
+    # A second run of the same question set that leaves q3 (unanswerable) out.
+    thin = b"".join(line + b"\n" for line in answers_file().splitlines()[:2])
+    import_answers(question_set=gold_set.question_set, data=thin, run_name="thin")
+    client = login(people["lead"])
+    url = reverse("evaluation:show-answers", args=[project.slug, gold_set.pk])
+    assert client.post(reverse("evaluation:compute-answers", args=[project.slug, gold_set.pk]))
+    answer_report(Job.objects.filter(kind="answer_report").latest("pk").pk)
+    page = client.get(url).content.decode()
+    assert "Missing from thin (1): <code>q3</code>." in page
+    assert "Missing from rag" not in page
+    runs = EvaluationReport.objects.get(gold_set=gold_set).content["report"]["runs"]
+    assert runs["thin"]["missing_questions"] == ["q3"] and runs["rag"]["missing_questions"] == []
+    # q3 is the only unanswerable question: rag refused it; thin, missing it, did not.
+    assert runs["rag"]["scores"]["refusal_recall"] == 1.0
+    assert runs["thin"]["scores"]["refusal_recall"] == 0.0

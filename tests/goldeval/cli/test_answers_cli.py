@@ -115,7 +115,8 @@ def test_human_scores_from_the_bundles_judgements_with_coverage(bundle, tmp_path
     code, out, err = run(capsys, "--gold", bundle, "--answers", good)
     assert code == 0, err
     scores = json.loads(out)["runs"]["good"]["scores"]
-    assert scores["faithfulness"] == 0.5  # q1 only: one claim, partial
+    assert scores["faithfulness"] == 0.0  # q1 only: one claim, partial: not supported (Ragas)
+    assert scores["faithfulness_graded"] == 0.5  # the half credit, named apart
     assert scores["correctness"] == 0.5  # q1: f1 yes, f2 absent; q2 has no reference
     assert scores["correctness_vital"] == 1.0
     assert "coverage: good: 1 of 2 answers to grade have human grades" in err
@@ -125,11 +126,13 @@ def test_fail_under_exits_1_and_names_the_run_and_score(bundle, tmp_path, capsys
     good = write_jsonl(tmp_path / "good.jsonl", GOOD)
     judgements = write_jsonl(tmp_path / "grades.jsonl", _grades(good, support="partial"))
     arguments = ["--gold", bundle, "--answers", good, "--judgements", judgements]
-    code, _, err = run(capsys, *arguments, "--fail-under", "faithfulness=0.9")
+    code, _, err = run(capsys, *arguments, "--fail-under", "faithfulness_graded=0.9")
     assert code == 1
-    assert "below bar: good: faithfulness = 0.5000 is below 0.9" in err
-    code, _, err = run(capsys, *arguments, "--fail-under", "faithfulness=0.5")
+    assert "below bar: good: faithfulness_graded = 0.5000 is below 0.9" in err
+    code, _, err = run(capsys, *arguments, "--fail-under", "faithfulness_graded=0.5")
     assert code == 0, err
+    code, _, err = run(capsys, *arguments, "--fail-under", "faithfulness=0.5")
+    assert code == 1 and "below bar: good: faithfulness = 0.0000 is below 0.5" in err
     code, _, err = run(capsys, *arguments, "--fail-under", "over_refusal=0.1")
     assert code == 2 and "not a score where higher is better" in err
     # A NaN bar would never fail and an infinite one always: both refused, as for retrieval.
@@ -203,3 +206,94 @@ def test_runs_in_a_fresh_interpreter_without_django(bundle, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["runs"]["good"]["scores"]["refusal_recall"] == 1.0
+
+
+def test_a_missing_question_counts_the_same_in_evaluate_and_answers(tmp_path, capsys):
+    # Four unanswerable questions and one answerable: the run refuses two, answers one and
+    # leaves one out. Both commands read the same file: refusal 2 / 4 in each, missing named.
+    folder = tmp_path / "same"
+    folder.mkdir()
+    questions = [
+        {"question_id": f"u{i}", "question": f"unanswerable {i}", "answerable": False}
+        for i in range(4)
+    ] + [
+        {
+            "question_id": "a",
+            "question": "answerable",
+            "answerable": True,
+            "spans": [{"doc_id": "leave", "grade": 1}],
+        }
+    ]
+    write_jsonl(folder / "gold.jsonl", questions)
+    answers = write_jsonl(
+        tmp_path / "rag.jsonl",
+        [
+            {"question_id": "u0", "answer": "", "refused": True},
+            {"question_id": "u1", "answer": "", "refused": True},
+            {"question_id": "u2", "answer": "There is a gym.", "refused": False},
+            {"question_id": "a", "answer": "", "refused": True},
+        ],
+    )
+    assert main(["evaluate", "--gold", str(folder), "--run", str(answers)]) == 0
+    retrieval = json.loads(capsys.readouterr().out)["runs"]["rag"]
+    assert main(["answers", "--gold", str(folder), "--answers", str(answers)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    answer_run = report["runs"]["rag"]
+    assert retrieval["unanswerable"]["refusal_accuracy"] == 2 / 4
+    assert answer_run["scores"]["refusal_recall"] == 2 / 4
+    assert retrieval["unanswerable"]["wrongly_refused"] == answer_run["scores"]["over_refusal"] == 1
+    # Each report names the question and how it counted.
+    assert answer_run["missing_questions"] == retrieval["missing_questions"] == ["u3"]
+    assert "counts as not refused" in report["missing_rule"]
+    assert (
+        main(["answers", "--gold", str(folder), "--answers", str(answers), "--format", "markdown"])
+        == 0
+    )
+    markdown = capsys.readouterr().out
+    assert "Missing from rag (1): `u3`." in markdown
+    assert "counts as not refused" in markdown
+    assert (
+        main(["answers", "--gold", str(folder), "--answers", str(answers), "--format", "csv"]) == 0
+    )
+    assert "\nmissing,rag,,u3,,,\n" in capsys.readouterr().out
+    assert main(["evaluate", "--gold", str(folder), "--run", str(answers), "--format", "csv"]) == 0
+    assert "\nmissing,rag,,u3,,,\n" in capsys.readouterr().out
+
+
+def test_two_answer_runs_report_what_the_gold_set_detects(bundle, tmp_path, capsys):
+    good = write_jsonl(tmp_path / "good.jsonl", GOOD)
+    weak = write_jsonl(tmp_path / "weak.jsonl", WEAK)
+    code, out, err = run(capsys, "--gold", bundle, "--answers", good, "--answers", weak)
+    assert code == 0, err
+    report = json.loads(out)
+    # Over-refusal pairs q1 and q2 (both answered or refused in both runs).
+    limit = report["power"]["over_refusal"]
+    assert limit["runs"] == 2 and limit["questions"] == 2 and limit["sigma_d"] > 0
+    compared = {c["metric"]: c for c in report["comparisons"]}
+    # Two questions detect nothing realistic: the 0.5 difference is below the limit.
+    assert compared["over_refusal"]["delta"] == -0.5
+    assert compared["over_refusal"]["detectable"] is False
+    # Gold citation precision pairs q1 alone (weak refused q2): no spread, no limit.
+    assert report["power"]["gold_citation_precision"]["minimum_detectable_difference"] is None
+    assert compared["gold_citation_precision"]["detectable"] is None
+    code, out, _ = run(
+        capsys, "--gold", bundle, "--answers", good, "--answers", weak, "--format", "markdown"
+    )
+    assert "not detectable with this gold set" in out and "## Power" in out
+
+
+def test_answers_require_significant(bundle, tmp_path, capsys):
+    good = write_jsonl(tmp_path / "good.jsonl", GOOD)
+    weak = write_jsonl(tmp_path / "weak.jsonl", WEAK)
+    both = ["--gold", bundle, "--answers", good, "--answers", weak]
+    code, _, err = run(capsys, *both, "--require-significant", "gold_citation_precision")
+    assert code == 1
+    # Paired on q1 alone (weak refused q2): +1.0, but one question is never significant.
+    assert "not significant: good: gold_citation_precision improvement over weak = +1.0000" in err
+    # Lower is better for over-refusal: no "improvement" to require; one run: nothing to beat.
+    code, _, err = run(capsys, *both, "--require-significant", "over_refusal")
+    assert code == 2 and "not a compared score where higher is better" in err
+    code, _, err = run(
+        capsys, "--gold", bundle, "--answers", good, "--require-significant", "faithfulness"
+    )
+    assert code == 2 and "nothing to compare the first run with" in err

@@ -214,11 +214,13 @@ def test_fail_under_exits_1_and_names_run_and_metric(bundle, good_run, weak_run)
         "mrr@10=0.3",
     )
     assert result.returncode == 1
-    assert "weak: recall@3" in result.stderr
-    assert "weak: mrr@10" in result.stderr
-    assert "good:" not in result.stderr
+    assert "below bar: weak: recall@3" in result.stderr
+    assert "below bar: weak: mrr@10" in result.stderr
+    assert "below bar: good:" not in result.stderr
+    # Two questions detect nothing: good passes its bars by less than that, and is told so.
+    assert "note: good: mrr@10" in result.stderr
     # The baseline is a reference, not a gated system.
-    assert "bm25-baseline" not in result.stderr
+    assert "bm25-baseline:" not in result.stderr
     json.loads(result.stdout)
 
 

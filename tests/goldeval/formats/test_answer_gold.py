@@ -103,3 +103,41 @@ def test_grades_of_an_unknown_fact_are_refused():
         read_answer_gold(
             jsonl(REFERENCE, {**GRADES, "facts": [{"fact_id": "f9", "present": "yes"}]})
         )
+
+
+def _with_claim(**changes):
+    claim = {**GRADES["claims"][0], **changes}
+    return {**GRADES, "claims": [claim]}
+
+
+def test_supporting_sets_are_read_as_groups_of_citation_positions():
+    gold = read_answer_gold(jsonl(REFERENCE, _with_claim(supporting_sets=[[0], [1, 0]])))
+    (claim,) = gold.grades_for("q1", "abc").claims
+    assert claim.supporting_sets == (frozenset({0}), frozenset({0, 1}))
+    assert claim.supported_by(frozenset({0})) and not claim.supported_by(frozenset({1}))
+
+
+@pytest.mark.parametrize(
+    "groups",
+    [
+        [[2]],  # only two citations: positions 0 and 1
+        [[-1]],
+        [[]],
+        [[0, 0]],
+        [["0"]],
+        [[True]],
+        [0],
+        "0,1",
+        [[0]] * 65,  # bounded
+    ],
+)
+def test_bad_supporting_sets_are_refused_with_the_claim_and_line(groups):
+    with pytest.raises(AnswerGoldError) as raised:
+        read_answer_gold(jsonl(REFERENCE, _with_claim(supporting_sets=groups)))
+    assert "answers-gold.jsonl:2: " in str(raised.value)
+    assert "supporting_sets" in str(raised.value)
+
+
+def test_supporting_sets_of_a_claim_without_citations_are_refused():
+    with pytest.raises(AnswerGoldError, match="no citations"):
+        read_answer_gold(jsonl(REFERENCE, _with_claim(citations=[], supporting_sets=[[0]])))

@@ -21,6 +21,7 @@ from goldeval.scoring.answers import (
     evaluate_answers,
     evidence_rank,
     faithfulness,
+    faithfulness_graded,
     gold_citation_precision,
     position_thirds,
     precise_citations,
@@ -35,21 +36,28 @@ LEAVE = GoldQuestion(
 )
 
 
-def claim(support="full", *grades, together=None):
+def claim(support="full", *grades, together=None, sets=()):
     citations = tuple(GradedCitation(Passage(f"d{i}"), grade) for i, grade in enumerate(grades))
-    return GradedClaim(0, 10, support, citations, together)
+    return GradedClaim(0, 10, support, citations, together, tuple(frozenset(s) for s in sets))
 
 
 # --- faithfulness -------------------------------------------------------------------------------
 
 
-def test_faithfulness_full_partial_none_is_a_half():
-    # (1 + 0.5 + 0) / 3 = 0.5
-    assert faithfulness([claim("full"), claim("partial"), claim("none")]) == 0.5
+def test_faithfulness_is_ragas_a_partly_supported_claim_is_not_supported():
+    # Ragas: supported claims / claims = 1 / 3 (the partial claim counts nothing).
+    claims = [claim("full"), claim("partial"), claim("none")]
+    assert faithfulness(claims) == pytest.approx(1 / 3)
+    # faithfulness_graded keeps the half credit: (1 + 0.5 + 0) / 3 = 0.5.
+    assert faithfulness_graded(claims) == 0.5
+    assert faithfulness([claim("partial"), claim("partial")]) == 0.0
+    assert faithfulness_graded([claim("partial"), claim("partial")]) == 0.5
+    assert faithfulness([claim("full"), claim("full")]) == faithfulness_graded([claim("full")])
 
 
 def test_faithfulness_of_an_answer_without_claims_is_none_not_zero():
     assert faithfulness([]) is None
+    assert faithfulness_graded([]) is None
 
 
 # --- citations (ALCE) ---------------------------------------------------------------------------
@@ -75,6 +83,56 @@ def test_two_partial_citations_that_support_together_are_both_needed():
     assert citation_scores([apart]) == (0.0, 0.0)
     # Left out, "together" means one citation alone supports it.
     assert citation_scores([claim("full", 1, 1)]) == (0.0, 0.0)
+
+
+def test_three_partial_citations_any_two_of_which_support_count_none():
+    # ALCE: a citation is irrelevant when it does not support alone and the others still
+    # support the claim without it. Any two of the three do: each is irrelevant, 0 / 3.
+    any_two = claim("full", 1, 1, 1, together=True, sets=[(0, 1), (0, 2), (1, 2)])
+    assert precise_citations(any_two) == 0
+    assert citation_scores([any_two]) == (0.0, 1.0)  # the claim is still supported: recall 1
+    # Only c0 and c1 together support it: c2 is irrelevant, c0 and c1 are needed, 2 / 3.
+    one_pair = claim("full", 1, 1, 1, together=True, sets=[(0, 1)])
+    assert precise_citations(one_pair) == 2
+    # Only the three together: each is needed, 3 / 3.
+    all_three = claim("full", 1, 1, 1, together=True)
+    assert precise_citations(all_three) == 3
+    # A recorded group is a joint support even without citations_support.
+    assert claim("full", 1, 1, sets=[(0, 1)]).cited_support
+
+
+def test_a_citation_graded_zero_beside_supporting_ones_is_irrelevant():
+    # c0 and c1 partly support and together support; c2 does not support at all: removing it
+    # leaves the claim supported. 2 precise of 3 citations.
+    assert citation_scores([claim("full", 1, 1, 0, together=True)]) == (pytest.approx(2 / 3), 1.0)
+    # One citation that supports (with the grades given): it counts, as ALCE's single case.
+    assert precise_citations(claim("full", 1, together=True)) == 1
+    assert precise_citations(claim("full", 0)) == 0
+
+
+def _alce_precision(claim_):
+    """ALCE's compute_autoais loop, transcribed, with the grades as the entailment oracle."""
+    every = frozenset(range(len(claim_.citations)))
+    joint = claim_.supported_by(every)
+    if not (joint and len(every) > 1):
+        return int(joint) if every else 0
+    precise = 0
+    for i in every:
+        alone = claim_.supported_by(frozenset({i}))
+        if alone or not claim_.supported_by(every - {i}):
+            precise += 1
+    return precise
+
+
+@pytest.mark.parametrize(
+    "grades", [(2,), (1,), (0,), (2, 2), (2, 1), (1, 1), (1, 0), (2, 1, 0), (1, 1, 1), (1, 1, 1, 1)]
+)
+@pytest.mark.parametrize("together", [None, True, False])
+@pytest.mark.parametrize("sets", [(), [(0,)], [(0, 1)], [(0, 1), (1, 2)], [(1, 2), (0, 2)]])
+def test_precision_matches_alces_loop_on_every_small_claim(grades, together, sets):
+    sets = [s for s in sets if max(s) < len(grades)]
+    graded = claim("full", *grades, together=together, sets=sets)
+    assert precise_citations(graded) == _alce_precision(graded)
 
 
 def test_citation_recall_is_the_share_of_claims_whose_citations_support_them():
@@ -120,19 +178,28 @@ FACTS = (
 )
 
 
-def test_nugget_recall_all_vital_and_strict():
+def test_nugget_scores_all_vital_strict_and_strict_vital():
     # f1 yes, f2 partly, f3 no, f4 not graded (absent).
     result = correctness(FACTS, {"f1": "yes", "f2": "partly", "f3": "no"})
-    assert result.correctness == (1 + 0.5) / 4  # 0.375
-    assert result.vital == (1 + 0.5) / 2  # 0.75
-    assert result.strict == 1 / 4  # partly counts nothing
+    assert result.correctness == (1 + 0.5) / 4  # All: 0.375
+    assert result.vital == (1 + 0.5) / 2  # Vital: 0.75
+    assert result.strict == 1 / 4  # Strict All: partly counts nothing
+    assert result.strict_vital == 1 / 2  # Strict Vital: f1 of f1, f2
 
 
-def test_correctness_without_reference_facts_or_vital_facts():
-    assert correctness((), {}).correctness is None
+def test_a_question_without_vital_facts_scores_zero_on_the_vital_scores():
+    # The TREC 2024 RAG scorer: `... / len(vital_nuggets) if vital_nuggets else 0.0`.
     okay_only = (ReferenceFact("f", "x", vital=False),)
     result = correctness(okay_only, {"f": "yes"})
-    assert (result.correctness, result.vital, result.strict) == (1.0, None, 1.0)
+    assert (result.correctness, result.vital, result.strict, result.strict_vital) == (
+        1.0,
+        0.0,
+        1.0,
+        0.0,
+    )
+    # Without any reference fact, no correctness at all (no reference answer was written).
+    assert correctness((), {}) == correctness((), {"f": "yes"})
+    assert correctness((), {}).correctness is None and correctness((), {}).strict_vital is None
 
 
 # --- refusals -----------------------------------------------------------------------------------
@@ -230,12 +297,14 @@ def test_automatic_scores_of_a_run_from_the_gold_alone():
     assert list(scores) == list(SCORE_NAMES)
     # q1: 1 of 2 citations reaches gold; q2 refused (left out); q5 missing (0): (0.5 + 0) / 2.
     assert scores["gold_citation_precision"] == 0.25
-    # Answered or refused: answerable q1, q2 (q2 refused); unanswerable q3 (refused), q4.
-    assert scores["over_refusal"] == 0.5
+    # Every gold question counts, as in evaluate: answerable q1, q2 (refused), q5 (missing: not
+    # refused); unanswerable q3 (refused), q4.
+    assert scores["over_refusal"] == pytest.approx(1 / 3)
     assert scores["refusal_recall"] == 0.5
     assert scores["refusal_precision"] == 0.5
     assert scores["over_refusal_evidence_in_context"] == 0.5  # q1 answered, q2 refused
-    assert scores["over_refusal_evidence_not_in_context"] is None
+    # q5 is missing: no context was sent, and it did not refuse.
+    assert scores["over_refusal_evidence_not_in_context"] == 0.0
     # Evidence: q1 at rank 2 of 3 (middle), q2 at rank 1 of 1 (first and last).
     assert scores["evidence_in_context"] == 1.0
     assert scores["evidence_mean_rank"] == 1.5
@@ -244,6 +313,27 @@ def test_automatic_scores_of_a_run_from_the_gold_alone():
     # No judgements: no human score.
     assert all(scores[name] is None for name in ("faithfulness", "correctness"))
     assert evaluation.counts["missing"] == 1 and evaluation.coverage is None
+    assert evaluation.missing_questions == ["q5"]
+
+
+def test_a_missing_unanswerable_question_counts_as_not_refused():
+    # 4 unanswerable questions: 2 refused, 1 answered, 1 missing: refusal recall 2 / 4 (as
+    # evaluate's refusal accuracy), not 2 / 3.
+    gold = Gold(
+        questions={f"u{i}": GoldQuestion(f"u{i}", "", False, ()) for i in range(4)}
+        | {"a": GoldQuestion("a", "", True, (GoldSpan("x", 0, 5, 1),))}
+    )
+    answers = {
+        "u0": _answer("u0", refused=True, text=""),
+        "u1": _answer("u1", refused=True, text=""),
+        "u2": _answer("u2"),
+        "a": _answer("a"),
+    }
+    evaluation = evaluate_answers(gold=gold, answers=answers, name="rag")
+    assert evaluation.scores["refusal_recall"] == 2 / 4
+    assert evaluation.scores["refusal_precision"] == 1.0
+    assert evaluation.per_question["u3"]["refusal_recall"] == 0.0
+    assert evaluation.missing_questions == ["u3"]
 
 
 def test_human_scores_come_from_grades_matching_the_answer_exactly():
@@ -268,7 +358,8 @@ def test_human_scores_come_from_grades_matching_the_answer_exactly():
     scores = evaluation.scores
     # q1 is the only answer to grade (q2 refused, q5 missing) and it is graded.
     assert evaluation.coverage == 1.0
-    assert scores["faithfulness"] == 0.75  # (1 + 0.5) / 2
+    assert scores["faithfulness"] == 0.5  # Ragas: 1 full of 2 claims
+    assert scores["faithfulness_graded"] == 0.75  # (1 + 0.5) / 2
     # q1: precision 1/2, recall 1/2; q5 missing scores 0.
     assert scores["citation_precision"] == 0.25
     assert scores["citation_recall"] == 0.25
@@ -276,6 +367,7 @@ def test_human_scores_come_from_grades_matching_the_answer_exactly():
     assert scores["correctness"] == 0.25
     assert scores["correctness_vital"] == pytest.approx(1 / 3)  # q1 1.0, q2 0, q5 0
     assert scores["correctness_strict"] == pytest.approx(0.5 / 3)
+    assert scores["correctness_strict_vital"] == pytest.approx(1 / 3)  # q1 f1 present
 
     # The same grades do not cover an answer that cites something else.
     changed = dict(answers, q1=_answer("q1", citations=[Passage("leave", 0, 34)]))
@@ -301,8 +393,8 @@ def test_two_runs_are_compared_question_by_question():
     b_answers = dict(_answers(), q2=_answer("q2", citations=[Passage("pension", 0, 20)]))
     b = evaluate_answers(gold=gold, answers=b_answers, name="b")
     comparisons = {c.metric: c for c in compare_answer_runs({"a": a, "b": b}, permutations=200)}
-    # over_refusal per answerable answered question: a (q1 0, q2 1), b (q1 0, q2 0).
-    assert comparisons["over_refusal"].delta == 0.5
+    # over_refusal per answerable question: a (q1 0, q2 1, q5 missing 0), b (0, 0, 0).
+    assert comparisons["over_refusal"].delta == pytest.approx(1 / 3)
     # gold citation precision paired on q1 and q5 only (q2 refused in a): equal.
     assert comparisons["gold_citation_precision"].delta == 0.0
     assert comparisons["gold_citation_precision"].p_value == 1.0

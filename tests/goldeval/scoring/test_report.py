@@ -49,6 +49,7 @@ def test_json_structure():
         "questions": 3,
         "answerable": 2,
         "missing": 1,
+        "missing_questions": ["+q2"],
         "recall_undefined": 0,
         "metrics": {"recall@5": 0.5, "mrr@10": 0.25},
         "unanswerable": {"questions": 1, "refusal_accuracy": 1.0, "wrongly_refused": 0.5},
