@@ -163,6 +163,17 @@ def parse_time(value: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def _offsets_problem(where: str, start, end) -> str | None:
+    """What is wrong with a passage's or a citation's (start, end) as read by `_offset`."""
+    if "bad" in (start, end) or (start is None) != (end is None):
+        return (
+            f"{where}: start and end must both be offsets (whole numbers from 0 to {MAX_INTEGER:,})"
+        )
+    if start is not None and end <= start:
+        return f"{where}: end must be after start"
+    return None
+
+
 def _offset(value: Any) -> int | None | str:
     if value is None:
         return None
@@ -249,14 +260,8 @@ def _passages(reader: _Reader) -> tuple[RetrievedPassage, ...]:
             reader.problems.append(f"{where}.score must be a finite number")
             continue
         start, end = _offset(_first(entry, "start")), _offset(_first(entry, "end"))
-        if "bad" in (start, end) or (start is None) != (end is None):
-            reader.problems.append(
-                f"{where}: start and end must both be offsets (whole numbers from 0 to "
-                f"{MAX_INTEGER:,})"
-            )
-            continue
-        if start is not None and end <= start:
-            reader.problems.append(f"{where}: end must be after start")
+        if problem := _offsets_problem(where, start, end):
+            reader.problems.append(problem)
             continue
         version = _first(entry, "version", "document.metadata.version")
         if version is not None and not _whole(version):
@@ -403,14 +408,8 @@ def _citations(reader: _Reader) -> tuple[Any, ...]:
             reader.problems.append(f"{where}.doc_id {problem}")
             continue
         start, end = _offset(entry.get("start")), _offset(entry.get("end"))
-        if "bad" in (start, end) or (start is None) != (end is None):
-            reader.problems.append(
-                f"{where}: start and end must both be offsets (whole numbers from 0 to "
-                f"{MAX_INTEGER:,})"
-            )
-            continue
-        if start is not None and end <= start:
-            reader.problems.append(f"{where}: end must be after start")
+        if problem := _offsets_problem(where, start, end):
+            reader.problems.append(problem)
             continue
         if problem := json_problem(entry, name=where):
             reader.problems.append(problem)
