@@ -23,6 +23,8 @@ from goldeval.cli.arguments import (
     ks_argument,
     positive_argument,
     run_arguments,
+    seed_argument,
+    threshold_argument,
 )
 from goldeval.cli.health import add_parser as add_health_parser
 from goldeval.cli.permissions import add_parser as add_permissions_parser
@@ -76,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument(
         "--threshold",
-        type=positive_argument,
+        type=threshold_argument,
         default=1,
         help="lowest grade that counts as relevant",
     )
@@ -125,7 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--no-baseline", action="store_true", help="skip the BM25 baseline over corpus.jsonl"
     )
-    evaluate.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
+    evaluate.add_argument(
+        "--seed", type=seed_argument, default=0, help="seed of the randomization test"
+    )
     add_permissions_parser(commands)
     add_answers_parser(commands)
     add_health_parser(commands)

@@ -17,7 +17,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from goldeval.cli.arguments import UsageError, fail_under_bars, positive_argument, run_arguments
+from goldeval.cli.arguments import (
+    UsageError,
+    fail_under_bars,
+    positive_argument,
+    run_arguments,
+    seed_argument,
+)
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, AnswerGold, load_answer_gold
 from goldeval.formats.answers import Answer, check_answers, read_answer_file
 from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
@@ -72,7 +78,9 @@ def add_parser(commands) -> None:
         metavar="SCORE=VALUE",
         help="exit 1 when a run's score is below VALUE (e.g. faithfulness=0.9); repeatable",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
+    parser.add_argument(
+        "--seed", type=seed_argument, default=0, help="seed of the randomization test"
+    )
     parser.set_defaults(handler=answers_command)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from goldeval.formats.gold import EvaluationInputError, Gold, Passage
-from goldeval.formats.runfiles import TIES_RULES, read_run_file
+from goldeval.formats.runfiles import TIES_RULES, WholeDocuments, read_run_file, trec_id
 from goldeval.formats.textfiles import NotUTF8Error
 
 
@@ -79,13 +79,21 @@ class Run:
 def load_run(
     path: Path | str, *, name: str | None = None, ties: str = "trec_eval", scores: str = "double"
 ) -> Run:
-    """Read a JSONL or TREC run; the format is told by the first non-blank line."""
+    """Read a JSONL or TREC run file; the format is told by the first non-blank line. A file
+    without a single ranking is refused (`read_run` leaves that to its caller)."""
     path = Path(path)
     if not path.is_file():
         raise RunFormatError("no such file", path=path)
-    return read_run(
-        path.read_bytes(), name=name or path.stem, source=path, ties=ties, scores=scores
-    )
+    run = read_run(path.read_bytes(), name=name or path.stem, source=path, ties=ties, scores=scores)
+    if not run.rankings:
+        # Scoring it would report every question missed, as if the retriever had found nothing:
+        # an empty file is more likely a step of the pipeline that failed.
+        raise RunFormatError(
+            "the run holds no ranking (the file is empty or only comments); a question with "
+            'nothing retrieved is a JSONL line with "results": []',
+            path=path,
+        )
+    return run
 
 
 def read_run(
@@ -121,6 +129,29 @@ def read_run(
     )
 
 
+def _untokenise(run: Run, gold: Gold) -> None:
+    """A TREC run names a document by its TREC token (`goldeval.formats.bundle.trec_id`: white
+    space and ``%`` percent-encoded, as Goldset's qrels.trec writes it); a gold set read from
+    JSON or BEIR TSV holds the id as it is. Each token that spells a gold document's id is
+    read as that id, so the run is matched as trec_eval would match it against qrels.trec."""
+    ids: set[str] = set()
+    for question in gold.questions.values():
+        ids.update(span.doc_id for span in question.spans)
+        ids.update(passage.doc_id for passage in question.judged)
+    if gold.corpus:
+        ids.update(gold.corpus)
+    spelled = {token: doc_id for doc_id in ids if (token := trec_id(doc_id)) != doc_id}
+    if not spelled:
+        return
+    for ranking in run.rankings.values():
+        passages = ranking.passages
+        doc_ids = (
+            passages.doc_ids if isinstance(passages, WholeDocuments) else [p[0] for p in passages]
+        )
+        if any(doc_id in spelled for doc_id in doc_ids):
+            ranking.passages = WholeDocuments([spelled.get(d, d) for d in doc_ids])
+
+
 def check_run_against_gold(run: Run, gold: Gold, *, strict: bool = False) -> None:
     """Skip question ids the gold set does not know (named in `Run.skipped`), as trec_eval
     does: a BEIR run covers every query while the test qrels hold a subset. ``strict`` refuses
@@ -137,6 +168,8 @@ def check_run_against_gold(run: Run, gold: Gold, *, strict: bool = False) -> Non
     for question_id in unknown:
         del run.rankings[question_id]
     run.skipped.extend(unknown)
+    if run.format == "trec" and not gold.trec_tokens:
+        _untokenise(run, gold)
     if gold.corpus is None:
         return
     lengths = {doc_id: len(document.text) for doc_id, document in gold.corpus.items()}
