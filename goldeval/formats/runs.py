@@ -6,7 +6,7 @@ file alike; here a problem stops the file, as a CI gate should, with the file an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,27 +129,50 @@ def read_run(
     )
 
 
-def _untokenise(run: Run, gold: Gold) -> None:
-    """A TREC run names a document by its TREC token (`goldeval.formats.bundle.trec_id`: white
-    space and ``%`` percent-encoded, as Goldset's qrels.trec writes it); a gold set read from
-    JSON or BEIR TSV holds the id as it is. Each token that spells a gold document's id is
-    read as that id, so the run is matched as trec_eval would match it against qrels.trec."""
-    ids: set[str] = set()
-    for question in gold.questions.values():
-        ids.update(span.doc_id for span in question.spans)
-        ids.update(passage.doc_id for passage in question.judged)
-    if gold.corpus:
-        ids.update(gold.corpus)
-    spelled = {token: doc_id for doc_id in ids if (token := trec_id(doc_id)) != doc_id}
-    if not spelled:
+def _match_spelling(run: Run, gold: Gold) -> None:
+    """Spell the run's ids as the gold set spells them. A TREC file names a question or a
+    document by its token (`goldeval.formats.runfiles.trec_id`: white space and ``%``
+    percent-encoded, as Goldset's qrels.trec writes them); JSON and BEIR TSV hold ids as they
+    are. A TREC run against a gold set of ids (a bundle, gold JSONL, BEIR qrels) has each token
+    that spells a gold id read as that id; a JSONL run against TREC qrels has its ids spelled
+    as tokens. Either way the run matches as trec_eval matches it against qrels.trec."""
+    if run.format == "trec" and not gold.trec_tokens:
+        doc_ids = set(gold.corpus or ())
+        for question in gold.questions.values():
+            doc_ids.update(span.doc_id for span in question.spans)
+            doc_ids.update(passage.doc_id for passage in question.judged)
+        questions = _spellings(gold.questions, reverse=True)
+        documents = _spellings(doc_ids, reverse=True)
+    elif run.format == "jsonl" and gold.trec_tokens:
+        questions = _spellings(run.rankings, reverse=False)
+        documents = _spellings(
+            {p.doc_id for ranking in run.rankings.values() for p in ranking.passages},
+            reverse=False,
+        )
+    else:
+        return
+    if questions:
+        run.rankings = {questions.get(q, q): ranking for q, ranking in run.rankings.items()}
+    if not documents:
         return
     for ranking in run.rankings.values():
         passages = ranking.passages
-        doc_ids = (
-            passages.doc_ids if isinstance(passages, WholeDocuments) else [p[0] for p in passages]
-        )
-        if any(doc_id in spelled for doc_id in doc_ids):
-            ranking.passages = WholeDocuments([spelled.get(d, d) for d in doc_ids])
+        if isinstance(passages, WholeDocuments):
+            if any(doc_id in documents for doc_id in passages.doc_ids):
+                ranking.passages = WholeDocuments([documents.get(d, d) for d in passages.doc_ids])
+        else:
+            ranking.passages = [
+                p._replace(doc_id=documents[p.doc_id]) if p.doc_id in documents else p
+                for p in passages
+            ]
+
+
+def _spellings(ids: Iterable[str], *, reverse: bool) -> dict[str, str]:
+    """{id: token} for the ids whose TREC token differs, or {token: id} with ``reverse``."""
+    pairs = ((identifier, trec_id(identifier)) for identifier in ids)
+    if reverse:
+        return {token: identifier for identifier, token in pairs if token != identifier}
+    return {identifier: token for identifier, token in pairs if token != identifier}
 
 
 def check_run_against_gold(run: Run, gold: Gold, *, strict: bool = False) -> None:
@@ -157,6 +180,7 @@ def check_run_against_gold(run: Run, gold: Gold, *, strict: bool = False) -> Non
     does: a BEIR run covers every query while the test qrels hold a subset. ``strict`` refuses
     them instead. Offsets past a document's end are refused."""
     path = run.source
+    _match_spelling(run, gold)
     unknown = [q for q in run.rankings if q not in gold.questions]
     if unknown and strict:
         first = unknown[0]
@@ -168,8 +192,6 @@ def check_run_against_gold(run: Run, gold: Gold, *, strict: bool = False) -> Non
     for question_id in unknown:
         del run.rankings[question_id]
     run.skipped.extend(unknown)
-    if run.format == "trec" and not gold.trec_tokens:
-        _untokenise(run, gold)
     if gold.corpus is None:
         return
     lengths = {doc_id: len(document.text) for doc_id, document in gold.corpus.items()}
