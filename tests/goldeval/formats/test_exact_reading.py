@@ -2,6 +2,7 @@
 endings (LF, CRLF, old-Mac CR) read alike by every format, a space other than ASCII's inside a
 TREC field refused (the peers disagree on it), grades out of range refused with their line."""
 
+import io
 import json
 
 import ir_measures
@@ -14,7 +15,7 @@ from goldeval.formats.manifests import read_manifest
 from goldeval.formats.qrels import read_qrels
 from goldeval.formats.questions import read_questions
 from goldeval.formats.runfiles import read_run_file
-from goldeval.formats.traces import read_trace_lines
+from goldeval.formats.traces import read_trace_lines, read_trace_stream
 from tests.goldeval.formats.test_answer_gold import GRADES, REFERENCE
 from tests.goldeval.formats.test_manifests import HASH, HEADER
 from tests.goldeval.formats.test_traces import TRACE
@@ -115,6 +116,8 @@ def read_everything(kind: str, text: str):
         return read.rows, read.problems
     if kind == "traces":
         return list(read_trace_lines(text))
+    if kind == "streamed traces":  # a binary file, as import_traces reads it: split at "\n" only
+        return list(read_trace_stream(io.BytesIO(text.encode())))
     raise AssertionError(kind)
 
 
@@ -151,6 +154,7 @@ FILES = {
     + f"policy,2,{HASH},0,120,2026-11-30T08:15:00Z,minilm,r1,384\n"
     + "vpn,x,,,,2026-11-29 10:00:00,minilm,r1,384\n",
     "traces": jsonl(TRACE) + "{bad\n" + jsonl({**TRACE, "trace_id": "t-2"}),
+    "streamed traces": jsonl(TRACE) + "{bad\n\n" + jsonl({**TRACE, "trace_id": "t-2"}),
 }
 
 
