@@ -18,6 +18,8 @@ from goldeval.cli.answers import add_parser as add_answers_parser
 # The argument types every subcommand shares live apart, so subcommands need not import this
 # module (which imports them).
 from goldeval.cli.arguments import (
+    MAX_CUTOFF,
+    MAX_THRESHOLD,
     UsageError,
     fail_under_bars,
     ks_argument,
@@ -67,7 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="a JSONL or TREC run; repeat for several runs (name defaults to the file stem)",
     )
     evaluate.add_argument(
-        "--k", type=ks_argument, default=(1, 3, 5, 10), help="cut-offs (default 1,3,5,10)"
+        "--k",
+        type=ks_argument,
+        default=(1, 3, 5, 10),
+        help=f"cut-offs (default 1,3,5,10), each at most {MAX_CUTOFF:,}",
     )
     evaluate.add_argument(
         "--gain",
@@ -80,14 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--threshold",
         type=threshold_argument,
         default=1,
-        help="lowest grade that counts as relevant",
+        help=f"lowest grade that counts as relevant (1 to {MAX_THRESHOLD})",
     )
-    evaluate.add_argument("--mrr-cutoff", type=positive_argument, default=10)
+    evaluate.add_argument(
+        "--mrr-cutoff", type=positive_argument, default=10, help=f"1 to {MAX_CUTOFF:,} (default 10)"
+    )
     evaluate.add_argument(
         "--min-overlap",
         type=positive_argument,
         default=1,
-        help="characters a passage must share with a span",
+        help=f"characters a passage must share with a span (1 to {MAX_CUTOFF:,})",
     )
     evaluate.add_argument(
         "--ties",
