@@ -9,6 +9,7 @@ from django.core.management import call_command
 from corpus.models import Document
 from evaluation.models import GoldSet
 from evaluation.services import gold_sets
+from evaluation.services.evaluation_runs import RunRejected, record_uploaded_run
 from goldeval.formats.gold import load_gold, load_qrels
 from goldeval.formats.runfiles import trec_id
 from labelling.models import ImportedJudgement, Question
@@ -93,3 +94,28 @@ def test_an_id_no_format_carries_exactly_stops_finalising_naming_it(project, peo
     assert f"The doc id {bad!r}" in str(error.value)
     assert "rename it" in str(error.value)
     assert not GoldSet.objects.exists()
+
+
+def test_an_uploaded_trec_run_spelled_as_qrels_trec_matches_the_gold_sets_ids(project, people):
+    gold_set = finalised_with_odd_ids(project, people)
+    lines = "".join(
+        f"{trec_id(q)} Q0 {trec_id(d)} {rank} {10 - rank} t\n"
+        for rank, (q, d) in enumerate(
+            [("q1", RENAMED["leave"]), ("+q 2 質問", RENAMED["vpn"]), ("q3", RENAMED["leave"])],
+            start=1,
+        )
+    )
+    run = record_uploaded_run(
+        gold_set=gold_set, name="spelled", file_name="spelled.trec", data=lines.encode()
+    )
+    assert run.questions == 3  # "+q%202%20%E8%B3%AA%E5%95%8F" is the gold set's "+q 2 質問"
+    # A space other than ASCII's inside a field: refused with its line, nothing stored.
+    with pytest.raises(RunRejected) as error:
+        record_uploaded_run(
+            gold_set=gold_set,
+            name="ideographic",
+            file_name="ideographic.trec",
+            data="q1 Q0 leave 1 2 t\rq1 Q0 HR\u3000policy.txt 2 1 t\r".encode(),
+        )
+    assert "ideographic.trec: line 2: U+3000 (IDEOGRAPHIC SPACE)" in str(error.value)
+    assert gold_set.runs.filter(name="ideographic").count() == 0
