@@ -44,6 +44,10 @@ _GRADE = re.compile(r"[+-]?[0-9]{1,9}")
 # Every grade a qrels file may give: negative ones are TREC's "junk" (judged, not relevant); past
 # 10 no relevance scale is meant, and 2**g of the exponential gain stops being a number.
 GRADES = range(-10, 11)
+TREC_SPACE = (
+    "a field of this TREC line (four columns) holds white space: trec_eval, pytrec_eval, "
+    "ir_measures and ranx split a TREC line at every space and tab"
+)
 SHAPE = "expected 'qid 0 docid grade' (TREC) or 'query-id<TAB>corpus-id<TAB>score' (BEIR)"
 
 
@@ -125,6 +129,15 @@ def read_qrels(text: str) -> QrelsFile:
                 header_allowed = False
             continue
         fields = _cells(line) if "\t" in line else line.split()
+        if len(fields) == 4 and "\t" in line:
+            # TREC layout with tabs: every TREC reader splits it at spaces too.
+            fields = line.split()
+            if len(fields) != 4:
+                space = other_space(line.strip())
+                problem = other_space_problem(space) if space else TREC_SPACE
+                result.problems.append(LineProblem(number, problem))
+                header_allowed = False
+                continue
         if len(fields) == 4:
             question_id, _, doc_id, grade_text = fields
             result.trec_layout = True

@@ -64,6 +64,17 @@ def test_another_space_inside_a_trec_qrels_field_is_refused_with_its_line(space)
     assert read.grades == {"q1": {"d1": 1}}
 
 
+@pytest.mark.parametrize("space", [" ", "\u00a0", "\u3000", "\x1f"])
+def test_a_tab_separated_trec_qrels_line_is_split_as_every_trec_reader_splits_it(space):
+    text = f"q1\t0\td1\t1\nq1\t0\tHR{space}policy\t2\n"
+    read = read_qrels(text)
+    assert [p.line for p in read.problems] == [2]
+    assert read.grades == {"q1": {"d1": 1}}
+    with pytest.raises(ValueError):  # the peers refuse the line too
+        list(ir_measures.read_trec_qrels(text))
+    assert [q.doc_id for q in ir_measures.read_trec_qrels("q1\t0\td1\t1\n")] == ["d1"]
+
+
 def test_other_spaces_around_the_fields_are_read_as_every_reader_reads_them():
     # Leading and trailing white space is dropped by every reader alike.
     assert read_qrels("q1 0 d1 1\u00a0\n").grades == {"q1": {"d1": 1}}
