@@ -132,9 +132,11 @@ def universal_newlines(text: str) -> str:
 
 
 def may_hold_other_spaces(text: str) -> bool:
-    """Whether `other_space` can find anything in ``text``: a whole file checked at once, so an
-    ASCII file (the usual run or qrels) costs no check per line."""
-    return not text.isascii() or any(c in text for c in "\x1c\x1d\x1e\x1f")
+    """Whether `other_space` can find anything in ``text``: a whole file checked at once, so a
+    file without one (the usual run or qrels, accented ids included) costs no check per line."""
+    if text.isascii() and not any(c in text for c in "\x1c\x1d\x1e\x1f"):
+        return False
+    return _OTHER_SPACES.search(text) is not None
 
 
 def other_space(line: str) -> str | None:
