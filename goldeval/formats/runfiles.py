@@ -50,6 +50,13 @@ from goldeval.formats.textfiles import (
 )
 
 TREC_COLUMNS = "qid Q0 docid rank score tag"
+# Why a run file without a single ranking is refused where a run gates CI (`python -m goldeval`):
+# scored, it would read as a system that found nothing, when a step of the pipeline most likely
+# failed.
+NO_RANKING = (
+    "the run holds no ranking (the file is empty or only comments); a question with nothing "
+    'retrieved is a JSONL line with "results": []'
+)
 # How equal scores of a TREC run are ordered: trec_eval's rule (docno descending) or file order.
 TIES = ("trec_eval", "file")
 # How precisely a TREC run's scores are compared: as read (double) or as trec_eval 9 keeps them.

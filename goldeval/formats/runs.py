@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from goldeval.formats.gold import EvaluationInputError, Gold, Passage
-from goldeval.formats.runfiles import TIES_RULES, WholeDocuments, read_run_file, trec_id
+from goldeval.formats.runfiles import (
+    NO_RANKING,
+    TIES_RULES,
+    WholeDocuments,
+    read_run_file,
+    trec_id,
+)
 from goldeval.formats.textfiles import NotUTF8Error
 
 
@@ -86,13 +92,7 @@ def load_run(
         raise RunFormatError("no such file", path=path)
     run = read_run(path.read_bytes(), name=name or path.stem, source=path, ties=ties, scores=scores)
     if not run.rankings:
-        # Scoring it would report every question missed, as if the retriever had found nothing:
-        # an empty file is more likely a step of the pipeline that failed.
-        raise RunFormatError(
-            "the run holds no ranking (the file is empty or only comments); a question with "
-            'nothing retrieved is a JSONL line with "results": []',
-            path=path,
-        )
+        raise RunFormatError(NO_RANKING, path=path)
     return run
 
 

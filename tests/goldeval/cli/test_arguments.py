@@ -16,6 +16,7 @@ from goldeval.cli import main
 from goldeval.formats.gold import load_gold
 from goldeval.formats.runs import read_run
 from goldeval.scoring.metrics import MetricOptions, evaluate_run
+from tests.goldeval.scoring.test_permission_replay import bundle as permission_bundle
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -204,3 +205,14 @@ def test_another_space_in_a_run_is_named_with_file_and_line(bundle, tmp_path):
     result = cli("evaluate", "--gold", bundle, "--run", run)
     assert result.returncode == 2
     assert f"error: {run}:2: U+00A0 (NO-BREAK SPACE)" in result.stderr
+
+
+@pytest.mark.parametrize("content", ["", "\n", "# no results yet\r"])
+def test_an_empty_run_of_a_test_user_is_bad_input_not_a_pass(tmp_path, content, capsys):
+    """An empty run would pass --fail-on-leak: nothing retrieved, nothing leaked."""
+    folder = permission_bundle.__wrapped__(tmp_path)
+    empty = tmp_path / "bob.trec"
+    empty.write_text(content, newline="")
+    arguments = ["permissions", "--gold", folder, "--acl", tmp_path / "acl.json", "--fail-on-leak"]
+    assert main([*map(str, arguments), f"--run-as=bob={empty}"]) == 2
+    assert f"error: {empty}: the run holds no ranking" in capsys.readouterr().err
