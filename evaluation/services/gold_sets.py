@@ -29,7 +29,15 @@ from evaluation.models import GoldSet, GoldSetFile
 from evaluation.services import pool_bias
 from evaluation.services.corpus_state import document_pks, document_states
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, read_answer_gold
-from goldeval.formats.bundle import Bundle, BundleInfo, CorpusVersion, Vote, build_bundle, sha256
+from goldeval.formats.bundle import (
+    Bundle,
+    BundleError,
+    BundleInfo,
+    CorpusVersion,
+    Vote,
+    build_bundle,
+    sha256,
+)
 from goldeval.formats.gold import (
     MANIFEST_FILE,
     READ_FILES,
@@ -392,40 +400,43 @@ def _bundle(
     votes = _votes(question_set)
     documents = document_states(project)
     pool = pool_bias.pool_lines(question_set)
-    bundle = build_bundle(
-        info=BundleInfo(
-            project=project.slug,
-            question_set=question_set.name,
-            number=number,
-            created_by=created_by,
-            created_at=created_at,
-            min_span_f1=min_span_f1,
-            guideline_versions=_guideline_versions(question_set),
-            production=_production_questions(question_set, questions),
-        ),
-        questions=questions,
-        corpus=[
-            CorpusVersion(
-                doc_id=version.document.doc_id,
-                version=version.version,
-                title=version.document.title,
-                text=version.text,
-                content_hash=version.content_hash,
-                access_groups=tuple(
-                    sorted(group.name for group in version.document.access_groups.all())
-                ),
-                canary=version.document.is_canary,
-            )
-            for version in versions
-        ],
-        texts=texts,
-        schemes=schemes,
-        votes=votes,
-        answers_gold=answers_gold_records(question_set),
-        documents=documents,
-        pool=pool,
-        reusability=pool_bias.reusability_content(questions, pool),
-    )
+    try:
+        bundle = build_bundle(
+            info=BundleInfo(
+                project=project.slug,
+                question_set=question_set.name,
+                number=number,
+                created_by=created_by,
+                created_at=created_at,
+                min_span_f1=min_span_f1,
+                guideline_versions=_guideline_versions(question_set),
+                production=_production_questions(question_set, questions),
+            ),
+            questions=questions,
+            corpus=[
+                CorpusVersion(
+                    doc_id=version.document.doc_id,
+                    version=version.version,
+                    title=version.document.title,
+                    text=version.text,
+                    content_hash=version.content_hash,
+                    access_groups=tuple(
+                        sorted(group.name for group in version.document.access_groups.all())
+                    ),
+                    canary=version.document.is_canary,
+                )
+                for version in versions
+            ],
+            texts=texts,
+            schemes=schemes,
+            votes=votes,
+            answers_gold=answers_gold_records(question_set),
+            documents=documents,
+            pool=pool,
+            reusability=pool_bias.reusability_content(questions, pool),
+        )
+    except BundleError as error:  # an id no file format carries exactly, named
+        raise GoldSetError(str(error)) from None
     named = _bundle_documents(project, questions, versions, votes, pool)
     return bundle, named | document_pks(project)
 

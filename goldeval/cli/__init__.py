@@ -21,12 +21,16 @@ from goldeval.cli.answers import add_parser as add_answers_parser
 # The argument types every subcommand shares live apart, so subcommands need not import this
 # module (which imports them).
 from goldeval.cli.arguments import (
+    MAX_CUTOFF,
+    MAX_THRESHOLD,
     UsageError,
     fail_under_bars,
     ks_argument,
     persistences_argument,
     positive_argument,
     run_arguments,
+    seed_argument,
+    threshold_argument,
 )
 from goldeval.cli.gates import missed_bars, not_significant
 from goldeval.cli.health import add_parser as add_health_parser
@@ -79,7 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="a JSONL or TREC run; repeat for several runs (name defaults to the file stem)",
     )
     evaluate.add_argument(
-        "--k", type=ks_argument, default=(1, 3, 5, 10), help="cut-offs (default 1,3,5,10)"
+        "--k",
+        type=ks_argument,
+        default=(1, 3, 5, 10),
+        help=f"cut-offs (default 1,3,5,10), each at most {MAX_CUTOFF:,}",
     )
     evaluate.add_argument(
         "--gain",
@@ -90,16 +97,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument(
         "--threshold",
-        type=positive_argument,
+        type=threshold_argument,
         default=1,
-        help="lowest grade that counts as relevant",
+        help=f"lowest grade that counts as relevant (1 to {MAX_THRESHOLD})",
     )
-    evaluate.add_argument("--mrr-cutoff", type=positive_argument, default=10)
+    evaluate.add_argument(
+        "--mrr-cutoff", type=positive_argument, default=10, help=f"1 to {MAX_CUTOFF:,} (default 10)"
+    )
     evaluate.add_argument(
         "--min-overlap",
         type=positive_argument,
         default=1,
-        help="characters a passage must share with a span",
+        help=f"characters a passage must share with a span (1 to {MAX_CUTOFF:,})",
     )
     evaluate.add_argument(
         "--ties",
@@ -167,7 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--no-baseline", action="store_true", help="skip the BM25 baseline over corpus.jsonl"
     )
-    evaluate.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
+    evaluate.add_argument(
+        "--seed", type=seed_argument, default=0, help="seed of the randomization test"
+    )
     add_permissions_parser(commands)
     add_answers_parser(commands)
     add_health_parser(commands)

@@ -18,7 +18,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from goldeval.cli.arguments import UsageError, fail_under_bars, positive_argument, run_arguments
+from goldeval.cli.arguments import (
+    UsageError,
+    fail_under_bars,
+    positive_argument,
+    run_arguments,
+    seed_argument,
+)
 from goldeval.cli.gates import missed_bars, not_significant
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, AnswerGold, load_answer_gold
 from goldeval.formats.answers import Answer, check_answers, read_answer_file
@@ -84,7 +90,9 @@ def add_parser(commands) -> None:
         help="exit 1 unless the first --answers run beats every other on SCORE with a paired "
         f"randomization p-value below {ALPHA}; repeatable",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the randomization test")
+    parser.add_argument(
+        "--seed", type=seed_argument, default=0, help="seed of the randomization test"
+    )
     parser.set_defaults(handler=answers_command)
 
 

@@ -7,9 +7,33 @@ import math
 from collections.abc import Callable, Collection
 from pathlib import Path
 
+from goldeval.formats.qrels import GRADES
+
+# The deepest cut-off (a k, the MRR cut-off) and the largest count (a minimum overlap in
+# characters) a command takes: far deeper than any ranking a retriever returns (trec_eval's
+# default depth is 1,000). The scoring costs what the run holds, whatever the cut-off; a value
+# past this is a typo, refused as one (exit 2) rather than read.
+MAX_CUTOFF = 100_000
+# The highest relevance threshold: the highest grade a gold set may hold
+# (`goldeval.formats.qrels.GRADES`).
+MAX_THRESHOLD = GRADES[-1]
+# What numpy's generator takes as a seed, and a sensible end to it.
+MAX_SEED = 2**63 - 1
+
 
 class UsageError(Exception):
     """A command-line value that cannot be used."""
+
+
+def _whole_number(text: str, *, low: int, high: int) -> int:
+    """``text`` as a whole number in ``[low, high]``, else argparse's error (exit 2)."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be from {low:,} to {high:,}, got {text.strip()}")
+    return value
 
 
 def ks_argument(text: str) -> tuple[int, ...]:
@@ -19,17 +43,24 @@ def ks_argument(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
     if not ks or any(k < 1 for k in ks):
         raise argparse.ArgumentTypeError("every k must be a positive integer")
+    if any(k > MAX_CUTOFF for k in ks):
+        raise argparse.ArgumentTypeError(f"every k must be at most {MAX_CUTOFF:,}, got {text!r}")
     return ks
 
 
 def positive_argument(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}")
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
+    """A cut-off or a count: from 1 to `MAX_CUTOFF`."""
+    return _whole_number(text, low=1, high=MAX_CUTOFF)
+
+
+def threshold_argument(text: str) -> int:
+    """A relevance threshold: a grade from 1 to `MAX_THRESHOLD`."""
+    return _whole_number(text, low=1, high=MAX_THRESHOLD)
+
+
+def seed_argument(text: str) -> int:
+    """A seed of the randomization test: numpy's generator takes 0 to 2**63 - 1."""
+    return _whole_number(text, low=0, high=MAX_SEED)
 
 
 def persistences_argument(text: str) -> tuple[float, ...]:
@@ -57,6 +88,22 @@ def run_arguments(values: list[str]) -> list[tuple[str, Path]]:
     if duplicates:
         raise UsageError(f"two runs are named {duplicates[0]!r}; name them with --run NAME=PATH")
     return runs
+
+
+def share_argument(text: str) -> float:
+    """A share (a threshold on a fraction): a number from 0 to 1."""
+    value = finite_argument(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share from 0 to 1, got {text!r}")
+    return value
+
+
+def non_negative_argument(text: str) -> float:
+    """A finite number of at least 0 (a number of days)."""
+    value = finite_argument(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {text!r}")
+    return value
 
 
 def finite_argument(text: str) -> float:

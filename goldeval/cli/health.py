@@ -13,7 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from goldeval.cli.arguments import finite_argument, positive_argument, run_arguments
+from goldeval.cli.arguments import (
+    non_negative_argument,
+    positive_argument,
+    run_arguments,
+    share_argument,
+)
 from goldeval.formats.bounds import time_problem
 from goldeval.formats.gold import EvaluationInputError, load_gold
 from goldeval.formats.manifests import parse_time, read_manifest
@@ -55,11 +60,11 @@ def add_parser(commands) -> None:
         "--k", type=positive_argument, default=DEFAULT_K, help="results sent to the model"
     )
     parser.add_argument(
-        "--max-stale", type=finite_argument, default=None, help="e.g. 0.01 (a share)"
+        "--max-stale", type=share_argument, default=None, help="e.g. 0.01 (a share)"
     )
-    parser.add_argument("--max-lag-days", type=finite_argument, default=None)
+    parser.add_argument("--max-lag-days", type=non_negative_argument, default=None)
     parser.add_argument(
-        "--max-crowding", type=finite_argument, default=None, help="a share, e.g. 0.2"
+        "--max-crowding", type=share_argument, default=None, help="a share, e.g. 0.2"
     )
     parser.add_argument("--fail-on-model-mix", action="store_true")
     parser.add_argument("--now", default=None, help="the time lags are measured to (ISO 8601)")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from goldeval.cli.arguments import UsageError, ks_argument, positive_argument
 from goldeval.formats.gold import load_gold
+from goldeval.formats.runfiles import NO_RANKING
 from goldeval.scoring.permission_replay import (
     DEFAULT_KS,
     UNRESTRICTED,
@@ -103,6 +104,8 @@ def permissions_command(arguments: argparse.Namespace) -> int:
                 + ")"
             )
         runs[name] = read_user_run(_read(Path(path)), source=path)
+        if not runs[name]:
+            raise PermissionInputError(NO_RANKING, path=path)
     gold = load_gold(arguments.gold)
     snapshot = AccessSnapshot.from_gold(gold)
     users = [acl[name] for name in runs]

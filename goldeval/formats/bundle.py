@@ -7,6 +7,23 @@ optional) ``documents.jsonl``: every document's newest version as of finalising,
 text, for the index health checks. `goldeval.formats.gold`
 reads it back; `evaluation.services.gold_sets` gathers the data from the database, calls
 `build_bundle` and stores what it returns. Byte for byte, the same input gives the same files.
+
+Ids are written so that each file reads back exactly as the tools that read it read it:
+
+- JSON files (``gold.jsonl``, ``corpus.jsonl``, ``beir/*.jsonl``) hold every id as it is.
+- ``beir/qrels/test.tsv`` holds every id as it is too, read by BEIR's loader (``csv`` with tabs)
+  and `goldeval.formats.qrels` alike: a space is no separator there, and the one cell that
+  needs quoting (one holding a ``"``) is quoted as ``csv`` quotes it.
+- TREC files (``qrels.trec``, ``qrels-<scheme>.trec``) are split on white space by every reader
+  (trec_eval, pytrec_eval, ir_measures, ranx), so there an id's white space and ``%`` are
+  percent-encoded as UTF-8 (`trec_id`: ``HR policy.txt`` is ``HR%20policy.txt``): every reader
+  gets the same token, and a TREC run naming the document writes the same.
+- An id holding a tab or a line break, or starting or ending with white space, cannot be
+  written so that every reader gets it back: `build_bundle` refuses it (`BundleError`).
+  Imports refuse such ids already (`goldeval.formats.textfiles.text_problem`).
+- An id starting like a spreadsheet formula (``=``, ``+``, ``-``, ``@``) is written as it is in
+  every file above, since an escape would change the id the evaluation tools read; only
+  ``judgements.csv``, the file meant for spreadsheets, escapes its cells (`spreadsheet_safe`).
 """
 
 from __future__ import annotations
@@ -29,6 +46,8 @@ from goldeval.formats.gold import (
     DocumentState,
 )
 from goldeval.formats.pool import POOL_FILE, REUSABILITY_FILE
+from goldeval.formats.runfiles import trec_id
+from goldeval.formats.textfiles import text_problem
 from goldeval.text.chunking import ChunkSpec, chunk_spans
 from goldeval.text.spans import overlaps
 
@@ -41,6 +60,12 @@ BEIR_CORPUS, BEIR_QUERIES, BEIR_QRELS = (
     "beir/queries.jsonl",
     "beir/qrels/test.tsv",
 )
+
+
+class BundleError(ValueError):
+    """The data cannot be written as a bundle every reader reads back exactly."""
+
+
 # Spreadsheets run a cell that starts with one of these as a formula.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 JUDGEMENT_COLUMNS = [
@@ -174,6 +199,7 @@ def build_bundle(
     the lines of pool.jsonl (`goldeval.formats.pool`), ``reusability`` the pool-bias report
     (`goldeval.scoring.reusability.report_content`); each file only when given.
     """
+    _check_ids(questions, corpus)
     files: dict[str, bytes] = {
         GOLD_FILE: _jsonl(_gold_line(question) for question in questions),
         CORPUS_FILE: _jsonl(
@@ -205,10 +231,10 @@ def build_bundle(
     files[BEIR_QUERIES] = _jsonl(
         {"_id": question.question_id, "text": question.text} for question in questions
     )
-    files[BEIR_QRELS] = _text(
-        ["query-id\tcorpus-id\tscore\n"]
+    files[BEIR_QRELS] = _tsv(
+        [("query-id", "corpus-id", "score")]
         + [
-            f"{trec_id(question.question_id)}\t{trec_id(doc_id)}\t{grade}\n"
+            (question.question_id, doc_id, grade)
             for question, grades in zip(questions, document_grades, strict=True)
             for doc_id, grade in grades.items()
         ]
@@ -293,11 +319,20 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def trec_id(identifier: str) -> str:
-    """TREC and BEIR files split on whitespace: an id holding some gets it percent-encoded."""
-    if not any(character.isspace() or character == "%" for character in identifier):
-        return identifier
-    return "".join(f"%{ord(c):02X}" if c.isspace() or c == "%" else c for c in identifier)
+def _check_ids(questions: Sequence[QuestionRecord], corpus: Sequence[CorpusVersion]) -> None:
+    """Refuse an id no file format here can carry exactly (a tab, a line break, white space at
+    either end), naming it; imports refuse such ids, so only older data can hold one."""
+    ids = [("question id", question.question_id) for question in questions]
+    ids += [("doc id", version.doc_id) for version in corpus]
+    for question in questions:
+        ids += [("doc id", span.doc_id) for span in question.spans]
+        ids += [("doc id", doc_id) for doc_id, *_ in question.judged]
+    for what, identifier in ids:
+        problem = text_problem(identifier, identifier=True)
+        if problem:
+            raise BundleError(
+                f"The {what} {identifier!r} {problem}; rename it before exporting the gold set."
+            )
 
 
 def spreadsheet_safe(value: Any) -> str:
@@ -420,6 +455,14 @@ def _vote_cells(vote: Vote) -> list[Any]:
         vote.guideline_version,
         vote.recorded_at.isoformat(),
     ]
+
+
+def _tsv(rows: Iterable[tuple[Any, ...]]) -> bytes:
+    """Tab-separated lines as BEIR's loader reads them (``csv`` with tabs, minimal quoting)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter="\t", lineterminator="\n")
+    writer.writerows(rows)
+    return buffer.getvalue().encode("utf-8")
 
 
 def _jsonl(records: Iterable[dict[str, Any]]) -> bytes:

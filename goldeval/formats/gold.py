@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from goldeval.formats.qrels import duplicates_warning, grade_problem, read_qrels
+from goldeval.formats.qrels import GRADES, duplicates_warning, read_qrels
 from goldeval.formats.runfiles import Passage, whole_document
 from goldeval.formats.textfiles import (
     LineProblem,
@@ -34,6 +34,9 @@ DOCUMENTS_FILE = "documents.jsonl"
 # What a bundle is read from; its other files (judgements, agreement) are for people.
 READ_FILES = (GOLD_FILE, CORPUS_FILE, MANIFEST_FILE, DOCUMENTS_FILE)
 
+# A span is evidence: its grade says how relevant, never "pooled, unjudged" (qrels' negative
+# grades).
+SPAN_GRADES = range(0, GRADES.stop)
 # A fuzzy re-anchoring below this similarity is more likely a different passage than an edited one
 # (`goldeval.text.anchoring` documents the measure).
 FUZZY_MIN_RATIO = SIMILARITY_FLOOR
@@ -136,6 +139,8 @@ class Gold:
     documents: dict[str, DocumentState] | None = None
     # What the reader let pass but a user should know (repeated judgments), one line each.
     warnings: list[str] = field(default_factory=list)
+    # Whether its doc ids are TREC tokens (read from TREC qrels) rather than ids as they are.
+    trec_tokens: bool = False
 
 
 def load_gold(path: Path | str) -> Gold:
@@ -152,9 +157,9 @@ def load_gold(path: Path | str) -> Gold:
     warnings: list[str] = []
     if first_line(text, comments=True).lstrip().startswith("{"):
         questions = _read_gold_jsonl(text, path=path, warnings=warnings)
-    else:
-        questions = _read_qrels(text, path=path, warnings=warnings)
-    return Gold(questions=questions, source=path, warnings=warnings)
+        return Gold(questions=questions, source=path, warnings=warnings)
+    questions, trec_tokens = _read_qrels(text, path=path, warnings=warnings)
+    return Gold(questions=questions, source=path, warnings=warnings, trec_tokens=trec_tokens)
 
 
 def read_bundle(files: Mapping[str, bytes], *, source: Path | str | None = None) -> Gold:
@@ -316,6 +321,8 @@ def _read_gold_jsonl(text: str, *, path: Path, warnings: list[str]) -> dict[str,
             )
         questions[question.question_id] = question
         first_line[question.question_id] = number
+    if not questions:
+        raise GoldFormatError("no questions found (the file is empty)", path=path)
     return questions
 
 
@@ -394,8 +401,12 @@ def _parse_span(item: Any, *, path: Path, line: int) -> GoldSpan:
     grade = item.get("grade")
     if not _is_int(grade):
         raise GoldFormatError("span grade must be an integer", path=path, line=line)
-    if grade_problem(grade):
-        raise GoldFormatError(f"span grade {grade} {grade_problem(grade)}", path=path, line=line)
+    if grade not in SPAN_GRADES:
+        raise GoldFormatError(
+            f"span grade {grade} is out of range (a whole number from 0 to {SPAN_GRADES[-1]})",
+            path=path,
+            line=line,
+        )
     version = item.get("version")
     if version is not None and not _is_int(version):
         raise GoldFormatError("span version must be an integer", path=path, line=line)
@@ -426,15 +437,20 @@ def load_qrels(path: Path | str) -> dict[str, GoldQuestion]:
     reading), so it is not judged.
     """
     path = Path(path)
-    return _read_qrels(_decode(path.read_bytes(), path=path), path=path, warnings=[])
+    return _read_qrels(_decode(path.read_bytes(), path=path), path=path, warnings=[])[0]
 
 
-def _read_qrels(text: str, *, path: Path, warnings: list[str]) -> dict[str, GoldQuestion]:
+def _read_qrels(
+    text: str, *, path: Path, warnings: list[str]
+) -> tuple[dict[str, GoldQuestion], bool]:
+    """The questions of a qrels text, and whether any line was in TREC layout."""
     with cyclic_gc_paused():
         return _questions_of_qrels(text, path=path, warnings=warnings)
 
 
-def _questions_of_qrels(text: str, *, path: Path, warnings: list[str]) -> dict[str, GoldQuestion]:
+def _questions_of_qrels(
+    text: str, *, path: Path, warnings: list[str]
+) -> tuple[dict[str, GoldQuestion], bool]:
     read = read_qrels(text)
     if read.problems:
         first = read.problems[0]
@@ -462,7 +478,7 @@ def _questions_of_qrels(text: str, *, path: Path, warnings: list[str]) -> dict[s
                 whole_document(doc) for doc, grade in documents.items() if grade < 0
             ),
         )
-    return questions
+    return questions, read.trec_layout
 
 
 # --- corpus and re-anchoring --------------------------------------------------------------------

@@ -8,8 +8,16 @@ a file alike. Two layouts, told per line by the number of columns:
 
 Rules (DESIGN.md §3):
 
-- A grade is a whole number written in ASCII digits with an optional sign (``2``, ``-1``, ``+1``);
-  ``²``, ``+-1``, ``1.0`` or ``NaN`` are refused with the line.
+- A grade is a whole number written in ASCII digits with an optional sign (``2``, ``-1``, ``+1``)
+  from -10 to 10 (`GRADES`); ``²``, ``+-1``, ``1.0``, ``NaN`` or ``5000`` are refused with the
+  line. A negative grade marks a document pooled but left unjudged (trec_eval's reading, which
+  infAP needs): neither relevant nor judged.
+- A TREC line is split on ASCII white space, as trec_eval splits it. A field holding another
+  space (U+00A0, U+3000, ...) is refused with the line: pytrec_eval, ir_measures and ranx split
+  there and refuse the line, trec_eval does not, so no reading of it is everyone's.
+- BEIR TSV cells are read as BEIR's loader reads them (``csv`` with tabs): a cell may hold
+  spaces and is kept exactly, a cell starting with ``"`` is a quoted one.
+- Lines end at ``\n``, ``\r\n`` or a lone ``\r`` (`goldeval.formats.textfiles`).
 - An identical repeated line (same question, document and grade) counts once; the repeats are
   reported (`QrelsFile.duplicates`) so the reader can warn with their line numbers. trec_eval
   refuses such files and pytrec_eval silently keeps one; counting a repeat twice would make two
@@ -20,27 +28,28 @@ Rules (DESIGN.md §3):
 
 from __future__ import annotations
 
+import csv
 import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from goldeval.formats.textfiles import LineProblem
+from goldeval.formats.runfiles import other_space_problem
+from goldeval.formats.textfiles import (
+    LineProblem,
+    may_hold_other_spaces,
+    other_space,
+    universal_newlines,
+)
 
 _GRADE = re.compile(r"[+-]?[0-9]{1,9}")
-# The largest grade (in size) a judgment may give: nDCG's gain is 2**grade - 1 as a float, which
-# overflows past 1023; graded scales in use stop at 4 or so. One rule for qrels and gold spans.
-MAX_GRADE = 100
+# Every grade a qrels file may give: a negative one marks a passage pooled but left unjudged, as
+# trec_eval reads it (infAP); past 10 no relevance scale is meant.
+GRADES = range(-10, 11)
+TREC_SPACE = (
+    "a field of this TREC line (four columns) holds white space: trec_eval, pytrec_eval, "
+    "ir_measures and ranx split a TREC line at every space and tab"
+)
 SHAPE = "expected 'qid 0 docid grade' (TREC) or 'query-id<TAB>corpus-id<TAB>score' (BEIR)"
-
-
-def grade_problem(grade: int) -> str:
-    """Why a whole-number ``grade`` cannot be scored ("" when it can), phrased to follow it."""
-    if -MAX_GRADE <= grade <= MAX_GRADE:
-        return ""
-    return (
-        f"is larger than {MAX_GRADE} in size: grades are small whole numbers "
-        "(nDCG's gain is 2**grade - 1)"
-    )
 
 
 class Qrel(NamedTuple):
@@ -64,6 +73,9 @@ class QrelsFile:
     lines: dict[str, dict[str, int]] = field(default_factory=dict)
     duplicates: list[Duplicate] = field(default_factory=list)
     problems: list[LineProblem] = field(default_factory=list)
+    # Whether a line was in TREC layout: its ids are then TREC tokens (`trec_id`-encoded when
+    # Goldset wrote them), not ids as they are.
+    trec_layout: bool = False
 
     @property
     def qrels(self) -> list[Qrel]:
@@ -76,14 +88,25 @@ class QrelsFile:
 
 
 def is_grade(text: str) -> bool:
-    return _GRADE.fullmatch(text) is not None
+    return _GRADE.fullmatch(text) is not None and int(text) in GRADES
+
+
+def grade_problem(grade: int) -> str:
+    """Why a whole-number grade cannot be used ("" when it can)."""
+    if grade in GRADES:
+        return ""
+    return f"grade {grade} is out of range (a qrels grade is a whole number from -10 to 10)"
 
 
 def _cells(line: str) -> list[str]:
-    """A line with tabs: BEIR TSV's cells (which may hold spaces) when every one holds
-    something, else the words of the line."""
-    cells = [cell.strip() for cell in line.strip().split("\t")]
-    return cells if all(cells) else line.split()
+    """A line with tabs: BEIR TSV's cells, read as BEIR's loader reads them (``csv`` with tabs:
+    spaces kept, a cell starting with a quote is quoted) when every one holds something, else
+    the words of the line."""
+    cells = next(csv.reader([line], delimiter="\t"), []) if '"' in line else line.split("\t")
+    if not cells or not all(cell.strip() for cell in cells):
+        return line.split()
+    cells[-1] = cells[-1].strip()  # the grade, which int() reads around white space too
+    return cells
 
 
 def read_qrels(text: str) -> QrelsFile:
@@ -98,10 +121,27 @@ def read_qrels(text: str) -> QrelsFile:
     documents: dict[str, int] = {}
     document_lines: dict[str, int] = {}
     header_allowed = True
-    for number, line in enumerate(text.split("\n"), start=1):
+    check_spaces = may_hold_other_spaces(text)
+    for number, line in enumerate(universal_newlines(text).split("\n"), start=1):
+        # Around the fields every reader drops it alike; only inside one do they differ.
+        if check_spaces and "\t" not in line and (space := other_space(line.strip())):
+            if line.split()[0][0] != "#":
+                result.problems.append(LineProblem(number, other_space_problem(space)))
+                header_allowed = False
+            continue
         fields = _cells(line) if "\t" in line else line.split()
+        if len(fields) == 4 and "\t" in line:
+            # TREC layout with tabs: every TREC reader splits it at spaces too.
+            fields = line.split()
+            if len(fields) != 4:
+                space = other_space(line.strip())
+                problem = other_space_problem(space) if space else TREC_SPACE
+                result.problems.append(LineProblem(number, problem))
+                header_allowed = False
+                continue
         if len(fields) == 4:
             question_id, _, doc_id, grade_text = fields
+            result.trec_layout = True
         elif not fields or fields[0][0] == "#":
             continue
         elif len(fields) == 3:
@@ -127,10 +167,9 @@ def read_qrels(text: str) -> QrelsFile:
                 )
                 continue
             grade = int(grade_text)
-            if grade_problem(grade):
-                result.problems.append(
-                    LineProblem(number, f"grade {grade_text!r} {grade_problem(grade)}")
-                )
+            problem = grade_problem(grade)
+            if problem:
+                result.problems.append(LineProblem(number, problem))
                 continue
             grade_values[grade_text] = grade
         if question_id != current:

@@ -5,7 +5,10 @@ alike: the same rows and the same problems, each with its line. The CLI stops at
 problem; the app lists them all.
 
 - TREC: ``qid Q0 docid rank score tag`` (text after the sixth column is ignored, as trec_eval
-  does). A question's passages are ranked by score, highest first; the rank column is ignored.
+  does). Fields are split on ASCII white space, as trec_eval splits them; a field holding
+  another space (U+00A0, U+3000, ...) is refused with its line, since pytrec_eval, ir_measures
+  and ranx split there (and refuse the line) while trec_eval keeps the field whole. A
+  question's passages are ranked by score, highest first; the rank column is ignored.
   Equal scores are ordered as trec_eval orders them, docno descending (``ties="trec_eval"``, the
   default), or kept in file order (``ties="file"``). Its lines may be anywhere in the file.
   Scores are compared as doubles; ``scores="float32"`` first rounds them to single precision, as
@@ -24,6 +27,7 @@ problem; the app lists them all.
   offsets stay distinct.
 
 The first line that is neither blank nor a ``#`` comment tells the format: ``{`` starts JSONL.
+Lines end at ``\n``, ``\r\n`` or a lone ``\r`` (`goldeval.formats.textfiles`).
 Offsets are Python ``str`` indices, half-open ``[start, end)``.
 """
 
@@ -40,14 +44,25 @@ from typing import Any, NamedTuple, Protocol
 
 from goldeval.formats.textfiles import (
     LineProblem,
+    character_name,
     cyclic_gc_paused,
     decode_utf8,
     first_line,
     json_lines,
+    may_hold_other_spaces,
+    other_space,
     text_problem,
+    universal_newlines,
 )
 
 TREC_COLUMNS = "qid Q0 docid rank score tag"
+# Why a run file without a single ranking is refused where a run gates CI (`python -m goldeval`):
+# scored, it would read as a system that found nothing, when a step of the pipeline most likely
+# failed.
+NO_RANKING = (
+    "the run holds no ranking (the file is empty or only comments); a question with nothing "
+    'retrieved is a JSONL line with "results": []'
+)
 # How equal scores of a TREC run are ordered: trec_eval's rule (docno descending) or file order.
 TIES = ("trec_eval", "file")
 # How precisely a TREC run's scores are compared: as read (double) or as trec_eval 9 keeps them.
@@ -279,8 +294,13 @@ def _read_trec_lines(text: str, *, by_docno: bool, float32: bool) -> RunFile:
     gathered: dict[str, RankedResults] = {}
     current = None
     add_doc = add_score = add_line = None
-    for number, line in enumerate(text.split("\n"), start=1):
+    check_spaces = may_hold_other_spaces(text)
+    for number, line in enumerate(universal_newlines(text).split("\n"), start=1):
         fields = line.split()
+        # Around the fields every reader drops it alike; only inside one do they differ.
+        if check_spaces and fields and fields[0][0] != "#" and (space := other_space(line.strip())):
+            run.problems.append(LineProblem(number, other_space_problem(space)))
+            continue
         if len(fields) < 6:
             if fields and fields[0][0] != "#":
                 run.problems.append(
@@ -324,6 +344,14 @@ def _read_trec_lines(text: str, *, by_docno: bool, float32: bool) -> RunFile:
     return run
 
 
+def other_space_problem(space: str) -> str:
+    return (
+        f"{character_name(space)} inside a field: trec_eval reads it as part of the field, "
+        "pytrec_eval, ir_measures and ranx split there; write ids without white space "
+        "(Goldset's exports write it as %XX)"
+    )
+
+
 def _ranked(results: RankedResults, *, by_docno: bool) -> RankedResults:
     """A TREC question's results by score, highest first, ties as ``by_docno`` says."""
     doc_ids, scores, lines = results.passages, results.scores, results.lines
@@ -349,6 +377,19 @@ def _ranked(results: RankedResults, *, by_docno: bool) -> RankedResults:
 
 
 # --- writing --------------------------------------------------------------------------------
+
+
+def trec_id(identifier: str) -> str:
+    """An id as a TREC file's token: every reader splits those lines on white space (Python's
+    readers on any Unicode space), so white space and ``%`` are percent-encoded, byte by byte
+    of their UTF-8 (``a b`` -> ``a%20b``, ``100%`` -> ``100%25``, U+3000 -> ``%E3%80%80``).
+    Reversible, and the identity on ids without either."""
+    if not any(character.isspace() or character == "%" for character in identifier):
+        return identifier
+    return "".join(
+        "".join(f"%{byte:02X}" for byte in c.encode("utf-8")) if c.isspace() or c == "%" else c
+        for c in identifier
+    )
 
 
 class Retrieved(Protocol):

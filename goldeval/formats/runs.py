@@ -6,12 +6,18 @@ file alike; here a problem stops the file, as a CI gate should, with the file an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from goldeval.formats.gold import EvaluationInputError, Gold, Passage
-from goldeval.formats.runfiles import TIES_RULES, read_run_file
+from goldeval.formats.runfiles import (
+    NO_RANKING,
+    TIES_RULES,
+    WholeDocuments,
+    read_run_file,
+    trec_id,
+)
 from goldeval.formats.textfiles import NotUTF8Error
 
 
@@ -79,13 +85,15 @@ class Run:
 def load_run(
     path: Path | str, *, name: str | None = None, ties: str = "trec_eval", scores: str = "double"
 ) -> Run:
-    """Read a JSONL or TREC run; the format is told by the first non-blank line."""
+    """Read a JSONL or TREC run file; the format is told by the first non-blank line. A file
+    without a single ranking is refused (`read_run` leaves that to its caller)."""
     path = Path(path)
     if not path.is_file():
         raise RunFormatError("no such file", path=path)
-    return read_run(
-        path.read_bytes(), name=name or path.stem, source=path, ties=ties, scores=scores
-    )
+    run = read_run(path.read_bytes(), name=name or path.stem, source=path, ties=ties, scores=scores)
+    if not run.rankings:
+        raise RunFormatError(NO_RANKING, path=path)
+    return run
 
 
 def read_run(
@@ -121,11 +129,58 @@ def read_run(
     )
 
 
+def _match_spelling(run: Run, gold: Gold) -> None:
+    """Spell the run's ids as the gold set spells them. A TREC file names a question or a
+    document by its token (`goldeval.formats.runfiles.trec_id`: white space and ``%``
+    percent-encoded, as Goldset's qrels.trec writes them); JSON and BEIR TSV hold ids as they
+    are. A TREC run against a gold set of ids (a bundle, gold JSONL, BEIR qrels) has each token
+    that spells a gold id read as that id; a JSONL run against TREC qrels has its ids spelled
+    as tokens. Either way the run matches as trec_eval matches it against qrels.trec."""
+    if run.format == "trec" and not gold.trec_tokens:
+        doc_ids = set(gold.corpus or ())
+        for question in gold.questions.values():
+            doc_ids.update(span.doc_id for span in question.spans)
+            doc_ids.update(passage.doc_id for passage in question.judged)
+        questions = _spellings(gold.questions, reverse=True)
+        documents = _spellings(doc_ids, reverse=True)
+    elif run.format == "jsonl" and gold.trec_tokens:
+        questions = _spellings(run.rankings, reverse=False)
+        documents = _spellings(
+            {p.doc_id for ranking in run.rankings.values() for p in ranking.passages},
+            reverse=False,
+        )
+    else:
+        return
+    if questions:
+        run.rankings = {questions.get(q, q): ranking for q, ranking in run.rankings.items()}
+    if not documents:
+        return
+    for ranking in run.rankings.values():
+        passages = ranking.passages
+        if isinstance(passages, WholeDocuments):
+            if any(doc_id in documents for doc_id in passages.doc_ids):
+                ranking.passages = WholeDocuments([documents.get(d, d) for d in passages.doc_ids])
+        else:
+            ranking.passages = [
+                p._replace(doc_id=documents[p.doc_id]) if p.doc_id in documents else p
+                for p in passages
+            ]
+
+
+def _spellings(ids: Iterable[str], *, reverse: bool) -> dict[str, str]:
+    """{id: token} for the ids whose TREC token differs, or {token: id} with ``reverse``."""
+    pairs = ((identifier, trec_id(identifier)) for identifier in ids)
+    if reverse:
+        return {token: identifier for identifier, token in pairs if token != identifier}
+    return {identifier: token for identifier, token in pairs if token != identifier}
+
+
 def check_run_against_gold(run: Run, gold: Gold, *, strict: bool = False) -> None:
     """Skip question ids the gold set does not know (named in `Run.skipped`), as trec_eval
     does: a BEIR run covers every query while the test qrels hold a subset. ``strict`` refuses
     them instead. Offsets past a document's end are refused."""
     path = run.source
+    _match_spelling(run, gold)
     unknown = [q for q in run.rankings if q not in gold.questions]
     if unknown and strict:
         first = unknown[0]

@@ -455,8 +455,15 @@ def read_trace_lines(data: bytes | str) -> Iterator[tuple[int, TraceRecord | Lin
 def read_trace_stream(lines: Iterable[bytes]) -> Iterator[tuple[int, TraceRecord | LineProblem]]:
     """Like `read_trace_lines`, over a file opened in binary and read line by line, so a file of
     a million traces is never held whole. The rules are `goldeval.formats.textfiles`' (a line ends
-    at "\\n" only; a BOM on the first line is dropped; bytes must be UTF-8), applied per line."""
-    for number, raw in enumerate(lines, start=1):
+    at "\\n", "\\r\\n" or a lone "\\r"; a BOM on the first line is dropped; bytes must be UTF-8),
+    applied per line: a binary file yields lines ending at "\\n" only, so one holding a "\\r" is
+    split again and each part counted as its own line."""
+    parts = (
+        part
+        for raw in lines
+        for part in (raw.splitlines(keepends=True) if b"\r" in raw else (raw,))
+    )
+    for number, raw in enumerate(parts, start=1):
         try:
             values = list(json_lines(raw))
         except NotUTF8Error as error:

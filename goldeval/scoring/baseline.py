@@ -34,6 +34,7 @@ def bm25_baseline_run(*, gold: Gold, depth: int, name: str = BASELINE_NAME) -> R
         b=B,
     )
     run = Run(name=name, format="ranked")
+    depth = min(depth, len(documents))  # no ranking is longer than the corpus, whatever the k
     for question_id, question in gold.questions.items():
         hits = index.search(question.question, k=depth) if question.question.strip() else []
         run.rankings[question_id] = Ranking(

@@ -444,7 +444,10 @@ def evaluate_run(*, gold: Gold, run: Run, options: MetricOptions) -> RunEvaluati
     """Score one run against the gold set; what is averaged follows ``options.compat``."""
     all_grades = {span.grade for q in gold.questions.values() for span in q.spans if span.grade > 0}
     gains = _gain_table(all_grades, options.gain)
-    discounts = [1.0 / math.log2(rank + 2) for rank in range(options.depth)]
+    # As deep as the longest ranking, never the cut-off: cost follows the run (a k of a billion
+    # over a five-line run is five discounts).
+    longest = max((len(ranking.passages) for ranking in run.rankings.values()), default=0)
+    discounts = [1.0 / math.log2(rank + 2) for rank in range(min(options.depth, longest))]
     unreachable = {(item.question_id, item.span) for item in gold.unanchored}
     names = options.metric_names()
     compat = options.compat
