@@ -323,5 +323,5 @@ def test_a_grade_the_gain_cannot_hold_exits_2_without_a_traceback(tmp_path):
     run.write_text("q1 Q0 d2 1 1.0 r\n")
     result = evaluate("--gold", qrels, "--run", run)
     assert result.returncode == 2
-    assert "qrels.txt:2: grade '2000' is larger than 100" in result.stderr
+    assert "qrels.txt:2: grade 2000 is out of range" in result.stderr
     assert "Traceback" not in result.stderr

@@ -80,8 +80,8 @@ def test_markdown_and_the_unjudged_gate(files):
     ("arguments", "fragment"),
     [
         (["--pool", "ONE"], "at least two retrievers"),
-        (["--depth", "0"], "argument --depth: must be at least 1"),
-        (["--threshold", "x"], "argument --threshold: expected an integer"),
+        (["--depth", "0"], "argument --depth: must be from 1 to"),
+        (["--threshold", "x"], "argument --threshold: expected a whole number"),
         (["--run", "missing.trec"], "missing.trec: no such file"),
     ],
 )
