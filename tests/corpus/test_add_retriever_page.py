@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from corpus.forms import RetrieverForm
 from corpus.models import Retriever
-from corpus.services import documents
+from corpus.services import documents, retrieval
 from tests.factories import add_documents, login
 from tests.search_server import IndexedDocument, RawServer, SearchServer
 
@@ -151,3 +151,15 @@ def test_only_admins_may_try_an_endpoint(project, corpus, server, member):
         assert response.status_code in (400, 403, 404)
         assert "What the endpoint answered" not in response.content.decode()
     assert server.requests == [] and not Retriever.objects.exists()
+
+
+def test_changing_an_endpoint_has_the_same_wide_url_field(project, corpus, server, member):
+    retriever = retrieval.add_retriever(
+        project=project,
+        name="ours",
+        kind="http",
+        endpoint={"preset": "elasticsearch", "url": f"{server.url}/policies/_search"},
+    )
+    url = reverse("corpus:edit-endpoint", args=[project.slug, retriever.pk])
+    page = login(member("admin")).get(url).content.decode()
+    assert 'class="wide"' in page and f"{server.url}/policies/_search" in page
