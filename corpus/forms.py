@@ -177,6 +177,13 @@ def validate_url_template(value: str) -> None:
 _PATH_HELP = "A dotted path in the answer, like hits.hits, _source.doc_id or items[0].id."
 
 
+_FIELD_KINDS = {
+    "scheme": (RetrieverKind.BM25, RetrieverKind.EMBEDDING, RetrieverKind.RUN, RetrieverKind.HTTP),
+    **{n: (RetrieverKind.BM25,) for n in ("stem", "stopwords", "title", "k1", "b", "idf")},
+    **{n: (RetrieverKind.EMBEDDING,) for n in ("vectors", "backend", "model_path")},
+}
+
+
 class RetrieverForm(forms.Form):
     name = forms.SlugField(max_length=60, help_text="Lower-case letters, digits, - and _.")
     kind = forms.ChoiceField(choices=RetrieverKind.choices)
@@ -187,8 +194,11 @@ class RetrieverForm(forms.Form):
         help_text="The passages it searches; for an uploaded run or an HTTP API, what results "
         "without offsets or text map to in a pool.",
     )
-    stem = forms.BooleanField(required=False, label="BM25: stem words (Snowball)")
-    stopwords = forms.BooleanField(required=False, label="BM25: drop English stopwords")
+    # On by default, as the page's typical settings say; unticking them is still honoured.
+    stem = forms.BooleanField(required=False, initial=True, label="BM25: stem words (Snowball)")
+    stopwords = forms.BooleanField(
+        required=False, initial=True, label="BM25: drop English stopwords"
+    )
     title = forms.BooleanField(
         required=False,
         label="BM25: index the document title with each passage",
@@ -241,6 +251,7 @@ class RetrieverForm(forms.Form):
         max_length=2000,
         label="HTTP: URL template",
         validators=[validate_url_template],
+        widget=forms.TextInput(attrs={"class": "wide"}),
         help_text="Placeholders: {{question}} {{k}} {{user}} {{groups}} (percent-encoded here).",
     )
     method = forms.ChoiceField(
@@ -293,9 +304,23 @@ class RetrieverForm(forms.Form):
         label="HTTP: requests at once",
     )
 
+    question = forms.CharField(
+        required=False,
+        max_length=1000,
+        label="HTTP: try a question",
+        help_text="Try a question calls the endpoint once and shows the mapped results; "
+        "nothing is saved.",
+    )
+
     def __init__(self, *args, project: Project, may_choose_model: bool, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["scheme"].queryset = project.chunking_schemes.all()
+        for name, field in self.fields.items():
+            # The page shows only the chosen kind's fields (static/goldset/retriever_form.js).
+            kinds = _FIELD_KINDS.get(name)
+            if kinds is None and name in (*HTTP_FIELDS, "question"):
+                kinds = (RetrieverKind.HTTP,)
+            field.kinds = " ".join(kinds) if kinds else ""
         if not may_choose_model:
             # Loading model files from a server path is an admin's decision, and so are
             # outbound calls carrying the server's environment variables.
@@ -303,7 +328,7 @@ class RetrieverForm(forms.Form):
             self.fields["kind"].choices = [
                 c for c in RetrieverKind.choices if c[0] != RetrieverKind.HTTP
             ]
-            for name in HTTP_FIELDS:
+            for name in (*HTTP_FIELDS, "question"):
                 del self.fields[name]
 
     def clean(self):
@@ -318,9 +343,15 @@ class RetrieverForm(forms.Form):
                 self.add_error("headers", str(error))
         return data
 
+    @property
+    def presets(self) -> list[tuple[str, object]]:
+        """The HTTP presets, shown with their method, URL, body and paths."""
+        return list(PRESETS.items()) if "preset" in self.fields else []
+
     def service_arguments(self) -> dict:
         """The keyword arguments of `corpus.services.retrieval.add_retriever`."""
         data = dict(self.cleaned_data)
+        data.pop("question", None)
         data["backend"] = data.get("backend") or None
         http = {name: data.pop(name, None) for name in HTTP_FIELDS}
         if data["kind"] != RetrieverKind.HTTP:

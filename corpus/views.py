@@ -389,7 +389,21 @@ def add_retriever(request: HttpRequest, slug: str) -> HttpResponse:
     form = RetrieverForm(
         request.POST or None, project=access.project, may_choose_model=access.is_admin
     )
-    if request.method == "POST" and form.is_valid():
+    trial = None
+    if request.method == "POST" and "try" in request.POST and access.is_admin:
+        # "Try a question": one live call through the same client and host policy; nothing
+        # stored. Only an admin may configure (and so call) an HTTP endpoint.
+        if form.is_valid():
+            try:
+                trial = http_retrieval.try_endpoint(
+                    project=access.project,
+                    user=request.user,
+                    endpoint=form.service_arguments().get("endpoint") or {},
+                    question=form.cleaned_data.get("question", ""),
+                )
+            except ServiceError as exc:
+                form.add_error(None, str(exc))
+    elif request.method == "POST" and form.is_valid():
         try:
             retriever = retrieval.add_retriever(project=access.project, **form.service_arguments())
         except ServiceError as exc:
@@ -400,7 +414,7 @@ def add_retriever(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "corpus/add_retriever.html",
-        {"access": access, "project": access.project, "form": form},
+        {"access": access, "project": access.project, "form": form, "trial": trial},
         status=400 if form.errors else 200,
     )
 

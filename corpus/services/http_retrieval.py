@@ -226,6 +226,66 @@ def describe_placement(located: Counter | dict) -> str:
     return f"{total} result{'s' if total != 1 else ''} placed: " + (", ".join(parts) or "none")
 
 
+@dataclass(frozen=True)
+class TriedHit:
+    """One result of a trial call, as mapped: nothing placed, nothing stored."""
+
+    rank: int
+    doc_id: str
+    score: float | None
+    start: int | None
+    end: int | None
+    text: str  # bounded (`corpus.remote.excerpt`): the endpoint's text, not Goldset's
+    known: bool  # a document of the project that the asking user may see
+
+
+@dataclass(frozen=True)
+class Trial:
+    hits: list[TriedHit]
+    error: str = ""
+    remote: str = ""  # what the server answered, bounded: shown to admins only
+
+
+TRY_K = 10
+
+
+def try_endpoint(*, project: Project, user, endpoint: dict, question: str) -> Trial:
+    """Ask an endpoint, as it would be saved, one question and map its answer: the "Try a
+    question" of Add a retriever. Same checks, host policy and client as a run; nothing
+    stored. A configuration that cannot work raises ServiceError."""
+    if not endpoint:
+        raise ServiceError("Kind: Try a question calls an HTTP search API; choose that kind.")
+    question = question.strip()
+    if not question:
+        raise ServiceError("Question: type a question to try.")
+    checked = Endpoint.from_dict(check_endpoint(**endpoint))
+    with SearchClient(endpoint=checked, policy=host_policy()) as client:
+        try:
+            (answer,) = client.search_many([Query(question, k=TRY_K)])
+        except ConfigError as error:
+            raise ServiceError(f"The HTTP endpoint cannot be used: {error}") from None
+    if not answer.ok:
+        return Trial(hits=[], error=answer.error or "", remote=answer.remote)
+    seen = set(
+        Document.objects.filter(project=project, doc_id__in=[h.doc_id for h in answer.hits])
+        .visible_to(user)
+        .values_list("doc_id", flat=True)
+    )
+    hits = [
+        TriedHit(
+            rank=rank,
+            doc_id=excerpt(hit.doc_id, 200),
+            score=hit.score,
+            start=hit.start,
+            end=hit.end,
+            text=excerpt(hit.text or ""),
+            known=hit.doc_id in seen,
+        )
+        for rank, hit in enumerate(answer.hits, start=1)
+    ]
+    return Trial(hits=hits)
+
+
 def search_http(
     *,
     retriever: Retriever,
