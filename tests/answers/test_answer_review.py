@@ -6,7 +6,9 @@ import pytest
 from django.urls import reverse
 
 from answers.models import (
+    Answer,
     AnswerAssignment,
+    AnswerSentence,
     CitationJudgement,
     ClaimEvidence,
     ClaimJudgement,
@@ -144,6 +146,31 @@ def test_a_refusal_is_marked_wrong_with_one_key(run, member):
     answered = AnswerAssignment.objects.get(answer__question__external_id="q1")
     with pytest.raises(ServiceError, match="did not refuse"):
         review.set_wrongly_refused(assignment=answered, labeller=ann, value=True)
+
+
+def test_a_refusal_without_sentences_has_no_claims_to_grade(run, member, project):
+    # Issue 33: "No idea." (refused, no sentences given) was split and graded as a claim. The
+    # same holds for a refusal stored before the fix, with a sentence Goldset split itself.
+    old = Answer.objects.get(run=run, question__external_id="q2")
+    old.text = "I don't know."
+    old.sentences_given = False
+    old.save(update_fields=["text", "sentences_given"])
+    AnswerSentence.objects.create(answer=old, position=0, start=0, end=13)
+    ann = member("labeller")
+    review.plan_answer_review(run=run, labellers=[ann], double_share=0)
+    client = login(ann)
+    for external_id in ("q2", "q4"):
+        assignment = AnswerAssignment.objects.get(answer__question__external_id=external_id)
+        assert not assignment.claims.exists()
+        assert review.missing_grades(assignment) == []
+        page = client.get(reverse("answers:review-answer", args=[project.slug, assignment.pk]))
+        text = page.content.decode()
+        assert page.status_code == 200 and "The system refused to answer" in text
+        assert "<h2>Claims</h2>" not in text and "Everything is graded." in text
+        finish = reverse("answers:finish-answer-review", args=[project.slug, assignment.pk])
+        assert client.post(finish).status_code == 302
+        assignment.refresh_from_db()
+        assert assignment.done_at is not None
 
 
 def test_the_review_page_saves_each_grade_and_is_blind(run, member, project):
