@@ -41,6 +41,7 @@ from evaluation.services import (
 )
 from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
 from goldeval.formats.answers import write_answer_file
+from goldeval.scoring.answers import HUMAN_SCORES
 from goldeval.scoring.answers_report import LABELS
 from labelling.models import QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
@@ -538,6 +539,8 @@ def show_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespo
             for key in ("answerable", "unanswerable", "answers", "missing", "refused", "graded")
         ],
         coverage=[runs[name]["coverage"] for name in names],
+        human_scores=HUMAN_SCORES,
+        reviews_since=answer_scores.reviews_finished_since(gold_set),
     )
     return render(request, "evaluation/show_answers.html", context)
 

@@ -235,3 +235,54 @@ def test_the_answers_page_names_the_questions_a_run_left_out(finalised, project,
     # q3 is the only unanswerable question: rag refused it; thin, missing it, did not.
     assert runs["rag"]["scores"]["refusal_recall"] == 1.0
     assert runs["thin"]["scores"]["refusal_recall"] == 0.0
+    # Issue 33: the page says how a missing question counts, not only that it is missing.
+    assert "In thin's column it scores 0 on citation precision, citation recall" in page
+
+
+def test_the_answers_page_says_why_a_human_graded_score_has_no_value(finalised, project, people):
+    # Issue 33: human-graded scores stayed "—" until a new gold set, with no word why.
+    gold_set, _ = finalised
+    question_set = gold_set.question_set
+    # Other words than rag's, so rag's agreed grades (kept by answer key) do not apply.
+    data = answers_file().replace(b"the VPN.", b"our VPN.").replace(b"the client", b"a client")
+    data = data.replace(b'"answer": "", "refused": true', b'"answer": "No idea.", "refused": true')
+    later = import_answers(question_set=question_set, data=data, run_name="later").run
+    review.plan_answer_review(run=later, labellers=[people["ann"]], double_share=0)
+    for assignment in AnswerAssignment.objects.filter(answer__run=later):
+        grade_all(assignment, people["ann"])
+    client = login(people["lead"])
+    compute = reverse("evaluation:compute-answers", args=[project.slug, gold_set.pk])
+    assert client.post(compute).status_code == 302
+    answer_report(Job.objects.filter(kind="answer_report").latest("pk").pk)
+    response = client.get(reverse("evaluation:show-answers", args=[project.slug, gold_set.pk]))
+    page = response.content.decode()
+    assert response.status_code == 200
+    runs = EvaluationReport.objects.get(gold_set=gold_set).content["report"]["runs"]
+    assert runs["later"]["scores"]["faithfulness"] is None
+    assert runs["rag"]["scores"]["faithfulness"] is not None
+    assert 'id="why-no-value"' in page and "A dash (—) is a score with no value." in page
+    assert "3 answer reviews finished since v1 was finalised" in page
+    assert page.count(">human-graded</span>") == 8  # one per human-graded score
+    # Once a new version takes them in, the page no longer asks for one.
+    v2 = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    assert client.post(reverse("evaluation:compute-answers", args=[project.slug, v2.pk]))
+    answer_report(Job.objects.filter(kind="answer_report").latest("pk").pk)
+    page = client.get(reverse("evaluation:show-answers", args=[project.slug, v2.pk])).content
+    assert b"finished since" not in page
+    runs = EvaluationReport.objects.get(gold_set=v2).content["report"]["runs"]
+    assert runs["later"]["scores"]["faithfulness"] is not None
+
+
+def test_a_gold_set_without_reviews_says_when_they_count(project, people):
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"]
+    )
+    import_answers(question_set=question_set, data=answers_file(), run_name="rag")
+    gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    client = login(people["lead"])
+    client.post(reverse("evaluation:compute-answers", args=[project.slug, gold_set.pk]))
+    answer_report(Job.objects.filter(kind="answer_report").latest("pk").pk)
+    page = client.get(reverse("evaluation:show-answers", args=[project.slug, gold_set.pk]))
+    text = page.content.decode()
+    assert page.status_code == 200 and 'id="no-judgements"' in text
+    assert "reviews and facts count from the next version finalised after them" in text
