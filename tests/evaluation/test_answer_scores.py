@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from answers.models import AnswerAssignment, CitationJudgement
 from answers.services import review
-from answers.services.adjudication import answer_agreement
+from answers.services.adjudication import answer_agreement, quoted_review
 from answers.services.runs import FactInput, import_answers, record_reference_answer
 from corpus.models import AccessGroup, Document, Job
 from evaluation.models import EvaluationReport
@@ -187,6 +187,10 @@ def test_a_lead_decides_a_disagreement_and_the_next_gold_set_covers_it(finalised
     # Support was graded alike on q1 and q3's answers has no claims; q2's disagrees.
     assert "claim support" in page and "to decide" in page
     assert people["ann"].username in page and people["bob"].username in page
+    # Issue 33: each decision quotes the claim's words and the grade's words, never offsets.
+    assert "Claim <q>Install the client.</q>: <strong>not supported</strong>" in page
+    assert "Claim <q>Install the client.</q>: <strong>supported</strong>" in page
+    assert "[0, " not in page and "claim [" not in page
     assert login(people["ann"]).get(url).status_code == 403
     q2 = run.answers.get(question__external_id="q2")
     anns = q2.assignments.get(labeller=people["ann"])
@@ -286,3 +290,22 @@ def test_a_gold_set_without_reviews_says_when_they_count(project, people):
     text = page.content.decode()
     assert page.status_code == 200 and 'id="no-judgements"' in text
     assert "reviews and facts count from the next version finalised after them" in text
+
+
+def test_a_quoted_review_quotes_claims_citations_and_facts(finalised):
+    _, run = finalised
+    assignment = run.answers.get(question__external_id="q1").assignments.get(slot=1)
+    quoted = quoted_review(assignment)
+    first = quoted["claims"][0]
+    assert first["quote"] == "Five days carry over." and first["support"] == "supported"
+    (citation,) = first["citations"]
+    assert citation["doc_id"] == "leave" and citation["grade"] == "supports"
+    assert (
+        citation["quote"]
+        and citation["quote"]
+        in assignment.answer.passages.filter(role="citation").first().version.text
+    )
+    assert quoted["facts"] == [
+        {"quote": "five days carry over", "present": "present"},
+        {"quote": "form HR-F-112", "present": "missing"},
+    ]
