@@ -17,6 +17,7 @@ from evaluation.services.answer_scores import answers_page
 from evaluation.tasks import answer_report
 from goldeval.cli import main
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, read_answer_gold
+from goldeval.scoring.answers_report import LABELS, SCORE_GROUPS
 from tests.factories import POLICY_TEXT, labelled_question_set, login
 
 
@@ -267,6 +268,11 @@ def test_the_answers_page_says_why_a_human_graded_score_has_no_value(finalised, 
     assert 'id="why-no-value"' in page and "A dash (—) is a score with no value." in page
     assert "3 answer reviews finished since v1 was finalised" in page
     assert page.count(">human-graded</span>") == 8  # one per human-graded score
+    # Issue 33 item 10: the scores grouped and explained, and a legend for the drill-down.
+    for title in ("Faithfulness", "Citations", "Correctness", "Refusal", "Evidence position"):
+        assert f'scope="rowgroup">{title} <span class="muted">' in page
+    assert "TREC 2024 RAG nuggets" in page and "lost in the middle" in page
+    assert 'id="drill-legend"' in page and "overlaps a gold span of the question" in page
     # Once a new version takes them in, the page no longer asks for one.
     v2 = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
     assert client.post(reverse("evaluation:compute-answers", args=[project.slug, v2.pk]))
@@ -309,3 +315,8 @@ def test_a_quoted_review_quotes_claims_citations_and_facts(finalised):
         {"quote": "five days carry over", "present": "present"},
         {"quote": "form HR-F-112", "present": "missing"},
     ]
+
+
+def test_every_answer_score_sits_in_one_named_group():
+    grouped = [score for _, _, scores in SCORE_GROUPS for score in scores]
+    assert sorted(grouped) == sorted(LABELS) and len(grouped) == len(set(grouped))
