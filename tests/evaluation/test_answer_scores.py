@@ -320,3 +320,22 @@ def test_a_quoted_review_quotes_claims_citations_and_facts(finalised):
 def test_every_answer_score_sits_in_one_named_group():
     grouped = [score for _, _, scores in SCORE_GROUPS for score in scores]
     assert sorted(grouped) == sorted(LABELS) and len(grouped) == len(set(grouped))
+
+
+@pytest.mark.parametrize("support", ["full", "none"])
+def test_the_same_answer_in_two_runs_finalises_with_one_line_or_none(finalised, people, support):
+    # Found under issue 33: two runs both refusing q3 with "" gave answers-gold.jsonl two lines
+    # for one answer key, and finalising failed ("this answer is graded twice").
+    gold_set, _ = finalised
+    question_set = gold_set.question_set
+    twin = import_answers(question_set=question_set, data=answers_file(), run_name="twin").run
+    review.plan_answer_review(run=twin, labellers=[people["ann"]], double_share=0)
+    for assignment in AnswerAssignment.objects.filter(answer__run=twin):
+        grade_all(assignment, people["ann"], support=support)
+    v2 = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    answer_gold = read_answer_gold(gold_sets.bundle_files(v2)[ANSWERS_GOLD_FILE])
+    graded = {question for question, _ in answer_gold.grades}
+    # q3's refusal has no claims: both runs agree on it whatever the support given.
+    assert "q3" in graded
+    # q1: agreed "full" in rag; the twin agrees with "full" and differs with "none".
+    assert ("q1" in graded) == (support == "full")
