@@ -97,9 +97,19 @@ class AnswerGradeForm(forms.Form):
 
 class AnswerReviewPlanForm(forms.Form):
     run = forms.ModelChoiceField(queryset=None, label="Answer run")
-    labellers = forms.ModelMultipleChoiceField(queryset=None, label="Labellers")
-    double_share = forms.FloatField(
-        min_value=0, max_value=1, initial=DEFAULT_DOUBLE_SHARE, label="Double-labelled share"
+    # The passage plan's convention (`labelling.forms.PlanForm`): labellers ticked, the
+    # double-labelled share in percent.
+    labellers = forms.ModelMultipleChoiceField(
+        queryset=None,
+        label="Labellers",
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Tick who reviews the answers (at least one).",
+    )
+    double_percent = forms.IntegerField(
+        label="Double-labelled share (%)",
+        min_value=0,
+        max_value=100,
+        initial=int(DEFAULT_DOUBLE_SHARE * 100),
     )
 
     def __init__(self, *args, question_set, **kwargs):
@@ -108,3 +118,4 @@ class AnswerReviewPlanForm(forms.Form):
         self.fields["labellers"].queryset = User.objects.filter(
             memberships__project_id=question_set.project_id, is_active=True
         ).order_by("username")
+        self.fields["labellers"].label_from_instance = lambda u: u.get_username()

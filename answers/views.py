@@ -88,13 +88,14 @@ def plan_answer_review(request: HttpRequest, slug: str, set_id: int) -> HttpResp
     )
     form = AnswerReviewPlanForm(request.POST, question_set=question_set)
     if not form.is_valid():
-        messages.error(request, "Choose an answer run, labellers and a share between 0 and 1.")
+        name, errors = next(iter(form.errors.items()))
+        messages.error(request, f"{form.fields[name].label}: {errors[0]}")
         return redirect("answers:list-answer-runs", slug=slug, set_id=question_set.pk)
     try:
         plan = review.plan_answer_review(
             run=form.cleaned_data["run"],
             labellers=list(form.cleaned_data["labellers"]),
-            double_share=form.cleaned_data["double_share"],
+            double_share=form.cleaned_data["double_percent"] / 100,
         )
     except ServiceError as exc:
         messages.error(request, str(exc))

@@ -41,7 +41,8 @@ from evaluation.services import (
 )
 from evaluation.services.evaluation_runs import MAX_K_SENT_TO_MODEL
 from goldeval.formats.answers import write_answer_file
-from goldeval.scoring.answers_report import LABELS
+from goldeval.scoring.answers import HUMAN_SCORES
+from goldeval.scoring.answers_report import LABELS, SCORE_GROUPS
 from labelling.models import QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
 
@@ -528,9 +529,16 @@ def show_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespo
         page=page,
         names=names,
         columns=[(run["name"], run["pk"]) for run in page["runs"]],
-        score_rows=[
-            (score, LABELS[score], [runs[name]["scores"].get(score) for name in names])
-            for score in LABELS
+        score_groups=[
+            (
+                title,
+                explanation,
+                [
+                    (score, LABELS[score], [runs[name]["scores"].get(score) for name in names])
+                    for score in scores
+                ],
+            )
+            for title, explanation, scores in SCORE_GROUPS
         ],
         missing=[(name, runs[name].get("missing_questions", [])) for name in names],
         count_rows=[
@@ -538,6 +546,8 @@ def show_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespo
             for key in ("answerable", "unanswerable", "answers", "missing", "refused", "graded")
         ],
         coverage=[runs[name]["coverage"] for name in names],
+        human_scores=HUMAN_SCORES,
+        reviews_since=answer_scores.reviews_finished_since(gold_set),
     )
     return render(request, "evaluation/show_answers.html", context)
 

@@ -25,11 +25,49 @@ PRESENCE_ORDER = {"no": 0, "partly": 1, "yes": 2}
 KINDS = ("claim support", "citation grade", "fact presence")
 
 
+# The review page's words for a citation's grade (support and presence have model labels).
+CITATION_WORDS = {2: "supports", 1: "partly", 0: "does not support"}
+
+
 @dataclass
 class Disagreement:
     answer: Answer
+    # Each review with its grades quoted: the claim's words, the cited text, the fact's text.
     reviews: list[tuple[AnswerAssignment, dict]]
     resolution: AnswerResolution | None
+
+
+def quoted_review(assignment: AnswerAssignment) -> dict:
+    """A review as the lead reads it to decide: text quoted, never offsets or ids."""
+    text = assignment.answer.text
+    claims = []
+    for claim in assignment.claims.all():
+        citations = []
+        for citation in claim.citations.all():
+            passage = citation.passage
+            version_text = passage.version.text
+            quote = (
+                version_text if passage.start is None else version_text[passage.start : passage.end]
+            )
+            citations.append(
+                {
+                    "doc_id": passage.version.document.doc_id,
+                    "quote": quote,
+                    "grade": CITATION_WORDS.get(citation.grade, "not graded"),
+                }
+            )
+        claims.append(
+            {
+                "quote": text[claim.start : claim.end],
+                "support": claim.get_support_display() if claim.support else "not graded",
+                "citations": citations,
+            }
+        )
+    facts = [
+        {"quote": judgement.fact.text, "present": judgement.get_present_display()}
+        for judgement in sorted(assignment.facts.all(), key=lambda f: f.fact.position)
+    ]
+    return {"claims": claims, "facts": facts, "wrongly_refused": assignment.wrongly_refused}
 
 
 def _double_reviewed(question_set: QuestionSet, viewer) -> list[Answer]:
@@ -40,7 +78,7 @@ def _double_reviewed(question_set: QuestionSet, viewer) -> list[Answer]:
         .prefetch_related(
             "assignments__labeller",
             "assignments__claims__citations__passage__version__document",
-            "assignments__facts",
+            "assignments__facts__fact",
         )
         .order_by("run__name", "question_id")
         .distinct()
@@ -83,10 +121,11 @@ def answer_disagreements(*, question_set: QuestionSet, viewer) -> list[Disagreem
     """Double-reviewed answers whose reviews differ, resolved or not (the queue shows both)."""
     found = []
     for answer in _double_reviewed(question_set, viewer):
-        reviews = [(a, review_of(a)) for a in sorted(answer.assignments.all(), key=_slot)]
-        if reviews[0][1] == reviews[1][1]:
+        assignments = sorted(answer.assignments.all(), key=_slot)
+        if review_of(assignments[0]) == review_of(assignments[1]):
             continue
         resolution = AnswerResolution.objects.filter(answer=answer).first()
+        reviews = [(a, quoted_review(a)) for a in assignments]
         found.append(Disagreement(answer=answer, reviews=reviews, resolution=resolution))
     return found
 

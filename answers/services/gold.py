@@ -98,6 +98,7 @@ def answer_records(question_set: QuestionSet) -> list[dict[str, Any]]:
         for question_id, reference in current.items()
     }
     records = []
+    seen: dict[tuple[str, str], dict[str, Any] | None] = {}
     answers = (
         Answer.objects.filter(included_q("question__"), run__question_set=question_set)
         .select_related("run", "question", "resolution__chosen")
@@ -122,6 +123,14 @@ def answer_records(question_set: QuestionSet) -> list[dict[str, Any]]:
         graded = {fact["fact_id"] for fact in review["facts"]}
         if graded - current_versions.get(answer.question.external_id, set()):
             continue  # graded on an older reference version
+        key = (answer.question.external_id, answer.key)
+        if key in seen:
+            # The same answer in two runs (grades are keyed by what the answer says): one line,
+            # or none when their agreed reviews differ (as two reviews that disagree).
+            if seen[key] is not None and _grades(seen[key]) != _grades(review):
+                seen[key] = None
+            continue
+        seen[key] = review
         records.append(
             {
                 "kind": "answer",
@@ -133,7 +142,12 @@ def answer_records(question_set: QuestionSet) -> list[dict[str, Any]]:
                 "wrongly_refused": review["wrongly_refused"],
             }
         )
-    return records
+    dropped = {key for key, review in seen.items() if review is None}
+    return [r for r in records if (r["question_id"], r["answer_key"]) not in dropped]
+
+
+def _grades(review: dict[str, Any]) -> tuple:
+    return (review["claims"], review["facts"], review["wrongly_refused"])
 
 
 def answers_gold_records(question_set: QuestionSet) -> list[dict[str, Any]]:

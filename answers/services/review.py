@@ -100,8 +100,11 @@ def plan_answer_review(
 
 
 def _create_assignment(answer: Answer, *, labeller_id: int, slot: int) -> AnswerAssignment:
-    """The assignment with one claim per sentence, each with its sentence's citations."""
+    """The assignment with one claim per sentence, each with its sentence's citations (none for
+    a refusal whose sentences Goldset split itself: a refusal states nothing to grade)."""
     assignment = AnswerAssignment.objects.create(answer=answer, labeller_id=labeller_id, slot=slot)
+    if answer.refused and not answer.sentences_given:
+        return assignment
     citations: dict[int, list[int]] = {}
     for passage in answer.passages.filter(role="citation").order_by("position"):
         citations.setdefault(passage.sentence_id, []).append(passage.pk)

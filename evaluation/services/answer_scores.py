@@ -64,6 +64,14 @@ def hides_anything(*, gold_set: GoldSet, viewer) -> bool:
     ).exists()
 
 
+def reviews_finished_since(gold_set: GoldSet) -> int:
+    """Answer reviews finished after this gold set was finalised: a gold set is frozen, so
+    they count only from the next version (the page says so beside the human-graded "—")."""
+    return AnswerAssignment.objects.filter(
+        answer__run__question_set_id=gold_set.question_set_id, done_at__gt=gold_set.created_at
+    ).count()
+
+
 def answer_gold_of(gold_set: GoldSet) -> AnswerGold | None:
     files = bundle_files(gold_set, names=[ANSWERS_GOLD_FILE])
     if ANSWERS_GOLD_FILE not in files:

@@ -14,8 +14,10 @@ One JSON object a line, one line per question::
 
 - ``refused`` is required (true or false): Goldset never guesses a refusal from the wording.
 - ``sentences`` may be omitted: the answer is then split into sentences (`split_sentences`),
-  without citations. Offsets are Python ``str`` indices into ``answer``, half-open
-  ``[start, end)``; sentences are given in order and do not overlap.
+  without citations; a refused answer is not split (its "I don't know." states nothing to grade
+  as a claim), so it has no sentences unless they are given. Offsets are Python ``str``
+  indices into ``answer``, half-open ``[start, end)``;
+  sentences are given in order and do not overlap.
 - ``context`` is what was sent to the model, in order (its first passage is rank 1).
 - A citation or context passage without offsets is its whole document.
 
@@ -217,7 +219,9 @@ def _read_answer(record: dict[str, Any], *, question_id: str, line: int) -> tupl
         context.append(passage)
     raw_sentences = record.get("sentences")
     if raw_sentences is None:
-        sentences = tuple(Sentence(start, end) for start, end in split_sentences(text))
+        # A refusal states nothing: splitting it would make reviewers grade it as claims.
+        spans = [] if refused else split_sentences(text)
+        sentences = tuple(Sentence(start, end) for start, end in spans)
         given = False
     else:
         if not isinstance(raw_sentences, list):

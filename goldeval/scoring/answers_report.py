@@ -63,6 +63,58 @@ LABELS = {
 }
 
 
+# The scores grouped as the definitions group them, each group named by what it measures and
+# explained in one line (the Answers page shows them so; every score of LABELS is in one group).
+SCORE_GROUPS = (
+    (
+        "Faithfulness",
+        "Share of an answer's claims the context sent supports, as reviewers graded them "
+        "(Ragas); the graded variant counts a partly supported claim as ½. Answers to "
+        "answerable questions that were not refused.",
+        ("faithfulness", "faithfulness_graded"),
+    ),
+    (
+        "Citations",
+        "Precision: share of citations that support their claim and are not redundant; "
+        "recall: share of claims their citations together support (ALCE, from reviewers' "
+        "grades). Gold citation precision: share of citations reaching a gold span, no reviewer.",
+        ("citation_precision", "citation_recall", "gold_citation_precision"),
+    ),
+    (
+        "Correctness",
+        "Share of the reference answer's facts the answer states (TREC 2024 RAG nuggets): All "
+        "counts a partly present fact ½, Strict only present ones; Vital counts vital facts "
+        "only. A refused answerable question scores 0.",
+        ("correctness", "correctness_vital", "correctness_strict", "correctness_strict_vital"),
+    ),
+    (
+        "Refusal",
+        "Refusal recall: unanswerable questions refused; over-refusal: answerable questions "
+        "refused, split by whether gold evidence was in the context (a generation problem) or "
+        "not (a retrieval miss); precision: refusals that were right.",
+        (
+            "refusal_recall",
+            "over_refusal",
+            "refusal_precision",
+            "over_refusal_evidence_in_context",
+            "over_refusal_evidence_not_in_context",
+        ),
+    ),
+    (
+        "Evidence position",
+        "Where the first passage reaching gold sat in the context sent (Liu et al. 2023, lost "
+        "in the middle): the share with evidence in the context, its mean rank, and the share "
+        "in the first and in the last third.",
+        (
+            "evidence_in_context",
+            "evidence_mean_rank",
+            "evidence_first_third",
+            "evidence_last_third",
+        ),
+    ),
+)
+
+
 def build_answer_report(
     evaluations: Mapping[str, AnswerEvaluation],
     comparisons: list[Comparison],

@@ -6,7 +6,9 @@ import pytest
 from django.urls import reverse
 
 from answers.models import (
+    Answer,
     AnswerAssignment,
+    AnswerSentence,
     CitationJudgement,
     ClaimEvidence,
     ClaimJudgement,
@@ -146,6 +148,31 @@ def test_a_refusal_is_marked_wrong_with_one_key(run, member):
         review.set_wrongly_refused(assignment=answered, labeller=ann, value=True)
 
 
+def test_a_refusal_without_sentences_has_no_claims_to_grade(run, member, project):
+    # Issue 33: "No idea." (refused, no sentences given) was split and graded as a claim. The
+    # same holds for a refusal stored before the fix, with a sentence Goldset split itself.
+    old = Answer.objects.get(run=run, question__external_id="q2")
+    old.text = "I don't know."
+    old.sentences_given = False
+    old.save(update_fields=["text", "sentences_given"])
+    AnswerSentence.objects.create(answer=old, position=0, start=0, end=13)
+    ann = member("labeller")
+    review.plan_answer_review(run=run, labellers=[ann], double_share=0)
+    client = login(ann)
+    for external_id in ("q2", "q4"):
+        assignment = AnswerAssignment.objects.get(answer__question__external_id=external_id)
+        assert not assignment.claims.exists()
+        assert review.missing_grades(assignment) == []
+        page = client.get(reverse("answers:review-answer", args=[project.slug, assignment.pk]))
+        text = page.content.decode()
+        assert page.status_code == 200 and "The system refused to answer" in text
+        assert "<h2>Claims</h2>" not in text and "Everything is graded." in text
+        finish = reverse("answers:finish-answer-review", args=[project.slug, assignment.pk])
+        assert client.post(finish).status_code == 302
+        assignment.refresh_from_db()
+        assert assignment.done_at is not None
+
+
 def test_the_review_page_saves_each_grade_and_is_blind(run, member, project):
     ann, bob = member("labeller"), member("labeller")
     review.plan_answer_review(run=run, labellers=[ann, bob], double_share=1)
@@ -207,10 +234,49 @@ def test_a_lead_plans_the_review_from_the_answers_page(run, member, project):
     lead, ann = member("lead"), member("labeller")
     client = login(lead)
     url = reverse("answers:plan-answer-review", args=[project.slug, run.question_set.pk])
-    response = client.post(url, {"run": run.pk, "labellers": [ann.pk], "double_share": "0"})
+    response = client.post(url, {"run": run.pk, "labellers": [ann.pk], "double_percent": "0"})
     assert response.status_code == 302
     page = client.get(response["Location"]).content.decode()
     assert "3 reviews planned for 3 answers; 1 answers cite documents none of them may see." in page
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"labellers": "ann", "double_percent": "10"}, "Answer run: "),
+        ({"double_percent": "10"}, "Labellers: "),
+        ({"labellers": "ann", "double_percent": "0.5"}, "Double-labelled share (%): "),
+        ({"labellers": "ann", "double_percent": "150"}, "Double-labelled share (%): "),
+        ({"labellers": "ann"}, "Double-labelled share (%): "),
+    ],
+)
+def test_the_answer_review_plan_follows_the_passage_plans_convention(
+    run, member, project, data, message
+):
+    # Issue 33: labellers ticked and the share in percent, as the passage plan; a bad value is
+    # refused with the field named, nothing planned.
+    lead, ann = member("lead"), member("labeller")
+    client = login(lead)
+    page = client.get(
+        reverse("answers:list-answer-runs", args=[project.slug, run.question_set.pk])
+    ).content.decode()
+    assert 'type="checkbox" name="labellers"' in page and "Double-labelled share (%)" in page
+    url = reverse("answers:plan-answer-review", args=[project.slug, run.question_set.pk])
+    data = {"run": run.pk, **data} if message != "Answer run: " else dict(data)
+    if data.get("labellers") == "ann":
+        data["labellers"] = [ann.pk]
+    response = client.post(url, data, follow=True)
+    assert response.status_code == 200 and message in response.content.decode()
+    assert not AnswerAssignment.objects.exists()
+
+
+def test_a_full_double_share_in_percent_gives_every_answer_two_reviews(run, member, project):
+    lead, ann, bob = member("lead"), member("labeller"), member("labeller")
+    url = reverse("answers:plan-answer-review", args=[project.slug, run.question_set.pk])
+    data = {"run": run.pk, "labellers": [ann.pk, bob.pk], "double_percent": "100"}
+    assert login(lead).post(url, data).status_code == 302
+    # q3 cites a document neither may see; the three others get two reviews each.
+    assert AnswerAssignment.objects.count() == 6
 
 
 def test_a_labeller_splits_a_claim_and_joins_it_again(run, member, project):

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from answers.models import AnswerAssignment, CitationJudgement
 from answers.services import review
-from answers.services.adjudication import answer_agreement
+from answers.services.adjudication import answer_agreement, quoted_review
 from answers.services.runs import FactInput, import_answers, record_reference_answer
 from corpus.models import AccessGroup, Document, Job
 from evaluation.models import EvaluationReport
@@ -17,6 +17,7 @@ from evaluation.services.answer_scores import answers_page
 from evaluation.tasks import answer_report
 from goldeval.cli import main
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, read_answer_gold
+from goldeval.scoring.answers_report import LABELS, SCORE_GROUPS
 from tests.factories import POLICY_TEXT, labelled_question_set, login
 
 
@@ -187,6 +188,10 @@ def test_a_lead_decides_a_disagreement_and_the_next_gold_set_covers_it(finalised
     # Support was graded alike on q1 and q3's answers has no claims; q2's disagrees.
     assert "claim support" in page and "to decide" in page
     assert people["ann"].username in page and people["bob"].username in page
+    # Issue 33: each decision quotes the claim's words and the grade's words, never offsets.
+    assert "Claim <q>Install the client.</q>: <strong>not supported</strong>" in page
+    assert "Claim <q>Install the client.</q>: <strong>supported</strong>" in page
+    assert "[0, " not in page and "claim [" not in page
     assert login(people["ann"]).get(url).status_code == 403
     q2 = run.answers.get(question__external_id="q2")
     anns = q2.assignments.get(labeller=people["ann"])
@@ -235,3 +240,102 @@ def test_the_answers_page_names_the_questions_a_run_left_out(finalised, project,
     # q3 is the only unanswerable question: rag refused it; thin, missing it, did not.
     assert runs["rag"]["scores"]["refusal_recall"] == 1.0
     assert runs["thin"]["scores"]["refusal_recall"] == 0.0
+    # Issue 33: the page says how a missing question counts, not only that it is missing.
+    assert "In thin's column it scores 0 on citation precision, citation recall" in page
+
+
+def test_the_answers_page_says_why_a_human_graded_score_has_no_value(finalised, project, people):
+    # Issue 33: human-graded scores stayed "—" until a new gold set, with no word why.
+    gold_set, _ = finalised
+    question_set = gold_set.question_set
+    # Other words than rag's, so rag's agreed grades (kept by answer key) do not apply.
+    data = answers_file().replace(b"the VPN.", b"our VPN.").replace(b"the client", b"a client")
+    data = data.replace(b'"answer": "", "refused": true', b'"answer": "No idea.", "refused": true')
+    later = import_answers(question_set=question_set, data=data, run_name="later").run
+    review.plan_answer_review(run=later, labellers=[people["ann"]], double_share=0)
+    for assignment in AnswerAssignment.objects.filter(answer__run=later):
+        grade_all(assignment, people["ann"])
+    client = login(people["lead"])
+    compute = reverse("evaluation:compute-answers", args=[project.slug, gold_set.pk])
+    assert client.post(compute).status_code == 302
+    answer_report(Job.objects.filter(kind="answer_report").latest("pk").pk)
+    response = client.get(reverse("evaluation:show-answers", args=[project.slug, gold_set.pk]))
+    page = response.content.decode()
+    assert response.status_code == 200
+    runs = EvaluationReport.objects.get(gold_set=gold_set).content["report"]["runs"]
+    assert runs["later"]["scores"]["faithfulness"] is None
+    assert runs["rag"]["scores"]["faithfulness"] is not None
+    assert 'id="why-no-value"' in page and "A dash (—) is a score with no value." in page
+    assert "3 answer reviews finished since v1 was finalised" in page
+    assert page.count(">human-graded</span>") == 8  # one per human-graded score
+    # Issue 33 item 10: the scores grouped and explained, and a legend for the drill-down.
+    for title in ("Faithfulness", "Citations", "Correctness", "Refusal", "Evidence position"):
+        assert f'scope="rowgroup">{title} <span class="muted">' in page
+    assert "TREC 2024 RAG nuggets" in page and "lost in the middle" in page
+    assert 'id="drill-legend"' in page and "overlaps a gold span of the question" in page
+    # Once a new version takes them in, the page no longer asks for one.
+    v2 = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    assert client.post(reverse("evaluation:compute-answers", args=[project.slug, v2.pk]))
+    answer_report(Job.objects.filter(kind="answer_report").latest("pk").pk)
+    page = client.get(reverse("evaluation:show-answers", args=[project.slug, v2.pk])).content
+    assert b"finished since" not in page
+    runs = EvaluationReport.objects.get(gold_set=v2).content["report"]["runs"]
+    assert runs["later"]["scores"]["faithfulness"] is not None
+
+
+def test_a_gold_set_without_reviews_says_when_they_count(project, people):
+    question_set = labelled_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"]
+    )
+    import_answers(question_set=question_set, data=answers_file(), run_name="rag")
+    gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    client = login(people["lead"])
+    client.post(reverse("evaluation:compute-answers", args=[project.slug, gold_set.pk]))
+    answer_report(Job.objects.filter(kind="answer_report").latest("pk").pk)
+    page = client.get(reverse("evaluation:show-answers", args=[project.slug, gold_set.pk]))
+    text = page.content.decode()
+    assert page.status_code == 200 and 'id="no-judgements"' in text
+    assert "reviews and facts count from the next version finalised after them" in text
+
+
+def test_a_quoted_review_quotes_claims_citations_and_facts(finalised):
+    _, run = finalised
+    assignment = run.answers.get(question__external_id="q1").assignments.get(slot=1)
+    quoted = quoted_review(assignment)
+    first = quoted["claims"][0]
+    assert first["quote"] == "Five days carry over." and first["support"] == "supported"
+    (citation,) = first["citations"]
+    assert citation["doc_id"] == "leave" and citation["grade"] == "supports"
+    assert (
+        citation["quote"]
+        and citation["quote"]
+        in assignment.answer.passages.filter(role="citation").first().version.text
+    )
+    assert quoted["facts"] == [
+        {"quote": "five days carry over", "present": "present"},
+        {"quote": "form HR-F-112", "present": "missing"},
+    ]
+
+
+def test_every_answer_score_sits_in_one_named_group():
+    grouped = [score for _, _, scores in SCORE_GROUPS for score in scores]
+    assert sorted(grouped) == sorted(LABELS) and len(grouped) == len(set(grouped))
+
+
+@pytest.mark.parametrize("support", ["full", "none"])
+def test_the_same_answer_in_two_runs_finalises_with_one_line_or_none(finalised, people, support):
+    # Found under issue 33: two runs both refusing q3 with "" gave answers-gold.jsonl two lines
+    # for one answer key, and finalising failed ("this answer is graded twice").
+    gold_set, _ = finalised
+    question_set = gold_set.question_set
+    twin = import_answers(question_set=question_set, data=answers_file(), run_name="twin").run
+    review.plan_answer_review(run=twin, labellers=[people["ann"]], double_share=0)
+    for assignment in AnswerAssignment.objects.filter(answer__run=twin):
+        grade_all(assignment, people["ann"], support=support)
+    v2 = gold_sets.finalise_gold_set(question_set=question_set, user=people["admin"])
+    answer_gold = read_answer_gold(gold_sets.bundle_files(v2)[ANSWERS_GOLD_FILE])
+    graded = {question for question, _ in answer_gold.grades}
+    # q3's refusal has no claims: both runs agree on it whatever the support given.
+    assert "q3" in graded
+    # q1: agreed "full" in rag; the twin agrees with "full" and differs with "none".
+    assert ("q1" in graded) == (support == "full")

@@ -72,6 +72,23 @@ def test_sentences_left_out_are_split_from_the_answer():
     assert all(s.citations == () for s in answer.sentences)
 
 
+@pytest.mark.parametrize(
+    "text", ["I don't know.", "No idea. Ask HR!", "I cannot answer that from the documents"]
+)
+def test_a_refusal_left_unsplit_has_no_sentences_to_grade_as_claims(text):
+    # Issue 33: splitting a refusal made reviewers grade "I don't know." as a claim.
+    answer = read_answer_file(jsonl(line(answer=text, refused=True))).answers["q1"]
+    assert answer.refused and answer.sentences == () and not answer.sentences_given
+
+
+def test_a_refusal_keeps_the_sentences_it_was_given():
+    given = [{"start": 0, "end": 13}]
+    answer = read_answer_file(
+        jsonl(line(answer="I don't know.", refused=True, sentences=given))
+    ).answers["q1"]
+    assert answer.sentences_given and [(s.start, s.end) for s in answer.sentences] == [(0, 13)]
+
+
 def test_split_sentences_trims_white_space_and_keeps_closing_quotes():
     text = '  He said "stop." Then he left...   '
     assert [text[a:b] for a, b in split_sentences(text)] == ['He said "stop."', "Then he left..."]
