@@ -25,6 +25,7 @@ from goldeval.formats.textfiles import (
     json_lines,
 )
 from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
+from goldeval.text.worddiff import FACTS_CHANGED, outcome, plain, word_diff
 
 GOLD_FILE = "gold.jsonl"
 CORPUS_FILE = "corpus.jsonl"
@@ -202,7 +203,7 @@ def _read_bundle(files: Mapping[str, bytes], *, folder: Path | None) -> Gold:
         _check_span_offsets(questions, versions, gold_path=gold_path)
         gold.corpus = {doc_id: by_version[-1] for doc_id, by_version in versions.items()}
         gold.questions, gold.unanchored, gold.reanchored = _reanchor_to_newest(
-            questions, gold.corpus
+            questions, gold.corpus, warnings=gold.warnings
         )
     if DOCUMENTS_FILE in files:
         documents_path = where(DOCUMENTS_FILE)
@@ -551,10 +552,15 @@ def _check_span_offsets(
 
 
 def _reanchor_to_newest(
-    questions: dict[str, GoldQuestion], corpus: dict[str, CorpusDocument]
+    questions: dict[str, GoldQuestion],
+    corpus: dict[str, CorpusDocument],
+    *,
+    warnings: list[str],
 ) -> tuple[dict[str, GoldQuestion], list[UnanchoredSpan], int]:
     """Move spans that point at an older version onto the newest one (the one runs search);
-    the spans that could not be, and how many were moved."""
+    the spans that could not be, and how many were moved. A moved span whose words changed
+    ("40 percent" became "50 percent": the facts changed, it did not just move) adds a warning
+    with the word diff."""
     unanchored: list[UnanchoredSpan] = []
     moved_spans = 0
     moved: dict[str, GoldQuestion] = {}
@@ -571,6 +577,14 @@ def _reanchor_to_newest(
                 spans.append(span)
             else:
                 moved_spans += 1
+                new_quote = document.text[offsets[0] : offsets[1]]
+                if span.quote and outcome(span.quote, new_quote) == FACTS_CHANGED:
+                    warnings.append(
+                        f"question {question_id!r}: span of {span.doc_id!r} re-anchored from "
+                        f"version {span.version} to {document.version} but its text changed "
+                        f"(the facts changed, not just the place): "
+                        f"{plain(word_diff(span.quote, new_quote))}"
+                    )
                 spans.append(
                     span._replace(start=offsets[0], end=offsets[1], version=document.version)
                 )

@@ -20,6 +20,7 @@ from django.db.models import F, Q
 
 from corpus.models import Document, Project
 from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
+from goldeval.text.worddiff import FACTS_CHANGED, Piece, outcome, word_diff
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Change, ChangeSubject, Span, SpanRecheck, included_q
 
@@ -51,6 +52,17 @@ class StaleSpan:
     @property
     def reanchored(self) -> bool:
         return self.proposal is not None
+
+    @property
+    def facts_changed(self) -> bool:
+        """Re-anchored, but some word of the quote differs ("40 percent" is now "50 percent"),
+        as opposed to a span that only moved."""
+        return self.reanchored and outcome(self.quote, self.proposed_text) == FACTS_CHANGED
+
+    @property
+    def diff(self) -> list[Piece]:
+        """The word diff of the quote against where it was found (empty when not found)."""
+        return word_diff(self.quote, self.proposed_text) if self.reanchored else []
 
 
 def stale_spans(*, project: Project, viewer, labeller=None) -> list[StaleSpan]:

@@ -177,3 +177,34 @@ def test_a_gold_set_finalised_after_the_answers_carries_them(project, member):
     gold = load_gold_set(gold_set)
     q2 = gold.questions["q2"]
     assert [(s.doc_id, s.start, s.end) for s in q2.spans] == [("vpn", 13, 53)]
+
+
+def test_a_reanchored_span_whose_words_changed_shows_a_word_diff_escaped(project, member):
+    ann, lead = member("labeller", username="ann"), member("lead")
+    labelled_question_set(project, ann=ann, bob=member("labeller", username="bob"), lead=lead)
+    # The first sentence keeps its place but its second word gains hostile markup.
+    first_word = "the"
+    add_documents(project, ("vpn", FIRST_SENTENCE.replace("Install the", "Install <u>the", 1)))
+
+    moved_or_changed = [
+        s for s in stale_spans(project=project, viewer=ann, labeller=ann) if s.proposal
+    ]
+    assert moved_or_changed and all(s.facts_changed for s in moved_or_changed)
+
+    page = login(ann).get(reverse("labelling:show-recheck", args=[project.slug])).content.decode()
+    assert "the facts changed" in page
+    assert f"<del>{first_word}</del>" in page and f"<ins>&lt;u&gt;{first_word}</ins>" in page
+    assert "<u>" not in page
+
+    html = (
+        login(lead).get(reverse("health:show-index-health", args=[project.slug])).content.decode()
+    )
+    assert "the facts changed" in html and f"<del>{first_word}</del>" in html
+    assert "<u>" not in html
+
+
+def test_a_span_that_only_moved_is_not_called_changed(project, member):
+    people, _, _ = _changed_vpn(project, member)
+    page = login(people["ann"]).get(reverse("labelling:show-recheck", args=[project.slug]))
+    html = page.content.decode()
+    assert "moved, same words" in html and "the facts changed" not in html

@@ -325,3 +325,47 @@ def test_a_grade_the_gain_cannot_hold_exits_2_without_a_traceback(tmp_path):
     assert result.returncode == 2
     assert "qrels.txt:2: grade 2000 is out of range" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("old_text", "old_quote", "diff"),
+    [
+        # The facts changed: 24 became 25 days.
+        (
+            "Staff get 24 days of annual leave.",
+            "Staff get 24 days of annual leave.",
+            "[-24-] {+25+}",
+        ),
+        # It only moved: the same words at another offset are no warning.
+        ("Intro. Staff get 25 days of annual leave.", "Staff get 25 days of annual leave.", None),
+    ],
+)
+def test_reanchored_spans_whose_words_changed_are_warned_with_a_word_diff(
+    tmp_path, old_text, old_quote, diff
+):
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    start = old_text.index(old_quote)
+    span = {
+        "doc_id": "leave",
+        "start": start,
+        "end": start + len(old_quote),
+        "grade": 2,
+        "version": 1,
+        "quote": old_quote,
+    }
+    write_jsonl(folder / "gold.jsonl", [{**QUESTIONS[0], "spans": [span]}])
+    write_jsonl(
+        folder / "corpus.jsonl", [{**DOCUMENTS[0], "version": 1, "text": old_text}, *DOCUMENTS]
+    )
+    run = write_jsonl(
+        tmp_path / "one.jsonl", [{"question_id": "q1", "results": [{"doc_id": "leave"}]}]
+    )
+    result = evaluate("--gold", folder, "--run", run, "--no-baseline", "--k", "1")
+    assert result.returncode == 0, result.stderr
+    assert "could not be re-anchored" not in result.stderr
+    if diff is None:
+        assert "the facts changed" not in result.stderr
+    else:
+        assert "re-anchored from version 1 to 2 but its text changed" in result.stderr
+        assert f"Staff get {diff} days of annual leave." in result.stderr
