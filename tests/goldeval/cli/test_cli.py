@@ -325,3 +325,17 @@ def test_a_grade_the_gain_cannot_hold_exits_2_without_a_traceback(tmp_path):
     assert result.returncode == 2
     assert "qrels.txt:2: grade '2000' is larger than 100" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_zip_the_page_downloads_scores_as_its_folder(bundle, good_run, tmp_path):
+    import zipfile
+
+    zipped = tmp_path / "gold-set-v1.zip"
+    with zipfile.ZipFile(zipped, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for member in sorted(bundle.iterdir()):
+            archive.writestr(f"gold-set-v1/{member.name}", member.read_bytes())
+    from_folder = evaluate("--gold", bundle, "--run", good_run, "--no-baseline")
+    from_zip = evaluate("--gold", zipped, "--run", good_run, "--no-baseline")
+    assert from_zip.returncode == 0, from_zip.stderr
+    assert "not UTF-8" not in from_zip.stderr
+    assert json.loads(from_zip.stdout)["runs"] == json.loads(from_folder.stdout)["runs"]
