@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +35,9 @@ MANIFEST_FILE = "manifest.json"
 DOCUMENTS_FILE = "documents.jsonl"
 # What a bundle is read from; its other files (judgements, agreement) are for people.
 READ_FILES = (GOLD_FILE, CORPUS_FILE, MANIFEST_FILE, DOCUMENTS_FILE)
+# A zipped bundle is read in memory; its members may not unpack to more than this in all,
+# whatever their headers claim, so a zip bomb stops with a message instead of eating memory.
+MAX_ZIP_BYTES = 1 << 30
 
 # A span is evidence: its grade says how relevant, never "pooled, unjudged" (qrels' negative
 # grades).
@@ -154,6 +158,8 @@ def load_gold(path: Path | str) -> Gold:
         return _read_bundle(files, folder=path)
     if not path.is_file():
         raise GoldFormatError("no such file or folder", path=path)
+    if zipfile.is_zipfile(path):
+        return _read_bundle(_zip_members(path), folder=path)
     text = _decode(path.read_bytes(), path=path)
     warnings: list[str] = []
     if first_line(text, comments=True).lstrip().startswith("{"):
@@ -161,6 +167,35 @@ def load_gold(path: Path | str) -> Gold:
         return Gold(questions=questions, source=path, warnings=warnings)
     questions, trec_tokens = _read_qrels(text, path=path, warnings=warnings)
     return Gold(questions=questions, source=path, warnings=warnings, trec_tokens=trec_tokens)
+
+
+def _zip_members(path: Path) -> dict[str, bytes]:
+    """The bundle files of a zipped bundle, as the download page writes it (one top folder)
+    or zipped flat; members are read in memory, never extracted, and bounded by MAX_ZIP_BYTES."""
+    limit = MAX_ZIP_BYTES
+    try:
+        with zipfile.ZipFile(path) as archive:
+            wanted: dict[str, zipfile.ZipInfo] = {}
+            for info in archive.infolist():
+                parts = info.filename.replace("\\", "/").strip("/").split("/")
+                if info.is_dir() or len(parts) > 2 or parts[-1] not in READ_FILES:
+                    continue
+                if parts[-1] in wanted:
+                    raise GoldFormatError(f"the zip holds more than one {parts[-1]}", path=path)
+                wanted[parts[-1]] = info
+            files: dict[str, bytes] = {}
+            left = limit
+            for name, info in wanted.items():
+                with archive.open(info) as member:
+                    data = member.read(left + 1)
+                if len(data) > left:
+                    message = f"the zip unpacks to more than {limit:,} bytes; pass the folder"
+                    raise GoldFormatError(message, path=path)
+                left -= len(data)
+                files[name] = data
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError) as error:
+        raise GoldFormatError(f"not a readable zip ({error})", path=path) from None
+    return files
 
 
 def read_bundle(files: Mapping[str, bytes], *, source: Path | str | None = None) -> Gold:

@@ -369,3 +369,17 @@ def test_reanchored_spans_whose_words_changed_are_warned_with_a_word_diff(
     else:
         assert "re-anchored from version 1 to 2 but its text changed" in result.stderr
         assert f"Staff get {diff} days of annual leave." in result.stderr
+
+
+def test_the_zip_the_page_downloads_scores_as_its_folder(bundle, good_run, tmp_path):
+    import zipfile
+
+    zipped = tmp_path / "gold-set-v1.zip"
+    with zipfile.ZipFile(zipped, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for member in sorted(bundle.iterdir()):
+            archive.writestr(f"gold-set-v1/{member.name}", member.read_bytes())
+    from_folder = evaluate("--gold", bundle, "--run", good_run, "--no-baseline")
+    from_zip = evaluate("--gold", zipped, "--run", good_run, "--no-baseline")
+    assert from_zip.returncode == 0, from_zip.stderr
+    assert "not UTF-8" not in from_zip.stderr
+    assert json.loads(from_zip.stdout)["runs"] == json.loads(from_folder.stdout)["runs"]
