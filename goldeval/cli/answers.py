@@ -26,9 +26,14 @@ from goldeval.cli.arguments import (
     seed_argument,
 )
 from goldeval.cli.gates import missed_bars, not_significant
-from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, AnswerGold, load_answer_gold
+from goldeval.formats.answer_gold import (
+    ANSWERS_GOLD_FILE,
+    AnswerGold,
+    load_answer_gold,
+    read_answer_gold,
+)
 from goldeval.formats.answers import Answer, check_answers, read_answer_file
-from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
+from goldeval.formats.gold import EvaluationInputError, Gold, bundle_file, load_gold
 from goldeval.formats.textfiles import NotUTF8Error
 from goldeval.scoring.answers import (
     BARRED_SCORES,
@@ -197,8 +202,9 @@ def answers_command(arguments: argparse.Namespace) -> int:
 
 def _judgements(path: Path | None, *, gold_path: Path) -> AnswerGold | None:
     if path is None:
-        bundled = gold_path / ANSWERS_GOLD_FILE
-        if not (gold_path.is_dir() and bundled.is_file()):
+        # The bundle's own judgements, from its folder or from the zip the page downloads.
+        bundled = bundle_file(gold_path, ANSWERS_GOLD_FILE)
+        if bundled is None:
             return None
-        path = bundled
+        return read_answer_gold(bundled, source=gold_path / ANSWERS_GOLD_FILE)
     return load_answer_gold(path)

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from goldeval.cli.arguments import UsageError, positive_argument, run_arguments
-from goldeval.formats.gold import load_gold
+from goldeval.formats.gold import bundle_file, load_gold
 from goldeval.formats.pool import POOL_FILE, read_pool
 from goldeval.formats.runs import check_run_against_gold, load_run
 from goldeval.scoring.report import markdown_cell, markdown_number, markdown_table
@@ -106,12 +106,13 @@ def reusability_command(arguments: argparse.Namespace) -> int:
         pooled = {name: read(name, path) for name, path in pooled_files}
     else:
         pool_path = arguments.gold / POOL_FILE
-        if not pool_path.is_file():
+        data = bundle_file(arguments.gold, POOL_FILE)
+        if data is None:
             raise UsageError(
                 f"--pool: the gold set has no {POOL_FILE} (a bundle whose pool came from "
                 "Goldset's retrievers carries one); give the pooled runs with --pool and --depth"
             )
-        from_bundle = read_pool(pool_path.read_bytes(), path=pool_path)
+        from_bundle = read_pool(data, path=pool_path)
         pooled = from_bundle.runs
         depth = from_bundle.depth
         clashes = sorted(set(pooled) & {name for name, _ in run_files})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import json
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -169,16 +169,30 @@ def load_gold(path: Path | str) -> Gold:
     return Gold(questions=questions, source=path, warnings=warnings, trec_tokens=trec_tokens)
 
 
-def _zip_members(path: Path) -> dict[str, bytes]:
-    """The bundle files of a zipped bundle, as the download page writes it (one top folder)
-    or zipped flat; members are read in memory, never extracted, and bounded by MAX_ZIP_BYTES."""
+def bundle_file(path: Path | str, name: str) -> bytes | None:
+    """One file of a bundle given as its folder or as the zip the page downloads (None when
+    the bundle has no such file, or ``path`` is neither): the bundle's optional files
+    (pool.jsonl, answers-gold.jsonl) are read from either as `load_gold` reads the rest."""
+    path = Path(path)
+    if path.is_dir():
+        member = path / name
+        return member.read_bytes() if member.is_file() else None
+    if path.is_file() and zipfile.is_zipfile(path):
+        return _zip_members(path, names=(name,)).get(name)
+    return None
+
+
+def _zip_members(path: Path, *, names: Collection[str] = READ_FILES) -> dict[str, bytes]:
+    """The bundle files ``names`` of a zipped bundle, as the download page writes it (one top
+    folder) or zipped flat; members are read in memory, never extracted, and bounded by
+    MAX_ZIP_BYTES."""
     limit = MAX_ZIP_BYTES
     try:
         with zipfile.ZipFile(path) as archive:
             wanted: dict[str, zipfile.ZipInfo] = {}
             for info in archive.infolist():
                 parts = info.filename.replace("\\", "/").strip("/").split("/")
-                if info.is_dir() or len(parts) > 2 or parts[-1] not in READ_FILES:
+                if info.is_dir() or len(parts) > 2 or parts[-1] not in names:
                     continue
                 if parts[-1] in wanted:
                     raise GoldFormatError(f"the zip holds more than one {parts[-1]}", path=path)

@@ -122,6 +122,23 @@ def test_human_scores_from_the_bundles_judgements_with_coverage(bundle, tmp_path
     assert "coverage: good: 1 of 2 answers to grade have human grades" in err
 
 
+def test_the_zipped_bundle_carries_its_judgements_as_the_folder_does(bundle, tmp_path, capsys):
+    import zipfile
+
+    good = write_jsonl(tmp_path / "good.jsonl", GOOD)
+    write_jsonl(bundle / "answers-gold.jsonl", _grades(good, support="partial"))
+    zipped = tmp_path / "gold-set-v1.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        for member in sorted(bundle.iterdir()):
+            archive.writestr(f"gold-set-v1/{member.name}", member.read_bytes())
+    code, from_folder, err = run(capsys, "--gold", bundle, "--answers", good)
+    assert code == 0, err
+    code, from_zip, err = run(capsys, "--gold", zipped, "--answers", good)
+    assert code == 0, err
+    assert "coverage: good: 1 of 2 answers to grade have human grades" in err
+    assert json.loads(from_zip)["runs"] == json.loads(from_folder)["runs"]
+
+
 def test_fail_under_exits_1_and_names_the_run_and_score(bundle, tmp_path, capsys):
     good = write_jsonl(tmp_path / "good.jsonl", GOOD)
     judgements = write_jsonl(tmp_path / "grades.jsonl", _grades(good, support="partial"))

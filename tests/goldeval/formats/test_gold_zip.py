@@ -63,3 +63,20 @@ def test_truncated_zip_is_a_message_not_a_traceback(tmp_path):
     broken.write_bytes(data[:40] + b"\x00" * 40 + data[80:])
     with pytest.raises(GoldFormatError):
         load_gold(broken)
+
+
+@pytest.mark.parametrize("prefix", ["gold-set-v1/", ""], ids=["as-downloaded", "flat"])
+def test_an_optional_bundle_file_reads_from_the_zip_as_from_the_folder(tmp_path, prefix):
+    pool = b'{"retriever": "bm25"}\n'
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "gold.jsonl").write_bytes(GOLD)
+    (folder / "pool.jsonl").write_bytes(pool)
+    zipped = write_zip(
+        tmp_path / "bundle.zip", {f"{prefix}gold.jsonl": GOLD, f"{prefix}pool.jsonl": pool}
+    )
+    assert gold_format.bundle_file(folder, "pool.jsonl") == pool
+    assert gold_format.bundle_file(zipped, "pool.jsonl") == pool
+    assert gold_format.bundle_file(zipped, "answers-gold.jsonl") is None
+    assert gold_format.bundle_file(folder, "answers-gold.jsonl") is None
+    assert gold_format.bundle_file(tmp_path / "missing.zip", "pool.jsonl") is None
