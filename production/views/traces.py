@@ -121,12 +121,17 @@ def receive_traces(request: HttpRequest, slug: str) -> HttpResponse:
 def list_api_tokens(request: HttpRequest, slug: str) -> HttpResponse:
     access = project_access(request.user, slug, role=Role.ADMIN)
     form = ApiTokenForm(request.POST or None)
-    secret = None
+    # Post/redirect/get: the new secret travels to the next GET in the session and is popped
+    # there, so reloading the page that shows it never makes a second token, and a second
+    # reload no longer shows it.
+    kept = f"new-api-token:{access.project.pk}"
     if request.method == "POST" and form.is_valid():
         token, secret = services.create_api_token(
             project=access.project, user=request.user, **form.cleaned_data
         )
-        form = ApiTokenForm()
+        request.session[kept] = secret
+        return redirect("production:list-api-tokens", slug=access.project.slug)
+    secret = request.session.pop(kept, None) if request.method == "GET" else None
     context = {
         "access": access,
         "project": access.project,
@@ -135,7 +140,12 @@ def list_api_tokens(request: HttpRequest, slug: str) -> HttpResponse:
         "tokens": ApiToken.objects.filter(project=access.project).select_related("created_by"),
         "endpoint": request.build_absolute_uri(f"/api/p/{access.project.slug}/traces"),
     }
-    response = render(request, "production/api_tokens.html", context)
+    response = render(
+        request,
+        "production/api_tokens.html",
+        context,
+        status=400 if request.method == "POST" else 200,
+    )
     if secret:
         response["Cache-Control"] = "no-store"
     return response

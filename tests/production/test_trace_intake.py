@@ -209,13 +209,22 @@ def test_an_admin_makes_a_token_sees_it_once_and_revokes_it(project):
     url = reverse("production:list-api-tokens", kwargs={"slug": "acme"})
     assert login(lead).get(url).status_code == 403
     client = login(admin)
-    response = client.post(url, {"name": "support bot", "expires_in_days": "30"})
+    response = client.post(url, {"name": "support bot", "expires_in_days": "30"}, follow=True)
+    assert response.redirect_chain == [(url, 302)]
     secret = response.context["secret"]
     assert secret.startswith("gst_") and secret in response.content.decode()
+    assert "no-store" in response["Cache-Control"]
     row = ApiToken.objects.get()
     assert row.digest == services.digest_of(secret) and secret not in str(row.__dict__)
+    # A reload of the page showing the secret is a GET: no second token, the secret not again.
     page = client.get(url).content.decode()
     assert secret not in page and row.prefix in page and "live" in page
+    assert ApiToken.objects.count() == 1
+    session_keys = list(client.session.keys())  # a SessionBase is not iterable
+    assert not any(key.startswith("new-api-token") for key in session_keys)
+    # A form with errors is shown again with them, and makes nothing.
+    assert client.post(url, {"name": "", "expires_in_days": "30"}).status_code == 400
+    assert ApiToken.objects.count() == 1
     revoke = reverse("production:revoke-api-token", kwargs={"slug": "acme", "token_id": row.pk})
     assert client.post(revoke).status_code == 302
     row.refresh_from_db()
