@@ -235,11 +235,22 @@ def change_member(request: HttpRequest, slug: str, membership_id: int) -> HttpRe
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def remove_member(request: HttpRequest, slug: str, membership_id: int) -> HttpResponse:
+    """Asks first (GET, or a POST without the confirmation), then removes (POST)."""
     access = project_access(request.user, slug, role=Role.ADMIN)
     membership = _membership(access, membership_id)
     name = membership.user.get_username()
+    if request.method == "GET" or request.POST.get("confirm") != "yes":
+        context = {
+            "access": access,
+            "project": access.project,
+            "membership": membership,
+            "groups": membership.user.access_groups.filter(project=access.project).order_by("name"),
+            "error": "Tick the box to confirm." if request.method == "POST" else "",
+        }
+        status = 400 if request.method == "POST" else 200
+        return render(request, "corpus/remove_member.html", context, status=status)
     try:
         projects.remove_member(membership=membership, by=request.user)
     except ServiceError as exc:

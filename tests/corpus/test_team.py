@@ -181,7 +181,9 @@ def test_a_project_always_keeps_an_admin(project, admin):
     assert response.status_code == 400
     assert "the project&#x27;s only admin" in response.content.decode()
     response = browser.post(
-        reverse("corpus:remove-member", args=[project.slug, mine.pk]), follow=True
+        reverse("corpus:remove-member", args=[project.slug, mine.pk]),
+        {"confirm": "yes"},
+        follow=True,
     )
     assert "only admin" in response.content.decode()
     assert Membership.objects.filter(pk=mine.pk, role="admin").exists()
@@ -192,7 +194,9 @@ def test_removing_a_member_takes_them_out_of_its_access_groups(project, admin, m
     projects.set_access_group_members(project=project, name="hr", users=[ann, admin])
     membership = Membership.objects.get(project=project, user=ann)
     response = login(admin).post(
-        reverse("corpus:remove-member", args=[project.slug, membership.pk]), follow=True
+        reverse("corpus:remove-member", args=[project.slug, membership.pk]),
+        {"confirm": "yes"},
+        follow=True,
     )
     assert "ann is no longer a member" in response.content.decode()
     assert not AccessGroup.objects.get(name="hr").members.filter(pk=ann.pk).exists()
@@ -423,7 +427,9 @@ def test_access_group_changes_are_recorded_and_shown_to_the_admins(project, admi
     # Removing a member from the project records their removal from each group.
     projects.set_access_group_members(project=project, name="hr-confidential", users=[admin, ann])
     membership = Membership.objects.get(project=project, user=ann)
-    browser.post(reverse("corpus:remove-member", args=[project.slug, membership.pk]))
+    browser.post(
+        reverse("corpus:remove-member", args=[project.slug, membership.pk]), {"confirm": "yes"}
+    )
     last = AccessGroupChange.objects.order_by("-pk").first()
     assert (last.changed_by_name, last.member_name, last.added) == ("adele", "ann", False)
     # A command records its changes too, as no one's.
@@ -448,3 +454,27 @@ def test_the_admin_sites_group_changes_are_recorded_and_the_record_is_read_only(
     delete = reverse("admin:corpus_accessgroupchange_delete", args=[change.pk])
     assert client.post(delete, {"post": "yes"}).status_code == 403
     assert AccessGroupChange.objects.filter(pk=change.pk, added=True).exists()
+
+
+def test_removing_a_member_asks_first(project, admin, member):
+    ann = member("labeller", username="ann")
+    projects.set_access_group_members(project=project, name="hr", users=[ann, admin])
+    membership = Membership.objects.get(project=project, user=ann)
+    url = reverse("corpus:remove-member", args=[project.slug, membership.pk])
+    browser = login(admin)
+    members_page = browser.get(reverse("corpus:list-members", args=[project.slug]))
+    assert f'href="{url}"' in members_page.content.decode()
+    asked = browser.get(url)
+    page = asked.content.decode()
+    assert asked.status_code == 200 and "Remove ann from" in page and "hr" in page
+    # A POST without the confirmation asks again and removes nothing.
+    again = browser.post(url)
+    assert again.status_code == 400 and "Tick the box to confirm." in again.content.decode()
+    assert Membership.objects.filter(pk=membership.pk).exists()
+    # Only the project's admins are asked at all.
+    assert login(member("lead", username="lena")).get(url).status_code == 403
+    assert login(ann).get(url).status_code in (403, 404)
+    assert Membership.objects.filter(pk=membership.pk).exists()
+    done = browser.post(url, {"confirm": "yes"}, follow=True)
+    assert "ann is no longer a member" in done.content.decode()
+    assert not Membership.objects.filter(pk=membership.pk).exists()
