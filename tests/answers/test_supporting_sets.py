@@ -199,3 +199,39 @@ def test_splitting_a_claim_clears_its_groups(run, member):
         [],
         [],
     ]
+
+
+def test_reviews_differing_only_in_groups_go_to_the_lead_who_decides(run, member, project):
+    ann, bob, lead = member("labeller"), member("labeller"), member("lead")
+    review.plan_answer_review(run=run, labellers=[ann, bob], double_share=1)
+    for labeller, groups in ((ann, [[0, 1], [0, 2], [1, 2]]), (bob, [])):
+        assignment = AnswerAssignment.objects.get(labeller=labeller)
+        review.record_claim_support(
+            assignment=assignment, labeller=labeller, claim=0, support="full"
+        )
+        for citation in CitationJudgement.objects.filter(claim__assignment=assignment):
+            review.record_citation_grade(
+                assignment=assignment,
+                labeller=labeller,
+                claim=0,
+                passage=citation.passage_id,
+                grade=1,
+            )
+        for group in groups:
+            review.add_supporting_set(
+                assignment=assignment, labeller=labeller, claim=0, citations=group
+            )
+        review.finish_answer_review(assignment=assignment, labeller=labeller)
+    # Same grades, different groups: not agreed, so not covered until the lead decides.
+    assert [r for r in answers_gold_records(run.question_set) if r["kind"] == "answer"] == []
+    url = reverse("answers:list-answer-adjudication", args=[project.slug, run.question_set.pk])
+    page = login(lead).get(url).content.decode()
+    assert "Together support it: <code>alpha</code> + <code>beta</code>" in page
+    response = login(lead).post(
+        reverse("answers:resolve-answer", args=[project.slug, run.question_set.pk]),
+        {"answer": run.answers.get().pk, "chosen": AnswerAssignment.objects.get(labeller=ann).pk},
+    )
+    assert response.status_code == 302
+    answer, grades = exported(run)
+    assert answer["claims"][0]["supporting_sets"] == [[0, 1], [0, 2], [1, 2]]
+    assert citation_scores(grades.claims) == (0.0, 1.0)
