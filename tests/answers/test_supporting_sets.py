@@ -235,3 +235,43 @@ def test_reviews_differing_only_in_groups_go_to_the_lead_who_decides(run, member
     answer, grades = exported(run)
     assert answer["claims"][0]["supporting_sets"] == [[0, 1], [0, 2], [1, 2]]
     assert citation_scores(grades.claims) == (0.0, 1.0)
+
+
+def test_the_bundle_scores_an_app_review_per_alce_and_the_answers_page_says_so(project, member):
+    from corpus.models import Job
+    from evaluation.services import gold_sets
+    from evaluation.tasks import answer_report
+    from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE
+    from tests.factories import labelled_question_set
+
+    ann, bob, lead, admin = member("labeller"), member("labeller"), member("lead"), member("admin")
+    question_set = labelled_question_set(project, ann=ann, bob=bob, lead=lead)
+    cites = [
+        {"doc_id": "leave", "start": 0, "end": 40},
+        {"doc_id": "leave", "start": 40, "end": 80},
+        {"doc_id": "vpn", "start": 0, "end": 50},
+    ]
+    line = {
+        "question_id": "q1",
+        "answer": "Five days carry over.",
+        "refused": False,
+        "sentences": [{"start": 0, "end": 21, "citations": cites}],
+        "context": cites,
+    }
+    run = import_answers(question_set=question_set, data=jsonl(line), run_name="rag").run
+    assignment = reviewed(run, ann)
+    for group in ([0, 1], [0, 2], [1, 2]):
+        review.add_supporting_set(assignment=assignment, labeller=ann, claim=0, citations=group)
+    review.finish_answer_review(assignment=assignment, labeller=ann)
+    gold_set = gold_sets.finalise_gold_set(question_set=question_set, user=admin)
+    gold = read_answer_gold(gold_sets.bundle_files(gold_set)[ANSWERS_GOLD_FILE])
+    (grades,) = gold.grades.values()
+    assert citation_scores(grades.claims) == (0.0, 1.0)
+    client = login(lead)
+    assert client.post(reverse("evaluation:compute-answers", args=[project.slug, gold_set.pk]))
+    answer_report(Job.objects.get(kind="answer_report").pk)  # the worker's part, run here
+    page = client.get(reverse("evaluation:show-answers", args=[project.slug, gold_set.pk]))
+    assert page.status_code == 200
+    assert "Citation precision of answers reviewed here follows ALCE exactly" in (
+        page.content.decode()
+    )
