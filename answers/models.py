@@ -221,6 +221,9 @@ class ClaimJudgement(models.Model):
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
     support = models.CharField(max_length=10, choices=ClaimSupport.choices, blank=True)
+    # Groups of the claim's citations (0-based positions in its citations, passage order) that
+    # together support it: ALCE's precision asks whether the others support it without one.
+    supporting_sets = models.JSONField(default=list, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

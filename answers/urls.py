@@ -32,6 +32,11 @@ urlpatterns = [
         name="split-answer-claim",
     ),
     path(
+        "p/<slug:slug>/reviews/<int:answer_assignment_id>/supporting/",
+        answers.mark_supporting_citations,
+        name="mark-supporting-citations",
+    ),
+    path(
         "p/<slug:slug>/reviews/<int:answer_assignment_id>/evidence/",
         answers.mark_claim_evidence,
         name="mark-claim-evidence",

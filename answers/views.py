@@ -254,6 +254,7 @@ def _review_context(access, assignment, *, error: str = "") -> dict:
                 ],
             }
         )
+        claims[-1]["supporting"] = _supporting(claims[-1]["citations"], claim.supporting_sets)
     reference = review.reference_for(assignment)
     presence = dict(assignment.facts.values_list("fact_id", "present"))
     facts = (
@@ -272,6 +273,23 @@ def _review_context(access, assignment, *, error: str = "") -> dict:
         "context": context,
         "missing": review.missing_grades(assignment),
         "error": error,
+    }
+
+
+def _supporting(citations: list[dict], groups: list[list[int]]) -> dict | None:
+    """The supporting-citations control of a claim: only when two or more of its citations
+    are graded partly (1), the case where ALCE needs to know which support it together."""
+    partial = [
+        {"index": index, "doc_id": cite["passage"].version.document.doc_id}
+        for index, cite in enumerate(citations)
+        if cite["judgement"].grade == 1
+    ]
+    if len(partial) < 2:
+        return None
+    names = {index: cite["passage"].version.document.doc_id for index, cite in enumerate(citations)}
+    return {
+        "partial": partial,
+        "groups": [[names.get(i, "?") for i in group] for group in groups],
     }
 
 
@@ -452,6 +470,43 @@ def split_answer_claim(request: HttpRequest, slug: str, answer_assignment_id: in
         else:
             review.split_claim(
                 assignment=assignment, labeller=request.user, claim=int(claim), at=int(at)
+            )
+    except ServiceError as exc:
+        return render(
+            request,
+            "answers/review_answer.html",
+            _review_context(access, assignment, error=str(exc)),
+            status=400,
+        )
+    return redirect("answers:review-answer", slug=slug, answer_assignment_id=assignment.pk)
+
+
+@login_required
+@require_http_methods(["POST"])
+def mark_supporting_citations(
+    request: HttpRequest, slug: str, answer_assignment_id: int
+) -> HttpResponse:
+    """Record a group of partial citations that support a claim together, or remove one."""
+    access, assignment = _own_assignment(request, slug, answer_assignment_id)
+    claim, remove = request.POST.get("claim", ""), request.POST.get("remove", "")
+    chosen = request.POST.getlist("citation")
+    try:
+        if not claim.isdigit():
+            raise ServiceError("Which claim? Reload the page.")
+        if remove:
+            if not remove.isdigit():
+                raise ServiceError("That group of citations is already gone; reload the page.")
+            review.remove_supporting_set(
+                assignment=assignment, labeller=request.user, claim=int(claim), group=int(remove)
+            )
+        else:
+            if not all(value.isdigit() for value in chosen):
+                raise ServiceError("Supporting citations: choose citations of this claim.")
+            review.add_supporting_set(
+                assignment=assignment,
+                labeller=request.user,
+                claim=int(claim),
+                citations=[int(value) for value in chosen],
             )
     except ServiceError as exc:
         return render(

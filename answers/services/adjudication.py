@@ -61,6 +61,11 @@ def quoted_review(assignment: AnswerAssignment) -> dict:
                 "quote": text[claim.start : claim.end],
                 "support": claim.get_support_display() if claim.support else "not graded",
                 "citations": citations,
+                # Partial citations recorded as supporting the claim together, by document.
+                "supporting": [
+                    [citations[i]["doc_id"] for i in group if i < len(citations)]
+                    for group in claim.supporting_sets
+                ],
             }
         )
     facts = [

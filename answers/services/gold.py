@@ -61,17 +61,20 @@ def review_of(assignment: AnswerAssignment) -> dict[str, Any]:
     """One review's grades in the bundle's shape, comparable with another review's."""
     claims = []
     for claim in assignment.claims.all():
-        claims.append(
-            {
-                "start": claim.start,
-                "end": claim.end,
-                "support": claim.support,
-                "citations": [
-                    {**_passage(citation.passage), "grade": citation.grade}
-                    for citation in claim.citations.all()
-                ],
-            }
-        )
+        record = {
+            "start": claim.start,
+            "end": claim.end,
+            "support": claim.support,
+            "citations": [
+                {**_passage(citation.passage), "grade": citation.grade}
+                for citation in claim.citations.all()
+            ],
+        }
+        if claim.supporting_sets:
+            # Which partial citations support the claim together, as goldeval reads them (ALCE's
+            # precision); left out when none were recorded.
+            record["supporting_sets"] = [list(group) for group in claim.supporting_sets]
+        claims.append(record)
     return {
         "claims": claims,
         "facts": sorted(

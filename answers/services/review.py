@@ -26,6 +26,7 @@ from answers.models import (
     ReferenceFact,
 )
 from corpus.models import Document
+from goldeval.formats.answer_gold import MAX_SUPPORTING_SETS
 from goldset.errors import ServiceError
 from labelling.assignment_plan import DEFAULT_DOUBLE_SHARE, PlanError, plan_assignments
 
@@ -149,8 +150,70 @@ def record_citation_grade(
     ).first()
     if found is None:
         raise ServiceError("This claim has no such citation; reload the page.")
-    found.grade = grade
-    found.save(update_fields=["grade"])
+    with transaction.atomic():
+        found.grade = grade
+        found.save(update_fields=["grade"])
+        if grade == 0:
+            # A citation that does not support the claim cannot help a group support it.
+            _drop_groups_with(found.claim, passage)
+    return found
+
+
+def _citation_passages(claim: ClaimJudgement) -> list[int]:
+    """The claim's citations in the order the export lists them (positions are indexes here)."""
+    return list(claim.citations.order_by("passage_id").values_list("passage_id", flat=True))
+
+
+def _drop_groups_with(claim: ClaimJudgement, passage: int) -> None:
+    passages = _citation_passages(claim)
+    if passage not in passages:
+        return
+    index = passages.index(passage)
+    kept = [group for group in claim.supporting_sets if index not in group]
+    if kept != claim.supporting_sets:
+        claim.supporting_sets = kept
+        claim.save(update_fields=["supporting_sets", "updated_at"])
+
+
+def add_supporting_set(
+    *, assignment: AnswerAssignment, labeller, claim: int, citations: list[int]
+) -> ClaimJudgement:
+    """Record that the claim's citations at positions ``citations`` (0-based, passage order)
+    together support it: two or more citations, each graded as partly supporting."""
+    _open(assignment, labeller)
+    found = assignment.claims.filter(position=claim).first()
+    if found is None:
+        raise ServiceError("This answer has no such claim; reload the page.")
+    grades = list(found.citations.order_by("passage_id").values_list("grade", flat=True))
+    group = sorted(set(citations))
+    if len(group) != len(citations) or any(not 0 <= i < len(grades) for i in group):
+        raise ServiceError("Supporting citations: choose citations of this claim; reload the page.")
+    if len(group) < 2:
+        raise ServiceError(
+            "Supporting citations: tick two or more citations that support it together."
+        )
+    if any(grades[i] != 1 for i in group):
+        raise ServiceError("Supporting citations: only citations graded partly (1) form a group.")
+    if group in found.supporting_sets:
+        raise ServiceError("Supporting citations: this group is already recorded.")
+    if len(found.supporting_sets) >= MAX_SUPPORTING_SETS:
+        raise ServiceError(
+            f"Supporting citations: a claim holds at most {MAX_SUPPORTING_SETS} groups."
+        )
+    found.supporting_sets = [*found.supporting_sets, group]
+    found.save(update_fields=["supporting_sets", "updated_at"])
+    return found
+
+
+def remove_supporting_set(
+    *, assignment: AnswerAssignment, labeller, claim: int, group: int
+) -> ClaimJudgement:
+    _open(assignment, labeller)
+    found = assignment.claims.filter(position=claim).first()
+    if found is None or not 0 <= group < len(found.supporting_sets):
+        raise ServiceError("That group of citations is already gone; reload the page.")
+    found.supporting_sets = [g for i, g in enumerate(found.supporting_sets) if i != group]
+    found.save(update_fields=["supporting_sets", "updated_at"])
     return found
 
 
@@ -179,8 +242,8 @@ def split_claim(
         for other in later:  # make room from the end, so positions never collide
             other.position += 1
             other.save(update_fields=["position"])
-        found.end, found.support = left_end, ""
-        found.save(update_fields=["end", "support", "updated_at"])
+        found.end, found.support, found.supporting_sets = left_end, "", []
+        found.save(update_fields=["end", "support", "supporting_sets", "updated_at"])
         found.citations.update(grade=None)
         second = ClaimJudgement.objects.create(
             assignment=assignment, position=claim + 1, start=right_start, end=end
@@ -203,8 +266,8 @@ def join_claims(*, assignment: AnswerAssignment, labeller, claim: int) -> ClaimJ
     if not inside.exists():
         raise ServiceError("Only claims split from one sentence can be joined.")
     with transaction.atomic():
-        first.end, first.support = second.end, ""
-        first.save(update_fields=["end", "support", "updated_at"])
+        first.end, first.support, first.supporting_sets = second.end, "", []
+        first.save(update_fields=["end", "support", "supporting_sets", "updated_at"])
         first.citations.update(grade=None)
         second.delete()
         for other in assignment.claims.filter(position__gt=claim + 1).order_by("position"):
