@@ -225,6 +225,12 @@ def _own_assignment(request: HttpRequest, slug: str, answer_assignment_id: int):
     return access, assignment
 
 
+def _refused(request: HttpRequest, access, assignment, error: ServiceError) -> HttpResponse:
+    """The review page again, with what a write refused (400)."""
+    context = _review_context(access, assignment, error=str(error))
+    return render(request, "answers/review_answer.html", context, status=400)
+
+
 def _review_context(access, assignment, *, error: str = "") -> dict:
     answer = assignment.answer
     passages = review.passages_of(assignment)
@@ -382,12 +388,7 @@ def finish_answer_review(
     try:
         review.finish_answer_review(assignment=assignment, labeller=request.user)
     except ServiceError as exc:
-        return render(
-            request,
-            "answers/review_answer.html",
-            _review_context(access, assignment, error=str(exc)),
-            status=400,
-        )
+        return _refused(request, access, assignment, exc)
     following = (
         AnswerAssignment.objects.filter(
             labeller=request.user, answer__run__project=access.project, done_at__isnull=True
@@ -472,12 +473,7 @@ def split_answer_claim(request: HttpRequest, slug: str, answer_assignment_id: in
                 assignment=assignment, labeller=request.user, claim=int(claim), at=int(at)
             )
     except ServiceError as exc:
-        return render(
-            request,
-            "answers/review_answer.html",
-            _review_context(access, assignment, error=str(exc)),
-            status=400,
-        )
+        return _refused(request, access, assignment, exc)
     return redirect("answers:review-answer", slug=slug, answer_assignment_id=assignment.pk)
 
 
@@ -509,12 +505,7 @@ def mark_supporting_citations(
                 citations=[int(value) for value in chosen],
             )
     except ServiceError as exc:
-        return render(
-            request,
-            "answers/review_answer.html",
-            _review_context(access, assignment, error=str(exc)),
-            status=400,
-        )
+        return _refused(request, access, assignment, exc)
     return redirect("answers:review-answer", slug=slug, answer_assignment_id=assignment.pk)
 
 
@@ -539,12 +530,7 @@ def mark_claim_evidence(request: HttpRequest, slug: str, answer_assignment_id: i
                 **{name: int(value) for name, value in fields.items()},
             )
     except ServiceError as exc:
-        return render(
-            request,
-            "answers/review_answer.html",
-            _review_context(access, assignment, error=str(exc)),
-            status=400,
-        )
+        return _refused(request, access, assignment, exc)
     url = reverse("answers:review-answer", args=[slug, assignment.pk])
     claim = request.POST.get("claim", "")
     return redirect(f"{url}#claim-{claim}" if claim.isdigit() else url)
