@@ -11,6 +11,7 @@ from django.core.validators import ProhibitNullCharactersValidator
 from django.template.defaultfilters import filesizeformat
 
 from labelling.assignment_plan import DEFAULT_DOUBLE_SHARE
+from labelling.forms import double_percent_field
 
 User = get_user_model()
 
@@ -105,12 +106,7 @@ class AnswerReviewPlanForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         help_text="Tick who reviews the answers (at least one).",
     )
-    double_percent = forms.IntegerField(
-        label="Double-labelled share (%)",
-        min_value=0,
-        max_value=100,
-        initial=int(DEFAULT_DOUBLE_SHARE * 100),
-    )
+    double_percent = double_percent_field(initial=int(DEFAULT_DOUBLE_SHARE * 100))
 
     def __init__(self, *args, question_set, **kwargs):
         super().__init__(*args, **kwargs)

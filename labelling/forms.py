@@ -113,6 +113,14 @@ def pool_label(pool: Pool) -> str:
     return f"{pool.name} — {pool.question_set.name}"
 
 
+def double_percent_field(**options) -> forms.IntegerField:
+    """The double-labelled share in percent, as every plan form asks for it (passages and
+    answers alike)."""
+    return forms.IntegerField(
+        label="Double-labelled share (%)", min_value=0, max_value=100, **options
+    )
+
+
 class PlanForm(forms.Form):
     pool = forms.ModelChoiceField(queryset=Pool.objects.none(), empty_label=None)
     labellers = forms.ModelMultipleChoiceField(
@@ -121,12 +129,7 @@ class PlanForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         help_text="Leave all unticked to let labellers claim questions with “Next question”.",
     )
-    double_percent = forms.IntegerField(
-        label="Double-labelled share (%)",
-        min_value=0,
-        max_value=100,
-        initial=int(DEFAULT_DOUBLE_SHARE * 100),
-    )
+    double_percent = double_percent_field(initial=int(DEFAULT_DOUBLE_SHARE * 100))
     double_count = forms.IntegerField(
         label="…or this many questions",
         min_value=0,
@@ -259,9 +262,7 @@ class SecondLabellersForm(forms.Form):
         widget=forms.CheckboxSelectMultiple,
         help_text="Leave all unticked to leave the new second slots for “Next question”.",
     )
-    double_percent = forms.IntegerField(
-        label="Double-labelled share (%)", min_value=0, max_value=100, required=False
-    )
+    double_percent = double_percent_field(required=False)
     double_count = forms.IntegerField(
         label="…or this many questions in all", min_value=0, required=False
     )
