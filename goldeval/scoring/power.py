@@ -31,7 +31,10 @@ from itertools import combinations
 from typing import Protocol
 
 import numpy as np
-from scipy import optimize, stats
+
+# scipy is imported inside the functions that use it: it costs every CLI run (which imports
+# this module through its gates) about 0.3-0.5 s of start-up, more than scoring a million run
+# lines, and only the power figures need it.
 
 from goldeval.scoring.compare import PERMUTATIONS, Comparison, paired_randomization_p_values
 
@@ -70,6 +73,8 @@ def _two_sided_power(critical: float, freedom: int, noncentrality: float) -> flo
     """P(|T| > critical) for T noncentral t. scipy's lower tail turns NaN where it is far below
     1e-15 (large noncentrality); it is then 0. An upper tail it cannot give falls back to the
     normal approximation."""
+    from scipy import stats
+
     upper = stats.nct.sf(critical, freedom, noncentrality)
     if math.isnan(upper):
         upper = stats.norm.sf(critical - noncentrality)
@@ -80,6 +85,8 @@ def _two_sided_power(critical: float, freedom: int, noncentrality: float) -> flo
 def paired_t_power(*, questions: int, delta: float, sigma: float, alpha: float = ALPHA) -> float:
     """Power of the paired two-sided t-test on ``questions`` questions to detect a true mean
     difference ``delta`` when the per-question differences have standard deviation ``sigma``."""
+    from scipy import stats
+
     if questions < 2:
         return 0.0
     freedom = questions - 1
@@ -92,6 +99,8 @@ def normal_approximation(
     *, delta: float, sigma: float, alpha: float = ALPHA, power: float = POWER
 ) -> float:
     """Sakai's starting point: ((z_{α/2} + z_β) σ / Δ)² + z_{α/2}² / 2."""
+    from scipy import stats
+
     z_alpha = stats.norm.ppf(1 - alpha / 2)
     z_beta = stats.norm.ppf(power)
     return ((z_alpha + z_beta) * sigma / delta) ** 2 + z_alpha**2 / 2
@@ -125,6 +134,8 @@ def minimum_detectable_difference(
     """The smallest true difference a paired t-test on ``questions`` questions detects with the
     given power; None with fewer than two questions. 0 when sigma is 0 (the runs never
     disagree in spread: any difference shows)."""
+    from scipy import optimize, stats
+
     _check(alpha=alpha, power=power)
     if questions < 2:
         return None
