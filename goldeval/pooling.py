@@ -56,7 +56,7 @@ class Strategy(StrEnum):
 
 
 STRATEGY_LABELS = {
-    Strategy.DEPTH: "Depth-k: every candidate, best rank first",
+    Strategy.DEPTH: "Depth-k: every candidate",
     Strategy.MTF: "Adaptive: move-to-front across the retrievers",
     Strategy.BANDIT: "Adaptive: Bayesian bandit over the retrievers",
 }

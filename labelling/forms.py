@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.template.defaultfilters import filesizeformat
 
 from corpus.models import Retriever
+from goldeval.pooling import Strategy
 from labelling.assignment_plan import DEFAULT_DOUBLE_SHARE
 from labelling.models import Pool, PoolState, QuestionSet, VerdictOutcome
 from labelling.services.guidelines import MAX_GUIDELINE_CHARS
@@ -97,11 +98,38 @@ class PoolForm(forms.Form):
         initial=10,
         help_text="Each retriever's top k per question goes into the pool.",
     )
+    strategy = forms.ChoiceField(
+        label="Judging order",
+        choices=[(s.value, s.label) for s in Strategy],
+        initial=Strategy.DEPTH.value,
+        required=False,  # a form posted without it (a script, an older page) pools depth-k
+        help_text="Depth-k shows a question's candidates shuffled. The adaptive orders show "
+        "first what is most likely relevant given the judgements so far (move-to-front, or a "
+        "bandit over the retrievers); labellers see no retriever, rank or score either way.",
+    )
+    stop_misses = forms.IntegerField(
+        label="Stop after this many not relevant in a row",
+        min_value=1,
+        max_value=MAX_DEPTH * 10,
+        required=False,
+        help_text="Empty: every candidate waits for a grade. Set, a labeller may give the "
+        "verdict once that many grades in a row were 0; the rest stay for a full pass.",
+    )
+    stop_budget = forms.IntegerField(
+        label="Or after this many judgements of a question",
+        min_value=1,
+        max_value=MAX_DEPTH * 10,
+        required=False,
+        help_text="Empty: no budget per question.",
+    )
 
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["question_set"].queryset = project.question_sets.content()
         self.fields["retrievers"].queryset = project.retrievers.all()
+
+    def clean_strategy(self) -> str:
+        return self.cleaned_data["strategy"] or Strategy.DEPTH.value
 
 
 # Assignments and the guideline ---------------------------------------------------------------

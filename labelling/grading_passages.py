@@ -18,7 +18,8 @@ from django.db.models.functions import Coalesce, Substr
 from corpus.models import Document, DocumentVersion
 from corpus.visibility import not_hidden_sql
 from goldset.sql import identifier
-from labelling.models import Candidate, Change, ChangeSubject, Judgement
+from labelling.models import Candidate, Change, ChangeSubject, Judgement, Pool
+from labelling.services.judging_order import in_judging_order
 
 
 def passages_for_grading(
@@ -40,7 +41,21 @@ def passages_for_grading(
     rows = list(Candidate.objects.raw(_select(connection.alias, windowed, single), params))
     for row in rows:
         row.graded = row.grade is not None
-    return rows
+    return _in_page_order(rows, assignment=assignment, user=user, single=single)
+
+
+def _in_page_order(rows: list, *, assignment, user, single: bool) -> list:
+    """Shuffled (the query's order), or in judging order for an adaptive pool."""
+    if single or not rows:
+        return rows
+    pool = Pool(
+        strategy=rows[0].pool_strategy,
+        stop_misses=rows[0].pool_stop_misses,
+        stop_budget=rows[0].pool_stop_budget,
+    )
+    if not pool.adaptive:
+        return rows
+    return in_judging_order(rows, assignment=assignment, user=user, strategy=pool.strategy)
 
 
 @cache
@@ -54,6 +69,7 @@ def _select(alias: str, windowed: bool, single: bool) -> str:
         "d": Document._meta.db_table,
         "j": Judgement._meta.db_table,
         "ch": Change._meta.db_table,
+        "p": Pool._meta.db_table,
     }
     t = {key: q(name) for key, name in tables.items()}
     start, end = f"c.{q('start')}", f"c.{q('end')}"
@@ -61,6 +77,8 @@ def _select(alias: str, windowed: bool, single: bool) -> str:
     columns = [
         ", ".join(f"c.{q(Candidate._meta.get_field(name).column)}" for name in names),
         "d.doc_id AS doc_id, d.title AS doc_title",
+        "p.strategy AS pool_strategy, p.stop_misses AS pool_stop_misses",
+        "p.stop_budget AS pool_stop_budget",
         f"(SELECT jj.grade FROM {t['j']} jj WHERE jj.assignment_id = %s"  # noqa: S608
         " AND jj.candidate_id = c.id) AS grade",
         f"(SELECT COUNT(*) FROM {t['ch']} cc WHERE cc.assignment_id = %s"  # noqa: S608
@@ -77,6 +95,7 @@ def _select(alias: str, windowed: bool, single: bool) -> str:
         FROM {t["c"]} c
         JOIN {t["v"]} v ON v.id = c.version_id
         JOIN {t["d"]} d ON d.id = v.document_id
+        JOIN {t["p"]} p ON p.id = c.pool_id
         WHERE {where}
           AND {not_hidden_sql("d.id")}
         ORDER BY c.shuffle_rank, c.id
@@ -109,6 +128,9 @@ def passages_for_grading_orm(
         .annotate(
             doc_id=F("version__document__doc_id"),
             doc_title=F("version__document__title"),
+            pool_strategy=F("pool__strategy"),
+            pool_stop_misses=F("pool__stop_misses"),
+            pool_stop_budget=F("pool__stop_budget"),
             grade=Subquery(grade.values("grade")[:1]),
             revision=Coalesce(Subquery(changes), 0),
             passage=Substr("version__text", F("start") + 1, F("end") - F("start")),
@@ -134,4 +156,4 @@ def passages_for_grading_orm(
     rows = list(passages)
     for row in rows:
         row.graded = row.grade is not None
-    return rows
+    return _in_page_order(rows, assignment=assignment, user=user, single=candidate_id is not None)

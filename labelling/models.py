@@ -8,6 +8,7 @@ from django.db.models import Q
 
 from corpus import visibility
 from corpus.models import Document, DocumentVersion, Job, Project, Retriever
+from goldeval.pooling import StoppingRule, Strategy
 from goldset.sql import identifier
 
 # Answer runs and reference answers live in their own module; named here, Django finds them.
@@ -161,6 +162,13 @@ class Pool(models.Model):
     question_set = models.ForeignKey(QuestionSet, on_delete=models.CASCADE, related_name="pools")
     name = models.SlugField(max_length=100)
     depth = models.PositiveIntegerField(default=10)
+    # The order labellers judge a question's candidates in and when they may stop
+    # (`goldeval.pooling`; `labelling.services.judging_order` applies it).
+    strategy = models.CharField(
+        max_length=16, choices=[(s.value, s.label) for s in Strategy], default=Strategy.DEPTH.value
+    )
+    stop_misses = models.PositiveSmallIntegerField(null=True, blank=True)
+    stop_budget = models.PositiveSmallIntegerField(null=True, blank=True)
     retrievers = models.ManyToManyField(Retriever, related_name="pools")
     state = models.CharField(max_length=16, choices=PoolState.choices, default=PoolState.BUILDING)
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
@@ -179,6 +187,15 @@ class Pool(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def stopping_rule(self) -> StoppingRule:
+        return StoppingRule(misses=self.stop_misses, budget=self.stop_budget)
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether labellers judge in an order other than the shuffled one, or may stop early."""
+        return self.strategy != Strategy.DEPTH or bool(self.stop_misses or self.stop_budget)
 
 
 class CandidateQuerySet(models.QuerySet):

@@ -35,7 +35,6 @@ import numpy as np
 # scipy is imported inside the functions that use it: it costs every CLI run (which imports
 # this module through its gates) about 0.3-0.5 s of start-up, more than scoring a million run
 # lines, and only the power figures need it.
-
 from goldeval.scoring.compare import PERMUTATIONS, Comparison, paired_randomization_p_values
 
 ALPHA = 0.05

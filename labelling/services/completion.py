@@ -1,19 +1,23 @@
 """Where a labeller stands on one assignment, and whether it is done.
 
-Done means a verdict and a grade on every passage the labeller may see now, so it is
-recomputed after every write (`labelling.services.judgements`) and whenever access to a
-document changes (`refresh_completion`, which the corpus calls through the listener
-`LabellingConfig.ready()` hands it). Only the labeller's own work is counted.
+Done means a verdict and a grade on every passage the labeller may see now (or, in a pool
+with a stopping rule, on every passage up to where the rule is reached), so it is recomputed
+after every write (`labelling.services.judgements`) and whenever access to a document changes
+(`refresh_completion`, which the corpus calls through the listener `LabellingConfig.ready()`
+hands it). Only the labeller's own work is counted.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Exists, OuterRef, Subquery
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from labelling.models import Assignment, Candidate, Judgement, Verdict, VerdictOutcome
+from goldeval.pooling import StoppingRule
+from labelling.grading_passages import passages_for_grading
+from labelling.models import Assignment, Candidate, Verdict, VerdictOutcome
+from labelling.services.judging_order import stop_reached
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,10 @@ class Progress:
     verdict: str | None  # the outcome, if any
     done: bool
     relevant: int = 0  # passages graded 1 or 2
+    # The pool's stopping rule, said in words ("" if none), and once it is reached, how many
+    # passages are left that the labeller may grade for a full pass but need not.
+    stop_rule: str = ""
+    optional: int = 0
 
     @property
     def total(self) -> int:
@@ -52,36 +60,44 @@ _UNREAD = object()
 def assignment_progress(
     assignment: Assignment, labeller, *, passages=None, verdict=_UNREAD
 ) -> Progress:
-    """Done means a verdict and a grade on every passage the labeller can see.
+    """Done means a verdict and a grade on every passage the labeller can see, or on those
+    judged until the pool's stopping rule is reached (the rest are then optional).
 
     ``passages`` (`passages_for_grading`, with `grade` kept up to date by the write
     that read them) saves reading them again; so does ``verdict`` (the verdict's outcome or
     None, read by the caller under the assignment's lock).
     """
-    if passages is not None:
-        visible = [(c.pk, c.grade) for c in passages]
-    else:
-        grade = Judgement.objects.filter(assignment=assignment, candidate=OuterRef("pk"))
-        visible = list(
-            Candidate.objects.of_assignment(assignment)
-            .not_hidden_from(labeller)
-            .annotate(grade=Subquery(grade.values("grade")[:1]))
-            .order_by("shuffle_rank", "pk")
-            .values_list("pk", "grade")
-        )
+    if passages is None:
+        passages = passages_for_grading(assignment=assignment, user=labeller)
+    visible = [(c.pk, c.grade) for c in passages]
     if verdict is _UNREAD:
         outcomes = Verdict.objects.filter(assignment=assignment).values_list("outcome", flat=True)
         outcome = outcomes.order_by().first()
     else:
         outcome = verdict
     graded_visible = sum(1 for _, grade in visible if grade is not None)
+    rule = _stopping_rule(passages)
+    stopped = graded_visible < len(visible) and rule is not None and stop_reached(rule, passages)
     return Progress(
         candidate_ids=[pk for pk, _ in visible],
         graded=graded_visible,
         verdict=outcome,
-        done=outcome is not None and graded_visible == len(visible),
+        done=outcome is not None and (graded_visible == len(visible) or stopped),
         relevant=sum(1 for _, grade in visible if grade is not None and grade >= 1),
+        optional=len(visible) - graded_visible if stopped else 0,
+        stop_rule=rule.describe() if rule is not None else "",
     )
+
+
+def _stopping_rule(passages) -> StoppingRule | None:
+    """The pool's stopping rule, as `passages_for_grading` read it with the passages (None if
+    the pool has none: every passage then waits for a grade)."""
+    if not passages or not hasattr(passages[0], "pool_stop_misses"):
+        return None
+    first = passages[0]
+    if first.pool_stop_misses is None and first.pool_stop_budget is None:
+        return None
+    return StoppingRule(misses=first.pool_stop_misses, budget=first.pool_stop_budget)
 
 
 def update_completion(

@@ -24,6 +24,7 @@ from corpus import jobs
 from corpus.models import Document, Job, JobState, Retriever, RetrieverKind
 from corpus.services import http_retrieval
 from corpus.services.retrieval import check_searchable, retrieve
+from goldeval.pooling import Strategy
 from goldset.errors import ServiceError
 from labelling.models import (
     Candidate,
@@ -66,9 +67,14 @@ def start_pool(
     name: str,
     retrievers: Sequence[Retriever],
     depth: int = 10,
+    strategy: str = Strategy.DEPTH.value,
+    stop_misses: int | None = None,
+    stop_budget: int | None = None,
     user=None,
 ) -> Pool:
-    """Create a pool and queue its tasks; the Job shows progress and the pool turns ready."""
+    """Create a pool and queue its tasks; the Job shows progress and the pool turns ready.
+    ``strategy`` and the stopping rule (``stop_misses``, ``stop_budget``) set the order
+    labellers judge each question's candidates in (`goldeval.pooling`)."""
     project = question_set.project
     if not name or slugify(name) != name:
         raise ServiceError(
@@ -80,6 +86,13 @@ def start_pool(
         raise ServiceError(f"The pool depth must be between 1 and {MAX_DEPTH}, got {depth}.")
     if not retrievers:
         raise ServiceError("Choose at least one retriever to pool from.")
+    if strategy not in {s.value for s in Strategy}:
+        raise ServiceError(f"The judging order is one of {', '.join(Strategy)}, not {strategy!r}.")
+    for limit in (stop_misses, stop_budget):
+        if limit is not None and not 1 <= limit <= MAX_DEPTH * 10:
+            raise ServiceError(
+                f"A stopping rule counts between 1 and {MAX_DEPTH * 10} judgements, not {limit}."
+            )
     if question_set.is_canary:
         raise ServiceError(
             f"{question_set.name} holds canary questions: permission replays ask them; they are "
@@ -98,7 +111,13 @@ def start_pool(
     batches = len(retrievers) * -(-questions // POOL_BATCH)
     with transaction.atomic():
         pool = Pool.objects.create(
-            question_set=question_set, name=name, depth=depth, created_by=user
+            question_set=question_set,
+            name=name,
+            depth=depth,
+            strategy=strategy,
+            stop_misses=stop_misses,
+            stop_budget=stop_budget,
+            created_by=user,
         )
         pool.retrievers.set(retrievers)
         pool.job = jobs.start(

@@ -50,7 +50,7 @@ from labelling.models import (
     VerdictOutcome,
 )
 from labelling.services import judgements as services
-from labelling.services.completion import Progress, assignment_progress
+from labelling.services.completion import assignment_progress
 from labelling.services.guidelines import current_guideline, render_guideline
 from labelling.services.write_lock import held_assignment
 
@@ -218,12 +218,11 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
     cards = _cards(assignment, user, slug=access.project.slug)
     verdict = _verdict_of(assignment)
     guideline = current_guideline(access.project)
-    progress = Progress(
-        candidate_ids=[card.candidate.pk for card in cards],
-        graded=sum(1 for card in cards if card.judgement is not None),
+    progress = assignment_progress(
+        assignment,
+        user,
+        passages=[card.candidate for card in cards],
         verdict=verdict.outcome if verdict else None,
-        done=assignment.completed_at is not None,
-        relevant=sum(1 for card in cards if card.judgement is not None and card.grade >= 1),
     )
     own = Assignment.objects.in_project(access.project).held_by(user)
     return {

@@ -3,6 +3,7 @@ from django.core.management.base import BaseCommand
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.management.commands._jobs import wait_for_job
 from corpus.models import JobState, Retriever
+from goldeval.pooling import Strategy
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet
 from labelling.services import pools
@@ -19,10 +20,35 @@ class Command(BaseCommand):
         parser.add_argument("--set", dest="set_name", required=True)
         parser.add_argument("--retrievers", required=True, help="comma-separated names")
         parser.add_argument("--depth", type=int, default=10)
+        parser.add_argument(
+            "--order",
+            choices=[s.value for s in Strategy],
+            default=Strategy.DEPTH.value,
+            help="judging order: depth (shuffled), mtf or bandit (adaptive)",
+        )
+        parser.add_argument(
+            "--stop-misses", type=int, help="a question may stop after this many 0s in a row"
+        )
+        parser.add_argument(
+            "--stop-budget", type=int, help="a question may stop after this many judgements"
+        )
         parser.add_argument("--name", default="", help="pool name (default: SET-pool-N)")
         parser.add_argument("--timeout", type=float, default=6 * 3600, help="seconds to wait")
 
-    def handle(self, *args, project, set_name, retrievers, depth, name, timeout, **options):
+    def handle(
+        self,
+        *args,
+        project,
+        set_name,
+        retrievers,
+        depth,
+        name,
+        timeout,
+        order,
+        stop_misses,
+        stop_budget,
+        **options,
+    ):
         project = project_or_fail(project)
         question_set = QuestionSet.objects.filter(project=project, name=set_name).first()
         if question_set is None:
@@ -43,6 +69,9 @@ class Command(BaseCommand):
                 name=name,
                 retrievers=[found[n] for n in dict.fromkeys(names)],
                 depth=depth,
+                strategy=order,
+                stop_misses=stop_misses,
+                stop_budget=stop_budget,
             )
         except ServiceError as exc:
             raise unusable(str(exc))
