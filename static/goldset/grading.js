@@ -10,7 +10,8 @@
   "use strict";
 
   const root = document.getElementById("grading");
-  if (!root || !window.htmx || !window.GoldsetActions || !window.GoldsetSelection || !window.GoldsetKeys) return;
+  if (!root || !window.htmx || !window.GoldsetActions || !window.GoldsetSelection || !window.GoldsetKeys ||
+    !window.GoldsetSaveState) return;
   // Classes on this page are the page's own state (the current passage): htmx must not put a
   // swapped element's old classes back a moment after the swap.
   window.htmx.config.attributesToSettle = ["style", "width", "height"];
@@ -101,30 +102,12 @@
     return card.classList.contains("graded") || card.hasAttribute("data-pending-grade");
   }
 
-  // --- the status bar ------------------------------------------------------------------------
+  // --- the status bar: "All changes saved", or what is kept (static/goldset/save_state.js) ---
 
-  const STATES = {
-    offline: function (n) { return ["offline", "Offline: " + kept(n) + "; saved when the connection returns"]; },
-    session: function (n) { return ["held", "Session expired: " + kept(n) + " until you log in again"]; },
-    unavailable: function (n) { return ["held", "Server unavailable: " + kept(n) + "; trying again"]; },
-    "other-account": function (n) { return ["held", "Another account is logged in: " + kept(n) + " for this page's account"]; },
-    "stale-page": function (n) { return ["held", "Reload the page: " + kept(n)]; },
-    stored: function (n) { return ["saving", "Saving " + kept(n) + " from an earlier visit…"]; },
-  };
-
-  function kept(n) {
-    return n + (n === 1 ? " change kept" : " changes kept");
-  }
+  const kept = window.GoldsetSaveState.kept;
 
   function showState(state) {
-    if (!saveState) return;
-    let view;
-    if (state.held && STATES[state.held]) view = STATES[state.held](state.waiting);
-    else if (!navigator.onLine) view = ["offline", "Offline: changes you make are kept and saved when the connection returns"];
-    else if (state.waiting) view = ["saving", "Saving…"];
-    else view = ["saved", "All changes saved"];
-    saveState.dataset.state = view[0];
-    saveState.textContent = view[1];
+    window.GoldsetSaveState.show(saveState, state);
   }
 
   const queue = window.GoldsetActions.create({

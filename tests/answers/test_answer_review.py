@@ -187,9 +187,12 @@ def test_the_review_page_saves_each_grade_and_is_blind(run, member, project):
         url, {"kind": "support", "claim": 0, "value": "partial"}, HTTP_HX_REQUEST="true"
     )
     reply = response.content.decode()
-    # The htmx reply is the status line only: the page already shows the choice.
+    # The htmx reply is the status bar's message and progress only: the page already shows
+    # the choice.
     assert response.status_code == 200 and reply.startswith('<p id="review-status"')
     assert "Still to grade: a claim&#x27;s support, a citation&#x27;s grade." in reply
+    assert '<p id="review-progress"' in reply and "<strong>1 of 4</strong> decisions made" in reply
+    assert "<form" not in reply and "You get 25 days." not in reply
     assert ClaimJudgement.objects.get(assignment=mine, position=0).support == "partial"
     bad = client.post(url, {"kind": "citation", "claim": 0, "passage": 1, "value": "5"})
     assert bad.status_code == 400 and "A citation is graded 2, 1 or 0." in bad.content.decode()
