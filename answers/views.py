@@ -503,7 +503,14 @@ def split_answer_claim(request: HttpRequest, slug: str, answer_assignment_id: in
             )
     except ServiceError as exc:
         return _refused(request, access, assignment, exc)
-    return redirect("answers:review-answer", slug=slug, answer_assignment_id=assignment.pk)
+    return _back_to(slug, assignment, f"claim-{claim}")
+
+
+def _back_to(slug: str, assignment, row: str) -> HttpResponse:
+    """The review page again, on the row the labeller was working on (answer_review.js makes
+    the row the URL's fragment names the current one)."""
+    url = reverse("answers:review-answer", args=[slug, assignment.pk])
+    return redirect(f"{url}#{row}" if row else url)
 
 
 @login_required
@@ -535,7 +542,7 @@ def mark_supporting_citations(
             )
     except ServiceError as exc:
         return _refused(request, access, assignment, exc)
-    return redirect("answers:review-answer", slug=slug, answer_assignment_id=assignment.pk)
+    return _back_to(slug, assignment, f"supporting-{claim}")
 
 
 @login_required
@@ -560,6 +567,5 @@ def mark_claim_evidence(request: HttpRequest, slug: str, answer_assignment_id: i
             )
     except ServiceError as exc:
         return _refused(request, access, assignment, exc)
-    url = reverse("answers:review-answer", args=[slug, assignment.pk])
     claim = request.POST.get("claim", "")
-    return redirect(f"{url}#claim-{claim}" if claim.isdigit() else url)
+    return _back_to(slug, assignment, f"claim-{claim}" if claim.isdigit() else "")

@@ -160,6 +160,9 @@ def test_an_answer_is_reviewed_with_keys_only_and_a_reload_loses_nothing(
     for key in ("1", "2", "Enter"):
         page.keyboard.press(key)
     expect(page.locator(".supporting-groups")).to_contain_text("leave + vpn")
+    # The page comes back on the row the labeller was working on.
+    assert page.url.endswith("#supporting-0")
+    expect(group).to_have_class(re.compile(r"\bcurrent\b"))
     assert ClaimJudgement.objects.get(assignment=mine, position=0).supporting_sets == [[0, 1]]
     page.screenshot(path=str(tmp_path / f"review-done-{width}.png"), full_page=True)
 
