@@ -459,3 +459,20 @@ def test_writes_come_back_to_the_row_they_were_made_on(run, member, project):
         )
         assert response.status_code == 302 and response["Location"] == page
     assert not ClaimEvidence.objects.exists()
+
+
+def test_finishing_opens_the_next_review_and_says_so_in_the_status_bar(run, member, project):
+    ann = member("labeller")
+    review.plan_answer_review(run=run, labellers=[ann], double_share=0)
+    refused = AnswerAssignment.objects.get(answer__question__external_id="q2")
+    client = login(ann)
+    response = client.post(
+        reverse("answers:finish-answer-review", args=[project.slug, refused.pk]), follow=True
+    )
+    following = AnswerAssignment.objects.filter(labeller=ann, done_at__isnull=True).order_by("pk")
+    assert response.redirect_chain[-1][0] == reverse(
+        "answers:review-answer", args=[project.slug, following.first().pk]
+    )
+    text = response.content.decode()
+    assert re.search(r'<p id="review-status"[^>]*>Answer review saved\. Still to grade', text)
+    assert '<ul class="messages"' not in text  # said once, in the bar
