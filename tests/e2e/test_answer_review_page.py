@@ -139,6 +139,7 @@ def test_an_answer_is_reviewed_with_keys_only_and_a_reload_loses_nothing(
     expect(fact.locator("input[value=yes]")).to_be_checked()
     expect(page.locator("#save-state")).to_have_text("All changes saved")
     expect(page.locator("#claim-0-full")).to_be_checked()
+    page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(tmp_path / f"review-reloaded-{width}.png"))
     assert ClaimJudgement.objects.get(assignment=mine, position=1).support == "none"
     assert list(
