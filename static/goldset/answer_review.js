@@ -121,13 +121,6 @@
     (queue ? queue.whenIdle() : Promise.resolve()).then(function () { form.submit(); });
   }
 
-  function showKeys() {
-    const dialog = doc.getElementById("keys-help");
-    if (!dialog) return;
-    if (dialog.open) dialog.close();
-    else dialog.showModal();
-  }
-
   // This page's words for selection.js's refusal codes: one sentence fits them all here.
   const EVIDENCE_REFUSALS = {
     empty: "Select some words of a context passage first, then press e.",
@@ -167,7 +160,7 @@
   const ACTIONS = {
     move: function (action) { setCurrent(current + action.move); },
     ungraded: nextUndecided,
-    help: showKeys,
+    help: window.GoldsetKeys.toggleHelp, // static/goldset/keys.js, which also wires the "keys" buttons
     finish: finish,
     evidence: addEvidence,
     refused: markRefusal,
@@ -245,10 +238,6 @@
     const row = event.target.closest("[data-row]");
     const index = row ? rows().indexOf(row) : -1;
     if (index >= 0 && index !== current) setCurrent(index, false);
-  });
-
-  doc.addEventListener("click", function (event) {
-    if (event.target.closest(".show-keys")) showKeys();
   });
 
   doc.addEventListener("submit", function (event) {

@@ -270,13 +270,6 @@
     window.htmx.ajax("GET", url, { source: root, swap: "none" }).catch(function () {});
   }
 
-  function showKeys() {
-    const dialog = document.getElementById("keys-help");
-    if (!dialog) return;
-    if (dialog.open) dialog.close();
-    else dialog.showModal();
-  }
-
   // --- evidence from a selection (static/goldset/selection.js) -------------------------------
 
   function markSpan(exact) {
@@ -488,7 +481,7 @@
     c: cantTell,
     n: nextQuestion,
     z: undo,
-    "?": showKeys,
+    "?": window.GoldsetKeys.toggleHelp, // static/goldset/keys.js
   };
 
   // Fields that take typing keep their keys (static/goldset/keys.js says which).
@@ -569,10 +562,6 @@
       const index = cards().indexOf(card);
       if (index !== current) setCurrent(index, false);
     }
-  });
-
-  document.addEventListener("click", function (event) {
-    if (event.target.closest(".show-keys")) showKeys();
   });
 
   const autoAdvance = document.getElementById("auto-advance");

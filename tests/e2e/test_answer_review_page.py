@@ -110,6 +110,10 @@ def test_an_answer_is_reviewed_with_keys_only_and_a_reload_loses_nothing(
     page.screenshot(path=str(tmp_path / f"review-keys-{width}.png"))
     page.keyboard.press("?")
     expect(keys).to_be_hidden()
+    page.locator("#status-bar .show-keys").click()  # the bar's button opens the same list
+    expect(keys).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(keys).to_be_hidden()
 
     # Claim 1 supported, both its citations partly: each key decides its row and moves on.
     rows = page.locator("#review [data-row]")
