@@ -1,7 +1,8 @@
 // The answer review, keyboard first, like the grading page (`?` on the page lists every key).
 //
 // Rows are the page's decisions: a claim's support, a citation's grade, a group of partial
-// citations, a reference fact. j/k move between rows, g goes to the next row not decided yet; a
+// citations, a reference fact. j/k move between rows, J/K (Shift) between claims, g goes to the
+// next row not decided yet; a
 // row's keys (data-key on its inputs, several keys separated by spaces) choose: f p n or 2 1 0
 // for a claim, 2 1 0 for a citation, y p n or 2 1 0 for a fact, a citation's number to tick it
 // in a group and Enter to add the group. A choice moves on to the next row, as grading does.
@@ -13,7 +14,7 @@
 // typed into a field are text (static/goldset/keys.js decides).
 //
 // Interface: GoldsetReview.actionFor(event, { dialogOpen }) -> null | {move: 1 | -1}
-//            | {ungraded: true} | {help: true} | {finish: true} | {evidence: true}
+//            | {claim: 1 | -1} | {ungraded: true} | {help: true} | {finish: true} | {evidence: true}
 //            | {refused: true} | {leave: true} | {row: key}
 (function () {
   "use strict";
@@ -23,6 +24,8 @@
     ArrowDown: { move: 1 },
     k: { move: -1 },
     ArrowUp: { move: -1 },
+    J: { claim: 1 },
+    K: { claim: -1 },
     g: { ungraded: true },
     d: { finish: true },
     e: { evidence: true },
@@ -81,6 +84,17 @@
     if (!status) return;
     status.textContent = text;
     status.className = kind === "ok" ? "flash" : "error";
+  }
+
+  // The next (or previous) claim's row, skipping its citations and groups.
+  function nextClaim(step) {
+    const all = rows();
+    for (let index = current + step; index >= 0 && index < all.length; index += step) {
+      if (all[index].dataset.claim !== undefined) {
+        setCurrent(index);
+        return;
+      }
+    }
   }
 
   function nextUndecided() {
@@ -159,6 +173,7 @@
 
   const ACTIONS = {
     move: function (action) { setCurrent(current + action.move); },
+    claim: function (action) { nextClaim(action.claim); },
     ungraded: nextUndecided,
     help: window.GoldsetKeys.toggleHelp, // static/goldset/keys.js, which also wires the "keys" buttons
     finish: finish,

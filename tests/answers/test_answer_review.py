@@ -169,6 +169,7 @@ def test_a_refusal_without_sentences_has_no_claims_to_grade(run, member, project
         text = page.content.decode()
         assert page.status_code == 200 and "The system refused to answer" in text
         assert "<h2>Claims</h2>" not in text and "Everything is graded." in text
+        assert "No claim to grade" in text and "0 of 0" not in text
         finish = reverse("answers:finish-answer-review", args=[project.slug, assignment.pk])
         assert client.post(finish).status_code == 302
         assignment.refresh_from_db()

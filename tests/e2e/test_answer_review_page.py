@@ -150,6 +150,12 @@ def test_an_answer_is_reviewed_with_keys_only_and_a_reload_loses_nothing(
         FactJudgement.objects.filter(assignment=mine).values_list("present", flat=True)
     ) == ["yes"]
 
+    # Shift+j and Shift+k go from claim to claim, over the citations between them.
+    page.keyboard.press("Shift+J")
+    expect(page.locator("#claim-1")).to_have_class(re.compile(r"\bcurrent\b"))
+    page.keyboard.press("Shift+K")
+    expect(page.locator("#claim-0")).to_have_class(re.compile(r"\bcurrent\b"))
+
     # g finds the one row still to decide (the second fact); 0 says it is missing.
     page.keyboard.press("g")
     expect(page.locator(".review-row.fact").nth(1)).to_have_class(re.compile(r"\bcurrent\b"))

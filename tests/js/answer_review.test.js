@@ -25,6 +25,11 @@ test("j and k (or the arrows) move between rows, g to the next row not decided",
   assert.deepEqual(press("g"), { ungraded: true });
 });
 
+test("J and K (Shift) move to the next and previous claim", () => {
+  assert.deepEqual(press("J", { shiftKey: true }), { claim: 1 });
+  assert.deepEqual(press("K", { shiftKey: true }), { claim: -1 });
+});
+
 test("d finishes, e marks evidence, r marks a refusal wrong, ? lists the keys", () => {
   assert.deepEqual(press("d"), { finish: true });
   assert.deepEqual(press("e"), { evidence: true });
