@@ -302,7 +302,7 @@ def _progress(assignment, claims: list[dict], facts: list[dict]) -> dict:
 def _reviews_left(assignment) -> dict:
     """The labeller's answer reviews in this project: how many are done and how many to go."""
     mine = AnswerAssignment.objects.filter(
-        labeller=assignment.labeller, answer__run__project=assignment.answer.run.project
+        labeller_id=assignment.labeller_id, answer__run__project_id=assignment.answer.run.project_id
     )
     return {
         "done": mine.filter(done_at__isnull=False).count(),
