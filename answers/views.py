@@ -23,6 +23,7 @@ from corpus.access import project_access
 from corpus.models import Document, Role
 from goldset.errors import ServiceError
 from labelling.models import QuestionSet
+from labelling.services.guidelines import current_guideline, render_guideline
 from labelling.views.grading import OTHER_ACCOUNT
 
 
@@ -269,6 +270,7 @@ def _review_context(access, assignment, *, error: str = "") -> dict:
         else []
     )
     context = [{"passage": p, "text": _passage_text(p)} for p in passages if p.role == "context"]
+    guideline = current_guideline(access.project)
     return {
         "access": access,
         "project": access.project,
@@ -278,7 +280,33 @@ def _review_context(access, assignment, *, error: str = "") -> dict:
         "facts": facts,
         "context": context,
         "missing": review.missing_grades(assignment),
+        "progress": _progress(assignment, claims, facts),
+        "reviews": _reviews_left(assignment),
+        # The guideline beside the work, as on the grading page (one guideline per project).
+        "guideline": guideline,
+        "guideline_html": render_guideline(guideline.text) if guideline else "",
         "error": error,
+    }
+
+
+def _progress(assignment, claims: list[dict], facts: list[dict]) -> dict:
+    """The status bar's count: the decisions the page asks for (each claim's support, each
+    citation's grade, each reference fact unless the system refused) and how many are made."""
+    made = [row["claim"].support != "" for row in claims]
+    made += [cite["judgement"].grade is not None for row in claims for cite in row["citations"]]
+    if not assignment.answer.refused:
+        made += [row["present"] != "" for row in facts]
+    return {"decided": sum(made), "total": len(made)}
+
+
+def _reviews_left(assignment) -> dict:
+    """The labeller's answer reviews in this project: how many are done and how many to go."""
+    mine = AnswerAssignment.objects.filter(
+        labeller_id=assignment.labeller_id, answer__run__project_id=assignment.answer.run.project_id
+    )
+    return {
+        "done": mine.filter(done_at__isnull=False).count(),
+        "remaining": mine.filter(done_at__isnull=True).count(),
     }
 
 
@@ -374,8 +402,9 @@ def grade_answer(request: HttpRequest, slug: str, answer_assignment_id: int) -> 
             error = str(exc)
     assignment.refresh_from_db()
     context = _review_context(access, assignment, error=error)
-    # The page already shows the choice made; an htmx reply brings the status line only.
-    template = "answers/review_answer.html#status" if request.htmx else "answers/review_answer.html"
+    # The page already shows the choice made; an htmx reply brings the status bar's progress
+    # and message only.
+    template = "answers/review_answer.html#update" if request.htmx else "answers/review_answer.html"
     return render(request, template, context, status=400 if error else 200)
 
 
@@ -474,7 +503,14 @@ def split_answer_claim(request: HttpRequest, slug: str, answer_assignment_id: in
             )
     except ServiceError as exc:
         return _refused(request, access, assignment, exc)
-    return redirect("answers:review-answer", slug=slug, answer_assignment_id=assignment.pk)
+    return _back_to(slug, assignment, f"claim-{claim}")
+
+
+def _back_to(slug: str, assignment, row: str) -> HttpResponse:
+    """The review page again, on the row the labeller was working on (answer_review.js makes
+    the row the URL's fragment names the current one)."""
+    url = reverse("answers:review-answer", args=[slug, assignment.pk])
+    return redirect(f"{url}#{row}" if row else url)
 
 
 @login_required
@@ -506,7 +542,7 @@ def mark_supporting_citations(
             )
     except ServiceError as exc:
         return _refused(request, access, assignment, exc)
-    return redirect("answers:review-answer", slug=slug, answer_assignment_id=assignment.pk)
+    return _back_to(slug, assignment, f"supporting-{claim}")
 
 
 @login_required
@@ -531,6 +567,5 @@ def mark_claim_evidence(request: HttpRequest, slug: str, answer_assignment_id: i
             )
     except ServiceError as exc:
         return _refused(request, access, assignment, exc)
-    url = reverse("answers:review-answer", args=[slug, assignment.pk])
     claim = request.POST.get("claim", "")
-    return redirect(f"{url}#claim-{claim}" if claim.isdigit() else url)
+    return _back_to(slug, assignment, f"claim-{claim}" if claim.isdigit() else "")

@@ -115,7 +115,7 @@ def test_nothing_but_the_sanitised_guideline_is_marked_safe():
     # then nh3's allow-list (tests/labelling/test_grading_views.py checks it renders safely;
     # the editor's preview: tests/labelling/test_plain_language.py).
     assert found == [
+        ("templates/labelling/_guideline_panel.html", "{{ guideline_html|safe }}"),
         ("templates/labelling/edit_guideline.html", "{{ preview|safe }}"),
-        ("templates/labelling/grade.html", "{{ guideline_html|safe }}"),
         ("templates/labelling/guideline.html", "{{ html|safe }}"),
     ]

@@ -37,18 +37,12 @@
   if (!form) return;
   const dialog = doc.getElementById("keys-help");
 
-  function showKeys() {
-    if (!dialog) return;
-    if (dialog.open) dialog.close();
-    else dialog.showModal();
-  }
-
   doc.addEventListener("keydown", function (event) {
     const action = actionFor(event, { dialogOpen: Boolean(dialog && dialog.open) });
     if (!action) return;
     if (action.help) {
       event.preventDefault();
-      showKeys();
+      window.GoldsetKeys.toggleHelp(); // static/goldset/keys.js, which also wires the "keys" buttons
       return;
     }
     if (action.record) {
@@ -62,9 +56,5 @@
     event.preventDefault();
     radio.checked = true;
     radio.focus();
-  });
-
-  doc.addEventListener("click", function (event) {
-    if (event.target.closest && event.target.closest(".show-keys")) showKeys();
   });
 })();

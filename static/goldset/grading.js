@@ -10,7 +10,8 @@
   "use strict";
 
   const root = document.getElementById("grading");
-  if (!root || !window.htmx || !window.GoldsetActions || !window.GoldsetSelection || !window.GoldsetKeys) return;
+  if (!root || !window.htmx || !window.GoldsetActions || !window.GoldsetSelection || !window.GoldsetKeys ||
+    !window.GoldsetSaveState) return;
   // Classes on this page are the page's own state (the current passage): htmx must not put a
   // swapped element's old classes back a moment after the swap.
   window.htmx.config.attributesToSettle = ["style", "width", "height"];
@@ -101,30 +102,12 @@
     return card.classList.contains("graded") || card.hasAttribute("data-pending-grade");
   }
 
-  // --- the status bar ------------------------------------------------------------------------
+  // --- the status bar: "All changes saved", or what is kept (static/goldset/save_state.js) ---
 
-  const STATES = {
-    offline: function (n) { return ["offline", "Offline: " + kept(n) + "; saved when the connection returns"]; },
-    session: function (n) { return ["held", "Session expired: " + kept(n) + " until you log in again"]; },
-    unavailable: function (n) { return ["held", "Server unavailable: " + kept(n) + "; trying again"]; },
-    "other-account": function (n) { return ["held", "Another account is logged in: " + kept(n) + " for this page's account"]; },
-    "stale-page": function (n) { return ["held", "Reload the page: " + kept(n)]; },
-    stored: function (n) { return ["saving", "Saving " + kept(n) + " from an earlier visit…"]; },
-  };
-
-  function kept(n) {
-    return n + (n === 1 ? " change kept" : " changes kept");
-  }
+  const kept = window.GoldsetSaveState.kept;
 
   function showState(state) {
-    if (!saveState) return;
-    let view;
-    if (state.held && STATES[state.held]) view = STATES[state.held](state.waiting);
-    else if (!navigator.onLine) view = ["offline", "Offline: changes you make are kept and saved when the connection returns"];
-    else if (state.waiting) view = ["saving", "Saving…"];
-    else view = ["saved", "All changes saved"];
-    saveState.dataset.state = view[0];
-    saveState.textContent = view[1];
+    window.GoldsetSaveState.show(saveState, state);
   }
 
   const queue = window.GoldsetActions.create({
@@ -285,13 +268,6 @@
     });
     const url = card.dataset.documentUrl + (whole ? "?view=passage" : "");
     window.htmx.ajax("GET", url, { source: root, swap: "none" }).catch(function () {});
-  }
-
-  function showKeys() {
-    const dialog = document.getElementById("keys-help");
-    if (!dialog) return;
-    if (dialog.open) dialog.close();
-    else dialog.showModal();
   }
 
   // --- evidence from a selection (static/goldset/selection.js) -------------------------------
@@ -505,7 +481,7 @@
     c: cantTell,
     n: nextQuestion,
     z: undo,
-    "?": showKeys,
+    "?": window.GoldsetKeys.toggleHelp, // static/goldset/keys.js
   };
 
   // Fields that take typing keep their keys (static/goldset/keys.js says which).
@@ -586,10 +562,6 @@
       const index = cards().indexOf(card);
       if (index !== current) setCurrent(index, false);
     }
-  });
-
-  document.addEventListener("click", function (event) {
-    if (event.target.closest(".show-keys")) showKeys();
   });
 
   const autoAdvance = document.getElementById("auto-advance");

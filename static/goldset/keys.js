@@ -3,7 +3,11 @@
 // note is text, never a grade, while a focused checkbox, radio button or button leaves the
 // page's keys working: they take no typing, and the answer review's rows are radio buttons.
 //
+// The same pages list their keys in one <dialog id="keys-help">: `?` (each page's handler calls
+// toggleHelp) and every "keys" button (class show-keys, wired here once) open it and close it.
+//
 // Interface: GoldsetKeys.isTyping(event) -> boolean
+//            GoldsetKeys.toggleHelp() -> opens or closes the page's list of keys, if it has one
 (function () {
   "use strict";
 
@@ -23,5 +27,18 @@
     return Boolean(event.isComposing) || takesTyping(event.target);
   }
 
-  window.GoldsetKeys = Object.freeze({ isTyping: isTyping });
+  function toggleHelp() {
+    const dialog = window.document ? window.document.getElementById("keys-help") : null;
+    if (!dialog) return;
+    if (dialog.open) dialog.close();
+    else dialog.showModal();
+  }
+
+  window.GoldsetKeys = Object.freeze({ isTyping: isTyping, toggleHelp: toggleHelp });
+
+  if (window.document) {
+    window.document.addEventListener("click", function (event) {
+      if (event.target.closest && event.target.closest(".show-keys")) toggleHelp();
+    });
+  }
 })();

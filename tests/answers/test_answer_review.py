@@ -1,6 +1,7 @@
 """The answer review: planning (spread, double share, access), each grade, blindness, finishing."""
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -18,6 +19,7 @@ from answers.services import review
 from answers.services.runs import FactInput, import_answers, record_reference_answer
 from corpus.models import AccessGroup
 from goldset.errors import ServiceError
+from labelling.services.guidelines import save_guideline
 from tests.factories import QuestionFactory, QuestionSetFactory, add_documents, login
 
 LEAVE = "Employees receive 25 days of paid annual leave per calendar year."
@@ -167,6 +169,7 @@ def test_a_refusal_without_sentences_has_no_claims_to_grade(run, member, project
         text = page.content.decode()
         assert page.status_code == 200 and "The system refused to answer" in text
         assert "<h2>Claims</h2>" not in text and "Everything is graded." in text
+        assert "No claim to grade" in text and "0 of 0" not in text
         finish = reverse("answers:finish-answer-review", args=[project.slug, assignment.pk])
         assert client.post(finish).status_code == 302
         assignment.refresh_from_db()
@@ -187,9 +190,12 @@ def test_the_review_page_saves_each_grade_and_is_blind(run, member, project):
         url, {"kind": "support", "claim": 0, "value": "partial"}, HTTP_HX_REQUEST="true"
     )
     reply = response.content.decode()
-    # The htmx reply is the status line only: the page already shows the choice.
+    # The htmx reply is the status bar's message and progress only: the page already shows
+    # the choice.
     assert response.status_code == 200 and reply.startswith('<p id="review-status"')
     assert "Still to grade: a claim&#x27;s support, a citation&#x27;s grade." in reply
+    assert '<p id="review-progress"' in reply and "<strong>1 of 4</strong> decisions made" in reply
+    assert "<form" not in reply and "You get 25 days." not in reply
     assert ClaimJudgement.objects.get(assignment=mine, position=0).support == "partial"
     bad = client.post(url, {"kind": "citation", "claim": 0, "passage": 1, "value": "5"})
     assert bad.status_code == 400 and "A citation is graded 2, 1 or 0." in bad.content.decode()
@@ -349,3 +355,125 @@ def test_evidence_for_a_claim_is_a_span_of_a_context_passage(run, member, projec
     assert ClaimEvidence.objects.count() == 1
     client.post(url, {"claim": 0, "remove": evidence.pk})
     assert not ClaimEvidence.objects.exists()
+
+
+def test_the_review_page_has_the_grading_pages_panel_bar_and_keys(run, member, project):
+    """The grading page's pieces (issue 33 item 10): the project's guideline beside the work,
+    rendered safely; the status bar with its progress and save state; a key for every choice,
+    listed under ?."""
+    ann = member("labeller")
+    review.plan_answer_review(run=run, labellers=[ann], double_share=0)
+    mine = AnswerAssignment.objects.get(answer__question__external_id="q1")
+    client = login(ann)
+    url = reverse("answers:review-answer", args=[project.slug, mine.pk])
+    text = client.get(url).content.decode()
+    assert 'class="guideline-panel"' in text and "No guideline yet." in text
+    save_guideline(
+        project=project,
+        text="Claims need **support**. <script>alert(1)</script>",
+        user=member("lead"),
+    )
+    text = client.get(url).content.decode()
+    assert 'Guideline <span class="muted">v1</span>' in text
+    assert "<strong>support</strong>" in text and "<script>alert" not in text
+    assert '<p id="save-state" class="save-state" data-state="saved"' in text
+    # q1: two claims and two citations to decide, no reference facts yet.
+    assert "<strong>0 of 4</strong> decisions made" in text
+    to_go = AnswerAssignment.objects.filter(labeller=ann).count()
+    assert f"0 done, {to_go} to go" in text and to_go > 1 and 'id="keys-help"' in text
+    radios = re.findall(r'<input type="radio"[^>]*>', text)
+    assert len(radios) == 12 and all("data-key=" in radio for radio in radios)
+    review.record_claim_support(assignment=mine, labeller=ann, claim=0, support="full")
+    text = client.get(url).content.decode()
+    assert "<strong>1 of 4</strong> decisions made" in text
+
+
+def test_a_second_reviewer_sees_nothing_of_the_first(run, member, project):
+    """Blind as grading: the page of the second review of an answer shows none of the first
+    one's choices, groups, evidence, progress or finished state."""
+    ann, bob = member("labeller"), member("labeller")
+    review.plan_answer_review(run=run, labellers=[ann, bob], double_share=1)
+    mine = AnswerAssignment.objects.get(answer__question__external_id="q1", labeller=ann)
+    theirs = AnswerAssignment.objects.get(answer__question__external_id="q1", labeller=bob)
+    for claim, support in ((0, "partial"), (1, "none")):
+        review.record_claim_support(assignment=mine, labeller=ann, claim=claim, support=support)
+    for citation in CitationJudgement.objects.filter(claim__assignment=mine):
+        review.record_citation_grade(
+            assignment=mine, labeller=ann, claim=0, passage=citation.passage_id, grade=1
+        )
+    review.add_supporting_set(assignment=mine, labeller=ann, claim=0, citations=[0, 1])
+    context = mine.answer.passages.get(role="context")
+    review.add_claim_evidence(
+        assignment=mine,
+        labeller=ann,
+        claim=0,
+        version=context.version_id,
+        start=0,
+        end=9,
+        quote="Employees",
+    )
+    review.finish_answer_review(assignment=mine, labeller=ann)
+    text = login(bob).get(reverse("answers:review-answer", args=[project.slug, theirs.pk]))
+    text = text.content.decode()
+    assert "<strong>0 of 4</strong> decisions made" in text
+    assert " checked" not in text and "Together support it" not in text
+    assert "<q>Employees</q>" not in text and 'class="badge ok">done' not in text
+    assert ann.username not in text
+    done = AnswerAssignment.objects.filter(labeller=bob, done_at__isnull=False).count()
+    assert f"{done} done," in text and done == 0
+
+
+def test_writes_come_back_to_the_row_they_were_made_on(run, member, project):
+    ann = member("labeller")
+    review.plan_answer_review(run=run, labellers=[ann], double_share=0)
+    mine = AnswerAssignment.objects.get(answer__question__external_id="q1")
+    for citation in CitationJudgement.objects.filter(claim__assignment=mine):
+        review.record_citation_grade(
+            assignment=mine, labeller=ann, claim=0, passage=citation.passage_id, grade=1
+        )
+    client = login(ann)
+    page = reverse("answers:review-answer", args=[project.slug, mine.pk])
+    supporting = client.post(
+        reverse("answers:mark-supporting-citations", args=[project.slug, mine.pk]),
+        {"claim": 0, "citation": [0, 1]},
+    )
+    assert supporting.status_code == 302 and supporting["Location"] == f"{page}#supporting-0"
+    split = client.post(
+        reverse("answers:split-answer-claim", args=[project.slug, mine.pk]), {"claim": 1, "at": 20}
+    )
+    assert split.status_code == 302 and split["Location"] == f"{page}#claim-1"
+    # Removing evidence from a form that names no claim: back to the page's top, not a 500.
+    context = mine.answer.passages.get(role="context")
+    for claim in ({}, {"claim": "x"}):
+        added = review.add_claim_evidence(
+            assignment=mine,
+            labeller=ann,
+            claim=0,
+            version=context.version_id,
+            start=0,
+            end=9,
+            quote="Employees",
+        )
+        response = client.post(
+            reverse("answers:mark-claim-evidence", args=[project.slug, mine.pk]),
+            {"remove": added.pk, **claim},
+        )
+        assert response.status_code == 302 and response["Location"] == page
+    assert not ClaimEvidence.objects.exists()
+
+
+def test_finishing_opens_the_next_review_and_says_so_in_the_status_bar(run, member, project):
+    ann = member("labeller")
+    review.plan_answer_review(run=run, labellers=[ann], double_share=0)
+    refused = AnswerAssignment.objects.get(answer__question__external_id="q2")
+    client = login(ann)
+    response = client.post(
+        reverse("answers:finish-answer-review", args=[project.slug, refused.pk]), follow=True
+    )
+    following = AnswerAssignment.objects.filter(labeller=ann, done_at__isnull=True).order_by("pk")
+    assert response.redirect_chain[-1][0] == reverse(
+        "answers:review-answer", args=[project.slug, following.first().pk]
+    )
+    text = response.content.decode()
+    assert re.search(r'<p id="review-status"[^>]*>Answer review saved\. Still to grade', text)
+    assert '<ul class="messages"' not in text  # said once, in the bar

@@ -41,3 +41,49 @@ test("a key with no element behind it is not typing", () => {
 test("a key that is part of an input method's composition is typing", () => {
   assert.equal(isTyping(key({ tagName: "BODY" }, { isComposing: true })), true);
 });
+
+// A page's list of keys: `?` and every "keys" button open and close the one <dialog id="keys-help">.
+function page(withDialog) {
+  const listeners = {};
+  const dialog = {
+    open: false,
+    showModal() {
+      this.open = true;
+    },
+    close() {
+      this.open = false;
+    },
+  };
+  const document = {
+    getElementById: (id) => (withDialog && id === "keys-help" ? dialog : null),
+    addEventListener: (name, listener) => (listeners[name] = listener),
+  };
+  const { GoldsetKeys } = load("keys.js", { document: document });
+  const button = { closest: (selector) => (selector === ".show-keys" ? button : null) };
+  const elsewhere = { closest: () => null };
+  return { GoldsetKeys, dialog, click: (target) => listeners.click({ target: target }), button, elsewhere };
+}
+
+test("toggleHelp opens the list of keys, and closes it again", () => {
+  const { GoldsetKeys, dialog } = page(true);
+  GoldsetKeys.toggleHelp();
+  assert.equal(dialog.open, true);
+  GoldsetKeys.toggleHelp();
+  assert.equal(dialog.open, false);
+});
+
+test("a 'keys' button opens and closes the list; other clicks leave it alone", () => {
+  const { dialog, click, button, elsewhere } = page(true);
+  click(button);
+  assert.equal(dialog.open, true);
+  click(elsewhere);
+  assert.equal(dialog.open, true);
+  click(button);
+  assert.equal(dialog.open, false);
+});
+
+test("a page without a list of keys ignores ? and the button", () => {
+  const { GoldsetKeys, click, button } = page(false);
+  GoldsetKeys.toggleHelp();
+  click(button);
+});
