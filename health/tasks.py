@@ -8,8 +8,7 @@ from django.db import transaction
 from corpus import jobs
 from corpus.models import Project
 from health.services import checks as index_health
-from health.services import daily
-from health.services import manifests
+from health.services import daily, manifests
 from health.services import reports as health_reports
 
 logger = logging.getLogger(__name__)

@@ -21,9 +21,8 @@ from evaluation.services import index_evaluations
 from goldset.errors import ServiceError
 from health.forms import HealthThresholdsForm, ManifestSourceForm, ManifestUploadForm
 from health.models import ManifestSource
-from health.services import alerts, daily
+from health.services import alerts, daily, manifest_sources, manifests
 from health.services import checks as index_health
-from health.services import manifest_sources, manifests
 from health.services import reports as health_reports
 from labelling.services.recheck import stale_spans
 

@@ -13,7 +13,6 @@ from corpus.models import Job, JobState
 from health.models import IndexHealthCheck
 from health.services import alerts
 from tests.factories import login
-from tests.health.test_health_alerts import stale_project  # noqa: F401 - the fixture
 
 
 @pytest.fixture(autouse=True)
