@@ -1,0 +1,77 @@
+"""Canaries planted from the browser: the canaries page starts a job that runs the service the
+`plant_canaries` command runs (`questions.plant_canaries`), with the same options and checks.
+
+The job's message says how many were planted only to those who may see them: each canary adds
+its share to the figures (`corpus.jobs.add_shares`), so an admin or lead outside the canaries'
+access group reads the job without them, as every page treats restricted documents.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.urls import reverse
+
+from corpus import jobs
+from corpus.models import Document, Job, JobState, Project
+from labelling.services.questions import plant_canaries
+
+KIND = "plant_canaries"
+
+
+def start_planting(*, project: Project, user, group: str, count: int, set_name: str) -> Job:
+    """Queue the planting of ``count`` canaries restricted to ``group``, their questions in
+    ``set_name`` (checked by the form with the service's own rules, and again by the job)."""
+    then = {
+        "url": reverse("labelling:plant-canaries", args=[project.slug]),
+        "text": "Open Canaries",
+    }
+    return jobs.start(
+        project=project,
+        task="labelling.tasks.plant_canaries",
+        kind=KIND,
+        user=user,
+        params={"group": group, "count": count, "set_name": set_name, "then": then},
+        total=count,
+        description=f"Plant {count} canar{'y' if count == 1 else 'ies'}",
+    )
+
+
+def run_planting(job: Job) -> None:
+    """The job of `start_planting`: plant, and close the job in the same transaction, so a
+    worker that dies and runs it again never plants twice."""
+    params = job.params
+    with transaction.atomic():
+        canaries = plant_canaries(
+            project=job.project,
+            group=params["group"],
+            count=int(params["count"]),
+            set_name=params["set_name"],
+        )
+        planted = Document.objects.filter(
+            project=job.project, doc_id__in=[c.doc_id for c in canaries]
+        ).values_list("pk", flat=True)
+        job.done = job.total = len(canaries)
+        job.result = {"link": params["then"], "redirect": True}
+        jobs.add_shares(job, {pk: {"planted": 1, "done": 1, "total": 1} for pk in planted})
+        template = [
+            {
+                "items": [
+                    (
+                        "{planted:plural:canary/canaries} planted in {group}, each with its "
+                        "question in the set {set_name}. Rebuild the built-in indexes and give "
+                        "your own system their texts before replaying",
+                        "planted",
+                    )
+                ],
+                "join": "",
+                "empty": "Done. The canaries are restricted to an access group you are not in, "
+                "so nothing about them is shown to you",
+            },
+            ".",
+        ]
+        figures = {
+            "planted": len(canaries),
+            "group": params["group"],
+            "set_name": params["set_name"],
+        }
+        jobs.finish(job, JobState.SUCCEEDED, template, figures=figures)
