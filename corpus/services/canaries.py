@@ -27,6 +27,9 @@ from goldset.errors import ServiceError
 
 MAX_CANARIES = 50
 SOURCE = "canary"
+# The job that plants canaries from the browser (labelling.services.canary_planting); its
+# params name the canaries' access group (``access_groups``), as an upload's do.
+JOB_KIND = "plant_canaries"
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """Canaries planted from the browser: the canaries page starts a job that runs the service the
 `plant_canaries` command runs (`questions.plant_canaries`), with the same options and checks.
 
-The job's message says how many were planted only to those who may see them: each canary adds
-its share to the figures (`corpus.jobs.add_shares`), so an admin or lead outside the canaries'
-access group reads the job without them, as every page treats restricted documents.
+Only the project's admins in the canaries' group (and whoever started it) see the job at all
+(`corpus.job_display.visible_jobs`): canaries and their question set are never shown to leads.
+Its figures carry each canary's share (`corpus.jobs.add_shares`), so the admin who started it
+from outside the group reads it without them, as every page treats restricted documents.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from django.urls import reverse
 
 from corpus import jobs
 from corpus.models import Document, Job, JobState, Project
+from corpus.services import canaries
 from labelling.services.questions import plant_canaries
 
-KIND = "plant_canaries"
+KIND = canaries.JOB_KIND
 
 
 def start_planting(*, project: Project, user, group: str, count: int, set_name: str) -> Job:
@@ -30,9 +32,15 @@ def start_planting(*, project: Project, user, group: str, count: int, set_name: 
         task="labelling.tasks.plant_canaries",
         kind=KIND,
         user=user,
-        params={"group": group, "count": count, "set_name": set_name, "then": then},
+        params={
+            "group": group,
+            "access_groups": [group],  # who may see the job at all (`corpus.job_display`)
+            "count": count,
+            "set_name": set_name,
+            "then": then,
+        },
         total=count,
-        description=f"Plant {count} canar{'y' if count == 1 else 'ies'}",
+        description="Plant canaries",  # no count: the job page counts for those who may see
     )
 
 
@@ -41,16 +49,16 @@ def run_planting(job: Job) -> None:
     worker that dies and runs it again never plants twice."""
     params = job.params
     with transaction.atomic():
-        canaries = plant_canaries(
+        planted_canaries = plant_canaries(
             project=job.project,
             group=params["group"],
             count=int(params["count"]),
             set_name=params["set_name"],
         )
         planted = Document.objects.filter(
-            project=job.project, doc_id__in=[c.doc_id for c in canaries]
+            project=job.project, doc_id__in=[c.doc_id for c in planted_canaries]
         ).values_list("pk", flat=True)
-        job.done = job.total = len(canaries)
+        job.done = job.total = len(planted_canaries)
         job.result = {"link": params["then"], "redirect": True}
         jobs.add_shares(job, {pk: {"planted": 1, "done": 1, "total": 1} for pk in planted})
         template = [
@@ -70,7 +78,7 @@ def run_planting(job: Job) -> None:
             ".",
         ]
         figures = {
-            "planted": len(canaries),
+            "planted": len(planted_canaries),
             "group": params["group"],
             "set_name": params["set_name"],
         }

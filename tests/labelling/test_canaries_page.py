@@ -83,15 +83,15 @@ def test_an_admin_outside_the_group_learns_nothing_of_the_canaries(
     assert "No canary you may see" in page
     assert not any(c.doc_id in page for c in Document.objects.filter(is_canary=True))
     assert outsider.get(url(project, "labelling:download-canaries")).content == b""
-    job_page = outsider.get(reverse("corpus:show-job", args=[project.slug, job.pk]))
-    body = job_page.content.decode()
-    assert "canaries planted" not in body and "hr-confidential" not in body
-    assert "an access group you are not in" in body
+    assert outsider.get(reverse("corpus:show-job", args=[project.slug, job.pk])).status_code == 404
     # Planting for a group one is not in is an admin's right (as for uploads), and the job
     # page they are sent to says it was done without saying more.
     answer = plant(outsider, project, django_capture_on_commit_callbacks, group="legal")
     assert answer.status_code == 302
     assert Document.objects.filter(is_canary=True, access_groups__name="legal").count() == 2
+    body = outsider.get(answer["Location"]).content.decode()
+    assert "canaries planted" not in body and "legal" not in body and "2 of 2" not in body
+    assert "an access group you are not in" in body
 
 
 @pytest.mark.parametrize(
@@ -130,3 +130,30 @@ def test_a_project_without_access_groups_says_what_to_do_first(project, member):
     admin = login(member("admin"))
     page = admin.get(url(project)).content.decode()
     assert "no access group yet" in page and "<form" not in page.split("<h2>Plant")[1][:400]
+
+
+def test_the_planting_job_is_the_admins_in_the_group_alone(
+    project, team, member, django_capture_on_commit_callbacks, inline_jobs
+):
+    """Leads never learn of canaries or their question set, in the group or not; an admin
+    outside the group does not see another admin's planting job at all."""
+    lead_in = member("lead", username="lead_in")
+    projects.set_access_group_members(
+        project=project, name="hr-confidential", users=[team["adm_in"], lead_in]
+    )
+    plant(login(team["adm_in"]), project, django_capture_on_commit_callbacks)
+    job = Job.objects.get(kind="plant_canaries")
+    assert job.description == "Plant canaries"  # no count in a description
+    job_url = reverse("corpus:show-job", args=[project.slug, job.pk])
+    for who in (lead_in, team["lead"], team["adm_out"]):
+        client = login(who)
+        assert client.get(job_url).status_code == 404
+        for page in ("corpus:list-jobs", "corpus:show-project"):
+            body = client.get(reverse(page, args=[project.slug])).content.decode()
+            assert "canar" not in body.lower(), (who, page)
+    assert (
+        "Plant canaries"
+        in login(team["adm_in"])
+        .get(reverse("corpus:list-jobs", args=[project.slug]))
+        .content.decode()
+    )
