@@ -33,8 +33,15 @@ def issue(user) -> str:
     password = secrets.token_urlsafe(12)
     user.set_password(password)
     user.save(update_fields=["password"])
-    OneTimePassword.objects.update_or_create(user=user, defaults={"password": user.password})
+    require_change(user)
     return password
+
+
+def require_change(user) -> None:
+    """The password ``user`` has now was set by someone else (an admin who has seen it): its
+    owner changes it at their next log-in. Nothing for an account without a usable one."""
+    if user.has_usable_password():
+        OneTimePassword.objects.update_or_create(user=user, defaults={"password": user.password})
 
 
 def withdraw(user) -> None:

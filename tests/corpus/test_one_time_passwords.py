@@ -130,3 +130,38 @@ def test_the_command_line_account_is_one_time_too(project):
     assert "one-time" in out.getvalue()
     client, _ = log_in("olga", password)
     assert client.get(reverse("corpus:list-projects"))["Location"] == reverse("password_change")
+
+
+def test_a_password_set_for_someone_else_in_the_django_admin_is_one_time_too(project, member):
+    staff = User.objects.create_superuser("root", "root@example.org", "root pass phrase")
+    admin_site = Client()
+    admin_site.force_login(staff)
+    added = admin_site.post(
+        reverse("admin:auth_user_add"),
+        {
+            "username": "pia",
+            "password1": "typed by root 123",
+            "password2": "typed by root 123",
+            "usable_password": "true",
+        },
+    )
+    assert added.status_code == 302, added.content.decode()[:2000]
+    client, _ = log_in("pia", "typed by root 123")
+    assert client.get(reverse("corpus:list-projects"))["Location"] == reverse("password_change")
+    # A new password set for an existing member there is one-time as well...
+    ola = member("labeller", username="ola")
+    changed = admin_site.post(
+        reverse("admin:auth_user_password_change", args=[ola.pk]),
+        {"password1": "root knows this 1", "password2": "root knows this 1"},
+    )
+    assert changed.status_code == 302
+    client, _ = log_in("ola", "root knows this 1")
+    assert client.get(reverse("corpus:list-projects"))["Location"] == reverse("password_change")
+    # ...but never one the staff account sets for itself.
+    own = admin_site.post(
+        reverse("admin:auth_user_password_change", args=[staff.pk]),
+        {"password1": "my own new phrase 2", "password2": "my own new phrase 2"},
+    )
+    assert own.status_code == 302
+    client, _ = log_in("root", "my own new phrase 2")
+    assert client.get(reverse("corpus:list-projects")).status_code == 200
