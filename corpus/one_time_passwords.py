@@ -1,10 +1,11 @@
 """A one-time password forces a change at first log-in.
 
 An admin who creates an account (or renews a never-used one) with a one-time password has seen
-that password: its owner must choose their own before reaching any page. The account's issued
-password hash is kept (`OneTimePassword`); while the account still has that password, the
-session is marked at log-in and every request but the password change (and logging out) is sent
-to Django's password change page. Changing the password by any path (that page, the admin site,
+that password: its owner must choose their own before reaching any page. So does a password an
+installation administrator types for someone else in the Django admin (`require_change`). The
+issued password's hash is kept (`OneTimePassword`); while the account still has that password,
+the session is marked at log-in and every request but the password change (and logging out) is
+sent to Django's password change page. A password set by any other path afterwards (that page,
 an invitation link) ends it: the hashes no longer match.
 
 The mark is set when someone logs in (`user_logged_in`), so a session whose password was never
