@@ -26,8 +26,7 @@ BUILT_HERE = (RetrieverKind.BM25, RetrieverKind.EMBEDDING)
 class Step:
     title: str
     done: bool
-    url: str
-    action: str  # the link's text: where the step is done
+    url: str  # where the step is done
 
 
 def first_steps(*, project: Project, viewer) -> list[Step]:
@@ -39,25 +38,21 @@ def first_steps(*, project: Project, viewer) -> list[Step]:
             "Upload documents",
             Document.objects.filter(project=project).content().visible_to(viewer).exists(),
             reverse("corpus:upload-documents", args=[slug]),
-            "Upload documents",
         ),
         Step(
             "Add a chunking scheme",
             project.chunking_schemes.exists(),
             reverse("corpus:list-chunking", args=[slug]),
-            "Open Chunking",
         ),
         Step(
             "Add a retriever",
             retrievers.exists(),
             reverse("corpus:add-retriever", args=[slug]),
-            "Add a retriever",
         ),
         Step(
             "Build its index",
             retrievers.filter(Q(active_index__isnull=False) | ~Q(kind__in=BUILT_HERE)).exists(),
             reverse("corpus:list-retrievers", args=[slug]),
-            "Open Retrievers",
         ),
         Step(
             "Import questions",
@@ -65,18 +60,15 @@ def first_steps(*, project: Project, viewer) -> list[Step]:
                 question_set__project=project, question_set__is_canary=False
             ).exists(),
             reverse("labelling:import-questions", args=[slug]),
-            "Import questions",
         ),
         Step(
             "Pool candidates",
             Pool.objects.filter(question_set__project=project).exists(),
             reverse("labelling:add-pool", args=[slug]),
-            "Pool candidates",
         ),
         Step(
             "Plan the assignments",
             Assignment.objects.filter(pool__question_set__project=project).exists(),
             reverse("labelling:list-assignments", args=[slug]),
-            "Open Assignments",
         ),
     ]
