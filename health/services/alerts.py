@@ -20,6 +20,8 @@ from django.urls import reverse
 from corpus.models import Project, Role
 from goldset.errors import ServiceError
 
+# What sending an email raises when the mail server fails (refused, unreachable, too slow).
+MAIL_ERRORS = (smtplib.SMTPException, OSError)
 # How long a test alert waits for the mail server.
 SEND_TIMEOUT_SECONDS = 10
 # A second test alert within this many seconds is the same click twice: not sent again.
@@ -85,12 +87,9 @@ def send_test_alert(*, project: Project, user) -> str:
             ),
             timeout=SEND_TIMEOUT_SECONDS,
         )
-    except (smtplib.SMTPException, OSError) as exc:
+    except MAIL_ERRORS as exc:
         cache.delete(f"health-test-alert:{project.pk}")  # nothing went: trying again is fine
-        raise ServiceError(
-            f"The test alert could not be sent: the mail server {_reason(exc)}. Whoever runs "
-            "Goldset checks its mail settings (EMAIL_HOST, EMAIL_PORT)."
-        ) from exc
+        raise ServiceError(f"The test alert could not be sent: {mail_failure(exc)}") from exc
     where = NOT_DELIVERED.get(settings.EMAIL_BACKEND)
     admins = f"{sent} admin address{'es' if sent != 1 else ''}"
     if where:
@@ -101,8 +100,16 @@ def send_test_alert(*, project: Project, user) -> str:
     return f"Test alert sent to {admins} of {project.name}; it should arrive within minutes."
 
 
+def mail_failure(exc: Exception) -> str:
+    """Why an email could not be sent, in words, without the mail server's address or any
+    credential: for a page or a job's message."""
+    return (
+        f"the mail server {_reason(exc)}. Whoever runs Goldset checks its mail settings "
+        "(EMAIL_HOST, EMAIL_PORT)."
+    )
+
+
 def _reason(exc: Exception) -> str:
-    """What went wrong, in words, without the server's address or any credential."""
     if isinstance(exc, smtplib.SMTPAuthenticationError):
         return "refused the installation's user name or password"
     if isinstance(exc, smtplib.SMTPRecipientsRefused):
@@ -110,7 +117,7 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, smtplib.SMTPSenderRefused):
         return "refused the sender address (DEFAULT_FROM_EMAIL)"
     if isinstance(exc, TimeoutError):
-        return f"did not answer within {SEND_TIMEOUT_SECONDS} seconds"
+        return "did not answer in time"
     if isinstance(exc, ConnectionRefusedError):
         return "refused the connection"
     if isinstance(exc, smtplib.SMTPException):

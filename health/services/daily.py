@@ -9,6 +9,8 @@ from django.urls import reverse
 
 from corpus import jobs
 from corpus.models import Job, JobState, Project
+from goldset.errors import ServiceError
+from health.services.alerts import MAIL_ERRORS, mail_failure
 from health.services.checks import record_health_checks
 
 KIND = "daily_index_health_check"
@@ -39,8 +41,14 @@ def start_daily_check(*, project: Project, user) -> Job:
 
 def run_daily_check(job: Job) -> None:
     """The job of `start_daily_check`: record every retriever's check, as the beat task does."""
-    with transaction.atomic():
-        checks = record_health_checks(project=job.project)
+    try:
+        with transaction.atomic():
+            checks = record_health_checks(project=job.project)
+    except MAIL_ERRORS as exc:
+        raise ServiceError(
+            "Nothing was recorded: a retriever first crossed a threshold, and the alert email "
+            f"to the admins could not be sent: {mail_failure(exc)}"
+        ) from exc
     job.done = job.total = len(checks)
     crossed = [c for c in checks if c.crossed]
     emailed = sum(1 for c in checks if c.notified)

@@ -117,7 +117,7 @@ def test_no_admin_address_is_said_and_nothing_is_sent(stale_project, member):
     ("error", "said"),
     [
         (ConnectionRefusedError(111, "Connection refused"), "refused the connection"),
-        (TimeoutError("timed out"), "did not answer within 10 seconds"),
+        (TimeoutError("timed out"), "did not answer in time"),
         (smtplib.SMTPAuthenticationError(535, b"bad secret s3cr3t"), "user name or password"),
         (OSError("Name or service not known: mail.internal.example"), "could not be reached"),
     ],
@@ -140,3 +140,24 @@ def test_a_mail_server_failure_is_a_message_without_its_address_or_secret(
     assert "s3cr3t" not in body and "mail.internal.example" not in body
     # Nothing went, so trying again is allowed straight away (and says the same).
     assert said in admin.post(url, follow=True).content.decode()
+
+
+def test_a_check_now_whose_alert_cannot_be_sent_fails_in_words_and_records_nothing(
+    stale_project, member, monkeypatch, django_capture_on_commit_callbacks, inline_jobs
+):
+    project = stale_project.project
+    member("admin", email="ada@example.org")
+    lead = login(member("lead"))
+
+    def fail(*args, **kwargs):
+        raise ConnectionRefusedError(111, "Connection refused to smtp.internal.example")
+
+    monkeypatch.setattr(alerts, "send_mail", fail)
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = lead.post(reverse("health:run-daily-check", args=[project.slug]))
+    job = Job.objects.get(kind="daily_index_health_check")
+    assert job.state == JobState.FAILED
+    body = lead.get(answer["Location"]).content.decode()
+    assert "the alert email to the admins could not be sent" in body
+    assert "refused the connection" in body and "smtp.internal.example" not in body
+    assert not IndexHealthCheck.objects.exists()  # the next check emails as a first crossing
