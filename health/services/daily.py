@@ -4,8 +4,12 @@ the banner and the alert emails cannot tell a "check now" from a scheduled one."
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db import transaction
+from django.db.models import Q
 from django.urls import reverse
+from django.utils import timezone
 
 from corpus import jobs
 from corpus.models import Job, JobState, Project
@@ -14,14 +18,22 @@ from health.services.alerts import MAIL_ERRORS, mail_failure
 from health.services.checks import record_health_checks
 
 KIND = "daily_index_health_check"
+# A second "check now" this soon after the first is the same click twice: it follows that job.
+SAME_CLICK_SECONDS = 30
 
 
 def start_daily_check(*, project: Project, user) -> Job:
-    """Queue the daily check of ``project`` now, or give the one already waiting or under way
-    (a double click starts one job)."""
+    """Queue the daily check of ``project`` now, or give the one waiting, under way or started
+    a moment ago (a double click starts one job, however fast the worker is)."""
     with transaction.atomic():
         Project.objects.select_for_update().filter(pk=project.pk).first()  # one start at a time
-        running = Job.objects.unfinished().filter(project=project, kind=KIND).first()
+        recent = timezone.now() - timedelta(seconds=SAME_CLICK_SECONDS)
+        running = (
+            Job.objects.filter(project=project, kind=KIND)
+            .filter(Q(state__in=[JobState.QUEUED, JobState.RUNNING]) | Q(created_at__gte=recent))
+            .order_by("-pk")
+            .first()
+        )
         if running is not None:
             return running
         then = {

@@ -9,8 +9,11 @@ from outside the group reads it without them, as every page treats restricted do
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.db import transaction
 from django.urls import reverse
+from django.utils import timezone
 
 from corpus import jobs
 from corpus.models import Document, Job, JobState, Project
@@ -18,11 +21,34 @@ from corpus.services import canaries
 from labelling.services.questions import plant_canaries
 
 KIND = canaries.JOB_KIND
+# The same planting asked again this soon by the same admin is the same click twice.
+SAME_CLICK_SECONDS = 30
 
 
 def start_planting(*, project: Project, user, group: str, count: int, set_name: str) -> Job:
     """Queue the planting of ``count`` canaries restricted to ``group``, their questions in
     ``set_name`` (checked by the form with the service's own rules, and again by the job)."""
+    with transaction.atomic():
+        Project.objects.select_for_update().filter(pk=project.pk).first()  # one start at a time
+        same = (
+            Job.objects.filter(
+                project=project,
+                kind=KIND,
+                created_by=user,
+                created_at__gte=timezone.now() - timedelta(seconds=SAME_CLICK_SECONDS),
+                params__group=group,
+                params__count=count,
+                params__set_name=set_name,
+            )
+            .order_by("-pk")
+            .first()
+        )
+        if same is not None:
+            return same  # a double click plants once
+        return _start(project=project, user=user, group=group, count=count, set_name=set_name)
+
+
+def _start(*, project: Project, user, group: str, count: int, set_name: str) -> Job:
     then = {
         "url": reverse("labelling:plant-canaries", args=[project.slug]),
         "text": "Open Canaries",

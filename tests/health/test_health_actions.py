@@ -65,6 +65,19 @@ def test_a_double_click_follows_the_one_job_waiting(stale_project, member):
     )
 
 
+def test_a_double_click_after_a_fast_worker_still_runs_one_check(
+    stale_project, member, django_capture_on_commit_callbacks, inline_jobs
+):
+    project = stale_project.project
+    lead = login(member("lead"))
+    url = reverse("health:run-daily-check", args=[project.slug])
+    for _ in range(2):
+        with django_capture_on_commit_callbacks(execute=True):
+            lead.post(url)
+    assert Job.objects.filter(kind="daily_index_health_check").count() == 1
+    assert IndexHealthCheck.objects.count() == 1
+
+
 def test_who_may_use_the_buttons(stale_project, member, other_project_admin):
     project = stale_project.project
     check = reverse("health:run-daily-check", args=[project.slug])

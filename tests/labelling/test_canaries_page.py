@@ -157,3 +157,16 @@ def test_the_planting_job_is_the_admins_in_the_group_alone(
         .get(reverse("corpus:list-jobs", args=[project.slug]))
         .content.decode()
     )
+
+
+def test_a_double_click_plants_once(project, team, django_capture_on_commit_callbacks, inline_jobs):
+    admin = login(team["adm_in"])
+    first = plant(admin, project, django_capture_on_commit_callbacks)
+    second = plant(admin, project, django_capture_on_commit_callbacks)
+    (job,) = Job.objects.filter(kind="plant_canaries")
+    assert first["Location"] == second["Location"]
+    assert job.state == JobState.SUCCEEDED
+    assert Document.objects.filter(project=project, is_canary=True).count() == 2
+    # Other options are another planting.
+    plant(admin, project, django_capture_on_commit_callbacks, count="1")
+    assert Document.objects.filter(project=project, is_canary=True).count() == 3
