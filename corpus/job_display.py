@@ -10,7 +10,8 @@ message template (`corpus.jobs.finish`), and problems naming such a document are
 
 An upload restricted to access groups the viewer is in none of (a job of new restricted
 documents, file names included) is not theirs to see at all: `visible_jobs` leaves it out and
-its page is a 404, unless they started it themselves.
+its page is a 404, unless they started it themselves. So is a planting of canaries, for anyone
+but the project's admins in the canaries' group.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from dataclasses import dataclass, field
 from django.db.models import QuerySet
 
 from corpus import jobs, visibility
-from corpus.models import AccessGroup, Document, Job
+from corpus.models import AccessGroup, Document, Job, Membership, Role
+from corpus.services.canaries import JOB_KIND as CANARY_JOB_KIND
 
 UPLOAD_KIND = "import_uploads"
 # Said instead of a message whose figures rest on documents hidden from the viewer (a gold
@@ -49,11 +51,24 @@ class JobView:
 
 def visible_jobs(jobs: QuerySet, user) -> QuerySet:
     """``jobs`` without the uploads restricted to access groups the user is in none of (and
-    did not start)."""
-    restricted = jobs.filter(kind=UPLOAD_KIND).exclude(created_by_id=user.pk)
+    did not start), and without the plantings of canaries unless the user is an admin of the
+    project in the canaries' group (or started it): canaries and their question set are the
+    admins' alone (`corpus.services.canaries`)."""
+    restricted = jobs.filter(kind__in=[UPLOAD_KIND, CANARY_JOB_KIND]).exclude(created_by_id=user.pk)
     own_groups: dict[int, set[str]] = {}
+    admin_of: dict[int, bool] = {}
     hidden = []
-    for pk, project_id, params in restricted.values_list("pk", "project_id", "params"):
+    for pk, project_id, kind, params in restricted.values_list(
+        "pk", "project_id", "kind", "params"
+    ):
+        if kind == CANARY_JOB_KIND:
+            if project_id not in admin_of:
+                admin_of[project_id] = Membership.objects.filter(
+                    project_id=project_id, user_id=user.pk, role=Role.ADMIN
+                ).exists()
+            if not admin_of[project_id]:
+                hidden.append(pk)
+                continue
         groups = params.get("access_groups") if isinstance(params, dict) else None
         if not groups:
             continue

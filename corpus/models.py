@@ -182,6 +182,21 @@ class AccessGroupChange(models.Model):
         return f"{self.changed_by_name or 'a script'} {verb} {self.member_name} ({self.group_name})"
 
 
+class OneTimePassword(models.Model):
+    """The password an admin issued an account (as its hash): while the account still has it,
+    every page but the password change sends its owner there (`corpus.one_time_passwords`).
+    Any change of password, by any path, ends it: the hashes no longer match."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="one_time_password"
+    )
+    password = models.CharField(max_length=128)
+    issued_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"one-time password of {self.user}"
+
+
 class DuplicateGroup(models.Model):
     """Near-duplicate documents; only the representative stays searchable."""
 

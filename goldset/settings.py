@@ -85,6 +85,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "goldset.middleware.PrivatePagesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A one-time password is changed before any other page (after auth and messages).
+    "corpus.one_time_passwords.ChangeFirstMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

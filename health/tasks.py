@@ -8,7 +8,7 @@ from django.db import transaction
 from corpus import jobs
 from corpus.models import Project
 from health.services import checks as index_health
-from health.services import manifests
+from health.services import daily, manifests
 from health.services import reports as health_reports
 
 logger = logging.getLogger(__name__)
@@ -23,6 +23,12 @@ def import_manifest(job_id: int) -> None:
 def index_health_report(job_id: int) -> None:
     """A large index's health figures, as the lead who asked may see them, stored."""
     jobs.run(job_id, health_reports.run_health_report)
+
+
+@shared_task(**jobs.TASK_OPTIONS)
+def daily_index_health_check(job_id: int) -> None:
+    """One project's daily check, run now from Index health (the same service as below)."""
+    jobs.run(job_id, daily.run_daily_check)
 
 
 @shared_task(acks_late=True)

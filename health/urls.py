@@ -12,6 +12,16 @@ urlpatterns = [
         name="check-index-now",
     ),
     path(
+        "p/<slug:slug>/index-health/daily-check/",
+        health_views.run_daily_check_now,
+        name="run-daily-check",
+    ),
+    path(
+        "p/<slug:slug>/index-health/test-alert/",
+        health_views.send_test_alert,
+        name="send-test-alert",
+    ),
+    path(
         "p/<slug:slug>/index-health/manifest/",
         health_views.upload_manifest,
         name="upload-manifest",

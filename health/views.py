@@ -21,8 +21,8 @@ from evaluation.services import index_evaluations
 from goldset.errors import ServiceError
 from health.forms import HealthThresholdsForm, ManifestSourceForm, ManifestUploadForm
 from health.models import ManifestSource
+from health.services import alerts, daily, manifest_sources, manifests
 from health.services import checks as index_health
-from health.services import manifest_sources, manifests
 from health.services import reports as health_reports
 from labelling.services.recheck import stale_spans
 
@@ -157,6 +157,28 @@ def check_index_now(request: HttpRequest, slug: str, retriever_id: int) -> HttpR
     retriever = get_object_or_404(Retriever, project=access.project, pk=retriever_id)
     job = health_reports.start_health_report(retriever=retriever, user=request.user)
     return follow_job(request, job)
+
+
+@login_required
+@require_POST
+def run_daily_check_now(request: HttpRequest, slug: str) -> HttpResponse:
+    """The daily check of every retriever, now, as a job (the scheduled task's service); a
+    second click while it waits or runs follows the same job."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    return follow_job(request, daily.start_daily_check(project=access.project, user=request.user))
+
+
+@login_required
+@require_POST
+def send_test_alert(request: HttpRequest, slug: str) -> HttpResponse:
+    """A test alert to the project's admins through the alert channel; the page says whether
+    it went. Admins only: the alerts are theirs."""
+    access = project_access(request.user, slug, role=Role.ADMIN)
+    try:
+        messages.success(request, alerts.send_test_alert(project=access.project, user=request.user))
+    except ServiceError as error:
+        messages.error(request, str(error))
+    return redirect("health:show-index-health", slug=access.project.slug)
 
 
 @login_required

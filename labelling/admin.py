@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
+from corpus import one_time_passwords
 from labelling.models import (
     Assignment,
     Candidate,
@@ -207,12 +208,25 @@ class AccountAdmin(UserAdmin):
     def save_model(self, request, obj, form, change):
         was_active = change and User.objects.filter(pk=obj.pk, is_active=True).exists()
         super().save_model(request, obj, form, change)
+        if not change:
+            # A password typed here for someone else is a one-time password.
+            one_time_passwords.require_change(obj)
         if was_active and not obj.is_active:
             released = _release_unstarted(obj, by=request.user)
             if released:
                 self.message_user(
                     request, f"{released} unstarted assignment(s) went back to the pool."
                 )
+
+    def user_change_password(self, request, id, form_url=""):
+        """A password an admin sets here for someone else is one-time, as on the members page;
+        one set for their own account is not."""
+        response = super().user_change_password(request, id, form_url)
+        if request.method == "POST" and response.status_code == 302:
+            user = self.get_object(request, id)
+            if user is not None and user.pk != request.user.pk:
+                one_time_passwords.require_change(user)
+        return response
 
     def delete_view(self, request, object_id, extra_context=None):
         user = self.get_object(request, object_id)

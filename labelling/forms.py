@@ -17,13 +17,15 @@ from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Q
 from django.template.defaultfilters import filesizeformat
 
-from corpus.models import Retriever
+from corpus.models import AccessGroup, Retriever
+from corpus.services.canaries import MAX_CANARIES
 from goldeval.pooling import Strategy
 from labelling.assignment_plan import DEFAULT_DOUBLE_SHARE
 from labelling.models import Pool, PoolState, QuestionSet, VerdictOutcome
 from labelling.services.guidelines import MAX_GUIDELINE_CHARS
 from labelling.services.judgements import GRADES, clamp_seconds
 from labelling.services.pools import MAX_DEPTH
+from labelling.services.questions import canary_set_problem
 from labelling.services.recheck import OUTCOMES as RECHECK_OUTCOMES
 
 User = get_user_model()
@@ -31,6 +33,45 @@ User = get_user_model()
 # Question sets and pools -------------------------------------------------------------------
 
 FORMAT_OF_SUFFIX = {".csv": "csv", ".jsonl": "jsonl", ".txt": "lines"}
+
+
+class PlantCanariesForm(forms.Form):
+    """The options of `manage.py plant_canaries`, with its checks (the service's own)."""
+
+    group = forms.ModelChoiceField(
+        queryset=AccessGroup.objects.none(),
+        to_field_name="name",
+        label="Access group",
+        help_text="Only its members may read the canaries; a replay must never show them to "
+        "anyone else.",
+    )
+    count = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_CANARIES,
+        initial=3,
+        label="How many",
+        help_text=f"1 to {MAX_CANARIES} canary documents, each with a question of its own.",
+    )
+    set_name = forms.SlugField(
+        max_length=100,
+        initial="canaries",
+        label="Question set",
+        help_text="Their questions go to this set: new, or a canary set already (never a set of "
+        "the team's questions).",
+    )
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.fields["group"].queryset = project.access_groups.order_by("name")
+        self.fields["group"].empty_label = None
+
+    def clean_set_name(self) -> str:
+        set_name = self.cleaned_data["set_name"]
+        problem = canary_set_problem(project=self.project, set_name=set_name)
+        if problem:
+            raise forms.ValidationError(problem)
+        return set_name
 
 
 class QuestionImportForm(forms.Form):

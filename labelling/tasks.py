@@ -5,7 +5,7 @@ from celery import shared_task
 from corpus import jobs
 from corpus.models import Retriever
 from labelling.models import Pool
-from labelling.services import pools, questions
+from labelling.services import canary_planting, pools, questions
 
 
 @shared_task(**jobs.TASK_OPTIONS)
@@ -24,3 +24,8 @@ def pool_batch(pool_id: int, retriever_id: int, question_ids: list[int]) -> None
 @shared_task(**jobs.TASK_OPTIONS)
 def import_questions(job_id: int) -> None:
     jobs.run(job_id, questions.run_question_import)
+
+
+@shared_task(**jobs.TASK_OPTIONS)
+def plant_canaries(job_id: int) -> None:
+    jobs.run(job_id, canary_planting.run_planting)

@@ -5,12 +5,19 @@ app_name = "labelling"
 urlpatterns: list = []
 
 # Question sets and pools (labelling/views/questions.py, labelling/views/pools.py) ----------
-from labelling.views import pools, questions  # noqa: E402
+from labelling.views import canaries, first_steps, pools, questions  # noqa: E402
 
 urlpatterns += [
     path("p/<slug:slug>/sets/", questions.list_question_sets, name="list-question-sets"),
     path("p/<slug:slug>/sets/import/", questions.import_questions, name="import-questions"),
     path("p/<slug:slug>/sets/<int:set_id>/", questions.show_question_set, name="show-question-set"),
+    path("p/<slug:slug>/first-steps/", first_steps.show_first_steps, name="show-first-steps"),
+    path("p/<slug:slug>/canaries/", canaries.plant_canaries, name="plant-canaries"),
+    path(
+        "p/<slug:slug>/canaries/canaries.jsonl",
+        canaries.download_canaries,
+        name="download-canaries",
+    ),
     path("p/<slug:slug>/pools/", pools.list_pools, name="list-pools"),
     path("p/<slug:slug>/pools/add/", pools.add_pool, name="add-pool"),
     path("p/<slug:slug>/pools/<int:pool_id>/", pools.show_pool, name="show-pool"),

@@ -12,7 +12,9 @@ knowing a canary's question (admins and replays only) never tells its answer.
 
 from __future__ import annotations
 
+import json
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -25,6 +27,9 @@ from goldset.errors import ServiceError
 
 MAX_CANARIES = 50
 SOURCE = "canary"
+# The job that plants canaries from the browser (labelling.services.canary_planting); its
+# params name the canaries' access group (``access_groups``), as an upload's do.
+JOB_KIND = "plant_canaries"
 
 
 @dataclass(frozen=True)
@@ -95,3 +100,22 @@ def plant_canary_documents(*, project: Project, group: str, count: int = 3) -> l
             is_canary=True
         )
     return canaries
+
+
+def jsonl_line(*, doc_id: str, title: str, text: str, groups: Iterable[str]) -> str:
+    """One canary as a line of the JSONL a team's own index ingests (`plant_canaries --out`
+    and the canaries page's download)."""
+    record = {"doc_id": doc_id, "title": title, "text": text, "access_groups": list(groups)}
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def planted_for(project: Project, viewer):
+    """The project's canary documents ``viewer`` may see (the visibility rule: an admin
+    outside a canary's group learns nothing of it), newest version and groups read along."""
+    return (
+        Document.objects.filter(project=project, is_canary=True)
+        .visible_to(viewer)
+        .select_related("latest_version")
+        .prefetch_related("access_groups")
+        .order_by("created_at", "pk")
+    )

@@ -3,7 +3,6 @@ when access changes."""
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -17,6 +16,7 @@ from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
+from corpus import one_time_passwords
 from corpus.models import (
     AccessGroup,
     AccessGroupChange,
@@ -174,7 +174,7 @@ def remove_member(*, membership: Membership, by=None) -> None:
 @dataclass(frozen=True)
 class NewAccount:
     user: object
-    password: str = ""  # the one-time password, when one was asked for
+    password: str = ""  # the one-time password (changed at first log-in), when one was asked for
     invitation_path: str = ""  # the path of the invitation link, when one was asked for
 
 
@@ -205,13 +205,13 @@ def create_account(
         raise ServiceError(
             f"An account named {username} already exists: add it as a member instead."
         )
-    password = "" if invite else secrets.token_urlsafe(12)
+    password = ""
     try:
         with transaction.atomic():
-            user = User.objects.create_user(
-                username=username, email=email, password=password or None
-            )
+            user = User.objects.create_user(username=username, email=email, password=None)
             Membership.objects.create(project=project, user=user, role=role)
+            if not invite:
+                password = one_time_passwords.issue(user)
     except IntegrityError as exc:  # the same name, created a moment ago elsewhere
         raise ServiceError(f"An account named {username} already exists.") from exc
     return NewAccount(
@@ -243,11 +243,9 @@ def renew_access(*, user, admin, invite: bool) -> NewAccount:
     if invite:
         user.set_unusable_password()
         user.save(update_fields=["password"])
+        one_time_passwords.withdraw(user)
         return NewAccount(user=user, invitation_path=invitation_path(user))
-    password = secrets.token_urlsafe(12)
-    user.set_password(password)
-    user.save(update_fields=["password"])
-    return NewAccount(user=user, password=password)
+    return NewAccount(user=user, password=one_time_passwords.issue(user))
 
 
 def invitation_path(user) -> str:

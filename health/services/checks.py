@@ -22,12 +22,8 @@ import datetime
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
-from django.core.mail import send_mail
 from django.db.models import OuterRef, Subquery
-from django.urls import reverse
 from django.utils import timezone
 
 from corpus.models import (
@@ -37,7 +33,6 @@ from corpus.models import (
     Project,
     Retriever,
     RetrieverKind,
-    Role,
 )
 from evaluation.models import EvaluationRun, GoldSet, PermissionReplay
 from evaluation.services.corpus_state import document_states
@@ -48,6 +43,7 @@ from goldeval.formats.manifests import ManifestRow
 from goldeval.formats.runs import Ranking, Run, read_run
 from goldeval.scoring.health import Thresholds, check_index
 from health.models import IndexHealthCheck, IndexHealthThresholds, IndexManifest
+from health.services.alerts import send_alert
 from labelling.charts import time_chart
 
 # The viewer the recorded checks are made for: no group, so only unrestricted documents.
@@ -233,26 +229,14 @@ def record_health_checks(*, project: Project, now=None) -> list[IndexHealthCheck
 
 
 def _email_admins(project: Project, check: IndexHealthCheck) -> None:
-    admins = (
-        get_user_model()
-        .objects.filter(memberships__project=project, memberships__role=Role.ADMIN, is_active=True)
-        .exclude(email="")
-    )
-    recipients = sorted(admins.values_list("email", flat=True).distinct())
-    if not recipients:
-        return
-    url = reverse("health:show-index-health", args=[project.slug])
     lines = "\n".join(f"- {item['message']}" for item in check.crossed)
-    send_mail(
-        subject=f"[Goldset] {project.name}: index health of {check.retriever.name} crossed a "
-        "threshold",
-        message=(
+    send_alert(
+        project,
+        subject=f"index health of {check.retriever.name} crossed a threshold",
+        lines=(
             f"The daily index health check of {check.retriever.name} in {project.name} "
-            f"({check.checked_at:%Y-%m-%d %H:%M} UTC) crossed a threshold:\n\n{lines}\n\n"
-            f"Index health page: {settings.GOLDSET_BASE_URL}{url}\n"
+            f"({check.checked_at:%Y-%m-%d %H:%M} UTC) crossed a threshold:\n\n{lines}"
         ),
-        from_email=None,
-        recipient_list=recipients,
     )
 
 

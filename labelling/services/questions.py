@@ -108,25 +108,36 @@ def get_question_set(*, project: Project, name: str) -> QuestionSet:
     return question_set
 
 
+def canary_set_problem(*, project: Project, set_name: str) -> str:
+    """Why canary questions cannot go to the set ``set_name`` ("" when they can): its name is
+    a slug, and it is new or a canary set already, never a set of the team's questions."""
+    if not set_name or slugify(set_name) != set_name:
+        return f"A question set name is a slug (letters, digits, - and _), not {set_name!r}."
+    if QuestionSet.objects.filter(project=project, name=set_name, is_canary=False).exists():
+        return (
+            f"{set_name} is a question set of the team's questions: canary questions go to "
+            "a set of their own, which only admins and permission replays see."
+        )
+    return ""
+
+
 def plant_canaries(
     *, project: Project, group: str, count: int, set_name: str
 ) -> list[PlantedCanary]:
     """Canary documents restricted to ``group`` and one question matching each, in the
     question set ``set_name`` (source "canary"): what a permission replay asks, besides the
     gold set's questions, to prove the canaries never reach anyone outside the group."""
-    if not set_name or slugify(set_name) != set_name:
-        raise ServiceError(f"A question set name is a slug, not {set_name!r}.")
+    problem = canary_set_problem(project=project, set_name=set_name)
+    if problem:
+        raise ServiceError(problem)
     with transaction.atomic():
         question_set, _ = QuestionSet.objects.get_or_create(
             project=project,
             name=set_name,
             defaults={"description": "Canary questions for permission replays.", "is_canary": True},
         )
-        if not question_set.is_canary:
-            raise ServiceError(
-                f"{set_name} is a question set of the team's questions: canary questions go to "
-                "a set of their own, which only admins and permission replays see."
-            )
+        if not question_set.is_canary:  # made a moment ago, elsewhere
+            raise ServiceError(canary_set_problem(project=project, set_name=set_name))
         canaries = plant_canary_documents(project=project, group=group, count=count)
         # Ids of their own and no group tag: a question names neither its canary nor its group.
         Question.objects.bulk_create(

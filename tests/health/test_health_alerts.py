@@ -1,36 +1,21 @@
 """Index health alerts: per-project thresholds, the daily beat task's history, the project
 page's banner and the admins' email when a threshold is first crossed (locmem backend)."""
 
-import datetime
-
 import pytest
 from django.core import mail
 from django.urls import reverse
 
-from corpus.services import retrieval
 from health.models import IndexHealthCheck, IndexHealthThresholds
 from health.services import manifests
 from health.tasks import check_index_health
-from tests.factories import add_documents, login
+from tests.factories import login
 from tests.health.test_index_health import (
     GOOD,
     NEW_POLICY,
-    POLICY_TEXT,
     VPN,
     manifest_text,
-    reimport,
     sha,
 )
-
-
-@pytest.fixture
-def stale_project(project, member):
-    add_documents(project, ("policy", POLICY_TEXT), ("vpn", VPN))
-    team = retrieval.add_retriever(project=project, name="team", kind="run")
-    manifests.import_manifest(retriever=team, data=GOOD, file_name="index.csv")
-    modified = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=9)
-    reimport(project, "policy", NEW_POLICY, modified)
-    return team
 
 
 def test_thresholds_are_set_per_project_and_bad_values_are_refused(project, member):

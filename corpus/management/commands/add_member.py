@@ -1,15 +1,17 @@
-import secrets
-
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from corpus import one_time_passwords
 from corpus.management.commands._exit import project_or_fail, unusable
 from corpus.models import Role
 from corpus.services import projects
 
 
 class Command(BaseCommand):
-    help = "Give a user a role in a project (--create makes the account and prints its password)."
+    help = (
+        "Give a user a role in a project (--create makes the account and prints a one-time "
+        "password, which its owner changes at first log-in)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("username")
@@ -25,9 +27,12 @@ class Command(BaseCommand):
         if user is None and not create:
             raise unusable(f"No user {username!r}; pass --create to make the account.")
         if user is None:
-            password = secrets.token_urlsafe(12)
-            user = User.objects.create_user(username=username, password=password)
-            self.stdout.write(f"Created user {username} with password {password}")
+            user = User.objects.create_user(username=username, password=None)
+            password = one_time_passwords.issue(user)
+            self.stdout.write(
+                f"Created user {username} with password {password} (one-time: they choose "
+                "their own at first log-in)"
+            )
         projects.add_member(project=project, user=user, role=role)
         for name in groups:
             group = project.access_groups.filter(name=name).first()

@@ -1,9 +1,9 @@
-import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand
 
 from corpus.management.commands._exit import project_or_fail, unusable
+from corpus.services.canaries import jsonl_line
 from goldset.errors import ServiceError
 from labelling.services.questions import plant_canaries
 
@@ -40,16 +40,7 @@ class Command(BaseCommand):
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(
                 "".join(
-                    json.dumps(
-                        {
-                            "doc_id": c.doc_id,
-                            "title": c.title,
-                            "text": c.text,
-                            "access_groups": [c.group],
-                        },
-                        ensure_ascii=False,
-                    )
-                    + "\n"
+                    jsonl_line(doc_id=c.doc_id, title=c.title, text=c.text, groups=[c.group])
                     for c in canaries
                 ),
                 encoding="utf-8",
