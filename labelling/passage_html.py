@@ -53,6 +53,7 @@ LINK = re.compile(r"!?\[([^\[\]\n]{1,500})\]\([^()\s]{0,2000}(?:[ \t]+\"[^\"\n]{
 ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 # How far an emphasis may reach for its closing delimiter: keeps a line full of lone `*` cheap.
 REACH = 2000
+TRIES = 32  # and how many candidate closers it looks at
 NESTING = 3
 HIDE = "md-hide md-syntax"
 JOINED = ("p", "li", "quote")  # blocks whose line breaks are joined with a space
@@ -153,7 +154,7 @@ class _Parser:
             # The paragraph above was a heading: "Title\n=====".
             block = self.open
             self.blocks[block] = Block("h", level=1 if match.group(1)[0] == "=" else 2)
-            self.close_line_break(block)
+            self.close_line_break(block, HIDE)
             self.add(start, end, block, HIDE)
             self.open = None
             return
@@ -296,7 +297,9 @@ def _opens(text: str, i: int, width: int, end: int, char: str) -> bool:
 
 def _closing_emphasis(text: str, start: int, end: int, char: str, width: int) -> int | None:
     j = text.find(char, start, end)
-    while j != -1:
+    tries = 0
+    while j != -1 and tries < TRIES:
+        tries += 1
         length = _run_length(text, j, end, char)
         closes = (
             length == width
