@@ -190,7 +190,7 @@ def test_evidence_and_passage_cut_the_rendered_segments():
     evidence = [(c, s, t) for c, s, t in spans(html) if "evidence" in c]
     assert evidence == [("seg passage evidence md-strong", start, "deadline")]
     # The heading is all context: hidden with the context around the passage.
-    assert blocks_of(html)[0] == ("md-block md-h md-h1 context", "Title")
+    assert blocks_of(html)[0] == ("md-block context md-h md-h1", "Title")
     assert blocks_of(html)[1][0] == "md-block md-p"
 
 
