@@ -1,6 +1,8 @@
 """The answer review: planning (spread, double share, access), each grade, blindness, finishing."""
 
 import json
+import re
+from html import unescape
 
 import pytest
 from django.urls import reverse
@@ -349,3 +351,22 @@ def test_evidence_for_a_claim_is_a_span_of_a_context_passage(run, member, projec
     assert ClaimEvidence.objects.count() == 1
     client.post(url, {"claim": 0, "remove": evidence.pk})
     assert not ClaimEvidence.objects.exists()
+
+
+def test_context_passages_carry_their_offsets_in_the_document_text(run, member, project):
+    """A context passage that starts inside its document is shown (rendered as the grading
+    page shows text) with each segment at its offset in the version's text, so a selection there
+    is saved where it is, not counted from the passage's start."""
+    ann = member("labeller")
+    review.plan_answer_review(run=run, labellers=[ann], double_share=0)
+    mine = AnswerAssignment.objects.get(answer__question__external_id="q1")
+    context = mine.answer.passages.get(role="context")
+    context.start = LEAVE.index("25 days")
+    context.save(update_fields=["start"])
+    body = login(ann).get(reverse("answers:review-answer", args=[project.slug, mine.pk]))
+    section = body.content.decode().split('id="review-context"')[1].split("</section>")[0]
+    segments = re.findall(r'<span class="(seg[^"]*)" data-start="(\d+)">(.*?)</span>', section)
+    assert segments and int(segments[0][1]) == context.start
+    for _classes, start, text in segments:
+        assert LEAVE[int(start) : int(start) + len(unescape(text))] == unescape(text)
+    assert "".join(unescape(t) for _c, _s, t in segments) == LEAVE[context.start : context.end]
