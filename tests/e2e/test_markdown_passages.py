@@ -6,12 +6,15 @@ document's text."""
 import re
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
-from labelling.models import Assignment, Span
+from corpus.models import Document
+from labelling.models import Assignment, Candidate, Judgement, Pool, Resolution, Span, SpanRecheck
 from tests.e2e.conftest import log_in
 from tests.factories import (
     PASSWORD,
+    VPN_TEXT,
     DocumentVersionFactory,
     MembershipFactory,
     PoolCandidateFactory,
@@ -20,6 +23,8 @@ from tests.factories import (
     QuestionSetFactory,
     ReadyPoolFactory,
     UserFactory,
+    add_documents,
+    labelled_question_set,
 )
 
 pytestmark = pytest.mark.e2e
@@ -53,12 +58,12 @@ def grading(live_server, page):
     return page
 
 
-def select_in_view(page, word, *, from_syntax=False):
+def select_in_view(page, word, *, from_syntax=False, view=".doc-view"):
     """Select `word` where the page shows it (a visible segment's text node) with a plain DOM
     range; with `from_syntax`, start the range at the hidden syntax just before it."""
     page.evaluate(
-        """([word, fromSyntax]) => {
-            const segs = Array.from(document.querySelectorAll('.doc-view .seg:not(.md-hide)'));
+        """([word, fromSyntax, view]) => {
+            const segs = Array.from(document.querySelectorAll(view + ' .seg:not(.md-hide)'));
             // The page may have marked the question's terms inside a segment: find the text
             // node that holds the word.
             const seg = segs.find((s) => s.textContent.includes(word));
@@ -77,7 +82,7 @@ def select_in_view(page, word, *, from_syntax=False):
             window.getSelection().removeAllRanges();
             window.getSelection().addRange(range);
         }""",
-        [word, from_syntax],
+        [word, from_syntax, view],
     )
 
 
@@ -147,3 +152,94 @@ def test_words_selected_in_a_heading_a_list_item_and_emphasis_are_stored_at_thei
     expect(view.locator(".md-p .seg.evidence.md-strong")).to_have_text("five days")
     expect(view.locator(".md-li .seg.evidence.md-em")).to_have_text("HR-F-112")
     assert view.locator(".seg.evidence.md-hide").count() == 0
+
+
+def test_a_lead_selects_evidence_in_rendered_markdown_on_the_adjudication_page(
+    transactional_db, live_server, page
+):
+    project = ProjectFactory(slug="acme")
+    add_documents(project, ("leave", MARKDOWN))
+    version = Document.objects.get(doc_id="leave").latest_version
+    assert version.text == MARKDOWN
+    question_set = QuestionSetFactory(project=project, name="hr")
+    question = QuestionFactory(question_set=question_set, external_id="q1", text="which form?")
+    pool = Pool.objects.create(question_set=question_set, name="p", state="ready")
+    candidate = Candidate.objects.create(
+        pool=pool, question=question, version=version, start=0, end=len(MARKDOWN)
+    )
+    now = timezone.now()
+    for slot, (name, grade) in enumerate((("ann", 2), ("bob", 0)), start=1):
+        user = UserFactory(username=name)
+        MembershipFactory(project=project, user=user, role="labeller")
+        assignment = Assignment.objects.create(
+            pool=pool,
+            question=question,
+            slot=slot,
+            labeller=user,
+            assigned_at=now,
+            completed_at=now,
+        )
+        Judgement.objects.create(assignment=assignment, candidate=candidate, grade=grade)
+    MembershipFactory(project=project, user=UserFactory(username="lena"), role="lead")
+
+    log_in(page, live_server, "lena", PASSWORD)
+    page.goto(f"{live_server.url}/p/acme/sets/{question_set.pk}/adjudication/")
+    page.get_by_role("link", name="Resolve").click()
+    text = page.locator("#resolve-text")
+    expect(text.locator(".md-h1")).to_have_text("Annual leave policy", use_inner_text=True)
+    expect(text.locator(".md-li").first).to_have_text(
+        "Requests use form HR-F-112", use_inner_text=True
+    )
+    page.get_by_label("2 — fully answers").check()
+    # The form number, from the hidden "*" before it: the span is the number alone.
+    select_in_view(page, "HR-F-112", from_syntax=True, view="#resolve-text")
+    page.get_by_role("button", name="Add the selection").click()
+    start = MARKDOWN.index("HR-F-112")
+    expect(page.locator("#chosen-spans")).to_contain_text("HR-F-112")
+    expect(page.locator("[name=custom_spans]")).to_have_value(f"{start}-{start + 8}")
+    page.get_by_role("button", name="Record the resolution").click()
+    expect(page.locator(".messages")).to_contain_text("Resolved")
+    resolution = Resolution.objects.get()
+    assert [(s.start, s.end) for s in resolution.spans.all()] == [(start, start + 8)]
+
+
+def test_a_labeller_marks_evidence_again_in_a_rendered_markdown_heading(
+    transactional_db, live_server, page
+):
+    project = ProjectFactory(slug="acme")
+    people = {}
+    for name, role in (("ann", "labeller"), ("bob", "labeller"), ("lena", "lead")):
+        people[name] = UserFactory(username=name)
+        MembershipFactory(project=project, user=people[name], role=role)
+    labelled_question_set(project, ann=people["ann"], bob=people["bob"], lead=people["lena"])
+    first_sentence = VPN_TEXT[: VPN_TEXT.index(".") + 1]
+    new_text = "# Intro **line**\n\n" + first_sentence
+    add_documents(project, ("vpn", new_text))
+
+    log_in(page, live_server, "ann", PASSWORD)
+    page.goto(f"{live_server.url}/p/acme/recheck/")
+    rows = page.locator("table.recheck tbody tr")
+    expect(rows.nth(1)).to_contain_text("not found")
+    rows.nth(1).get_by_role("link", name="Mark it again").click()
+    text = page.locator("#remark-text")
+    expect(text.locator(".md-h1")).to_have_text("Intro line", use_inner_text=True)
+    # From the hidden "# " to the end of the bold word: the span is the heading's words.
+    page.evaluate(
+        """() => {
+            const view = document.getElementById('remark-text');
+            const hidden = view.querySelector('.md-syntax');
+            const bold = view.querySelector('.md-strong').firstChild;
+            const range = document.createRange();
+            range.setStart(hidden.firstChild, 0);
+            range.setEnd(bold, bold.data.length);
+            window.getSelection().removeAllRanges();
+            window.getSelection().addRange(range);
+        }"""
+    )
+    page.get_by_role("button", name="Use the selection").click()
+    expect(page.locator("#chosen-quote")).to_have_text("Intro **line")
+    page.get_by_role("button", name="Save the evidence in the new version").click()
+    expect(page.locator(".messages")).to_contain_text("Marked again")
+    recheck = SpanRecheck.objects.get(outcome="re-marked")
+    assert (recheck.start, recheck.end) == (2, len("# Intro **line"))
+    assert new_text[recheck.start : recheck.end] == "Intro **line"
