@@ -27,7 +27,8 @@ is shown as its text without an ``href`` (a ``javascript:`` target is text that 
 
 Cheap: parsing is one pass over the lines and cached per text (a chunk's text is parsed once
 per process, whatever its offset); each request only cuts the cached pieces at its segments'
-edges (the passage, the evidence) and joins escaped strings.
+edges (the passage, the evidence) and joins escaped strings. A whole document over
+``RENDERED_CHARS`` is shown as plain text.
 """
 
 from __future__ import annotations
@@ -57,13 +58,16 @@ REACH = 2000
 TRIES = 32  # and how many candidate closers it looks at
 NESTING = 3
 HIDE = "md-hide md-syntax"
+# A whole document longer than this is shown as plain text (as before Markdown was rendered):
+# rendering it would multiply its HTML several times over for a page that shows a screenful.
+RENDERED_CHARS = 200_000
 JOINED = ("p", "li", "quote")  # blocks whose line breaks are joined with a space
 LINES = ("code", "table")  # blocks shown line by line
 
 
 @dataclass(frozen=True)
 class Block:
-    kind: str  # p, h, li, quote, code, table, hr
+    kind: str  # p, h, li, quote, code, table, hr; plain: a text too long to render
     level: int = 0  # a heading's level; a list item's indent (0-3)
     marker: str = ""  # a list item's bullet or number, shown by CSS, not part of the text
 
@@ -76,7 +80,12 @@ class Piece:
     style: str  # CSS classes: "", "md-em", "md-strong md-em", "md-code", "md-link", HIDE
 
 
-@lru_cache(maxsize=512)
+def _plain(text: str) -> tuple[tuple[Block, ...], tuple[Piece, ...]]:
+    """Text too long to render as Markdown on a page: one block, shown line by line."""
+    return (Block("plain"),), (Piece(0, len(text), 0, ""),)
+
+
+@lru_cache(maxsize=256)
 def parse(text: str) -> tuple[tuple[Block, ...], tuple[Piece, ...]]:
     """The blocks of ``text`` and its pieces: contiguous, covering every character once."""
     parser = _Parser(text)
@@ -337,7 +346,8 @@ def passage_html(
     and tests/test_xss.py check hostile text stays text.
     """
     base = segments[0].start if segments else 0
-    blocks, pieces = parse("".join(s.text for s in segments))
+    text = "".join(s.text for s in segments)
+    blocks, pieces = parse(text) if len(text) <= RENDERED_CHARS else _plain(text)
     html: list[str] = []
     open_block = -1
     shown_passage = shown_context = False

@@ -250,3 +250,12 @@ def test_a_long_line_of_lone_marks_is_left_as_text():
     _blocks, pieces = parse(text)
     assert "".join(text[p.start : p.end] for p in pieces) == text
     assert all(p.style != HIDE for p in pieces)
+
+
+def test_a_whole_document_too_long_to_render_is_shown_as_plain_text(monkeypatch):
+    monkeypatch.setattr("labelling.passage_html.RENDERED_CHARS", 40)
+    text = "# Title\n\nA **long** document, its lines kept as they are."
+    html = render(text)
+    assert blocks_of(html) == [("md-block md-plain", text)]
+    assert "md-hide" not in html
+    assert render("# Short").count("md-syntax") == 1
