@@ -62,7 +62,6 @@ HIDE = "md-hide md-syntax"
 # rendering it would multiply its HTML several times over for a page that shows a screenful.
 RENDERED_CHARS = 200_000
 JOINED = ("p", "li", "quote")  # blocks whose line breaks are joined with a space
-LINES = ("code", "table")  # blocks shown line by line
 
 
 @dataclass(frozen=True)
