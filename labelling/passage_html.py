@@ -1,5 +1,5 @@
 """Passage text shown as Markdown: the one renderer of document text cut into segments, for the
-grading page, the adjudication page and the re-check page.
+grading page, the adjudication page, the re-check page and the answer review's context.
 
 Documents are stored as their text, Markdown syntax and all (``# Leave``, ``- item``,
 ``**must**``). The pages show it rendered: headings, list items, block quotes, code, rules as
@@ -19,11 +19,13 @@ others) give tokens with source *line* maps only, after unescaping and joining, 
 could not be turned back into exact offsets. This one covers what documents use (ATX and setext
 headings, bullet and numbered lists, block quotes, fenced code, rules, tables kept line by line,
 ``*em*``/``_em_``, ``**strong**``, code spans, ``[links](…)`` as text, backslash escapes) and
-leaves anything else as the text it is.
+leaves anything else as the text it is. A passage is parsed as the window the page shows, so a
+window that starts inside a code block may show its rest differently than the whole document
+would; the offsets are exact either way.
 
 Safety: document text is untrusted. Nothing of it is ever markup: every character goes through
-``escape``, raw HTML (``<script>``, ``<img onerror=…>``) stays text, and a link
-is shown as its text without an ``href`` (a ``javascript:`` target is text that is hidden).
+``escape``, raw HTML (``<script>``, ``<img onerror=…>``) stays text, and a link is shown as its
+text without an ``href`` (a ``javascript:`` target is text that is hidden).
 
 Cheap: parsing is one pass over the lines and cached per text (a chunk's text is parsed once
 per process, whatever its offset); each request only cuts the cached pieces at its segments'
