@@ -22,7 +22,9 @@ from answers.services import runs as services
 from corpus.access import project_access
 from corpus.models import Document, Role
 from goldset.errors import ServiceError
+from labelling.highlight import highlight
 from labelling.models import QuestionSet
+from labelling.passage_html import passage_html
 from labelling.services.guidelines import current_guideline, render_guideline
 from labelling.views.grading import OTHER_ACCOUNT
 
@@ -269,7 +271,7 @@ def _review_context(access, assignment, *, error: str = "") -> dict:
         if reference is not None
         else []
     )
-    context = [{"passage": p, "text": _passage_text(p)} for p in passages if p.role == "context"]
+    context = [{"passage": p, "html": _passage_html(p)} for p in passages if p.role == "context"]
     guideline = current_guideline(access.project)
     return {
         "access": access,
@@ -337,6 +339,13 @@ def _cuts(text: str, start: int, end: int) -> list[tuple[int, str]]:
             after = text[position:end].split()[0]
             cuts.append((position, f"… {before} | {after} …"))
     return cuts
+
+
+def _passage_html(passage) -> str:
+    """A context passage as the grading page shows text (labelling.passage_html), each
+    character at its offset in the version's text, so a selection is saved where it is."""
+    start = 0 if passage.start is None else passage.start
+    return passage_html(highlight(_passage_text(passage), offset=start), context=False)
 
 
 def _passage_text(passage) -> str:

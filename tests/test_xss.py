@@ -10,7 +10,9 @@ from django.test import Client
 from django.urls import reverse
 
 from corpus.models import Job
+from labelling.highlight import highlight
 from labelling.models import Judgement
+from labelling.passage_html import passage_html
 from tests.conftest import GOLDSET_APPS
 from tests.factories import (
     PASSWORD,
@@ -111,11 +113,41 @@ def test_nothing_but_the_sanitised_guideline_is_marked_safe():
         if path.suffix in (".html", ".py") and "migrations" not in path.parts
         for match in bypass.findall(path.read_text())
     )
-    # All show labelling.services.guidelines.render_guideline: CommonMark with raw HTML off,
-    # then nh3's allow-list (tests/labelling/test_grading_views.py checks it renders safely;
-    # the editor's preview: tests/labelling/test_plain_language.py).
+    # The templates show labelling.services.guidelines.render_guideline: CommonMark with raw
+    # HTML off, then nh3's allow-list (tests/labelling/test_grading_views.py checks it renders
+    # safely; the editor's preview: tests/labelling/test_plain_language.py).
+    # labelling/passage_html.py renders document text as Markdown with every character at its
+    # offset: it escapes every piece of text itself and adds only its own fixed tags, joined
+    # once (format_html per segment cost the grading page several times more);
+    # tests/labelling/test_passage_html.py and test_every_page_escapes_hostile_text check it.
     assert found == [
         ("templates/labelling/_guideline_panel.html", "{{ guideline_html|safe }}"),
+        ("labelling/passage_html.py", "mark_safe"),
         ("templates/labelling/edit_guideline.html", "{{ preview|safe }}"),
         ("templates/labelling/guideline.html", "{{ html|safe }}"),
     ]
+
+
+MARKDOWN_PAYLOADS = [
+    "[click](javascript:alert('xss-7'))",
+    "[click](javascript:alert)",
+    "![x](javascript:alert) ` <script>alert('xss-8')</script> `",
+    "**<img src=x onerror=alert('xss-9')>**",
+    "# <svg onload=alert('xss-10')>",
+    "- <a href=\"javascript:alert('xss-11')\">x</a>",
+    '> <div hx-get="/admin/" hx-trigger="load">xss-12</div>',
+]
+
+
+@pytest.mark.parametrize("layer_marks", [False, True])
+def test_passages_rendered_as_markdown_keep_hostile_text_text(layer_marks):
+    """labelling.passage_html builds its HTML itself (see above): Markdown around hostile text
+    makes no tag, attribute or link of it, in the grading page's look or the adjudication's."""
+    text = "\n\n".join(PAYLOADS + MARKDOWN_PAYLOADS)
+    segments = highlight(text, offset=5, passage=(5, 5 + len(text) // 2), layers={"a": [(9, 40)]})
+    body = str(passage_html(segments, layer_marks=layer_marks))
+    assert_inert(body, "passage_html")
+    for payload in MARKDOWN_PAYLOADS:
+        assert payload not in body
+    assert not re.search(r"<(?!/?(?:div|span|mark)\b)", body)
+    assert not re.search(r"<[^>]*\shref=", body)

@@ -21,6 +21,7 @@ from labelling.agreement import GUIDELINE_ALPHA_THRESHOLD
 from labelling.forms import ResolveItemForm, ResolveVerdictForm
 from labelling.highlight import highlight
 from labelling.models import Candidate, QuestionSet
+from labelling.passage_html import passage_html
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, PENDING_KINDS
 from labelling.services import adjudication
 from labelling.services.gold import (
@@ -188,8 +189,12 @@ def resolve_item(
             "candidate": candidate,
             "item": item,
             "form": form,
-            "segments": highlight(
-                text, window=window, passage=(candidate.start, candidate.end), layers=layers
+            "passage_text": passage_html(
+                highlight(
+                    text, window=window, passage=(candidate.start, candidate.end), layers=layers
+                ),
+                context=False,
+                layer_marks=True,
             ),
             "window": window,
             "whole": whole,

@@ -49,6 +49,7 @@ from labelling.models import (
     Verdict,
     VerdictOutcome,
 )
+from labelling.passage_html import passage_html
 from labelling.services import judgements as services
 from labelling.services.completion import assignment_progress
 from labelling.services.guidelines import current_guideline, render_guideline
@@ -99,6 +100,11 @@ class Card:
     url: str = ""  # this passage's URLs start here (see `candidate_url`)
     message: str = ""  # what the last write said about this passage
     message_kind: str = ""
+
+    @property
+    def html(self) -> str:
+        """The passage's text rendered (labelling.passage_html), each character at its offset."""
+        return passage_html(self.segments)
 
     @property
     def grade(self) -> int | None:

@@ -14,6 +14,8 @@ from django.views.decorators.http import require_GET, require_POST
 from corpus.access import project_access
 from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
 from labelling.forms import RecheckForm
+from labelling.highlight import highlight
+from labelling.passage_html import passage_html
 from labelling.services.recheck import (
     GONE,
     NotYourSpan,
@@ -55,12 +57,8 @@ def remark_span(request: HttpRequest, slug: str, span_id: int) -> HttpResponse:
     # Where the quote was found again (if it was) is shown marked, as the grading page marks
     # evidence; the labeller selects the evidence anew anywhere in the text.
     found = locate(span.quote, newest.text, near=span.start, floor=SIMILARITY_FLOOR)
-    cuts = [0, len(newest.text)] if found is None else [0, found.start, found.end, len(newest.text)]
-    segments = [
-        {"start": a, "text": newest.text[a:b], "evidence": found is not None and a == found.start}
-        for a, b in zip(cuts, cuts[1:], strict=False)
-        if b > a
-    ]
+    evidence = [] if found is None else [(found.start, found.end)]
+    segments = highlight(newest.text, layers={"e": evidence})
     return render(
         request,
         "labelling/remark_span.html",
@@ -70,7 +68,7 @@ def remark_span(request: HttpRequest, slug: str, span_id: int) -> HttpResponse:
             "span": span,
             "question": span.judgement.candidate.question,
             "newest": newest,
-            "segments": segments,
+            "passage_text": passage_html(segments, context=False),
             "found": found,
         },
     )

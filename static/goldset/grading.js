@@ -261,7 +261,8 @@
     const view = card.querySelector(".doc-view");
     if (!view) return;
     const whole = view.classList.contains("whole");
-    const passage = view.querySelector(".seg.passage");
+    // The passage's first shown segment: hidden Markdown syntax has no place on the screen.
+    const passage = view.querySelector(".seg.passage:not(.md-hide)");
     carried.set(view.id, {
       opening: !whole,
       anchor: passage ? passage.getBoundingClientRect().top - view.getBoundingClientRect().top : 0,
@@ -440,7 +441,7 @@
   function placeDocument(card, view, state) {
     const button = card && card.querySelector(".toggle-document");
     if (button) button.textContent = state.opening ? "Show the passage only" : "Show the whole document";
-    const passage = view.querySelector(".seg.passage");
+    const passage = view.querySelector(".seg.passage:not(.md-hide)");
     if (!passage) return;
     if (state.opening) {
       // Where the passage was in the short view, so the eye does not have to look for it.

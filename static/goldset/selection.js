@@ -7,6 +7,10 @@
 // context around a passage); hidden ones still count, so a word cut at the edge of what is
 // shown can be completed. Offsets are Python str indices: code points, not UTF-16 units.
 //
+// The text may be rendered Markdown (labelling/passage_html.py): its syntax (`# `, `**`, a
+// list's `- `) stays in the view in hidden segments of class `md-syntax`, so the segments still
+// spell the stored text and offsets stay exact; hidden syntax never starts or ends a span.
+//
 // By default a selection is snapped to whole words (a drag that starts in the middle of
 // "Corporate" takes the whole word); `exact: true` keeps the characters as selected. Leading
 // and trailing white space is never evidence, in either mode.
@@ -22,6 +26,8 @@
 //       own words for that code (options.messages, keyed by code) or else MESSAGES[code].
 //   GoldsetSelection.snapToWords(chars, start, end) -> [start, end]
 //       chars: an array of code points; start/end index into it
+//   GoldsetSelection.clearOfSyntax(chars, hidden, start, end) -> [start, end]
+//       hidden: [from, to) stretches of hidden syntax; all indices into chars
 //   GoldsetSelection.rangeOf(view, start, end) -> Range | null
 //   GoldsetSelection.select(view, start, end) -> boolean   (makes it the window selection)
 //   GoldsetSelection.textOf(view) -> {chars, base}   (the view's text and its first offset)
@@ -69,6 +75,37 @@
       chars: codePoints(segments.map(function (s) { return s.textContent; }).join("")),
       base: Number(segments[0].dataset.start),
     };
+  }
+
+  // Move the ends of [start, end) out of hidden syntax (inwards), and off white space: a
+  // selection of "bold" in "**bold**" is "bold", whatever the browser's range held.
+  function clearOfSyntax(chars, hidden, start, end) {
+    let moved = true;
+    while (moved && start < end) {
+      moved = false;
+      [start, end] = trim(chars, start, end);
+      for (const [from, to] of hidden) {
+        if (from <= start && start < to) {
+          start = to;
+          moved = true;
+        }
+        if (from < end && end <= to) {
+          end = from;
+          moved = true;
+        }
+      }
+    }
+    return start < end ? [start, end] : [start, start];
+  }
+
+  // The hidden syntax of a view, as [from, to) indices into textOf(view).chars.
+  function syntaxOf(view, base) {
+    return segmentsOf(view)
+      .filter(function (s) { return s.classList.contains("md-syntax"); })
+      .map(function (s) {
+        const from = Number(s.dataset.start) - base;
+        return [from, from + lengthOf(s)];
+      });
   }
 
   function isWordAt(chars, i) {
@@ -141,9 +178,11 @@
       ? Number(last.dataset.start) + lengthOf(last)
       : offsetAt(view, range.endContainer, range.endOffset);
     const text = textOf(view);
-    const relative = options.exact
-      ? trim(text.chars, start - text.base, end - text.base)
-      : snapToWords(text.chars, start - text.base, end - text.base);
+    const hidden = syntaxOf(view, text.base);
+    let relative = clearOfSyntax(text.chars, hidden, start - text.base, end - text.base);
+    if (!options.exact) {
+      relative = clearOfSyntax(text.chars, hidden, ...snapToWords(text.chars, relative[0], relative[1]));
+    }
     start = relative[0] + text.base;
     end = relative[1] + text.base;
     if (end <= start) return problem("empty", options);
@@ -215,6 +254,7 @@
     fromSelection: fromSelection,
     fromRange: fromRange,
     snapToWords: snapToWords,
+    clearOfSyntax: clearOfSyntax,
     rangeOf: rangeOf,
     select: select,
     textOf: textOf,

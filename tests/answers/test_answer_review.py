@@ -2,6 +2,7 @@
 
 import json
 import re
+from html import unescape
 
 import pytest
 from django.urls import reverse
@@ -477,3 +478,22 @@ def test_finishing_opens_the_next_review_and_says_so_in_the_status_bar(run, memb
     text = response.content.decode()
     assert re.search(r'<p id="review-status"[^>]*>Answer review saved\. Still to grade', text)
     assert '<ul class="messages"' not in text  # said once, in the bar
+
+
+def test_context_passages_carry_their_offsets_in_the_document_text(run, member, project):
+    """A context passage that starts inside its document is shown (rendered as the grading
+    page shows text) with each segment at its offset in the version's text, so a selection there
+    is saved where it is, not counted from the passage's start."""
+    ann = member("labeller")
+    review.plan_answer_review(run=run, labellers=[ann], double_share=0)
+    mine = AnswerAssignment.objects.get(answer__question__external_id="q1")
+    context = mine.answer.passages.get(role="context")
+    context.start = LEAVE.index("25 days")
+    context.save(update_fields=["start"])
+    body = login(ann).get(reverse("answers:review-answer", args=[project.slug, mine.pk]))
+    section = body.content.decode().split('id="review-context"')[1].split("</section>")[0]
+    segments = re.findall(r'<span class="(seg[^"]*)" data-start="(\d+)">(.*?)</span>', section)
+    assert segments and int(segments[0][1]) == context.start
+    for _classes, start, text in segments:
+        assert LEAVE[int(start) : int(start) + len(unescape(text))] == unescape(text)
+    assert "".join(unescape(t) for _c, _s, t in segments) == LEAVE[context.start : context.end]

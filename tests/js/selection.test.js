@@ -75,3 +75,57 @@ test("offsets count code points, as Python does, not UTF-16 units", () => {
   const chars = Array.from("𝔄𝔅 word");
   assert.deepEqual(plain(snapToWords(chars, 1, 2)), [0, 2]);
 });
+
+// Rendered Markdown (labelling/passage_html.py) keeps its syntax in hidden segments of class
+// md-syntax: the view's text is still the stored text, and the syntax never ends a span.
+function segment(start, text, classes) {
+  const names = new Set((classes || "").split(" ").filter(Boolean));
+  return { dataset: { start: String(start) }, textContent: text, classList: { contains: (name) => names.has(name) } };
+}
+
+function markdownView(pieces) {
+  const segments = pieces.map(([start, text, classes]) => segment(start, text, classes));
+  return { querySelectorAll: () => segments };
+}
+
+// "# Leave\n**five** days" from offset 40, as the server cuts it.
+const RENDERED = [
+  [40, "# ", "md-hide md-syntax"],
+  [42, "Leave", ""],
+  [47, "\n", "md-hide"],
+  [48, "**", "md-hide md-syntax"],
+  [50, "five", "md-strong"],
+  [54, "**", "md-hide md-syntax"],
+  [56, " days", ""],
+];
+
+test("a rendered view's text is the stored text, hidden syntax and all, from its first offset", () => {
+  const { textOf } = page(null);
+  const text = textOf(markdownView(RENDERED));
+  assert.equal(text.base, 40);
+  assert.equal(text.chars.join(""), "# Leave\n**five** days");
+});
+
+test("hidden syntax at either end of a selection is left out of the span", () => {
+  const { clearOfSyntax } = page(null);
+  const chars = Array.from("# Leave\n**five** days");
+  const hidden = [[0, 2], [8, 10], [14, 16]];
+  const quote = (range) => chars.slice(range[0], range[1]).join("");
+  // From the start of "# " to the end of "Leave": the heading's word only.
+  assert.equal(quote(clearOfSyntax(chars, hidden, 0, 7)), "Leave");
+  // "**five**" with both marks: the bold word.
+  assert.equal(quote(clearOfSyntax(chars, hidden, 8, 16)), "five");
+  // From inside the line break to the middle of the closing mark: past the white space too.
+  assert.equal(quote(clearOfSyntax(chars, hidden, 7, 15)), "five");
+  // Syntax inside a selection stays: offsets are the stored text's.
+  assert.equal(quote(clearOfSyntax(chars, hidden, 2, 21)), "Leave\n**five** days");
+  // Only syntax selected: nothing.
+  const [start, end] = clearOfSyntax(chars, hidden, 8, 10);
+  assert.ok(end <= start);
+});
+
+test("with no syntax it only trims white space", () => {
+  const { clearOfSyntax } = page(null);
+  const chars = Array.from("  plain text ");
+  assert.deepEqual(plain(clearOfSyntax(chars, [], 0, chars.length)), [2, 12]);
+});
