@@ -121,8 +121,8 @@ def test_nothing_but_the_sanitised_guideline_is_marked_safe():
     # once (format_html per segment cost the grading page several times more);
     # tests/labelling/test_passage_html.py and test_every_page_escapes_hostile_text check it.
     assert found == [
-        ("templates/labelling/_guideline_panel.html", "{{ guideline_html|safe }}"),
         ("labelling/passage_html.py", "mark_safe"),
+        ("templates/labelling/_guideline_panel.html", "{{ guideline_html|safe }}"),
         ("templates/labelling/edit_guideline.html", "{{ preview|safe }}"),
         ("templates/labelling/guideline.html", "{{ html|safe }}"),
     ]
