@@ -71,19 +71,21 @@ def import_judgements(
     except NotUTF8Error as exc:
         raise ServiceError(f"{name}: {exc}.") from None
     records = list(json_lines(text))
-    check = check_doc_ids(
-        project=project,
-        doc_ids=(
-            str(record["doc_id"])
-            for _, record in records
-            if isinstance(record, dict) and record.get("doc_id") is not None
-        ),
-    )
+    # Ids a column can hold are checked as document ids; any other value is its line's error.
+    named = [
+        record["doc_id"]
+        for _, record in records
+        if isinstance(record, dict)
+        and isinstance(record.get("doc_id"), str)
+        and not text_problem(record["doc_id"])
+    ]
+    check = check_doc_ids(project=project, doc_ids=named)
     if check.none_known:
         raise ServiceError(f"{check.refusal(name)}. Nothing was imported.")
     result.warning = check.warning(name)
     for number, record in records:
-        if isinstance(record, dict) and check.is_unknown(str(record.get("doc_id"))):
+        doc_id = record.get("doc_id") if isinstance(record, dict) else None
+        if isinstance(doc_id, str) and check.is_unknown(doc_id):
             continue
         vote = _parse(
             record, number, by_id=by_id, documents=documents, name=name, errors=result.errors

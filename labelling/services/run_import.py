@@ -82,15 +82,16 @@ def import_run(
     if check.none_known:
         raise ServiceError(f"{check.refusal(name)}. Nothing was imported.")
     questions = dict(question_set.questions.values_list("external_id", "pk"))
-    lines = [r for r in lines if not check.is_unknown(r.doc_id)]
-    documents = newest_versions(
-        project_id=retriever.project_id, doc_ids={r.doc_id for r in lines}, user=user
-    )
     for result in lines:
         if result.question_id not in questions:
             problems.append(
                 _problem(name, result.line, f"unknown question id {result.question_id!r}")
             )
+    lines = [r for r in lines if not check.is_unknown(r.doc_id)]
+    documents = newest_versions(
+        project_id=retriever.project_id, doc_ids={r.doc_id for r in lines}, user=user
+    )
+    for result in lines:
         if result.end is not None and result.end > documents[result.doc_id][1]:
             problems.append(
                 _problem(

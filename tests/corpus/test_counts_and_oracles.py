@@ -175,7 +175,10 @@ def test_a_run_naming_a_hidden_document_gets_the_answer_of_a_missing_one(project
         hidden = upload_run(client, project, retriever, question_set, "salaries")
         missing = upload_run(client, project, retriever, question_set, "salariez")
         assert hidden.status_code == missing.status_code == 400
-        assert b"unknown document id &#x27;salaries&#x27;" in hidden.content
+        assert (
+            b"ours.trec names no document the corpus has: 1 unknown document id "
+            b"(&#x27;salaries&#x27;). Nothing was imported." in hidden.content
+        )
         assert CSRF.sub(b"", hidden.content) == CSRF.sub(b"", missing.content).replace(
             b"salariez", b"salaries"
         )

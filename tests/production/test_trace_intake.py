@@ -112,6 +112,7 @@ def test_a_batch_is_stored_and_a_replay_adds_nothing(token, project):
         "stored": 2,
         "already_present": 0,
         "unknown_documents": 0,
+        "unknown_doc_ids": [],
         "errors": [],
     }
     again = post(batch, token)
