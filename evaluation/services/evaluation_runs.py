@@ -243,7 +243,7 @@ def _http_lines(retriever: Retriever, questions, *, depth: int, user, job: Job |
         job.errors = run.errors + run.warnings
         # Its placement figures count a restricted document only for those who may see it.
         jobs.add_shares(job, http_retrieval.placement_shares(run, key="run"))
-    run.raise_for_errors(retriever)
+    run.raise_for_errors(retriever, user=user)
     lines = [
         jsonl_run_line(question_id=question.question_id, results=ranking)
         for question, ranking in zip(
