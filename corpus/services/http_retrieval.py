@@ -172,7 +172,7 @@ class HttpRun:
         documents = check_doc_ids(project=retriever.project, doc_ids=named, user=user)
         if documents.none_known:
             raise HttpSearchFailed(
-                documents.refusal(f"{retriever.name}'s results") + "; nothing was stored. "
+                documents.refusal(retriever.name) + "; nothing was stored. "
                 "Check which field of its answers holds the document id.",
                 self.errors,
             )
