@@ -277,12 +277,16 @@ def run_answer_import(job: Job) -> None:
     jobs.finish(
         job,
         JobState.SUCCEEDED,
-        "Answer run {run}: {answers} answers ({refused} refused), {citations} citations.",
+        [
+            "Answer run {run}: {answers} answers ({refused} refused), {citations} citations.",
+            (" {unknown}.", "unknown"),
+        ],
         figures={
             "run": result.run.name,
             "answers": result.answers,
             "refused": result.refused,
             "citations": result.citations,
+            "unknown": result.warning,
         },
     )
 

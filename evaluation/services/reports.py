@@ -207,7 +207,14 @@ def run_uploaded_run(job: Job) -> None:
         index_evaluations.record_run_evaluation(
             run=run, retriever_id=job.params["retriever_id"], change=job.params.get("change", "")
         )
-    _finish_with_default_report(job, gold_set, f"Run {run.name} stored: {run.questions} questions.")
+    # The unknown document ids travel in the message too: the job page goes on to the figures.
+    warning = next((e["error"] for e in job.errors or [] if isinstance(e, dict)), "")
+    _finish_with_default_report(
+        job,
+        gold_set,
+        ["Run {run} stored: {questions} questions.", (" {unknown}.", "unknown")],
+        figures={"run": run.name, "questions": run.questions, "unknown": warning},
+    )
 
 
 def run_retriever_run(job: Job) -> None:
