@@ -18,7 +18,8 @@ The same rule, side by side:
   (`groups_of_documents`, `groups_of_members`);
 - `hidden_document_ids`: the restricted documents of a project a user (or a test user's groups)
   may not see, for the search mask;
-- `not_hidden_sql`: a parametrised SQL condition, for the few queries written by hand.
+- `not_hidden_sql`: a parametrised SQL condition, for the few queries written by hand;
+- `check_doc_ids`: the document ids an upload names, known to the uploader or not.
 
 `tests/corpus/test_visibility.py` checks on generated worlds that every read path agrees.
 
@@ -34,6 +35,7 @@ from collections.abc import Collection, Iterable
 from django.apps import apps
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from goldeval.formats.doc_ids import DocIdCheck, split_doc_ids
 from goldset.batching import in_batches
 from goldset.sql import identifier
 
@@ -161,3 +163,23 @@ def not_hidden_sql(document_id: str, user_param: str = "%s") -> str:
         f" WHERE visibility_l2.{link_document} = {document_id}"
         f" AND visibility_m.{member_user} = {user_param}))"
     )
+
+
+# --- the uploads' form --------------------------------------------------------------------------
+
+
+def check_doc_ids(*, project, doc_ids: Iterable[str], user=None) -> DocIdCheck:
+    """The document ids an upload names, split into those the project's corpus has (with a
+    text) and the unknown (`goldeval.formats.doc_ids`: refuse a file naming no known one, warn
+    otherwise). With a ``user`` (an upload in the app), a document an access group hides from
+    them is unknown, exactly as a missing one; without (an admin's command), the corpus'."""
+    named = list(dict.fromkeys(doc_ids))
+    documents = apps.get_model("corpus", "Document").objects.filter(
+        project=project, latest_version__isnull=False
+    )
+    if user is not None:
+        documents = documents.filter(not_hidden_q(user))
+    known: set[str] = set()
+    for batch in in_batches(sorted(named)):
+        known.update(documents.filter(doc_id__in=batch).values_list("doc_id", flat=True))
+    return split_doc_ids(named, known)

@@ -250,8 +250,8 @@ class EvaluationReport(models.Model):
 
 
 class IndexEvaluation(models.Model):
-    """A retriever's figures on the newest gold set right after one of its index builds (a
-    job), so the retriever page shows which change moved which metric."""
+    """A retriever's figures on one gold set for one of its index builds (a job), so the
+    retriever page shows, per gold set, which change moved which metric."""
 
     retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="+")
     gold_set = models.ForeignKey(GoldSet, on_delete=models.CASCADE, related_name="+")
@@ -277,19 +277,25 @@ class IndexEvaluation(models.Model):
 
 
 class BuildEvaluationStart(models.Model):
-    """One index build whose evaluation was started by `evaluation.tasks.evaluate_index_builds`
-    (Celery beat): unique per build, so a second start of the same build is refused by the
-    database and does nothing."""
+    """One index build's evaluation on one gold set, started by
+    `evaluation.tasks.evaluate_index_builds` (Celery beat) or from the retriever page: unique
+    per (build, gold set), so a second start of the same is refused by the database and does
+    nothing, while a newly finalised gold set gets the current build scored on it too."""
 
     retriever = models.ForeignKey(Retriever, on_delete=models.CASCADE, related_name="+")
     built_at = models.DateTimeField()
+    # Empty on starts made before figures were kept per gold set.
+    gold_set = models.ForeignKey(
+        GoldSet, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["retriever", "built_at"], name="one_evaluation_start_per_build"
+                fields=["retriever", "built_at", "gold_set"],
+                name="one_evaluation_start_per_build_and_gold_set",
             )
         ]
 

@@ -51,4 +51,9 @@ urlpatterns = [
         health_views.show_retriever_builds,
         name="show-retriever-builds",
     ),
+    path(
+        "p/<slug:slug>/retrievers/<int:retriever_id>/builds/score/",
+        health_views.score_current_build,
+        name="score-current-build",
+    ),
 ]

@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corpus.access import project_access
-from corpus.models import Retriever, Role
+from corpus.models import Retriever, RetrieverKind, Role
 from corpus.views import follow_job
-from evaluation.models import IndexEvaluation
+from evaluation.models import GoldSet, IndexEvaluation
 from evaluation.services import index_evaluations
 from goldset.errors import ServiceError
 from health.forms import HealthThresholdsForm, ManifestSourceForm, ManifestUploadForm
@@ -206,25 +206,80 @@ def show_health_banner(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
+def _chosen_gold_set(project, value: str) -> GoldSet | None:
+    """The gold set a page asked for (``?gold_set=<id>`` of this project), or the newest one;
+    404 for an id the project has no gold set of."""
+    if not value:
+        return index_evaluations.newest_gold_set(project)
+    return get_object_or_404(
+        GoldSet.objects.in_project(project), pk=value if value.isdigit() else 0
+    )
+
+
 @login_required
 @require_GET
 def show_retriever_builds(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
     """The retriever page's plot (loaded by htmx): recall@k and nDCG@10 over its builds, on
-    the newest gold set, unless its bundle is refused to the viewer (count-free)."""
+    the gold set chosen (``?gold_set=``, by default the newest), unless its bundle is refused
+    to the viewer (count-free); builds without figures on it are listed."""
     access = project_access(request.user, slug, role=Role.LEAD)
-    retriever = get_object_or_404(Retriever, project=access.project, pk=retriever_id)
-    gold_set = index_evaluations.newest_gold_set(access.project)
+    retriever = get_object_or_404(
+        Retriever.objects.select_related("active_index"), project=access.project, pk=retriever_id
+    )
+    gold_set = _chosen_gold_set(access.project, request.GET.get("gold_set", ""))
     refused = gold_set is not None and gold_set.hidden_document_count(request.user) > 0
-    evaluations = []
+    evaluations, missing = [], []
     if gold_set is not None and not refused:
         evaluations = list(IndexEvaluation.objects.filter(retriever=retriever, gold_set=gold_set))
+        missing = index_evaluations.builds_without_figures(retriever=retriever, gold_set=gold_set)
     return render(
         request,
         "evaluation/retriever_builds.html",
         {
             "project": access.project,
+            "retriever": retriever,
             "gold_set": gold_set,
+            "gold_sets": GoldSet.objects.in_project(access.project)
+            .select_related("question_set")
+            .order_by("-created_at", "-pk"),
             "refused": refused,
             "plot": index_evaluations.build_plot(evaluations),
+            "missing": missing,
+            "can_score": retriever.kind in (RetrieverKind.BM25, RetrieverKind.EMBEDDING),
         },
     )
+
+
+@login_required
+@require_POST
+def score_current_build(request: HttpRequest, slug: str, retriever_id: int) -> HttpResponse:
+    """Score the retriever's current index build on a chosen gold set (a job), so that gold
+    set's history includes it; refused, as the plot is, for a gold set naming documents an
+    access group hides from the viewer."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    retriever = get_object_or_404(
+        Retriever.objects.select_related("active_index"), project=access.project, pk=retriever_id
+    )
+    value = request.POST.get("gold_set", "")
+    gold_set = get_object_or_404(
+        GoldSet.objects.in_project(access.project), pk=value if value.isdigit() else 0
+    )
+    back = reverse("corpus:show-retriever", args=[slug, retriever.pk]) + f"?gold_set={gold_set.pk}"
+    if gold_set.hidden_document_count(request.user) > 0:
+        messages.error(
+            request,
+            f"{gold_set} names documents that an access group hides from you, so its figures "
+            "are not available to you.",
+        )
+        return redirect(back)
+    job = index_evaluations.start_build_evaluation(
+        retriever=retriever, gold_set=gold_set, user=request.user
+    )
+    if job is None:
+        messages.info(
+            request,
+            f"The current build of {retriever.name} has figures on {gold_set} already, or is "
+            "being scored, or has no ready index.",
+        )
+        return redirect(back)
+    return follow_job(request, job)

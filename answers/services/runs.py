@@ -30,8 +30,8 @@ from corpus import jobs
 from corpus.models import Job, JobState
 from corpus.services.documents import newest_versions
 from corpus.sources import RecordError
-from goldeval.formats.answers import Answer as ReadAnswer
-from goldeval.formats.answers import check_answers, read_answer_file
+from corpus.visibility import check_doc_ids
+from goldeval.formats.answers import answer_doc_ids, check_answers, read_answer_file
 from goldeval.formats.textfiles import LineProblem, NotUTF8Error
 from goldset.errors import ServiceError
 from labelling.models import Question, QuestionSet
@@ -59,6 +59,8 @@ class AnswerImportResult:
     sentences: int
     citations: int
     split: int  # answers Goldset split into sentences itself
+    # Unknown document ids whose passages were left out, counted and named ("" when none).
+    warning: str = ""
 
 
 def import_answers(
@@ -72,11 +74,13 @@ def import_answers(
 ) -> AnswerImportResult:
     """A new answer run named ``run_name`` in the question set, from an answer-run file.
 
-    Unknown question ids (or excluded questions), unknown documents, citations or context
-    passages outside a document, sentences outside the answer, a missing ``refused``, a
-    question given twice and an empty file are each reported with their line, and nothing is
-    written. With a ``user`` (an upload in the app), a document an access group hides from them
-    is an unknown document, word for word, as if it did not exist.
+    Unknown question ids (or excluded questions), citations or context passages outside a
+    document, sentences outside the answer, a missing ``refused``, a question given twice and
+    an empty file are each reported with their line, and nothing is written. Passages naming
+    an unknown document id are left out, counted and named in ``warning``; a file naming no
+    known document is refused (`corpus.visibility.check_doc_ids`). With a ``user`` (an upload
+    in the app), a document an access group hides from them is an unknown document, word for
+    word, as if it did not exist.
     """
     name = run_name_for(question_set=question_set, run_name=run_name)
     stage = progress or (lambda done, message: None)
@@ -87,13 +91,22 @@ def import_answers(
         raise ServiceError(f"{source} is {error}.") from None
     stage(1, IMPORT_STAGES[1])
     questions = dict(question_set.questions.included().values_list("external_id", "pk"))
-    doc_ids = {passage.doc_id for answer in read.answers.values() for passage in _passages(answer)}
-    documents = newest_versions(project_id=question_set.project_id, doc_ids=doc_ids, user=user)
+    check = check_doc_ids(
+        project=question_set.project, doc_ids=answer_doc_ids(read.answers), user=user
+    )
+    if check.none_known:
+        raise ServiceError(f"{check.refusal(source)}. Nothing was imported.")
+    documents = newest_versions(
+        project_id=question_set.project_id,
+        doc_ids=set(answer_doc_ids(read.answers)) - check.unknown_set,
+        user=user,
+    )
     problems: list[LineProblem] = list(read.problems)
     problems += check_answers(
         read.answers,
         question_ids=questions,
         document_lengths={doc_id: length for doc_id, (_, length) in documents.items()},
+        unknown_documents=check.unknown_set,
     )
     if problems:
         raise InputRejected(
@@ -142,13 +155,15 @@ def import_answers(
         sentence_of = iter(sentence_rows)
         passages = []
         for row, answer in zip(rows, answers, strict=True):
-            for position, passage in enumerate(answer.context):
+            context = [p for p in answer.context if not check.is_unknown(p.doc_id)]
+            for position, passage in enumerate(context):
                 passages.append(
                     _passage(row, passage, documents, role="context", position=position)
                 )
             for sentence in answer.sentences:
                 sentence_row = next(sentence_of)
-                for position, passage in enumerate(sentence.citations):
+                citations = [p for p in sentence.citations if not check.is_unknown(p.doc_id)]
+                for position, passage in enumerate(citations):
                     passages.append(
                         _passage(
                             row,
@@ -166,8 +181,9 @@ def import_answers(
         answers=len(answers),
         refused=sum(answer.refused for answer in answers),
         sentences=len(sentence_rows),
-        citations=sum(answer.citations for answer in answers),
+        citations=sum(p.role == AnswerPassageRole.CITATION for p in passages),
         split=sum(not answer.sentences_given and bool(answer.sentences) for answer in answers),
+        warning=check.warning(source, outcome="left out with their citations and context"),
     )
 
 
@@ -243,6 +259,8 @@ def run_answer_import(job: Job) -> None:
         exc.fail(job, again="upload it again")
         return
     job.result = {"run_id": result.run.pk, "link": link}
+    if result.warning:
+        job.errors = [{"source": params["source"], "error": result.warning}]
     # Its citations of restricted documents are counted only for those who may see them.
     cited = (
         AnswerPassage.objects.filter(
@@ -259,20 +277,18 @@ def run_answer_import(job: Job) -> None:
     jobs.finish(
         job,
         JobState.SUCCEEDED,
-        "Answer run {run}: {answers} answers ({refused} refused), {citations} citations.",
+        [
+            "Answer run {run}: {answers} answers ({refused} refused), {citations} citations.",
+            (" {unknown}.", "unknown"),
+        ],
         figures={
             "run": result.run.name,
             "answers": result.answers,
             "refused": result.refused,
             "citations": result.citations,
+            "unknown": result.warning,
         },
     )
-
-
-def _passages(answer: ReadAnswer):
-    yield from answer.context
-    for sentence in answer.sentences:
-        yield from sentence.citations
 
 
 def _passage(row, passage, documents, *, role, position, sentence=None) -> AnswerPassage:

@@ -41,6 +41,7 @@ from corpus.models import (
     RetrieverKind,
 )
 from corpus.remote import excerpt
+from corpus.visibility import check_doc_ids
 from goldeval.text.anchoring import locate
 from goldset.batching import in_batches
 from goldset.errors import ServiceError
@@ -163,7 +164,18 @@ class HttpRun:
     def summary(self) -> str:
         return describe_placement(self.located)
 
-    def raise_for_errors(self, retriever: Retriever) -> None:
+    def raise_for_errors(self, retriever: Retriever, *, user=None) -> None:
+        """Refuse a run that cannot be used: a question without a usable answer, or results
+        naming no document of the corpus (with a ``user``, none they may see: a hidden
+        document is unknown, as a missing one; `corpus.visibility.check_doc_ids`)."""
+        named = (hit.doc_id for ranking in self.rankings for hit in ranking)
+        documents = check_doc_ids(project=retriever.project, doc_ids=named, user=user)
+        if documents.none_known:
+            raise HttpSearchFailed(
+                documents.refusal(retriever.name) + "; nothing was stored. "
+                "Check which field of its answers holds the document id.",
+                self.errors,
+            )
         if self.errors:
             count = len(self.errors)
             raise HttpSearchFailed(

@@ -8,6 +8,7 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from django.db import transaction
@@ -17,11 +18,19 @@ from corpus import jobs
 from corpus.models import Job, Project, Retriever, RetrieverKind
 from corpus.services import http_retrieval
 from corpus.services.retrieval import check_searchable, retrieve
+from corpus.visibility import check_doc_ids
 from evaluation.models import EvaluationRun, GoldSet, RunSource
 from evaluation.services.gold_sets import GoldSetError, load_gold_set
+from goldeval.formats.doc_ids import DocIdCheck
 from goldeval.formats.gold import EvaluationInputError, Gold
 from goldeval.formats.runfiles import jsonl_run_line
-from goldeval.formats.runs import Run, check_run_against_gold, read_run
+from goldeval.formats.runs import (
+    Run,
+    check_run_against_gold,
+    check_run_documents,
+    read_run,
+    run_doc_ids,
+)
 from goldeval.scoring.baseline import BASELINE_NAME, bm25_baseline_run
 from goldset.batching import in_batches
 from goldset.errors import ServiceError
@@ -61,14 +70,24 @@ def record_uploaded_run(
 ) -> EvaluationRun:
     """Store a run file (JSONL or TREC) once it reads cleanly against the gold set.
 
-    A bad file is refused whole, with the line to look at; nothing is stored.
+    A bad file is refused whole, with the line to look at; nothing is stored. So is a file
+    naming no document of the corpus the uploader may see (`corpus.visibility.check_doc_ids`);
+    unknown document ids among known ones are counted and named in the returned run's
+    ``unknown_documents`` (they stay in the rankings, where they reach nothing).
     """
     name = name.strip() or slugify(Path(file_name).stem)
     _check_run_name(gold_set, name)
     if len(data) > MAX_RUN_BYTES:
         raise RunRejected(f"{file_name} is larger than {MAX_RUN_BYTES // (1024 * 1024)} MB.")
-    run = _read_run(data, name=name, file_name=file_name, gold=load_gold_set(gold_set))
-    return EvaluationRun.objects.create(
+    project = gold_set.question_set.project
+    run = _read_run(
+        data,
+        name=name,
+        file_name=file_name,
+        gold=load_gold_set(gold_set),
+        documents=lambda ids: check_doc_ids(project=project, doc_ids=ids, user=user),
+    )
+    record = EvaluationRun.objects.create(
         gold_set=gold_set,
         name=name,
         source=RunSource.UPLOAD,
@@ -78,6 +97,8 @@ def record_uploaded_run(
         questions=len(run.rankings),
         created_by=user,
     )
+    record.unknown_documents = run.unknown_documents
+    return record
 
 
 def _check_run_name(gold_set: GoldSet, name: str) -> None:
@@ -92,10 +113,21 @@ def _check_run_name(gold_set: GoldSet, name: str) -> None:
         raise RunRejected(f"{gold_set} already has a run named {name!r}; choose another name.")
 
 
-def _read_run(data: bytes, *, name: str, file_name: str, gold: Gold) -> Run:
+def _read_run(
+    data: bytes,
+    *,
+    name: str,
+    file_name: str,
+    gold: Gold,
+    documents: Callable[[Iterable[str]], DocIdCheck] | None = None,
+) -> Run:
+    """The run read against the gold set; with ``documents`` (an upload), its document ids
+    checked by it. A stored run is read again without: its ids were checked when it came."""
     try:
         run = read_run(data, name=name, source=file_name)
-        check_run_against_gold(run, gold)
+        check_run_against_gold(run, gold, documents=False)
+        if documents is not None:
+            check_run_documents(run, documents(run_doc_ids(run)))
     except EvaluationInputError as error:
         where = f"line {error.line}: " if error.line is not None else ""
         raise RunRejected(f"{file_name}: {where}{error.message}.") from error
@@ -211,7 +243,7 @@ def _http_lines(retriever: Retriever, questions, *, depth: int, user, job: Job |
         job.errors = run.errors + run.warnings
         # Its placement figures count a restricted document only for those who may see it.
         jobs.add_shares(job, http_retrieval.placement_shares(run, key="run"))
-    run.raise_for_errors(retriever)
+    run.raise_for_errors(retriever, user=user)
     lines = [
         jsonl_run_line(question_id=question.question_id, results=ranking)
         for question, ranking in zip(

@@ -34,10 +34,12 @@ def newest_gold_set(project) -> GoldSet | None:
 
 
 def start_build_evaluations(*, project: Project | None = None) -> list[Job]:
-    """Start one evaluation job per built-in index build not evaluated yet (of one project, or
-    of all): evaluation finds the builds itself, Celery beat calls this every minute, and the
-    corpus knows nothing of it. Idempotent: a build already started (`BuildEvaluationStart`,
-    unique per build) or already evaluated is skipped, so a double start does nothing."""
+    """Start one evaluation job per built-in retriever whose current index build has no
+    figures on the project's newest gold set yet (of one project, or of all): evaluation finds
+    the builds itself, Celery beat calls this every minute, and the corpus knows nothing of
+    it. So a new build is scored on the newest gold set, and a newly finalised gold set gets
+    the current build scored on it, which starts that gold set's history. Idempotent: a
+    (build, gold set) already started (`BuildEvaluationStart`) or evaluated is skipped."""
     retrievers = Retriever.objects.filter(
         kind__in=(RetrieverKind.BM25, RetrieverKind.EMBEDDING),
         active_index__state=IndexState.READY,
@@ -47,39 +49,64 @@ def start_build_evaluations(*, project: Project | None = None) -> list[Job]:
         retrievers = retrievers.filter(project=project)
     started = []
     for retriever in retrievers.order_by("pk"):
-        index = retriever.active_index
-        seen = BuildEvaluationStart.objects.filter(retriever=retriever, built_at=index.built_at)
-        evaluated = IndexEvaluation.objects.filter(
-            retriever=retriever, built_at=index.built_at, run__isnull=True
-        )
-        if seen.exists() or evaluated.exists():
-            continue
         # Without a gold set there is nothing to score on: the build waits for the first one.
         gold_set = newest_gold_set(retriever.project)
         if gold_set is None:
             continue
-        try:
-            with transaction.atomic():
-                start = BuildEvaluationStart.objects.create(
-                    retriever=retriever, built_at=index.built_at
-                )
-                start.job = jobs.start(
-                    project=retriever.project,
-                    task="evaluation.tasks.index_evaluation",
-                    kind="index_evaluation",
-                    params={
-                        "retriever_id": retriever.pk,
-                        "index_id": index.pk,
-                        "gold_set_id": gold_set.pk,
-                    },
-                    total=int(gold_set.manifest.get("questions", 0)),
-                    description=f"Evaluate the new index of {retriever.name} on {gold_set}",
-                )
-                start.save(update_fields=["job"])
-        except IntegrityError:
-            continue  # another beat or command started this build's evaluation meanwhile
-        started.append(start.job)
+        job = start_build_evaluation(retriever=retriever, gold_set=gold_set)
+        if job is not None:
+            started.append(job)
     return started
+
+
+def current_build_scored(*, retriever: Retriever, gold_set: GoldSet) -> bool:
+    """Whether the retriever's current index build has figures on the gold set, or a job
+    computing them."""
+    index = retriever.active_index
+    if index is None or index.built_at is None:
+        return False
+    build = {"retriever": retriever, "built_at": index.built_at, "gold_set": gold_set}
+    return (
+        BuildEvaluationStart.objects.filter(**build).exists()
+        or IndexEvaluation.objects.filter(**build, run__isnull=True).exists()
+    )
+
+
+def start_build_evaluation(*, retriever: Retriever, gold_set: GoldSet, user=None) -> Job | None:
+    """Score the retriever's current index build on ``gold_set`` (a job), unless that build
+    has figures or a job on it already (None then). Only the current build can be scored: a
+    replaced index is gone."""
+    index = retriever.active_index
+    if (
+        retriever.kind not in (RetrieverKind.BM25, RetrieverKind.EMBEDDING)
+        or index is None
+        or index.state != IndexState.READY
+        or index.built_at is None
+        or current_build_scored(retriever=retriever, gold_set=gold_set)
+    ):
+        return None
+    try:
+        with transaction.atomic():
+            start = BuildEvaluationStart.objects.create(
+                retriever=retriever, built_at=index.built_at, gold_set=gold_set
+            )
+            start.job = jobs.start(
+                project=retriever.project,
+                task="evaluation.tasks.index_evaluation",
+                kind="index_evaluation",
+                user=user,
+                params={
+                    "retriever_id": retriever.pk,
+                    "index_id": index.pk,
+                    "gold_set_id": gold_set.pk,
+                },
+                total=int(gold_set.manifest.get("questions", 0)),
+                description=f"Evaluate the current index of {retriever.name} on {gold_set}",
+            )
+            start.save(update_fields=["job"])
+    except IntegrityError:
+        return None  # another beat, command or click started it meanwhile
+    return start.job
 
 
 def _model_of(retriever: Retriever, index: Index) -> str:
@@ -88,8 +115,13 @@ def _model_of(retriever: Retriever, index: Index) -> str:
     return f"{index.model_name}@{index.model_version} ({index.dimension})"
 
 
-def _change(retriever: Retriever, *, scheme: str, model: str) -> str:
-    previous = IndexEvaluation.objects.filter(retriever=retriever).order_by("-built_at").first()
+def _change(retriever: Retriever, *, built_at, scheme: str, model: str) -> str:
+    """What changed since the build before ``built_at`` (on whatever gold set it was scored)."""
+    previous = (
+        IndexEvaluation.objects.filter(retriever=retriever, built_at__lt=built_at)
+        .order_by("-built_at")
+        .first()
+    )
     if previous is None:
         return "first build"
     changed = [
@@ -115,7 +147,10 @@ def run_index_evaluation(job: Job) -> None:
             job, JobState.SUCCEEDED, "A newer index replaced this one; it is evaluated instead."
         )
         return
-    if IndexEvaluation.objects.filter(job=job).exists():
+    scored = IndexEvaluation.objects.filter(
+        retriever=retriever, built_at=index.built_at, gold_set=gold_set, run__isnull=True
+    )
+    if IndexEvaluation.objects.filter(job=job).exists() or scored.exists():
         jobs.finish(job, JobState.SUCCEEDED, "Already evaluated.")
         return
     gold = load_gold_set(gold_set)
@@ -144,7 +179,7 @@ def run_index_evaluation(job: Job) -> None:
             retriever=retriever,
             gold_set=gold_set,
             built_at=index.built_at,
-            change=_change(retriever, scheme=scheme, model=model),
+            change=_change(retriever, built_at=index.built_at, scheme=scheme, model=model),
             scheme=scheme,
             model=model,
             k=k,
@@ -161,16 +196,27 @@ def run_index_evaluation(job: Job) -> None:
     jobs.finish(job, JobState.SUCCEEDED, f"{retriever.name}: recall@{k} {shown} on {gold_set}.")
 
 
+# A plot starts at this many points; fewer are said in words, with the table (issue 33 item 14).
+PLOT_FROM = 3
+
+
 def build_plot(evaluations: list[IndexEvaluation]) -> dict:
-    """recall@k and nDCG@10 over the builds, and the rows behind the lines."""
+    """recall@k and nDCG@10 over the builds scored on one gold set, and the rows behind the
+    lines. With fewer than `PLOT_FROM` builds there is no chart (one or two points over an
+    hour of empty time say nothing): the page says how many there are."""
     if not evaluations:
         return {}
     k = evaluations[-1].k
-    series = [
-        (f"recall@{k}", [(e.built_at, e.metrics.get(f"recall@{e.k}") or 0.0) for e in evaluations]),
-        ("nDCG@10", [(e.built_at, e.metrics.get("ndcg@10") or 0.0) for e in evaluations]),
-    ]
-    chart = time_chart(series, start=evaluations[0].built_at, end=evaluations[-1].built_at)
+    chart = None
+    if len(evaluations) >= PLOT_FROM:
+        series = [
+            (
+                f"recall@{k}",
+                [(e.built_at, e.metrics.get(f"recall@{e.k}") or 0.0) for e in evaluations],
+            ),
+            ("nDCG@10", [(e.built_at, e.metrics.get("ndcg@10") or 0.0) for e in evaluations]),
+        ]
+        chart = time_chart(series, start=evaluations[0].built_at, end=evaluations[-1].built_at)
     rows = [
         {
             "evaluation": e,
@@ -179,7 +225,30 @@ def build_plot(evaluations: list[IndexEvaluation]) -> dict:
         }
         for e in reversed(evaluations)
     ]
-    return {"chart": chart, "rows": rows, "k": k}
+    return {"chart": chart, "rows": rows, "k": k, "points": len(evaluations)}
+
+
+def builds_without_figures(*, retriever: Retriever, gold_set: GoldSet) -> list[dict]:
+    """The retriever's builds scored on other gold sets but not on ``gold_set``, newest first,
+    each with the gold sets it was scored on and whether it is the current build (which can
+    still be scored on ``gold_set``; a replaced index is gone)."""
+    evaluations = IndexEvaluation.objects.filter(retriever=retriever, run__isnull=True)
+    scored_here = set(evaluations.filter(gold_set=gold_set).values_list("built_at", flat=True))
+    current = retriever.active_index.built_at if retriever.active_index else None
+    builds: dict = {}
+    for evaluation in evaluations.exclude(gold_set=gold_set).select_related("gold_set"):
+        if evaluation.built_at in scored_here:
+            continue
+        build = builds.setdefault(
+            evaluation.built_at,
+            {"built_at": evaluation.built_at, "change": evaluation.change, "gold_sets": []},
+        )
+        build["gold_sets"].append(str(evaluation.gold_set))
+    if current is not None and current not in scored_here and current not in builds:
+        builds[current] = {"built_at": current, "change": "", "gold_sets": []}
+    for build in builds.values():
+        build["current"] = build["built_at"] == current
+    return sorted(builds.values(), key=lambda build: build["built_at"], reverse=True)
 
 
 def record_run_evaluation(*, run: EvaluationRun, retriever_id: int, change: str) -> IndexEvaluation:

@@ -26,6 +26,7 @@ from corpus.services import http_retrieval
 from evaluation import scoreboard
 from evaluation.models import EvaluationReport, EvaluationRun, GoldSet
 from evaluation.services import evaluation_runs, gold_sets, index_evaluations
+from goldeval.formats.doc_ids import SCORED
 
 # Runs scored when the page is opened without a choice: the newest few.
 DEFAULT_RUNS = 6
@@ -198,12 +199,22 @@ def run_uploaded_run(job: Job) -> None:
             )
         except evaluation_runs.RunRejected as error:
             raise evaluation_runs.RunRejected(f"Nothing was stored. {error}") from error
-        Job.objects.filter(pk=job.pk).update(result={"run_id": run.pk})
+        if run.unknown_documents is not None and run.unknown_documents.unknown:
+            warning = run.unknown_documents.warning(job.params["file_name"], outcome=SCORED)
+            job.errors = [{"source": job.params["file_name"], "error": warning}]
+        Job.objects.filter(pk=job.pk).update(result={"run_id": run.pk}, errors=job.errors)
     if job.params.get("retriever_id"):
         index_evaluations.record_run_evaluation(
             run=run, retriever_id=job.params["retriever_id"], change=job.params.get("change", "")
         )
-    _finish_with_default_report(job, gold_set, f"Run {run.name} stored: {run.questions} questions.")
+    # The unknown document ids travel in the message too: the job page goes on to the figures.
+    warning = next((e["error"] for e in job.errors or [] if isinstance(e, dict)), "")
+    _finish_with_default_report(
+        job,
+        gold_set,
+        ["Run {run} stored: {questions} questions.", (" {unknown}.", "unknown")],
+        figures={"run": run.name, "questions": run.questions, "unknown": warning},
+    )
 
 
 def run_retriever_run(job: Job) -> None:

@@ -32,8 +32,10 @@ from goldeval.formats.answer_gold import (
     load_answer_gold,
     read_answer_gold,
 )
-from goldeval.formats.answers import Answer, check_answers, read_answer_file
+from goldeval.formats.answers import Answer, answer_doc_ids, check_answers, read_answer_file
+from goldeval.formats.doc_ids import ALL, split_doc_ids
 from goldeval.formats.gold import EvaluationInputError, Gold, bundle_file, load_gold
+from goldeval.formats.runs import corpus_doc_ids
 from goldeval.formats.textfiles import NotUTF8Error
 from goldeval.scoring.answers import (
     BARRED_SCORES,
@@ -115,10 +117,25 @@ def load_answers(path: Path, *, gold: Gold) -> dict[str, Answer]:
         if gold.corpus is not None
         else None
     )
-    problems += check_answers(read.answers, question_ids=gold.questions, document_lengths=lengths)
+    known = corpus_doc_ids(gold)
+    check = split_doc_ids(answer_doc_ids(read.answers), known if known is not None else ALL)
+    if check.none_known and not problems:
+        raise AnswerFileError(check.refusal("the answer run"), path=path)
+    problems += check_answers(
+        read.answers,
+        question_ids=gold.questions,
+        document_lengths=lengths,
+        unknown_documents=check.unknown_set,
+    )
     if problems:
         first = min(problems, key=lambda problem: problem.line)
         raise AnswerFileError(first.message, path=path, line=first.line)
+    if check.unknown:
+        # Kept: a citation of a document the corpus lacks supports nothing, as scored.
+        print(
+            f"warning: {check.warning(str(path), outcome='kept, reaching no gold span')}",
+            file=sys.stderr,
+        )
     return read.answers
 
 

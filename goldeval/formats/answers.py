@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -305,10 +305,12 @@ def check_answers(
     *,
     question_ids: set[str] | Mapping[str, Any] | None = None,
     document_lengths: Mapping[str, int] | None = None,
+    unknown_documents: Container[str] = (),
 ) -> list[LineProblem]:
     """Problems of an answer run against what it answers: questions not in the set, and, when
     the documents' lengths are known, documents that do not exist or passages past their end.
-    In file order."""
+    In file order. Passages of ``unknown_documents`` (counted and named apart, by
+    `goldeval.formats.doc_ids`) are no line's problem."""
     problems: list[LineProblem] = []
     for answer in sorted(answers.values(), key=lambda a: a.line):
         if question_ids is not None and answer.question_id not in question_ids:
@@ -327,6 +329,8 @@ def check_answers(
                 for index, p in enumerate(sentence.citations, start=1)
             ]
         for where, passage in passages:
+            if passage.doc_id in unknown_documents:
+                continue
             length = document_lengths.get(passage.doc_id)
             if length is None:
                 problem = f"{where} names document {passage.doc_id!r}, which is not in the corpus"
@@ -340,6 +344,16 @@ def check_answers(
             problems.append(LineProblem(answer.line, f"question {answer.question_id!r}: {problem}"))
             break
     return problems
+
+
+def answer_doc_ids(answers: Mapping[str, Answer]) -> Iterator[str]:
+    """Every document id the answers' context passages and citations name, in file order."""
+    for answer in sorted(answers.values(), key=lambda a: a.line):
+        for passage in answer.context:
+            yield passage.doc_id
+        for sentence in answer.sentences:
+            for passage in sentence.citations:
+                yield passage.doc_id
 
 
 def _is_int(value: Any) -> bool:

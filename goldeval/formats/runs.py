@@ -6,10 +6,11 @@ file alike; here a problem stops the file, as a CI gate should, with the file an
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from goldeval.formats.doc_ids import SCORED, DocIdCheck, split_doc_ids
 from goldeval.formats.gold import EvaluationInputError, Gold, Passage
 from goldeval.formats.runfiles import (
     NO_RANKING,
@@ -46,6 +47,9 @@ class Run:
     repeats: int = 0  # repeated passages dropped after their first occurrence, all questions
     # Questions of the run that the gold set does not know, skipped (`check_run_against_gold`).
     skipped: list[str] = field(default_factory=list)
+    # Its document ids the corpus does not have (`check_run_documents`); they stay in the
+    # rankings, where they reach nothing, so every rank stays what the system returned.
+    unknown_documents: DocIdCheck | None = None
 
     @property
     def ties_rule(self) -> str:
@@ -75,6 +79,8 @@ class Run:
                 f"{where}: {len(self.skipped)} question(s) not in the gold set skipped "
                 f"({shown}{more})"
             )
+        if self.unknown_documents is not None and self.unknown_documents.unknown:
+            lines.append(self.unknown_documents.warning(str(where), outcome=SCORED))
         return lines
 
     @property
@@ -175,10 +181,14 @@ def _spellings(ids: Iterable[str], *, reverse: bool) -> dict[str, str]:
     return {identifier: token for identifier, token in pairs if token != identifier}
 
 
-def check_run_against_gold(run: Run, gold: Gold, *, strict: bool = False) -> None:
+def check_run_against_gold(
+    run: Run, gold: Gold, *, strict: bool = False, documents: bool = True
+) -> None:
     """Skip question ids the gold set does not know (named in `Run.skipped`), as trec_eval
     does: a BEIR run covers every query while the test qrels hold a subset. ``strict`` refuses
-    them instead. Offsets past a document's end are refused."""
+    them instead. Offsets past a document's end are refused. With ``documents`` and a bundle
+    that lists its corpus, the run's document ids are checked against it
+    (`check_run_documents`); the app checks them against what the uploader may see instead."""
     path = run.source
     _match_spelling(run, gold)
     unknown = [q for q in run.rankings if q not in gold.questions]
@@ -192,8 +202,15 @@ def check_run_against_gold(run: Run, gold: Gold, *, strict: bool = False) -> Non
     for question_id in unknown:
         del run.rankings[question_id]
     run.skipped.extend(unknown)
-    if gold.corpus is None:
-        return
+    if gold.corpus is not None:
+        _check_offsets(run, gold)
+    if documents:
+        known = corpus_doc_ids(gold)
+        if known is not None:
+            check_run_documents(run, split_doc_ids(run_doc_ids(run), known))
+
+
+def _check_offsets(run: Run, gold: Gold) -> None:
     lengths = {doc_id: len(document.text) for doc_id, document in gold.corpus.items()}
     for ranking in run.rankings.values():
         for doc_id, _, end in ranking.passages:
@@ -204,6 +221,33 @@ def check_run_against_gold(run: Run, gold: Gold, *, strict: bool = False) -> Non
                 raise RunFormatError(
                     f"passage of {doc_id!r} ends at {end}, past the document's end "
                     f"({length} characters)",
-                    path=path,
+                    path=run.source,
                     line=ranking.line,
                 )
+
+
+def corpus_doc_ids(gold: Gold) -> set[str] | None:
+    """The document ids the gold set's bundle lists (corpus.jsonl, documents.jsonl); None when
+    it lists none (gold JSONL or qrels alone), so nothing can be said of a run's ids."""
+    if gold.corpus is None and gold.documents is None:
+        return None
+    return set(gold.corpus or ()) | set(gold.documents or ())
+
+
+def run_doc_ids(run: Run) -> Iterator[str]:
+    """Every document id the run's rankings name, in file order per question."""
+    for ranking in run.rankings.values():
+        passages = ranking.passages
+        if isinstance(passages, WholeDocuments):
+            yield from passages.doc_ids
+        else:
+            for passage in passages:
+                yield passage.doc_id
+
+
+def check_run_documents(run: Run, check: DocIdCheck) -> None:
+    """Refuse a run naming no known document (`goldeval.formats.doc_ids`); otherwise keep the
+    count and examples of the unknown ones for `Run.warnings`."""
+    if check.none_known:
+        raise RunFormatError(check.refusal("the run"), path=run.source)
+    run.unknown_documents = check

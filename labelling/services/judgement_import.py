@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from corpus.models import Document, Membership, Project, Role
 from corpus.sources import RecordError
+from corpus.visibility import check_doc_ids
 from goldeval.formats.textfiles import (
     LineProblem,
     NotUTF8Error,
@@ -39,13 +40,17 @@ class JudgementImportResult:
     judgements: int = 0
     labellers_created: list[str] = field(default_factory=list)
     errors: list[RecordError] = field(default_factory=list)
+    # Unknown document ids whose lines were left out, counted and named ("" when none).
+    warning: str = ""
 
 
 def import_judgements(
     *, project: Project, name: str, data: bytes, set_name: str = ""
 ) -> JudgementImportResult:
     """JSONL `{"question_id", "labeller", "doc_id", "start"?, "end"?, "grade"}` (document level
-    without offsets). Every line is checked first; with any bad line nothing is written."""
+    without offsets). Every line is checked first; with any bad line nothing is written. Lines
+    naming an unknown document id are left out and counted in ``warning``; a file naming no
+    known document is refused (`corpus.visibility.check_doc_ids`)."""
     result = JudgementImportResult()
     questions = Question.objects.filter(question_set__project=project).select_related(
         "question_set"
@@ -65,7 +70,23 @@ def import_judgements(
         text = decode_utf8(data)
     except NotUTF8Error as exc:
         raise ServiceError(f"{name}: {exc}.") from None
-    for number, record in json_lines(text):
+    records = list(json_lines(text))
+    # Ids a column can hold are checked as document ids; any other value is its line's error.
+    named = [
+        record["doc_id"]
+        for _, record in records
+        if isinstance(record, dict)
+        and isinstance(record.get("doc_id"), str)
+        and not text_problem(record["doc_id"])
+    ]
+    check = check_doc_ids(project=project, doc_ids=named)
+    if check.none_known:
+        raise ServiceError(f"{check.refusal(name)}. Nothing was imported.")
+    result.warning = check.warning(name)
+    for number, record in records:
+        doc_id = record.get("doc_id") if isinstance(record, dict) else None
+        if isinstance(doc_id, str) and check.is_unknown(doc_id):
+            continue
         vote = _parse(
             record, number, by_id=by_id, documents=documents, name=name, errors=result.errors
         )

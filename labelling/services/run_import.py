@@ -15,6 +15,7 @@ from django.db import transaction
 from corpus.models import Chunk, Retriever, RetrieverKind
 from corpus.services.documents import newest_versions
 from corpus.sources import RecordError
+from corpus.visibility import check_doc_ids
 from goldeval.formats.runfiles import read_run_file
 from goldeval.formats.textfiles import NotUTF8Error, text_problem
 from goldset.batching import in_batches
@@ -44,6 +45,8 @@ class RunImportResult:
     results: int = 0
     passages: int = 0  # RunResult rows: results without offsets become one per chunk
     whole_documents: int = 0  # results mapped to a whole document (no chunks to map to)
+    # Unknown document ids left out, counted and named (empty when every id is known).
+    warning: str = ""
 
 
 def import_run(
@@ -60,9 +63,11 @@ def import_run(
     (``{"question_id", "results": [{"doc_id", "start"?, "end"?, "score"?}]}``: ranked in list
     order). A result without offsets stands for its document's chunks under the retriever's
     scheme, all at the result's rank, or for the whole document when there are none. Unknown
-    question or document ids and offsets outside a document are reported with their line.
-    With a ``user`` (an upload in the app), a document an access group hides from them is an
-    unknown document id, word for word, as if it did not exist.
+    question ids and offsets outside a document are reported with their line. Results naming
+    an unknown document id are left out and counted in ``warning``; a file naming no known
+    document is refused (`corpus.visibility.check_doc_ids`). With a ``user`` (an upload in the
+    app), a document an access group hides from them is an unknown document id, word for
+    word, as if it did not exist.
     """
     if retriever.kind != RetrieverKind.RUN:
         raise ServiceError(
@@ -73,18 +78,21 @@ def import_run(
     lines, problems = _read(data, name)
     if not lines and not problems:
         raise ServiceError(f"{name} has no results.")
+    check = check_doc_ids(project=retriever.project, doc_ids=(r.doc_id for r in lines), user=user)
+    if check.none_known:
+        raise ServiceError(f"{check.refusal(name)}. Nothing was imported.")
     questions = dict(question_set.questions.values_list("external_id", "pk"))
-    documents = newest_versions(
-        project_id=retriever.project_id, doc_ids={r.doc_id for r in lines}, user=user
-    )
     for result in lines:
         if result.question_id not in questions:
             problems.append(
                 _problem(name, result.line, f"unknown question id {result.question_id!r}")
             )
-        if result.doc_id not in documents:
-            problems.append(_problem(name, result.line, f"unknown document id {result.doc_id!r}"))
-        elif result.end is not None and result.end > documents[result.doc_id][1]:
+    lines = [r for r in lines if not check.is_unknown(r.doc_id)]
+    documents = newest_versions(
+        project_id=retriever.project_id, doc_ids={r.doc_id for r in lines}, user=user
+    )
+    for result in lines:
+        if result.end is not None and result.end > documents[result.doc_id][1]:
             problems.append(
                 _problem(
                     name,
@@ -96,7 +104,11 @@ def import_run(
     if problems:
         raise InputRejected(sorted(problems, key=lambda p: p.line or 0))
     chunks = _chunks_of(retriever, {version_id for version_id, _ in documents.values()})
-    outcome = RunImportResult(questions=len({r.question_id for r in lines}), results=len(lines))
+    outcome = RunImportResult(
+        questions=len({r.question_id for r in lines}),
+        results=len(lines),
+        warning=check.warning(name),
+    )
     rows: list[RunResult] = []
     for result in lines:
         version_id, length = documents[result.doc_id]

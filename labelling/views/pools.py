@@ -174,6 +174,8 @@ def upload_run(request: HttpRequest, slug: str, retriever_id: int) -> HttpRespon
                 f"Run of {retriever.name} for {question_set.name}: {result.questions} questions, "
                 f"{result.results} results, {result.passages} passages.",
             )
+            if result.warning:
+                messages.warning(request, f"{result.warning}.")
             return redirect("corpus:show-retriever", slug=slug, retriever_id=retriever.pk)
     return render(
         request,

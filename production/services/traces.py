@@ -16,6 +16,8 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from corpus.models import Document, Project
+from corpus.visibility import check_doc_ids
+from goldeval.formats.doc_ids import SHOWN_IDS, DocIdCheck
 from goldeval.formats.textfiles import LineProblem, text_problem
 from goldeval.formats.traces import TraceRecord, read_trace
 from goldset.errors import ServiceError
@@ -43,6 +45,10 @@ class TraceIntake:
     # Stored traces naming documents the corpus lacks (from the endpoint: or that are hidden
     # from the caller, who cannot tell the two apart).
     unknown_documents: int = 0
+    # The unknown document ids themselves, counted and named (`corpus.visibility.check_doc_ids`).
+    # Traces are never refused for them: a trace records what production retrieved, and its
+    # unknown ids are the evidence of an index drifted from the corpus.
+    documents: DocIdCheck = field(default_factory=DocIdCheck)
 
     @property
     def already_present(self) -> int:
@@ -55,6 +61,8 @@ class TraceIntake:
                 f"; {self.unknown_documents:,} name documents the corpus does not have "
                 "(kept and flagged: the index has drifted from the corpus)"
             )
+        if self.documents.unknown:
+            text += f"; {self.documents.warning('they', outcome='kept')}"
         return text
 
 
@@ -216,6 +224,7 @@ def import_traces(
     A trace id already stored is skipped, so importing a file again adds nothing."""
     known, now = _known_doc_ids(project), timezone.now()
     intake, problems, more = TraceIntake(), [], False
+    named: dict[str, None] = {}
     with transaction.atomic():
         batch: list[Trace] = []
         for _number, record in lines:
@@ -229,6 +238,7 @@ def import_traces(
             if problems:
                 continue  # keep reading for problems; nothing more will be stored
             batch.append(_row(project, record, known, now))
+            named.update(dict.fromkeys(record.doc_ids))
             if len(batch) >= BATCH:
                 _store(project, batch, intake, copy=True)
                 batch = []
@@ -240,6 +250,7 @@ def import_traces(
         _store(project, batch, intake, copy=True)
         if progress:
             progress(intake.received)
+    intake.documents = check_doc_ids(project=project, doc_ids=named)
     if connection.vendor == "postgresql" and intake.stored >= ANALYZE_AFTER:
         # Fresh statistics, or the planner keeps estimating the table as it was before a
         # million rows arrived and samples it by index, ten times slower (autovacuum would
@@ -260,6 +271,7 @@ class BatchResult:
             "stored": self.intake.stored,
             "already_present": self.intake.already_present,
             "unknown_documents": self.intake.unknown_documents,
+            "unknown_doc_ids": list(self.intake.documents.unknown[:SHOWN_IDS]),
             "errors": self.errors,
         }
 
@@ -290,6 +302,8 @@ def receive_traces(*, project: Project, items: list, caller=None) -> BatchResult
     with transaction.atomic():
         stored = _store(project, rows, intake)
     intake.unknown_documents = sum(unseen[trace_id] for trace_id in stored)
+    named = (doc_id for row in rows for doc_id in (p["doc_id"] for p in row["retrieved"]))
+    intake.documents = check_doc_ids(project=project, doc_ids=named, user=caller)
     return BatchResult(intake=intake, errors=errors)
 
 

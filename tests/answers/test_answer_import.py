@@ -119,14 +119,54 @@ def test_every_bad_line_is_reported_and_nothing_is_written(questions):
 
 def test_a_document_hidden_from_the_uploader_is_an_unknown_document(questions, member):
     lead = member("lead")
-    with pytest.raises(InputRejected) as error:
-        import_answers(question_set=questions, data=GOOD, run_name="rag", user=lead)
-    assert [p.error for p in error.value.problems] == [
-        "question 'q1': context passage 1 names document 'salaries', which is not in the corpus"
+    hidden = import_answers(
+        question_set=questions, data=GOOD, run_name="rag", user=lead, source="a.jsonl"
+    )
+    missing = import_answers(
+        question_set=questions,
+        data=GOOD.replace(b"salaries", b"salariez"),
+        run_name="rag-2",
+        user=lead,
+        source="a.jsonl",
+    )
+    # Left out, counted and named, in words that do not tell hidden from missing.
+    assert hidden.warning == (
+        "a.jsonl: 1 unknown document id of 2 named, left out with their citations and context "
+        "('salaries')"
+    )
+    assert missing.warning == hidden.warning.replace("salaries", "salariez")
+    context = Answer.objects.get(run=hidden.run, question__external_id="q1").passages
+    assert list(context.values_list("version__document__doc_id", flat=True)) == [
+        "leave",
+        "leave",
     ]
     AccessGroup.objects.get(name="hr-confidential").members.add(lead)
-    import_answers(question_set=questions, data=GOOD, run_name="rag", user=lead)
-    assert AnswerRun.objects.get().created_by == lead
+    result = import_answers(question_set=questions, data=GOOD, run_name="rag-3", user=lead)
+    assert result.warning == "" and AnswerRun.objects.get(name="rag-3").created_by == lead
+
+
+def test_an_answer_run_naming_no_known_document_is_refused(questions, member):
+    only_unknown = jsonl(
+        {
+            "question_id": "q1",
+            "answer": "x",
+            "refused": False,
+            "context": [{"doc_id": "salaries"}, {"doc_id": "ghost"}],
+        }
+    )
+    with pytest.raises(ServiceError) as error:
+        import_answers(
+            question_set=questions,
+            data=only_unknown,
+            run_name="rag",
+            user=member("lead"),
+            source="a.jsonl",
+        )
+    assert str(error.value) == (
+        "a.jsonl names no document the corpus has: 2 unknown document ids ('salaries', "
+        "'ghost'). Nothing was imported."
+    )
+    assert not AnswerRun.objects.exists()
 
 
 def test_run_names_are_unique_per_set(questions):
@@ -207,7 +247,8 @@ def test_a_retried_answer_import_finds_its_run_written(questions, project, membe
     )
     run_answer_import(job)  # the job reads as its uploader: a hidden document is unknown
     job.refresh_from_db()
-    assert job.state == JobState.FAILED and "'salaries'" in job.errors[0]["error"]
+    assert job.state == JobState.SUCCEEDED and "'salaries'" in job.errors[0]["error"]
+    AnswerRun.objects.all().delete()
     AccessGroup.objects.get(name="hr-confidential").members.add(lead)
     job = start_answer_import(
         question_set=questions, data=GOOD, run_name="rag", source="good.jsonl", user=lead

@@ -175,7 +175,10 @@ def test_a_run_naming_a_hidden_document_gets_the_answer_of_a_missing_one(project
         hidden = upload_run(client, project, retriever, question_set, "salaries")
         missing = upload_run(client, project, retriever, question_set, "salariez")
         assert hidden.status_code == missing.status_code == 400
-        assert b"unknown document id &#x27;salaries&#x27;" in hidden.content
+        assert (
+            b"ours.trec names no document the corpus has: 1 unknown document id "
+            b"(&#x27;salaries&#x27;). Nothing was imported." in hidden.content
+        )
         assert CSRF.sub(b"", hidden.content) == CSRF.sub(b"", missing.content).replace(
             b"salariez", b"salaries"
         )
@@ -184,6 +187,35 @@ def test_a_run_naming_a_hidden_document_gets_the_answer_of_a_missing_one(project
     client = login(corpus["people"]["insider"])
     response = upload_run(client, project, retriever, question_set, "salaries")
     assert response.status_code == 302 and RunResult.objects.exists()
+
+
+def test_a_run_naming_a_hidden_document_among_known_ones_warns_as_for_a_missing_one(
+    project, corpus
+):
+    """Stored without it, and warned about in the same bytes as a missing document."""
+    add_documents(project, ("salaries", SALARIES, ["hr-confidential"]))
+    retriever, question_set = run_retriever(project, corpus["scheme"])
+    url = reverse("labelling:upload-run", args=[project.slug, retriever.pk])
+    for who in ("lead", "admin"):
+        client = login(corpus["people"][who])
+        pages = {}
+        for doc_id in ("salaries", "salariez"):
+            upload = io.BytesIO(f"q1 Q0 vpn 1 9.5 ours\nq1 Q0 {doc_id} 2 9.0 ours\n".encode())
+            upload.name = "ours.trec"
+            pages[doc_id] = client.post(
+                url, {"question_set": question_set.pk, "file": upload}, follow=True
+            )
+            assert set(RunResult.objects.values_list("version__document__doc_id", flat=True)) == {
+                "vpn"
+            }
+        assert pages["salaries"].status_code == pages["salariez"].status_code == 200
+        assert (
+            b"ours.trec: 1 unknown document id of 2 named, left out (&#x27;salaries&#x27;)."
+            in pages["salaries"].content
+        )
+        assert CSRF.sub(b"", pages["salaries"].content) == CSRF.sub(
+            b"", pages["salariez"].content
+        ).replace(b"salariez", b"salaries")
 
 
 def test_a_run_with_a_nul_in_an_id_is_refused_with_its_line(project, corpus):

@@ -547,3 +547,34 @@ def _endpoint_form(endpoint):
         "retries": endpoint["retries"],
         "concurrency": endpoint["concurrency"],
     }
+
+
+def test_results_naming_no_document_the_caller_may_see_are_refused(project, corpus, server, member):
+    """As an upload: none known is refused, and a hidden document is unknown to its caller."""
+    retriever = es_retriever(project, server)
+
+    def run_of(*doc_ids):
+        return http_retrieval.HttpRun(
+            rankings=[
+                [
+                    http_retrieval.PlacedHit(rank, 1.0, doc_id, "document")
+                    for rank, doc_id in enumerate(doc_ids, start=1)
+                ]
+            ]
+        )
+
+    with pytest.raises(http_retrieval.HttpSearchFailed) as refused:
+        run_of("ghost", "spectre").raise_for_errors(retriever)
+    assert str(refused.value).startswith(
+        "ours names no document the corpus has: 2 unknown document ids ('ghost', "
+        "'spectre'); nothing was stored."
+    )
+    outsider = member("lead")
+    messages = {}
+    for doc_id in ("salaries", "salariez"):
+        with pytest.raises(http_retrieval.HttpSearchFailed) as refused:
+            run_of(doc_id).raise_for_errors(retriever, user=outsider)
+        messages[doc_id] = str(refused.value)
+    assert messages["salaries"] == messages["salariez"].replace("salariez", "salaries")
+    run_of("ghost", "leave").raise_for_errors(retriever, user=outsider)  # one known: used
+    run_of("salaries").raise_for_errors(retriever)  # the corpus' own view knows it

@@ -217,6 +217,33 @@ def test_an_uploaded_run_skips_questions_the_gold_set_does_not_know(
     assert EvaluationRun.objects.get().questions == 3
 
 
+def test_an_uploaded_run_naming_unknown_documents_is_stored_with_a_warning(
+    worker, project, people, gold_set
+):
+    client = login(people["lead"])
+    extra = RUN.replace('"q1", "results": [', '"q1", "results": [{"doc_id": "ghost"}, ', 1)
+    html = _html(_upload(client, project, gold_set, extra, name="mixed"))
+    assert "Run mixed stored: 3 questions." in html
+    assert (
+        "run.jsonl: 1 unknown document id of 3 named, kept in the ranking as not relevant "
+        "(&#x27;ghost&#x27;)" in html
+    )
+    assert EvaluationRun.objects.get().name == "mixed"
+
+
+def test_an_uploaded_run_naming_no_known_document_is_refused(worker, project, people, gold_set):
+    client = login(people["lead"])
+    only_unknown = '{"question_id": "q1", "results": [{"doc_id": "ghost"}, {"doc_id": "<b>x"}]}\n'
+    html = _html(_upload(client, project, gold_set, only_unknown, name="other"))
+    assert "Nothing was stored." in html
+    assert (
+        "the run names no document the corpus has: 2 unknown document ids (&#x27;ghost&#x27;, "
+        "&#x27;&lt;b&gt;x&#x27;)" in html
+    )
+    assert "<b>x" not in html
+    assert not EvaluationRun.objects.exists()
+
+
 def _row(page, name: str) -> list[str]:
     return next(
         row["values"] for row in page.context["report"]["metric_rows"] if row["name"] == name

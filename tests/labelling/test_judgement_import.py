@@ -95,3 +95,27 @@ def test_values_inside_the_bounds_are_imported(project, question_set):
     data = "\n".join(json.dumps(line) for line in lines).encode()
     result = import_judgements(project=project, name="j.jsonl", data=data)
     assert result.errors == [] and result.judgements == 3
+
+
+def test_unknown_documents_are_left_out_with_a_warning_and_a_file_of_them_is_refused(
+    project, question_set, tmp_path, capsys
+):
+    lines = [GOOD, {**GOOD, "doc_id": "ghost"}, {**GOOD, "labeller": "dan", "doc_id": "ghost"}]
+    path = tmp_path / "j.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    call_command("import_judgements", str(path), "--project", project.slug)
+    captured = capsys.readouterr()
+    assert "Warning: j.jsonl: 1 unknown document id of 2 named, left out ('ghost')." in (
+        captured.err
+    )
+    assert "Imported 1 judgements." in captured.out
+    assert Judgement.objects.count() == 1
+    path.write_text(json.dumps({**GOOD, "doc_id": "ghost"}))
+    with pytest.raises(CommandError) as error:
+        call_command("import_judgements", str(path), "--project", project.slug)
+    assert error.value.returncode == 2
+    assert str(error.value) == (
+        "j.jsonl names no document the corpus has: 1 unknown document id ('ghost'). "
+        "Nothing was imported."
+    )
+    assert Judgement.objects.count() == 1

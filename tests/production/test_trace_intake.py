@@ -49,6 +49,8 @@ def test_the_command_stores_traces_once_and_flags_unknown_documents(project, tmp
     call_command("import_traces", path, project="acme", stdout=out, stderr=StringIO())
     assert "3 traces stored, 1 already present" in out.getvalue()
     assert "1 name documents the corpus does not have" in out.getvalue()
+    # The ids themselves, counted and named (never refused: they are the drift's evidence).
+    assert "they: 1 unknown document id of 2 named, kept ('gone-from-corpus')" in out.getvalue()
     assert Trace.objects.filter(project=project).count() == 3
     flagged = Trace.objects.get(trace_id="t-3")
     assert flagged.has_unknown_documents and flagged.unknown_doc_ids == ["gone-from-corpus"]
@@ -112,6 +114,7 @@ def test_a_batch_is_stored_and_a_replay_adds_nothing(token, project):
         "stored": 2,
         "already_present": 0,
         "unknown_documents": 0,
+        "unknown_doc_ids": [],
         "errors": [],
     }
     again = post(batch, token)

@@ -44,6 +44,8 @@ class Command(BaseCommand):
             raise unusable(f"Nothing was imported: {len(exc.problems)} problems (listed above).")
         except ServiceError as exc:
             raise unusable(str(exc))
+        if result.warning:
+            self.stderr.write(f"Warning: {result.warning}.")
         self.stdout.write(
             f"Answer run {result.run.name} for {question_set.name}: {result.answers} answers "
             f"({result.refused} refused), {result.sentences} sentences, {result.citations} "

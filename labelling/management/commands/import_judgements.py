@@ -35,6 +35,8 @@ class Command(BaseCommand):
             self.stderr.write(str(error))
         if result.errors:
             raise unusable(f"{len(result.errors)} bad line(s); nothing was imported.")
+        if result.warning:
+            self.stderr.write(f"Warning: {result.warning}.")
         if result.labellers_created:
             self.stdout.write(f"Created labeller accounts: {', '.join(result.labellers_created)}")
         self.stdout.write(f"Imported {result.judgements} judgements.")

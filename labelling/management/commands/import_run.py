@@ -49,6 +49,8 @@ class Command(BaseCommand):
             raise unusable(f"Nothing was imported: {len(exc.problems)} problems (listed above).")
         except ServiceError as exc:
             raise unusable(str(exc))
+        if result.warning:
+            self.stderr.write(f"Warning: {result.warning}.")
         self.stdout.write(
             f"Run of {found.name} for {question_set.name}: {result.questions} questions, "
             f"{result.results} results, {result.passages} passages"

@@ -188,8 +188,15 @@ def test_markdown_and_csv(bundle, tmp_path, capsys):
             "good.jsonl:1: question 'q1': context passage 1 [0, 999) is outside document",
         ),
         (
-            [{**GOOD[0], "context": [{"doc_id": "ghost"}]}],
-            "names document 'ghost', which is not in the corpus",
+            [
+                {
+                    **GOOD[0],
+                    "context": [{"doc_id": "ghost"}],
+                    "sentences": [{"start": 0, "end": 34, "citations": [{"doc_id": "ghost2"}]}],
+                }
+            ],
+            "good.jsonl: the answer run names no document the corpus has: 2 unknown document "
+            "ids ('ghost', 'ghost2')",
         ),
         (
             [{**GOOD[0], "sentences": [{"start": 0, "end": 99}]}],
@@ -314,3 +321,23 @@ def test_answers_require_significant(bundle, tmp_path, capsys):
         capsys, "--gold", bundle, "--answers", good, "--require-significant", "faithfulness"
     )
     assert code == 2 and "nothing to compare the first run with" in err
+
+
+def test_an_answer_run_citing_unknown_documents_is_scored_with_a_warning(bundle, tmp_path, capsys):
+    cited = {
+        **GOOD[0],
+        "sentences": [
+            {
+                "start": 0,
+                "end": 34,
+                "citations": [{"doc_id": "leave", "start": 0, "end": 34}, {"doc_id": "ghost"}],
+            }
+        ],
+    }
+    path = write_jsonl(tmp_path / "mixed.jsonl", [cited, GOOD[1], GOOD[2]])
+    code, out, err = run(capsys, "--gold", bundle, "--answers", path)
+    assert code == 0 and out
+    assert (
+        f"warning: {path}: 1 unknown document id of 4 named, kept, reaching no gold span "
+        "('ghost')" in err
+    )

@@ -383,3 +383,47 @@ def test_the_zip_the_page_downloads_scores_as_its_folder(bundle, good_run, tmp_p
     assert from_zip.returncode == 0, from_zip.stderr
     assert "not UTF-8" not in from_zip.stderr
     assert json.loads(from_zip.stdout)["runs"] == json.loads(from_folder.stdout)["runs"]
+
+
+# Unknown document ids (issue 33 item 5) ------------------------------------------------------
+
+
+def test_a_run_naming_unknown_documents_is_scored_with_a_warning(bundle, tmp_path):
+    run = write_jsonl(
+        tmp_path / "mixed.jsonl",
+        [
+            {"question_id": "q1", "results": [{"doc_id": "ghost"}, {"doc_id": "leave"}]},
+            {"question_id": "q2", "results": [{"doc_id": "spectre"}, {"doc_id": "ghost"}]},
+        ],
+    )
+    result = evaluate("--gold", bundle, "--run", run, "--no-baseline")
+    assert result.returncode == 0, result.stderr
+    assert (
+        "mixed.jsonl: 2 unknown document ids of 3 named, kept in the ranking as not relevant "
+        "('ghost', 'spectre')" in result.stderr
+    )
+    # Kept at their ranks: leave is found at rank 2, not promoted to rank 1.
+    report = json.loads(result.stdout)
+    assert report["runs"]["mixed"]["metrics"]["mrr@10"] == 0.25
+
+
+def test_a_run_naming_no_known_document_exits_2_and_a_trec_run_too(bundle, tmp_path):
+    jsonl_run = write_jsonl(
+        tmp_path / "other.jsonl", [{"question_id": "q1", "results": [{"doc_id": "ghost"}]}]
+    )
+    trec_run = tmp_path / "other.trec"
+    trec_run.write_text("q1 Q0 ghost 1 2.0 t\nq2 Q0 spectre 1 1.0 t\n")
+    for path, ids in ((jsonl_run, "1 unknown document id ('ghost')"), (trec_run, "2 unknown")):
+        result = evaluate("--gold", bundle, "--run", path, "--no-baseline")
+        assert result.returncode == 2 and result.stdout == ""
+        assert f"the run names no document the corpus has: {ids}" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_without_a_corpus_listing_nothing_is_said_of_document_ids(tmp_path):
+    gold = write_jsonl(tmp_path / "gold.jsonl", QUESTIONS)
+    run = write_jsonl(
+        tmp_path / "run.jsonl", [{"question_id": "q1", "results": [{"doc_id": "ghost"}]}]
+    )
+    result = evaluate("--gold", gold, "--run", run, "--no-baseline")
+    assert result.returncode == 0 and "unknown document" not in result.stderr
