@@ -25,7 +25,9 @@ VPN = (
 )
 CSRF = re.compile(rb'"X-CSRFToken": "[^"]+"|name="csrfmiddlewaretoken" value="[^"]+"')
 # "built 3 seconds ago": the clock moves between two loads of a page.
-AGO = re.compile(rb"\d+\xc2\xa0\w+ ago|\bnow\b|reflecting the corpus of [^(]*")
+# naturaltime: "now", "a minute ago", "59\xa0seconds ago", "2\xa0hours ago", ... (a loaded machine
+# can put a minute between two builds).
+AGO = re.compile(rb"(?:\d+\xc2\xa0|\ban? )\w+ ago|\bnow\b|reflecting the corpus of [^(]*")
 
 
 def page(client, name, *args, **query) -> bytes:
