@@ -1,0 +1,143 @@
+"""How far a judge's grades can be trusted: its agreement with the adjudicated human gold of
+the same items, beside the agreement of the two labellers with each other.
+
+Per judge and prompt version, over the candidates of one question set the viewer may see. The
+gold of an item is the gold rule's decision (`labelling.services.votes`: a lead's resolution,
+the agreed or single vote); items still pending are left out. The agreement figures are the
+labellers' own (`labelling.agreement.pairwise_report`): percent agreement, Cohen's kappa
+unweighted and quadratic with 95 % bootstrap intervals, the 3×3 confusion (rows: gold,
+columns: judge). The judge-only figures (bias, z against the humans, items needed) are
+`goldeval.scoring.judges`'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from goldeval.scoring import judges as judge_scoring
+from judges.models import AIJudgement, Judge, JudgePrompt, JudgingPass
+from labelling.agreement import pairwise_report
+from labelling.models import QuestionSet
+from labelling.resolution import DEFAULT_MIN_SPAN_F1, Decision
+from labelling.services.votes import gather_votes
+
+HALF_WIDTH = 0.10
+# Until a kappa is known, the items needed are read at this kappa (the best published prompts).
+PLANNING_KAPPA = 0.6
+
+
+@dataclass
+class Calibration:
+    judge: Judge
+    prompt: JudgePrompt | None
+    question_set: QuestionSet
+    judged: int = 0  # graded by the judge (first pass), on items the viewer may see
+    errors: int = 0
+    against_gold: dict = field(default_factory=dict)
+    humans: dict = field(default_factory=dict)
+    bias: judge_scoring.Bias | None = None
+    z: float | None = None
+    needed: int | None = None  # items for a ±0.10 interval, when the current one is wider
+    self_consistency: dict = field(default_factory=dict)
+    order: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {
+            "judge": self.judge.name,
+            "model": self.judge.model,
+            "prompt_version": self.prompt.version if self.prompt else None,
+            "question_set": self.question_set.name,
+            "judged": self.judged,
+            "errors": self.errors,
+            "against_gold": self.against_gold,
+            "humans": self.humans,
+            "bias": None
+            if self.bias is None
+            else {
+                "above": self.bias.above,
+                "below": self.bias.below,
+                "mean_step": self.bias.mean_step,
+                "items": self.bias.items,
+            },
+            "z_against_humans": self.z,
+            "items_needed_for_0_10": self.needed,
+            "self_consistency": self.self_consistency,
+            "order_sensitivity": self.order,
+        }
+
+
+def calibrate(
+    *,
+    judge: Judge,
+    question_set: QuestionSet,
+    viewer,
+    prompt: JudgePrompt | None = None,
+    n_boot: int = 1000,
+) -> Calibration:
+    prompt = prompt or judge.prompt
+    result = Calibration(judge=judge, prompt=prompt, question_set=question_set)
+    rows = AIJudgement.objects.filter(
+        prompt=prompt, candidate__pool__question_set=question_set
+    ).not_hidden_from(viewer)
+    grades: dict[str, dict[int, int]] = {p: {} for p in JudgingPass.values}
+    for candidate_id, judging_pass, grade in rows.values_list(
+        "candidate_id", "judging_pass", "grade"
+    ):
+        if grade is None:
+            if judging_pass == JudgingPass.FIRST:
+                result.errors += 1
+        else:
+            grades[judging_pass][candidate_id] = grade
+    first = grades[JudgingPass.FIRST]
+    result.judged = len(first)
+    gold_pairs, human_pairs = [], []
+    for question in gather_votes(question_set=question_set, viewer=viewer):
+        for item in question.items:
+            votes = item.votes
+            if len(votes) == 2:
+                human_pairs.append((votes[0].grade, votes[1].grade))
+            if item.candidate.pk not in first:
+                continue
+            decision = item.decide(min_span_f1=DEFAULT_MIN_SPAN_F1)
+            if isinstance(decision, Decision):
+                gold_pairs.append((decision.grade, first[item.candidate.pk]))
+    result.against_gold = pairwise_report(gold_pairs, n_boot=n_boot)
+    result.humans = pairwise_report(human_pairs, n_boot=n_boot)
+    result.bias = judge_scoring.bias(gold_pairs)
+    result.z = judge_scoring.kappa_z(_kappa(result.against_gold), _kappa(result.humans))
+    result.needed = _needed(result.against_gold)
+    for name, other in ((JudgingPass.AGAIN, "self_consistency"), (JudgingPass.REVERSED, "order")):
+        pairs = [(first[pk], grade) for pk, grade in grades[name].items() if pk in first]
+        if pairs:
+            setattr(result, other, pairwise_report(pairs, n_boot=n_boot))
+    return result
+
+
+def _kappa(report: dict) -> tuple:
+    interval = report.get("kappa_ci") or (None, None)
+    return (report.get("kappa"), *interval)
+
+
+def _needed(report: dict) -> int | None:
+    """Items for a ±0.10 interval around the judge's kappa, or None once the interval is that
+    narrow."""
+    interval = report.get("kappa_ci")
+    if interval and (interval[1] - interval[0]) / 2 <= HALF_WIDTH:
+        return None
+    kappa = report.get("kappa")
+    return judge_scoring.items_needed(
+        PLANNING_KAPPA if kappa is None else kappa, chance=_chance(report.get("confusion"))
+    )
+
+
+def _chance(confusion) -> float:
+    """Chance agreement p_e from a confusion matrix's marginals (0.5 without items)."""
+    if not confusion:
+        return 0.5
+    total = sum(map(sum, confusion))
+    if not total:
+        return 0.5
+    rows = [sum(row) / total for row in confusion]
+    columns = [sum(column) / total for column in zip(*confusion, strict=True)]
+    chance = sum(r * c for r, c in zip(rows, columns, strict=True))
+    return min(chance, 0.95)
