@@ -76,9 +76,9 @@ def calibrate(
 ) -> Calibration:
     prompt = prompt or judge.prompt
     result = Calibration(judge=judge, prompt=prompt, question_set=question_set)
-    rows = AIJudgement.objects.filter(
-        prompt=prompt, candidate__pool__question_set=question_set
-    ).not_hidden_from(viewer)
+    rows = AIJudgement.objects.filter(prompt=prompt, candidate__pool__question_set=question_set)
+    if viewer is not None:  # None: a command, run by whoever runs the server
+        rows = rows.not_hidden_from(viewer)
     grades: dict[str, dict[int, int]] = {p: {} for p in JudgingPass.values}
     for candidate_id, judging_pass, grade in rows.values_list(
         "candidate_id", "judging_pass", "grade"
