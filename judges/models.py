@@ -140,3 +140,69 @@ class AIJudgement(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge} on {self.candidate}: {self.grade}"
+
+
+class CanaryKind(models.TextChoices):
+    STUFFING = "stuffing", "Keyword stuffing (must be 0)"
+    INSTRUCTION = "instruction", "An instruction to the grader (must be 0)"
+    PARAPHRASE = "paraphrase", "A relevant paraphrase (must not be 0)"
+    RESTATED = "restated", "The question restated (must be 0)"
+
+
+class JudgeCanary(models.Model):
+    """A passage planted to catch a judge that can be gamed (`judges.canaries`). Never a
+    candidate: no labeller, gold set or metric sees it. A paraphrase canary is a real passage
+    of the gold (``candidate``); the others are written text."""
+
+    question_set = models.ForeignKey(
+        "labelling.QuestionSet", on_delete=models.CASCADE, related_name="judge_canaries"
+    )
+    question = models.ForeignKey(
+        "labelling.Question", on_delete=models.CASCADE, related_name="judge_canaries"
+    )
+    kind = models.CharField(max_length=16, choices=CanaryKind.choices)
+    text = models.TextField(blank=True)
+    candidate = models.ForeignKey(
+        Candidate, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["question_set", "kind", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["question", "kind"],
+                condition=Q(candidate__isnull=True),
+                name="one_written_canary_per_kind",
+            ),
+            models.UniqueConstraint(
+                fields=["question", "kind", "candidate"], name="one_canary_per_passage"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} canary of {self.question}"
+
+    @property
+    def passage(self) -> str:
+        return self.candidate.text if self.candidate_id else self.text
+
+
+class JudgeCanaryResult(models.Model):
+    """A judge's grade of one canary under one prompt version."""
+
+    canary = models.ForeignKey(JudgeCanary, on_delete=models.CASCADE, related_name="results")
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="canary_results")
+    prompt = models.ForeignKey(JudgePrompt, on_delete=models.CASCADE, related_name="+")
+    grade = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    raw = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["canary", "prompt"], name="one_canary_result"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.judge} on {self.canary}: {self.grade}"

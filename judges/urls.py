@@ -10,4 +10,9 @@ urlpatterns = [
     path("p/<slug:slug>/judges/<int:judge_id>/", views.show_judge, name="show-judge"),
     path("p/<slug:slug>/judges/<int:judge_id>/edit/", views.edit_judge, name="edit-judge"),
     path("p/<slug:slug>/judges/<int:judge_id>/judge/", views.start_judging, name="start-judging"),
+    path(
+        "p/<slug:slug>/judges/<int:judge_id>/canaries/",
+        views.plant_canaries,
+        name="plant-canaries",
+    ),
 ]

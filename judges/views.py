@@ -17,7 +17,7 @@ from corpus.models import Role
 from goldset.errors import ServiceError
 from judges.forms import JudgeForm, StartJudgingForm
 from judges.models import AIJudgement, Judge
-from judges.services import configuration, judging
+from judges.services import canaries, configuration, judging
 from judges.services.calibration import calibrate
 from labelling.models import QuestionSet
 
@@ -167,6 +167,26 @@ def start_judging(request: HttpRequest, slug: str, judge_id: int) -> HttpRespons
         problems = "; ".join(str(e) for errors in form.errors.values() for e in errors)
         messages.error(request, f"Judging was not started: {problems}")
     return redirect("judges:show-judge", slug=slug, judge_id=judge.pk)
+
+
+@login_required
+@require_POST
+def plant_canaries(request: HttpRequest, slug: str, judge_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    judge = get_object_or_404(Judge, project=access.project, pk=judge_id)
+    question_set = QuestionSet.objects.filter(
+        project=access.project, pk=request.POST.get("question_set") or None
+    ).first()
+    if question_set is None:
+        messages.error(request, "Choose a question set to plant canaries in.")
+        return redirect("judges:show-judge", slug=slug, judge_id=judge.pk)
+    try:
+        job = canaries.start_canaries(judge=judge, question_set=question_set, user=request.user)
+    except ServiceError as error:
+        messages.error(request, str(error))
+        return redirect("judges:show-judge", slug=slug, judge_id=judge.pk)
+    messages.success(request, "Canaries planted; the judge is grading them.")
+    return redirect("corpus:show-job", slug=slug, job_id=job.pk)
 
 
 def _chosen_set(request: HttpRequest, sets: list[QuestionSet]) -> QuestionSet | None:

@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PASSAGE = re.compile(r"<<<PASSAGE\n(.*)\nPASSAGE>>>", re.S)
 QUESTION = re.compile(r"^Question: (.*)$", re.M)
-ORDER = re.compile(r"grade (?:it |this )?([012])\b", re.I)
+ORDER = re.compile(r"\bgrade (?:it |this passage |this )?([012])\b", re.I)
 
 
 @dataclass
@@ -124,4 +124,7 @@ class LLMServer:
         handler.send_header("Content-Type", "application/json")
         handler.send_header("Content-Length", str(len(data)))
         handler.end_headers()
-        handler.wfile.write(data)
+        try:
+            handler.wfile.write(data)
+        except BrokenPipeError:
+            pass  # the client gave up waiting (the slow judge's test)

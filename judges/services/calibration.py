@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from goldeval.scoring import judges as judge_scoring
 from judges.models import AIJudgement, Judge, JudgePrompt, JudgingPass
+from judges.services.canaries import CanaryClass, canary_report
 from labelling.agreement import pairwise_report
 from labelling.models import QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, Decision
@@ -40,6 +41,12 @@ class Calibration:
     needed: int | None = None  # items for a ±0.10 interval, when the current one is wider
     self_consistency: dict = field(default_factory=dict)
     order: dict = field(default_factory=dict)
+    canaries: list[CanaryClass] = field(default_factory=list)
+
+    @property
+    def unfit(self) -> bool:
+        """A canary class failed: this prompt version can be gamed."""
+        return any(c.failed for c in self.canaries)
 
     def as_dict(self) -> dict:
         return {
@@ -63,6 +70,17 @@ class Calibration:
             "items_needed_for_0_10": self.needed,
             "self_consistency": self.self_consistency,
             "order_sensitivity": self.order,
+            "canaries": {
+                c.kind: {
+                    "items": c.items,
+                    "passed": c.passed,
+                    "errors": c.errors,
+                    "pass_rate": c.rate,
+                    "failed": c.failed,
+                }
+                for c in self.canaries
+            },
+            "unfit": self.unfit,
         }
 
 
@@ -110,6 +128,8 @@ def calibrate(
         pairs = [(first[pk], grade) for pk, grade in grades[name].items() if pk in first]
         if pairs:
             setattr(result, other, pairwise_report(pairs, n_boot=n_boot))
+    if prompt is not None:
+        result.canaries = canary_report(prompt=prompt, question_set=question_set, viewer=viewer)
     return result
 
 

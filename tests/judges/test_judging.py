@@ -172,8 +172,9 @@ def test_a_self_consistency_pass_is_stored_apart(
         judging_pass=JudgingPass.AGAIN,
     )
     rows = AIJudgement.objects.filter(judge=judge)
-    assert rows.filter(judging_pass="first").count() == 6
-    assert rows.filter(judging_pass="again").count() == 6
+    first = set(rows.filter(judging_pass="first").values_list("candidate_id", flat=True))
+    again = set(rows.filter(judging_pass="again").values_list("candidate_id", flat=True))
+    assert first == again and len(first) >= 5  # the sample may hold the withheld passage
 
 
 def test_a_canary_set_and_another_projects_set_are_refused(project, world, llm):

@@ -36,7 +36,7 @@ class World:
 
 def passage_text(i: int) -> str:
     topic = ("leave", "expenses", "laptops", "travel", "parking", "training", "security")[i % 7]
-    return f"Passage {i} on {topic}: the rule number {i * 13 % 97} applies to every team."
+    return f"Passage {i} on {topic}: clause {i * 13 % 97} applies to every team."
 
 
 def build_world(project, *, ann, bob, lead, questions: int = 20, secret: bool = True) -> World:
