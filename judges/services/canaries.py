@@ -32,8 +32,6 @@ from labelling.models import Question, QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, Decision
 from labelling.services.votes import gather_votes
 
-TASK = "judges.tasks.judge_canaries"
-KIND = "judge_canaries"
 PER_CLASS = 10
 MAX_PER_CLASS = 200
 
@@ -94,8 +92,8 @@ def start_canaries(
     planted = plant_canaries(question_set=question_set, per_class=per_class)
     return jobs.start(
         project=judge.project,
-        task=TASK,
-        kind=KIND,
+        task="judges.tasks.judge_canaries",
+        kind="judge_canaries",
         description=f"Judge the canaries of {question_set.name} with {judge.name}",
         params={
             "judge_id": judge.pk,

@@ -26,8 +26,6 @@ from judges.prompt import render_prompt
 from judges.services.configuration import endpoint_of
 from labelling.models import Candidate, QuestionSet, included_q
 
-TASK = "judges.tasks.judge_candidates"
-KIND = "judge"
 BATCH = 64
 MAX_SAMPLE = 100_000
 
@@ -93,8 +91,8 @@ def start_judging(
         raise ServiceError(f"{question_set.name} has no pooled candidates to judge yet.")
     return jobs.start(
         project=project,
-        task=TASK,
-        kind=KIND,
+        task="judges.tasks.judge_candidates",
+        kind="judge",
         description=f"Judge {question_set.name} with {judge.name}",
         params={
             "judge_id": judge.pk,
