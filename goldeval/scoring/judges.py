@@ -12,8 +12,10 @@ figures the labellers' agreement page shows; here:
 - `items_needed`: how many items a kappa needs for a 95 % interval of ± ``half_width`` (the
   large-sample standard error of kappa, sqrt(p_o (1 − p_o) / n) / (1 − p_e)): about 250 at
   kappa 0.6 with chance agreement 0.5;
-- `kendall_tau` (scipy's tau-b) and `tau_ap` (Yilmaz, Aslam & Robertson 2008: errors near the
-  top of the ranking weigh more) between the system rankings by human gold and by the judge.
+- `system_scores`: each system's mean nDCG@10 (`goldeval.scoring.metrics`, the figure the
+  Evaluation page shows) over the same pool, once with the human grades and once with the
+  judge's; `kendall_tau` (scipy's tau-b) and `tau_ap` (Yilmaz, Aslam & Robertson 2008: errors
+  near the top of the ranking weigh more) compare the two system rankings.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from scipy.stats import kendalltau
+
+from goldeval.formats.gold import Gold, GoldQuestion, GoldSpan
+from goldeval.formats.runfiles import Passage
+from goldeval.formats.runs import Ranking, Run
+from goldeval.scoring.metrics import MetricOptions, evaluate_run
 
 Z_95 = 1.959963984540054
 
@@ -101,3 +108,41 @@ def tau_ap(truth: Mapping[str, float], estimate: Mapping[str, float]) -> float |
         correct = sum(1 for other in above if truth[other] > truth[ranked[i]])
         total += correct / i
     return 2 * total / (len(ranked) - 1) - 1
+
+
+def system_scores(
+    rankings: Mapping[str, Mapping[str, Sequence[Passage]]],
+    grades: Mapping[str, Mapping[Passage, int]],
+    *,
+    k: int = 10,
+) -> dict[str, float]:
+    """Each system's mean nDCG@k when ``grades`` (question -> passage -> 0..2) are the gold:
+    ``rankings`` is system -> question -> passages in rank order. Only the questions with
+    grades count; a graded passage of grade >= 1 is a gold unit of that grade."""
+    gold = Gold(
+        questions={
+            question: GoldQuestion(
+                question_id=question,
+                question="",
+                answerable=True,
+                spans=tuple(
+                    GoldSpan(p.doc_id, p.start, p.end, grade)
+                    for p, grade in graded.items()
+                    if grade >= 1
+                ),
+                judged=tuple(graded),
+            )
+            for question, graded in grades.items()
+        }
+    )
+    options = MetricOptions(ks=(k,))
+    scores = {}
+    for system, per_question in rankings.items():
+        run = Run(
+            name=system,
+            rankings={
+                q: Ranking(passages=list(ps)) for q, ps in per_question.items() if q in grades
+            },
+        )
+        scores[system] = evaluate_run(gold=gold, run=run, options=options).metrics[f"ndcg@{k}"]
+    return scores

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from goldeval.formats.runfiles import Passage
 from goldeval.scoring import judges as judge_scoring
 from judges.models import AIJudgement, Judge, JudgePrompt, JudgingPass
 from judges.services.canaries import CanaryClass, canary_report
 from labelling.agreement import pairwise_report
-from labelling.models import QuestionSet
+from labelling.models import Provenance, QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, Decision
 from labelling.services.votes import gather_votes
 
@@ -42,6 +43,10 @@ class Calibration:
     self_consistency: dict = field(default_factory=dict)
     order: dict = field(default_factory=dict)
     canaries: list[CanaryClass] = field(default_factory=list)
+    # System rankings: each retriever's mean nDCG@10 over the pool by gold and by the judge.
+    systems: dict[str, tuple[float, float]] = field(default_factory=dict)
+    kendall_tau: float | None = None
+    tau_ap: float | None = None
 
     @property
     def unfit(self) -> bool:
@@ -81,6 +86,12 @@ class Calibration:
                 for c in self.canaries
             },
             "unfit": self.unfit,
+            "systems": {
+                name: {"ndcg@10_gold": gold, "ndcg@10_judge": judge}
+                for name, (gold, judge) in self.systems.items()
+            },
+            "kendall_tau": self.kendall_tau,
+            "tau_ap": self.tau_ap,
         }
 
 
@@ -109,6 +120,7 @@ def calibrate(
     first = grades[JudgingPass.FIRST]
     result.judged = len(first)
     gold_pairs, human_pairs = [], []
+    both: dict[int, tuple[int, int]] = {}  # candidate pk -> (gold, judge)
     for question in gather_votes(question_set=question_set, viewer=viewer):
         for item in question.items:
             votes = item.votes
@@ -119,6 +131,7 @@ def calibrate(
             decision = item.decide(min_span_f1=DEFAULT_MIN_SPAN_F1)
             if isinstance(decision, Decision):
                 gold_pairs.append((decision.grade, first[item.candidate.pk]))
+                both[item.candidate.pk] = (decision.grade, first[item.candidate.pk])
     result.against_gold = pairwise_report(gold_pairs, n_boot=n_boot)
     result.humans = pairwise_report(human_pairs, n_boot=n_boot)
     result.bias = judge_scoring.bias(gold_pairs)
@@ -128,6 +141,7 @@ def calibrate(
         pairs = [(first[pk], grade) for pk, grade in grades[name].items() if pk in first]
         if pairs:
             setattr(result, other, pairwise_report(pairs, n_boot=n_boot))
+    _rank_systems(result, both)
     if prompt is not None:
         result.canaries = canary_report(prompt=prompt, question_set=question_set, viewer=viewer)
     return result
@@ -161,3 +175,29 @@ def _chance(confusion) -> float:
     columns = [sum(column) / total for column in zip(*confusion, strict=True)]
     chance = sum(r * c for r, c in zip(rows, columns, strict=True))
     return min(chance, 0.95)
+
+
+def _rank_systems(result: Calibration, both: dict[int, tuple[int, int]]) -> None:
+    """How the pool's retrievers rank by the gold and by the judge, on the items both graded
+    (each retriever's ranking of those candidates, by its provenance)."""
+    rows = (
+        Provenance.objects.filter(candidate_id__in=both)
+        .select_related("retriever", "candidate__version__document")
+        .order_by("retriever__name", "candidate__pool_id", "candidate__question_id", "rank")
+    )
+    rankings: dict[str, dict[str, list[Passage]]] = {}
+    gold: dict[str, dict[Passage, int]] = {}
+    judge: dict[str, dict[Passage, int]] = {}
+    for row in rows:
+        candidate = row.candidate
+        key = f"{candidate.pool_id}:{candidate.question_id}"
+        passage = Passage(candidate.version.document.doc_id, candidate.start, candidate.end)
+        rankings.setdefault(row.retriever.name, {}).setdefault(key, []).append(passage)
+        gold.setdefault(key, {})[passage], judge.setdefault(key, {})[passage] = both[candidate.pk]
+    if len(rankings) < 2:
+        return
+    by_gold = judge_scoring.system_scores(rankings, gold)
+    by_judge = judge_scoring.system_scores(rankings, judge)
+    result.systems = {name: (by_gold[name], by_judge[name]) for name in rankings}
+    result.kendall_tau = judge_scoring.kendall_tau(by_gold, by_judge)
+    result.tau_ap = judge_scoring.tau_ap(by_gold, by_judge)

@@ -67,6 +67,13 @@ def test_the_agreeing_judge_is_ranked_above_the_lenient_one(world, people, judge
     assert good.humans == loose.humans and good.humans["items"] == len(world.human_pairs)
     # |z| small for the agreeing judge, large and negative for the lenient one.
     assert loose.z < -2 and abs(good.z) < abs(loose.z)
+    # Both rank the three systems as the gold does: best, middle, worst.
+    for report in (good, loose):
+        by_gold = {name: gold for name, (gold, _) in report.systems.items()}
+        by_judge = {name: judge for name, (_, judge) in report.systems.items()}
+        assert sorted(by_gold, key=by_gold.get) == ["worst", "middle", "best"]
+        assert sorted(by_judge, key=by_judge.get) == ["worst", "middle", "best"]
+        assert report.kendall_tau == 1 and report.tau_ap == 1
 
 
 def test_the_figures_are_scikit_learns_and_the_intervals_a_bootstraps(world, people, judged):

@@ -113,6 +113,7 @@ def test_a_lead_starts_judging_and_reads_the_calibration(
     assert "about" in page and "items with gold are needed for a ±0.10 interval" in page
     assert "graded above the gold on" in page
     assert "agrees less than the labellers agree with each other" in page
+    assert "System rankings" in page and "Kendall's τ 1.00" in page
     # A bad sample is refused with a message, nothing started.
     response = browser.post(
         start, {"question_set": world.question_set.pk, "judging_pass": "first", "sample": "0"}

@@ -15,8 +15,16 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from corpus.models import Document
-from labelling.models import Assignment, Candidate, Judgement, Pool, Resolution, Verdict
+from corpus.models import Document, Retriever
+from labelling.models import (
+    Assignment,
+    Candidate,
+    Judgement,
+    Pool,
+    Provenance,
+    Resolution,
+    Verdict,
+)
 from tests.factories import QuestionFactory, QuestionSetFactory, add_documents
 
 GOLD = (2, 0, 1, 0, 2, 1, 0)
@@ -51,6 +59,11 @@ def build_world(project, *, ann, bob, lead, questions: int = 20, secret: bool = 
     }
     question_set = QuestionSetFactory(project=project, name="calib")
     pool = Pool.objects.create(question_set=question_set, name="p", depth=10, state="ready")
+    # Three systems ranked each question's candidates: best first, worst first, as pooled.
+    systems = [
+        Retriever.objects.create(project=project, name=name, kind="run")
+        for name in ("best", "worst", "middle")
+    ]
     now = timezone.now()
     world = World(question_set=question_set, pool=pool, candidates=[], gold={}, truth={})
     bob_items = 0
@@ -100,6 +113,22 @@ def build_world(project, *, ann, bob, lead, questions: int = 20, secret: bool = 
                         grade=grade,
                         resolved_by=lead,
                     )
+        mine = world.candidates[-3:]
+        orders = (
+            sorted(mine, key=lambda c: -world.gold[c.pk]),
+            sorted(mine, key=lambda c: world.gold[c.pk]),
+            mine,
+        )
+        for system, order in zip(systems, orders, strict=True):
+            for rank, candidate in enumerate(order, start=1):
+                Provenance.objects.create(
+                    candidate=candidate,
+                    retriever=system,
+                    rank=rank,
+                    score=1 / rank,
+                    start=candidate.start,
+                    end=candidate.end,
+                )
         for slot in filter(None, (ann_slot, bob_slot)):
             Verdict.objects.create(assignment=slot, outcome="answerable")
     if secret:
