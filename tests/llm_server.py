@@ -42,6 +42,7 @@ class Recorded:
 class LLMServer:
     truth: dict[str, int] = field(default_factory=dict)
     slow_seconds: float = 2.0
+    delay: float = 0.0  # seconds every answer waits (a model's latency, for the benchmark)
     requests: list[Recorded] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
@@ -103,6 +104,8 @@ class LLMServer:
             self.requests.append(Recorded(handler.path, dict(handler.headers.items()), prompt))
         if behaviour == "slow":
             time.sleep(self.slow_seconds)
+        elif self.delay:
+            time.sleep(self.delay)
         grade = self.grade(behaviour, prompt)
         passage = PASSAGE.search(prompt)
         quote = passage.group(1).strip()[:40] if passage and grade else ""
