@@ -153,15 +153,15 @@ def _kappa(report: dict) -> tuple:
 
 
 def _needed(report: dict) -> int | None:
-    """Items for a ±0.10 interval around the judge's kappa, or None once the interval is that
-    narrow."""
-    interval = report.get("kappa_ci")
-    if interval and (interval[1] - interval[0]) / 2 <= HALF_WIDTH:
-        return None
+    """Items for a ±0.10 interval around the judge's kappa, or None once there are that many
+    and the bootstrap interval is that narrow."""
     kappa = report.get("kappa")
-    return judge_scoring.items_needed(
+    needed = judge_scoring.items_needed(
         PLANNING_KAPPA if kappa is None else kappa, chance=_chance(report.get("confusion"))
     )
+    interval = report.get("kappa_ci")
+    narrow = bool(interval) and (interval[1] - interval[0]) / 2 <= HALF_WIDTH
+    return None if narrow and report.get("items", 0) >= needed else needed
 
 
 def _chance(confusion) -> float:

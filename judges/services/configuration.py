@@ -52,6 +52,9 @@ def check_endpoint(endpoint: JudgeEndpoint) -> None:
 
 
 def check_prompt(text: str) -> str:
+    """The prompt as stored (line breaks as ``\n``: a browser's textarea sends ``\r\n``),
+    or a ServiceError naming every problem."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     problems = prompt_problems(text)
     if problems:
         raise ServiceError("The prompt cannot be used: " + "; ".join(problems) + ".")

@@ -44,9 +44,13 @@ def test_an_admin_connects_a_judge_in_the_browser(project, people, llm):
     assert judge.seed == 7 and judge.prompt.version == 1
     # A changed prompt is a new version; the old one is kept.
     edit = reverse("judges:edit-judge", kwargs={"slug": project.slug, "judge_id": judge.pk})
-    data = form_data(llm, prompt="Is {{passage}} relevant to {{question}}? JSON please.")
+    data = form_data(llm, prompt="Is {{passage}}\r\nrelevant to {{question}}? JSON please.")
     assert browser.post(edit, data).status_code == 302
     assert list(judge.prompts.values_list("version", flat=True)) == [2, 1]
+    # A browser's line breaks are stored as \n: the same text again is the same version.
+    assert judge.prompt.text == "Is {{passage}}\nrelevant to {{question}}? JSON please."
+    assert browser.post(edit, data).status_code == 302
+    assert judge.prompts.count() == 2
 
 
 @pytest.mark.parametrize(
