@@ -18,7 +18,7 @@ class JudgePromptAdmin(admin.ModelAdmin):
 
 @admin.register(AIJudgement)
 class AIJudgementAdmin(admin.ModelAdmin):
-    list_display = ["judge", "prompt", "candidate", "judging_pass", "grade", "placed", "created_at"]
+    list_display = ["judge", "prompt", "candidate", "judging_pass", "grade", "placed", "judged_at"]
     raw_id_fields = ["judge", "prompt", "candidate"]
 
 
@@ -30,5 +30,5 @@ class JudgeCanaryAdmin(admin.ModelAdmin):
 
 @admin.register(JudgeCanaryResult)
 class JudgeCanaryResultAdmin(admin.ModelAdmin):
-    list_display = ["judge", "prompt", "canary", "grade", "created_at"]
+    list_display = ["judge", "prompt", "canary", "grade", "judged_at"]
     raw_id_fields = ["judge", "prompt", "canary"]

@@ -123,7 +123,7 @@ class AIJudgement(models.Model):
     error = models.TextField(blank=True)
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
     completion_tokens = models.PositiveIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now=True)
+    judged_at = models.DateTimeField(auto_now=True)
 
     objects = AIJudgementQuerySet.as_manager()
 
@@ -197,7 +197,7 @@ class JudgeCanaryResult(models.Model):
     grade = models.PositiveSmallIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
     raw = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now=True)
+    judged_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [

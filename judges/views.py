@@ -123,6 +123,8 @@ def show_judge(request: HttpRequest, slug: str, judge_id: int) -> HttpResponse:
                 :SHOWN_JUDGEMENTS
             ]
         )
+    for row in rows:
+        row.gold = report.gold.get(row.candidate_id) if report else None
     form = StartJudgingForm(project=access.project, initial={"question_set": chosen})
     return render(
         request,

@@ -47,6 +47,7 @@ class Calibration:
     systems: dict[str, tuple[float, float]] = field(default_factory=dict)
     kendall_tau: float | None = None
     tau_ap: float | None = None
+    gold: dict[int, int] = field(default_factory=dict)  # candidate pk -> the gold's grade
 
     @property
     def unfit(self) -> bool:
@@ -141,6 +142,7 @@ def calibrate(
         pairs = [(first[pk], grade) for pk, grade in grades[name].items() if pk in first]
         if pairs:
             setattr(result, other, pairwise_report(pairs, n_boot=n_boot))
+    result.gold = {pk: grades[0] for pk, grades in both.items()}
     _rank_systems(result, both)
     if prompt is not None:
         result.canaries = canary_report(prompt=prompt, question_set=question_set, viewer=viewer)
