@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "evaluation",
     "health",
     "production",
+    "judges",
     "demo",
 ]
 

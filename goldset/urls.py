@@ -32,6 +32,7 @@ urlpatterns = [
     path("", include("labelling.urls")),
     path("", include("corpus.urls")),
     path("", include("answers.urls")),
+    path("", include("judges.urls")),
     path("", include("evaluation.urls")),
     path("", include("health.urls")),
     path("", include("production.urls")),

@@ -22,7 +22,15 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 SHARED_DATA_NEEDED = ("trec_eval_test", "cranfield")
 # The apps with models, views and templates of their own (demo has none), floors lowest first.
-GOLDSET_APPS = ("corpus", "labelling", "answers", "evaluation", "health", "production")
+GOLDSET_APPS = (
+    "corpus",
+    "labelling",
+    "answers",
+    "judges",
+    "evaluation",
+    "health",
+    "production",
+)
 
 
 def pytest_sessionstart(session):

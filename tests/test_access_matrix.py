@@ -22,6 +22,8 @@ from corpus.models import AccessGroup, Document, DuplicateGroup, Job, Membership
 from corpus.services import documents, retrieval
 from evaluation.models import EvaluationRun, PermissionReplay
 from evaluation.services.gold_sets import finalise_gold_set
+from judges.models import Judge, JudgePrompt
+from judges.prompt import DEFAULT_PROMPT
 from labelling.models import Assignment, Candidate, Span
 from production.models import Sample
 from production.services.sampling import check_rule, save_sampling_rule
@@ -119,6 +121,10 @@ def world(prefix: str) -> dict:
         window_end=timezone.now(),
         population=0,
     )
+    judge = Judge.objects.create(
+        project=project, name="llm", url="https://llm.example.com/v1/chat/completions", model="m"
+    )
+    JudgePrompt.objects.create(judge=judge, version=1, text=DEFAULT_PROMPT)
     return {
         "project": project,
         "people": people,
@@ -152,6 +158,7 @@ def world(prefix: str) -> dict:
             "access_group_id": AccessGroup.objects.get(project=project, name="hr-confidential").pk,
             "answer_assignment_id": AnswerAssignment.objects.get(answer__run=answer_run).pk,
             "answer_run_id": answer_run.pk,
+            "judge_id": judge.pk,
         },
     }
 

@@ -1,8 +1,8 @@
 """The house's floors. `goldeval` (the library a RAG team's CI installs alone) imports no Django,
 no app and no torch. Each app imports only from the floors below it: goldset, then corpus, then
-labelling, then answers, then evaluation, then health and production (side by side: neither
-imports the other), then demo. Imports inside functions count too: a hidden import is still a way
-up. Nothing is imported only for its side effects."""
+labelling, then answers and judges (side by side), then evaluation, then health and production
+(side by side: neither imports the other), then demo. Imports inside functions count too: a
+hidden import is still a way up. Nothing is imported only for its side effects."""
 
 import ast
 from pathlib import Path
@@ -14,7 +14,7 @@ FLOORS = [
     {"goldset"},
     {"corpus"},
     {"labelling"},
-    {"answers"},
+    {"answers", "judges"},
     {"evaluation"},
     {"health", "production"},
     {"demo"},

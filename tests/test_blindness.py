@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from corpus.models import AccessGroup, Document
 from corpus.services import projects
+from judges.models import AIJudgement, Judge
 from labelling.models import Assignment, Candidate, Judgement, QuestionSet, Resolution, Span
 from labelling.services import judgements
 from tests import test_access_matrix
@@ -166,7 +167,7 @@ def test_labellers_cannot_download_gold_sets_or_reach_lead_pages(worlds):
     rows = snapshot()
     checked = set()
     for name, kwargs in routes():
-        if not (name.startswith("evaluation:") or name in LEAD_PAGES):
+        if not (name.startswith(("evaluation:", "judges:")) or name in LEAD_PAGES):
             continue
         path = reverse(name, kwargs={k: ids[k] for k in kwargs})
         answers = {method: getattr(browser, method)(path).status_code for method in ("get", "post")}
@@ -175,6 +176,34 @@ def test_labellers_cannot_download_gold_sets_or_reach_lead_pages(worlds):
         checked.add(name)
     assert snapshot() == rows
     assert {"evaluation:download-gold-set", "evaluation:download-run"} <= checked
+    assert {"judges:show-judge", "judges:list-judges", "judges:start-judging"} <= checked
+
+
+AI_QUOTE = "the judge quotes this marker"
+
+
+def test_nothing_a_labeller_receives_changes_when_the_judge_grades(double_labelled):
+    """AI grades are voters for leads only: no page, partial, count or status a labeller
+    receives moves when a judge grades (or fails to grade) every candidate, before or after
+    they graded it."""
+    ann, ids = double_labelled["people"]["ann"], double_labelled["ids"]
+    before = what_they_see(ann, ids)
+    judge = Judge.objects.get(pk=ids["judge_id"])
+    for number, candidate in enumerate(Candidate.objects.filter(pool_id=ids["pool_id"])):
+        AIJudgement.objects.create(
+            judge=judge,
+            prompt=judge.prompt,
+            candidate=candidate,
+            grade=number % 3 if number % 4 else None,
+            quote=AI_QUOTE,
+            raw=f'{{"grade": 2, "quote": "{AI_QUOTE}"}}',
+            error="" if number % 4 else "the answer holds no JSON object",
+        )
+    after = what_they_see(ann, ids)
+    for key in before:
+        assert after[key] == before[key], key
+    for _, body in after.values():
+        assert AI_QUOTE.encode() not in body
 
 
 def test_a_restricted_document_shows_nowhere_for_a_labeller_outside_its_group(worlds):

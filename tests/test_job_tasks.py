@@ -59,6 +59,8 @@ def test_every_job_kind_is_started_with_a_task_of_the_app_that_owns_it():
         "index_health_report",
         "misses_report",
         "draw_sample",
+        "judge",
+        "judge_canaries",
     }
     for kind, name in tasks.items():
         task = jobs.task_named(name)

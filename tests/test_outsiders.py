@@ -29,6 +29,8 @@ from corpus.models import (
 from corpus.services import projects, retrieval
 from evaluation.models import EvaluationRun, PermissionReplay
 from evaluation.services.gold_sets import finalise_gold_set
+from judges.models import AIJudgement, Judge, JudgeCanary, JudgeCanaryResult, JudgePrompt
+from judges.prompt import DEFAULT_PROMPT
 from labelling.models import Assignment, Candidate, Span, Verdict
 from labelling.services import judgements
 from tests.factories import (
@@ -93,6 +95,12 @@ def world(db, monkeypatch):
     }
     answer_run = import_answers(question_set=question_set, data=json.dumps(answer), run_name="a")
     plan_answer_review(run=answer_run.run, labellers=[people["ann"]], double_share=0)
+    # The team's judge may read hr-confidential (its grades of salaries come with them below).
+    judge = Judge.objects.create(
+        project=project, name="llm", url="https://llm.example.com/v1/chat/completions", model="m"
+    )
+    judge.access_groups.set(AccessGroup.objects.filter(project=project))
+    JudgePrompt.objects.create(judge=judge, version=1, text=DEFAULT_PROMPT)
     ids = {
         "slug": project.slug,
         "set_id": question_set.pk,
@@ -117,6 +125,7 @@ def world(db, monkeypatch):
         "replay_id": PermissionReplay.objects.create(gold_set=gold_set, source="upload", k=5).pk,
         "answer_run_id": answer_run.run.pk,
         "answer_assignment_id": AnswerAssignment.objects.get().pk,
+        "judge_id": judge.pk,
     }
     return {"project": project, "people": people, "ids": ids, "q1": q1, "set": question_set}
 
@@ -176,6 +185,22 @@ def group_members_judge_a_restricted_document(world) -> None:
                 quote=SALARY_TEXT[candidate.start : candidate.start + 11],
                 revision=done.revision,
             )
+    # The judge grades every salaries passage, a quote of it too, and fails on one; a canary
+    # of the set is one of them (a paraphrase) and the judge passes it.
+    judge = Judge.objects.get(project=project)
+    for number, candidate in enumerate(Candidate.objects.filter(version=version)):
+        AIJudgement.objects.create(
+            judge=judge,
+            prompt=judge.prompt,
+            candidate=candidate,
+            grade=None if number == 2 else 2,
+            quote=SALARY_TEXT[:11],
+            error="the answer holds no JSON object" if number == 2 else "",
+        )
+    canary = JudgeCanary.objects.create(
+        question_set=world["set"], question=q1, kind="paraphrase", candidate=band_d
+    )
+    JudgeCanaryResult.objects.create(canary=canary, judge=judge, prompt=judge.prompt, grade=1)
 
 
 def extra_urls(ids: dict) -> list[str]:
