@@ -58,7 +58,12 @@ from labelling.models import (
     VerdictOutcome,
 )
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
-from labelling.services.gold import FrozenQuestion, UnresolvedItem, collect_gold
+from labelling.services.gold import (
+    FrozenQuestion,
+    UnresolvedItem,
+    changed_counts,
+    collect_gold,
+)
 
 
 class GoldSetError(ServiceError):
@@ -411,6 +416,7 @@ def _bundle(
                 min_span_f1=min_span_f1,
                 guideline_versions=_guideline_versions(question_set),
                 production=_production_questions(question_set, questions),
+                changed_spans=changed_counts(span for q in questions for span in q.spans),
             ),
             questions=questions,
             corpus=[
