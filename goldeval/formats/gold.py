@@ -25,7 +25,7 @@ from goldeval.formats.textfiles import (
     first_line,
     json_lines,
 )
-from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
+from goldeval.text.anchoring import SIMILARITY_FLOOR, locate, on_word_edges
 from goldeval.text.worddiff import FACTS_CHANGED, outcome, plain, word_diff
 
 GOLD_FILE = "gold.jsonl"
@@ -266,7 +266,11 @@ def _read_bundle(files: Mapping[str, bytes], *, folder: Path | None) -> Gold:
         _check_span_offsets(questions, versions, gold_path=gold_path)
         gold.corpus = {doc_id: by_version[-1] for doc_id, by_version in versions.items()}
         gold.questions, gold.unanchored, gold.reanchored = _reanchor_to_newest(
-            questions, gold.corpus, warnings=gold.warnings, changed_words=gold.changed_words
+            questions,
+            gold.corpus,
+            warnings=gold.warnings,
+            changed_words=gold.changed_words,
+            versions=versions,
         )
     if DOCUMENTS_FILE in files:
         documents_path = where(DOCUMENTS_FILE)
@@ -620,11 +624,13 @@ def _reanchor_to_newest(
     *,
     warnings: list[str],
     changed_words: list[ChangedWords] | None = None,
+    versions: Mapping[str, list[CorpusDocument]] | None = None,
 ) -> tuple[dict[str, GoldQuestion], list[UnanchoredSpan], int]:
     """Move spans that point at an older version onto the newest one (the one runs search);
     the spans that could not be, and how many were moved. A moved span whose words changed
     ("40 percent" became "50 percent": the facts changed, it did not just move) adds a warning
-    with the word diff, and is added to ``changed_words``."""
+    with the word diff, and is added to ``changed_words``. With the old ``versions`` (every
+    version of each document, oldest first), a span marked in whole words keeps whole words."""
     unanchored: list[UnanchoredSpan] = []
     moved_spans = 0
     moved: dict[str, GoldQuestion] = {}
@@ -635,7 +641,13 @@ def _reanchor_to_newest(
             if span.whole_document or span.version is None or span.version == document.version:
                 spans.append(span)
                 continue
-            offsets = reanchor(span, document.text)
+            old = next(
+                (v for v in (versions or {}).get(span.doc_id, ()) if v.version == span.version),
+                None,
+            )
+            whole = old is not None and span.end is not None
+            whole = whole and on_word_edges(old.text, span.start or 0, span.end)
+            offsets = reanchor(span, document.text, whole_words=whole)
             if offsets is None:
                 unanchored.append(UnanchoredSpan(question_id, span, document.version))
                 spans.append(span)
@@ -660,13 +672,16 @@ def _reanchor_to_newest(
     return moved, unanchored, moved_spans
 
 
-def reanchor(span: GoldSpan, text: str) -> tuple[int, int] | None:
+def reanchor(span: GoldSpan, text: str, *, whole_words: bool = False) -> tuple[int, int] | None:
     """Where the span's quoted text sits in ``text`` (a newer version), or None.
 
     `goldeval.text.anchoring.locate`: the exact occurrence nearest the old offset, else the most
     similar window if its similarity reaches FUZZY_MIN_RATIO; near-linear in the text's length.
+    ``whole_words``: the span was marked in whole words, so the window keeps whole words.
     """
     if not span.quote:
         return None
-    found = locate(span.quote, text, near=span.start or 0, floor=FUZZY_MIN_RATIO)
+    found = locate(
+        span.quote, text, near=span.start or 0, floor=FUZZY_MIN_RATIO, whole_words=whole_words
+    )
     return None if found is None else (found.start, found.end)

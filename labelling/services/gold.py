@@ -4,9 +4,10 @@ One rule, applied here and nowhere else: `labelling.resolution` decides each ite
 grade and spans, a question's verdict), and gold spans of one question that overlap become one
 unit by `goldeval.text.spans`' merge rule. A gold span whose labellers answered the Re-check page
 for it is placed where they put it in the new version (or dropped when the evidence is gone);
-a resolved item's span, where a lead answered for the resolution's evidence, where the lead put
-it. Every gold span on a changed document says how it is kept (`GoldSpanRow.changed`), so the
-Gold page can mark it and finalising can count it (`changed_counts`).
+a resolved item's span where a lead put it (a resolution's evidence is the leads' to answer
+for; its labellers' answers for their own spans do not move it). Every gold span on a changed
+document says how it is kept (`GoldSpanRow.changed`), so the Gold page can mark it and
+finalising can count it (`changed_counts`).
 `resolve_gold` gives it per pool (the Gold page, as its viewer may see it); `collect_gold`
 gives it per question, as a gold set freezes it (evaluation only stores what it gets).
 Questions a lead excluded from the set are no part of either.
@@ -20,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from django.db.models import Q
 
 from corpus.models import DocumentVersion
-from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
 from goldeval.text.spans import merge_overlapping
 from goldeval.text.worddiff import FACTS_CHANGED, Piece, word_diff
 from labelling.models import (
@@ -183,7 +183,7 @@ def resolve_gold(
                 about = {
                     "old_version": candidate.version.version,
                     "old_quote": old_quote,
-                    "span_ids": tuple(span.pk for group in sources for span in group),
+                    "span_ids": tuple(span.pk for span in sources),
                     "by_lead": decision.source == "resolved",
                 }
                 if placed is None:
@@ -250,39 +250,27 @@ def question_gold_spans(*, question: Question, viewer=None) -> list[GoldSpanRow]
     return sorted(unique.values(), key=lambda s: (s.doc_id, s.version, s.start, s.end))
 
 
-def _sources(item, start: int, end: int, *, resolved: bool) -> list[list]:
-    """The marked spans behind the gold span [start, end) of an item, in the order their
-    re-check answers count: of a resolved item, its resolution's overlapping spans (the lead's
-    evidence) first; then the labellers' overlapping spans."""
-    groups = []
+def _sources(item, start: int, end: int, *, resolved: bool) -> list:
+    """The marked spans behind the gold span [start, end) of an item, whose re-check answers
+    place it: of a resolved item, its resolution's overlapping spans (the lead's evidence,
+    which leads answer for; the labellers' answers for their own spans do not move a lead's
+    decision); else the labellers' overlapping spans."""
     if resolved and item.resolution is not None:
-        groups.append([s for s in item.resolution.spans.all() if s.start < end and start < s.end])
-    groups.append(
-        [
-            span
-            for judgement in item.judgements
-            for span in judgement.span_list
-            if span.start < end and start < span.end
-        ]
-    )
-    return groups
+        return [s for s in item.resolution.spans.all() if s.start < end and start < s.end]
+    return [
+        span
+        for judgement in item.judgements
+        for span in judgement.span_list
+        if span.start < end and start < span.end
+    ]
 
 
-def _rechecked(sources: list[list], rechecks: dict) -> tuple | None | bool:
+def _rechecked(sources: list, rechecks: dict) -> tuple | None | bool:
     """Where the re-check answers for the marked spans ``sources`` put their gold span of an
-    older version, from the first group of ``sources`` with an answer (a lead's answer for a
-    resolution's evidence before its labellers'): None when none was answered (the span stays,
-    and scoring re-anchors it by its quote); False when every answer says the evidence is
-    gone; else (the newest answered version, start, end, how: a key of `CHANGED_KINDS`),
-    covering the answered places."""
-    answers = next(
-        (
-            found
-            for group in sources
-            if (found := [rechecks[s.pk] for s in group if s.pk in rechecks])
-        ),
-        [],
-    )
+    older version: None when none was answered (the span stays, and scoring re-anchors it by
+    its quote); False when every answer says the evidence is gone; else (the newest answered
+    version, start, end, how: a key of `CHANGED_KINDS`), covering the answered places."""
+    answers = [rechecks[span.pk] for span in sources if span.pk in rechecks]
     if not answers:
         return None
     placed = [a for a in answers if a.start is not None]
@@ -408,27 +396,36 @@ def changed_counts(spans) -> dict[str, int]:
 
 def mark_current(spans) -> None:
     """Fill ``current`` of the not re-checked spans: their quote as found now in the newest
-    version (`goldeval.text.anchoring.locate`, the rule scoring applies), "" when not found."""
+    version (`labelling.services.recheck.find_again`, the rule scoring applies), "" when not
+    found."""
     waiting = [span for span in spans if span.changed == NOT_RECHECKED]
     if not waiting:
         return
-    latest_of = dict(
-        DocumentVersion.objects.filter(pk__in={span.version_id for span in waiting}).values_list(
-            "pk", "document__latest_version"
-        )
-    )
+    old = {
+        pk: (text, latest)
+        for pk, text, latest in DocumentVersion.objects.filter(
+            pk__in={span.version_id for span in waiting}
+        ).values_list("pk", "text", "document__latest_version")
+    }
     newest = {
         version.pk: version
-        for version in DocumentVersion.objects.filter(pk__in=set(latest_of.values())).only(
-            "pk", "version", "text"
-        )
+        for version in DocumentVersion.objects.filter(
+            pk__in={latest for _, latest in old.values()}
+        ).only("pk", "version", "text")
     }
     for span in waiting:
-        version = newest.get(latest_of.get(span.version_id))
+        old_text, latest = old[span.version_id]
+        version = newest.get(latest)
         if version is None:
             continue
         span.newest_version = version.version
-        found = locate(span.old_quote, version.text, near=span.start, floor=SIMILARITY_FLOOR)
+        found = recheck.find_again(
+            quote=span.old_quote,
+            old_text=old_text,
+            start=span.start,
+            end=span.end,
+            new_text=version.text,
+        )
         span.current = "" if found is None else version.text[found.start : found.end]
 
 

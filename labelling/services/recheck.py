@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import F, Q
 
 from corpus.models import Document, Project
-from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
+from goldeval.text.anchoring import SIMILARITY_FLOOR, Located, locate, on_word_edges
 from goldeval.text.worddiff import FACTS_CHANGED, Piece, outcome, word_diff
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Change, ChangeSubject, Span, SpanRecheck, included_q
@@ -82,6 +82,30 @@ class StaleSpan:
         return word_diff(self.quote, self.proposed_text) if self.reanchored else []
 
 
+def find_again(*, quote: str, old_text: str, start: int, end: int, new_text: str) -> Located | None:
+    """Where a span marked at [start, end) of ``old_text`` (``quote``) is in ``new_text``: the
+    gold reader's rule (`goldeval.text.anchoring.locate` near its old start, whole words kept
+    when it was marked in whole words), or None when it is not found."""
+    return locate(
+        quote,
+        new_text,
+        near=start,
+        floor=SIMILARITY_FLOOR,
+        whole_words=on_word_edges(old_text, start, end),
+    )
+
+
+def find_span_again(span: Span) -> Located | None:
+    """`find_again` for a stored span, in its document's newest version."""
+    return find_again(
+        quote=span.quote,
+        old_text=span.version.text,
+        start=span.start,
+        end=span.end,
+        new_text=span.version.document.latest_version.text,
+    )
+
+
 LABELLER, RESOLUTION = "labeller", "resolution"
 
 # Who may answer for a span on a changed document: its labeller for a judgement's evidence, a
@@ -128,7 +152,7 @@ def stale_spans(*, project: Project, viewer, labeller=None, lead: bool = False) 
         newest = span.version.document.latest_version
         owner = span.judgement.candidate if span.judgement else span.resolution
         question = owner.question
-        located = locate(span.quote, newest.text, near=span.start, floor=SIMILARITY_FLOOR)
+        located = find_span_again(span)
         answer = getattr(span, "recheck", None)
         placed = answer is not None and answer.start is not None
         found.append(
@@ -232,7 +256,7 @@ def record_recheck(
     span = own_stale_span(project=project, labeller=labeller, span_id=span_id, lead=lead)
     newest = span.version.document.latest_version
     if outcome == CONFIRMED:
-        located = locate(span.quote, newest.text, near=span.start, floor=SIMILARITY_FLOOR)
+        located = find_span_again(span)
         if located is None:
             raise RecheckError(
                 "Your quote was not found in the new text, so there is nothing to confirm: "

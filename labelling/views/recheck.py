@@ -14,13 +14,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from corpus.access import project_access
-from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
 from labelling.forms import RecheckForm
 from labelling.services.recheck import (
     FACTS_CHANGED,
     GONE,
     NotYourSpan,
     RecheckError,
+    find_span_again,
     own_stale_span,
     record_recheck,
     span_question,
@@ -70,7 +70,7 @@ def remark_span(request: HttpRequest, slug: str, span_id: int) -> HttpResponse:
     newest = span.version.document.latest_version
     # Where the quote was found again (if it was) is shown marked, as the grading page marks
     # evidence; the labeller selects the evidence anew anywhere in the text.
-    found = locate(span.quote, newest.text, near=span.start, floor=SIMILARITY_FLOOR)
+    found = find_span_again(span)
     cuts = [0, len(newest.text)] if found is None else [0, found.start, found.end, len(newest.text)]
     segments = [
         {"start": a, "text": newest.text[a:b], "evidence": found is not None and a == found.start}

@@ -254,3 +254,20 @@ def test_confirmed_answers_stored_before_are_told_apart_by_the_migration(project
         fee.pk: "facts_changed",
         bikes.pk: "confirmed",
     }
+
+
+def test_a_labeller_s_answer_does_not_move_a_lead_s_resolution(project, member):
+    from labelling.services.gold import resolve_gold
+
+    people, question_set = _changed(project, member)
+    ann_span = Span.objects.get(judgement__assignment__labeller=people["ann"], quote="40 percent")
+    _answer(login(people["ann"]), project, ann_span.pk, outcome="gone")
+    assert SpanRecheck.objects.get(span=ann_span).outcome == "gone"
+    gold = {r.question.external_id: r for r in resolve_gold(question_set=question_set).questions}
+    (span,) = gold["q1"].spans
+    # Still the lead's evidence on version 1, waiting for a lead's answer.
+    assert (span.version, span.quote, span.changed) == (
+        1,
+        "refunds 40 percent of the gym fee",
+        "not_rechecked",
+    )
