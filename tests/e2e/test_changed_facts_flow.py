@@ -116,4 +116,5 @@ def test_the_facts_changed_reach_labeller_and_lead_and_finalising_counts_them(
         "re_marked": 0,
         "facts_changed": 1,
         "not_rechecked": 1,
+        "fact_links": 0,
     }

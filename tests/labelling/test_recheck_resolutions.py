@@ -200,6 +200,7 @@ def test_finalising_counts_the_spans_on_changed_documents_in_the_manifest_and_pa
         "re_marked": 0,
         "facts_changed": 1,
         "not_rechecked": 2,
+        "fact_links": 0,
     }
     url = reverse("evaluation:show-gold-set", args=[project.slug, gold_set.pk])
     html = login(people["paylead"]).get(url).content.decode()
