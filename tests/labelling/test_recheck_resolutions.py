@@ -272,3 +272,46 @@ def test_a_labeller_s_answer_does_not_move_a_lead_s_resolution(project, member):
         "refunds 40 percent of the gym fee",
         "not_rechecked",
     )
+
+
+def test_a_lead_marks_a_resolution_s_evidence_again_and_opens_the_decision(project, member):
+    from labelling.services.gold import resolve_gold
+
+    people, question_set = _changed(project, member)
+    fee_span = _resolution_span("fees")
+    lead = login(people["lead"])
+    page = lead.get(reverse("labelling:remark-span", args=[project.slug, fee_span.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200 and "how much of the gym fee?" in html
+    assert "refunds 40 percent of the gym fee" in html
+
+    quote = "50 percent of the gym fee"
+    start = FEE_V2.index(quote)
+    _answer(
+        lead,
+        project,
+        fee_span.pk,
+        outcome="re-marked",
+        start=str(start),
+        end=str(start + len(quote)),
+        quote=quote,
+    )
+    assert SpanRecheck.objects.get(span=fee_span).outcome == "re-marked"
+    gold = {r.question.external_id: r for r in resolve_gold(question_set=question_set).questions}
+    (span,) = gold["q1"].spans
+    assert (span.version, span.quote, span.changed) == (2, quote, "re_marked")
+
+    # "Open the decision" reaches the item's decision page.
+    recheck = _recheck_page(lead, project)
+    decision = reverse(
+        "labelling:resolve-item",
+        args=[
+            project.slug,
+            question_set.pk,
+            fee_span.resolution.pool_id,
+            fee_span.resolution.question_id,
+            fee_span.resolution.candidate_id,
+        ],
+    )
+    assert f'href="{decision}"' in recheck
+    assert lead.get(decision).status_code == 200
