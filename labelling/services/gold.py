@@ -79,6 +79,11 @@ class GoldSpanRow:
         return CHANGED_KINDS.get(self.changed, "")
 
     @property
+    def words_changed(self) -> bool:
+        """Whether the words now differ from the words as marked (the facts changed)."""
+        return any(piece.kind != "same" for piece in self.diff)
+
+    @property
     def diff(self) -> list[Piece]:
         """The old quote against the words the gold now has (or the quote found again)."""
         if not self.changed:

@@ -133,7 +133,8 @@ def test_the_gold_page_marks_every_span_on_a_changed_document_with_a_link(projec
     assert "0 with the facts changed, 0 marked again in the new version, 2 not re-checked" in html
     assert html.count('class="changed-span"') == 2
     assert "changed document: not re-checked" in html
-    assert "in v2 now <q>refunds 50 percent of the gym fee</q>" in html
+    assert "in v2 now <q>refunds 50 percent of the gym fee</q>: the facts changed" in html
+    assert "in v2 it moved, same words" in html  # ann's bikes span, not yet re-checked
     assert "<del>40</del>" in html and "<ins>50</ins>" in html
     recheck = reverse("labelling:show-recheck", args=[project.slug])
     assert f'href="{recheck}#span-{fee_span.pk}"' in html
