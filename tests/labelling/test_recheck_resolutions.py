@@ -316,3 +316,20 @@ def test_a_lead_marks_a_resolution_s_evidence_again_and_opens_the_decision(proje
     )
     assert f'href="{decision}"' in recheck
     assert lead.get(decision).status_code == 200
+
+
+def test_old_quotes_and_word_diffs_of_changed_documents_are_escaped(project, member):
+    from tests.factories import add_documents
+
+    people = _people(member)
+    question_set = fee_question_set(
+        project, ann=people["ann"], bob=people["bob"], lead=people["lead"]
+    )
+    add_documents(
+        project,
+        ("fees", FEE_V2.replace("refunds 50 percent", "refunds <i> percent")),
+    )
+    lead = login(people["lead"])
+    for html in (_gold_page(lead, project, question_set), _recheck_page(lead, project)):
+        assert "<i>" not in html
+        assert "<del>40</del>" in html and "<ins>&lt;i&gt;</ins>" in html
