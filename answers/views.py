@@ -19,6 +19,7 @@ from answers.forms import (
 from answers.models import Answer, AnswerAssignment
 from answers.services import adjudication, review
 from answers.services import runs as services
+from answers.services.fact_links import changed_fact_links
 from corpus.access import project_access
 from corpus.models import Document, Role
 from goldset.errors import ServiceError
@@ -73,6 +74,7 @@ def list_answer_runs(request: HttpRequest, slug: str, set_id: int) -> HttpRespon
             "question_set": question_set,
             "runs": question_set.answer_runs.order_by("-created_at"),
             "rows": rows,
+            "changed_links": changed_fact_links(question_set=question_set, viewer=request.user),
             "form": form,
             "plan_form": AnswerReviewPlanForm(question_set=question_set),
             "error": error,
@@ -187,6 +189,9 @@ def edit_reference_answer(
             "formset": formset,
             "rows": list(zip(formset, [len(k) for k in kept] + [0] * len(formset), strict=False)),
             "has_gold_spans": bool(offered),
+            "changed_links": changed_fact_links(
+                question_set=question_set, viewer=request.user, question=question
+            ),
             "error": error,
         },
         status=status,

@@ -653,16 +653,20 @@ class RunResult(models.Model):
         return f"{self.retriever} {self.question} #{self.rank}"
 
 
-# A labeller's answers on their Re-check page (`labelling.services.recheck`): for each of their
-# spans on a document that changed after they labelled, confirmed, re-marked or gone.
+# Answers on the Re-check page (`labelling.services.recheck`): for each span on a document that
+# changed after it was marked (a labeller's own, a lead's for a resolution's), confirmed, the
+# facts changed, re-marked or gone.
 
 
 class SpanRecheck(models.Model):
-    """A labeller's answer for their span on a changed document, which the gold rule uses;
-    its history is `Change` rows (subject recheck)."""
+    """The answer for a span on a changed document (by its labeller, or a lead for a
+    resolution's span), which the gold rule uses; a labeller's history is `Change` rows
+    (subject recheck)."""
 
     span = models.OneToOneField("labelling.Span", on_delete=models.CASCADE, related_name="recheck")
-    outcome = models.CharField(max_length=16)  # "confirmed", "re-marked" or "gone"
+    # "confirmed" (it moved, same words), "facts_changed" (confirmed where its words differ:
+    # "40 percent" is now "50 percent"), "re-marked" or "gone".
+    outcome = models.CharField(max_length=16)
     version = models.ForeignKey(DocumentVersion, on_delete=models.PROTECT, related_name="+")
     start = models.PositiveIntegerField(null=True, blank=True)
     end = models.PositiveIntegerField(null=True, blank=True)

@@ -298,3 +298,115 @@ def labelled_question_set(project, *, ann, bob, lead, restricted=False, resolve=
             note="+not relevant",
         )
     return question_set
+
+
+# Gold spans on changed documents (issue 33 items 3 and 4) ---------------------------------
+
+FEE_V1 = (
+    "Sports policy.\n\nThe company refunds 40 percent of the gym fee. "
+    "Bikes bought for commuting are refunded in full."
+)
+# Re-uploaded: a longer heading moves everything, and 40 percent became 50 percent.
+FEE_V2 = (
+    "Sports policy, revised in May.\n\nThe company refunds 50 percent of the gym fee. "
+    "Bikes bought for commuting are refunded in full."
+)
+BAND_V1 = "Pay bands. Band C pays 52,000 euros per year."
+BAND_V2 = "Pay bands. Band C pays 55,000 euros per year."
+
+
+def fee_question_set(project, *, ann, bob, lead, group_lead=None):
+    """A question set "fees" in one pool "p" on the document "fees" (FEE_V1):
+
+    - q1 "how much of the gym fee?": ann grades 1, bob 2; ``lead`` resolves it to 2 with the
+      evidence "refunds 40 percent of the gym fee" (a resolution span only a lead re-checks);
+    - q2 "are bikes refunded?": ann alone, grade 2, evidence "Bikes ... in full.";
+    - with ``group_lead``: the document "bands" (BAND_V1) restricted to the access group
+      "pay", whose members are ann, bob and ``group_lead``; q3 "band C pay?" double-labelled
+      with grades 1 and 2, resolved by ``group_lead`` with "pays 52,000 euros per year".
+
+    Call `change_fee_documents` to re-upload them with the facts changed."""
+    from django.utils import timezone
+
+    from corpus.models import AccessGroup, Document
+    from labelling.models import Assignment, Candidate, Judgement, Pool, Span
+    from labelling.services import adjudication
+
+    specs = [("fees", FEE_V1)]
+    if group_lead is not None:
+        specs.append(("bands", BAND_V1, ["pay"]))
+    add_documents(project, *specs)
+    if group_lead is not None:
+        group = AccessGroup.objects.get(project=project, name="pay")
+        group.members.add(ann, bob, group_lead)
+    question_set = QuestionSetFactory(project=project, name="fees")
+    pool = Pool.objects.create(question_set=question_set, name="p", depth=10, state="ready")
+    now = timezone.now()
+
+    def passage(external_id, text, doc_id, sentence, labellers):
+        version = Document.objects.get(project=project, doc_id=doc_id).latest_version
+        question = QuestionFactory(question_set=question_set, external_id=external_id, text=text)
+        start = version.text.index(sentence)
+        candidate = Candidate.objects.create(
+            pool=pool, question=question, version=version, start=start, end=start + len(sentence)
+        )
+        slots = [
+            Assignment.objects.create(
+                pool=pool,
+                question=question,
+                slot=slot,
+                labeller=user,
+                assigned_at=now,
+                completed_at=now,
+            )
+            for slot, user in enumerate(labellers, start=1)
+        ]
+        return question, candidate, slots
+
+    def grade(assignment, candidate, value, quote):
+        judgement = Judgement.objects.create(
+            assignment=assignment, candidate=candidate, grade=value
+        )
+        start = candidate.version.text.index(quote)
+        Span.objects.create(
+            judgement=judgement,
+            version=candidate.version,
+            start=start,
+            end=start + len(quote),
+            quote=quote,
+        )
+
+    def resolve(question, candidate, quote, user):
+        start = candidate.version.text.index(quote)
+        adjudication.resolve(
+            pool=pool,
+            question=question,
+            candidate=candidate,
+            user=user,
+            grade=2,
+            spans=[(start, start + len(quote))],
+        )
+
+    sentence = "The company refunds 40 percent of the gym fee."
+    q1, fee, (a1, b1) = passage("q1", "how much of the gym fee?", "fees", sentence, (ann, bob))
+    grade(a1, fee, 1, "40 percent")
+    grade(b1, fee, 2, "40 percent of the gym fee")
+    resolve(q1, fee, "refunds 40 percent of the gym fee", lead)
+    bikes = "Bikes bought for commuting are refunded in full."
+    _, bike, (a2,) = passage("q2", "are bikes refunded?", "fees", bikes, (ann,))
+    grade(a2, bike, 2, bikes)
+    if group_lead is not None:
+        pays = "Band C pays 52,000 euros per year."
+        q3, band, (a3, b3) = passage("q3", "band C pay?", "bands", pays, (ann, bob))
+        grade(a3, band, 1, "52,000 euros")
+        grade(b3, band, 2, "52,000 euros per year")
+        resolve(q3, band, "pays 52,000 euros per year", group_lead)
+    return question_set
+
+
+def change_fee_documents(project, *, bands=False):
+    """Upload the new versions of `fee_question_set`'s documents (the facts changed)."""
+    specs = [("fees", FEE_V2)]
+    if bands:
+        specs.append(("bands", BAND_V2, ["pay"]))
+    add_documents(project, *specs)

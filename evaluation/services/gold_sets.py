@@ -22,6 +22,7 @@ from django.db.models import Max, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from answers.services.fact_links import changed_fact_links
 from answers.services.gold import answers_gold_records
 from corpus import jobs
 from corpus.models import ChunkingScheme, Document, DocumentVersion, Job, JobState, Project
@@ -58,7 +59,12 @@ from labelling.models import (
     VerdictOutcome,
 )
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
-from labelling.services.gold import FrozenQuestion, UnresolvedItem, collect_gold
+from labelling.services.gold import (
+    FrozenQuestion,
+    UnresolvedItem,
+    changed_counts,
+    collect_gold,
+)
 
 
 class GoldSetError(ServiceError):
@@ -411,6 +417,10 @@ def _bundle(
                 min_span_f1=min_span_f1,
                 guideline_versions=_guideline_versions(question_set),
                 production=_production_questions(question_set, questions),
+                changed_spans={
+                    **changed_counts(span for q in questions for span in q.spans),
+                    "fact_links": len(changed_fact_links(question_set=question_set, viewer=None)),
+                },
             ),
             questions=questions,
             corpus=[

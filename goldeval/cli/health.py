@@ -230,8 +230,9 @@ def render_markdown(report: dict[str, Any]) -> str:
             "## Gold spans on changed documents",
             "",
             f"{spans['on_older_versions']} span(s) point at an older version: "
-            f"{spans['reanchored']} re-anchored onto the newest, {spans['not_reanchored']} not "
-            "(they still count, and no passage can reach them).",
+            f"{spans['reanchored']} re-anchored onto the newest "
+            f"({spans.get('facts_changed', 0)} of them with the facts changed), "
+            f"{spans['not_reanchored']} not (they still count, and no passage can reach them).",
             "",
         ]
         if spans["rows"]:
@@ -243,6 +244,19 @@ def render_markdown(report: dict[str, Any]) -> str:
                 f"| {r['question_id']} | {r['doc_id']} | v{r['version']} → v{r['newest_version']} "
                 f"| [{r['start']}, {r['end']}) | {markdown_cell(r['quote'][:80])} |"
                 for r in spans["rows"][:50]
+            ]
+            lines.append("")
+        if spans.get("facts_changed_rows"):
+            lines += [
+                "### The facts changed",
+                "",
+                "Re-anchored, but the words differ: [-old-] {+new+}.",
+                "",
+            ]
+            lines += [
+                f"- {r['question_id']}, {r['doc_id']} v{r['version']} → v{r['newest_version']}: "
+                f"{r['diff']}"
+                for r in spans["facts_changed_rows"][:50]
             ]
             lines.append("")
     if report["crossed"]:

@@ -165,6 +165,11 @@ class BundleInfo:
     guideline_versions: Sequence[int] = ()
     # Questions promoted from production samples: {question_id, trace_id, sample, rule, ...}.
     production: Sequence[Mapping[str, Any]] = ()
+    # Gold spans on documents that changed after they were marked, by how the gold keeps them:
+    # {"spans", "moved", "facts_changed", "re_marked", "not_rechecked", and "fact_links":
+    # reference facts' links to an older version}; written to the manifest as
+    # "spans_on_changed_documents" when any is not zero.
+    changed_spans: Mapping[str, int] | None = None
 
 
 @dataclass
@@ -303,6 +308,8 @@ def build_bundle(
     }
     if info.production:
         manifest["production_questions"] = [dict(item) for item in info.production]
+    if info.changed_spans and any(info.changed_spans.values()):
+        manifest["spans_on_changed_documents"] = dict(info.changed_spans)
     files[MANIFEST_FILE] = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
     return Bundle(files=files, manifest=manifest)
 

@@ -25,7 +25,7 @@ from goldeval.formats.textfiles import (
     first_line,
     json_lines,
 )
-from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
+from goldeval.text.anchoring import SIMILARITY_FLOOR, locate, on_word_edges
 from goldeval.text.worddiff import FACTS_CHANGED, outcome, plain, word_diff
 
 GOLD_FILE = "gold.jsonl"
@@ -130,6 +130,18 @@ class UnanchoredSpan:
     corpus_version: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class ChangedWords:
+    """A span re-anchored onto the newer version of its document whose words changed there
+    ("40 percent" is now "50 percent"): the facts changed, it did not just move. ``span`` is
+    as marked (old version and offsets), ``new_quote`` the text it was re-anchored onto."""
+
+    question_id: str
+    span: GoldSpan
+    corpus_version: int
+    new_quote: str
+
+
 @dataclass(slots=True)
 class Gold:
     questions: dict[str, GoldQuestion]
@@ -137,6 +149,8 @@ class Gold:
     corpus: dict[str, CorpusDocument] | None = None
     manifest: dict[str, Any] | None = None
     unanchored: list[UnanchoredSpan] = field(default_factory=list)
+    # Re-anchored spans whose words changed (a subset of the `reanchored` ones).
+    changed_words: list[ChangedWords] = field(default_factory=list)
     # Spans that pointed at an older version and were moved onto the newest one.
     reanchored: int = 0
     source: Path | None = None
@@ -252,7 +266,11 @@ def _read_bundle(files: Mapping[str, bytes], *, folder: Path | None) -> Gold:
         _check_span_offsets(questions, versions, gold_path=gold_path)
         gold.corpus = {doc_id: by_version[-1] for doc_id, by_version in versions.items()}
         gold.questions, gold.unanchored, gold.reanchored = _reanchor_to_newest(
-            questions, gold.corpus, warnings=gold.warnings
+            questions,
+            gold.corpus,
+            warnings=gold.warnings,
+            changed_words=gold.changed_words,
+            versions=versions,
         )
     if DOCUMENTS_FILE in files:
         documents_path = where(DOCUMENTS_FILE)
@@ -605,11 +623,14 @@ def _reanchor_to_newest(
     corpus: dict[str, CorpusDocument],
     *,
     warnings: list[str],
+    changed_words: list[ChangedWords] | None = None,
+    versions: Mapping[str, list[CorpusDocument]] | None = None,
 ) -> tuple[dict[str, GoldQuestion], list[UnanchoredSpan], int]:
     """Move spans that point at an older version onto the newest one (the one runs search);
     the spans that could not be, and how many were moved. A moved span whose words changed
     ("40 percent" became "50 percent": the facts changed, it did not just move) adds a warning
-    with the word diff."""
+    with the word diff, and is added to ``changed_words``. With the old ``versions`` (every
+    version of each document, oldest first), a span marked in whole words keeps whole words."""
     unanchored: list[UnanchoredSpan] = []
     moved_spans = 0
     moved: dict[str, GoldQuestion] = {}
@@ -620,7 +641,13 @@ def _reanchor_to_newest(
             if span.whole_document or span.version is None or span.version == document.version:
                 spans.append(span)
                 continue
-            offsets = reanchor(span, document.text)
+            old = next(
+                (v for v in (versions or {}).get(span.doc_id, ()) if v.version == span.version),
+                None,
+            )
+            whole = old is not None and span.end is not None
+            whole = whole and on_word_edges(old.text, span.start or 0, span.end)
+            offsets = reanchor(span, document.text, whole_words=whole)
             if offsets is None:
                 unanchored.append(UnanchoredSpan(question_id, span, document.version))
                 spans.append(span)
@@ -628,6 +655,10 @@ def _reanchor_to_newest(
                 moved_spans += 1
                 new_quote = document.text[offsets[0] : offsets[1]]
                 if span.quote and outcome(span.quote, new_quote) == FACTS_CHANGED:
+                    if changed_words is not None:
+                        changed_words.append(
+                            ChangedWords(question_id, span, document.version, new_quote)
+                        )
                     warnings.append(
                         f"question {question_id!r}: span of {span.doc_id!r} re-anchored from "
                         f"version {span.version} to {document.version} but its text changed "
@@ -641,13 +672,16 @@ def _reanchor_to_newest(
     return moved, unanchored, moved_spans
 
 
-def reanchor(span: GoldSpan, text: str) -> tuple[int, int] | None:
+def reanchor(span: GoldSpan, text: str, *, whole_words: bool = False) -> tuple[int, int] | None:
     """Where the span's quoted text sits in ``text`` (a newer version), or None.
 
     `goldeval.text.anchoring.locate`: the exact occurrence nearest the old offset, else the most
     similar window if its similarity reaches FUZZY_MIN_RATIO; near-linear in the text's length.
+    ``whole_words``: the span was marked in whole words, so the window keeps whole words.
     """
     if not span.quote:
         return None
-    found = locate(span.quote, text, near=span.start or 0, floor=FUZZY_MIN_RATIO)
+    found = locate(
+        span.quote, text, near=span.start or 0, floor=FUZZY_MIN_RATIO, whole_words=whole_words
+    )
     return None if found is None else (found.start, found.end)

@@ -42,6 +42,7 @@ from goldeval.formats.runfiles import Passage
 from goldeval.formats.runs import Ranking, Run
 from goldeval.scoring.metrics import MetricOptions, evaluate_run
 from goldeval.text.spans import overlaps
+from goldeval.text.worddiff import plain, word_diff
 
 DEFAULT_K = 10
 ROWS_SHOWN = 200  # rows behind a figure kept in a report; the count is always complete
@@ -390,7 +391,8 @@ def stale_gold(gold: Gold) -> dict[str, Any]:
     """Gold spans whose document changed after labelling: re-anchored onto the newest version
     when the gold set was read (`goldeval.formats.gold.reanchor`, i.e.
     `goldeval.text.anchoring.locate`), and the ones that could not be, with their questions (they
-    still count, unreachable)."""
+    still count, unreachable); of the re-anchored ones, those whose words changed ("the facts
+    changed", not just the place), with the word diff (`goldeval.text.worddiff.plain`)."""
     lost = [
         {
             "question_id": item.question_id,
@@ -404,11 +406,27 @@ def stale_gold(gold: Gold) -> dict[str, Any]:
         }
         for item in gold.unanchored
     ]
+    changed = [
+        {
+            "question_id": item.question_id,
+            "doc_id": item.span.doc_id,
+            "version": item.span.version,
+            "newest_version": item.corpus_version,
+            "start": item.span.start,
+            "end": item.span.end,
+            "quote": (item.span.quote or "")[:300],
+            "new_quote": item.new_quote[:300],
+            "diff": plain(word_diff(item.span.quote or "", item.new_quote)),
+        }
+        for item in gold.changed_words
+    ]
     return {
         "on_older_versions": gold.reanchored + len(lost),
         "reanchored": gold.reanchored,
+        "facts_changed": len(changed),
         "not_reanchored": len(lost),
         "rows": lost[:ROWS_SHOWN],
+        "facts_changed_rows": changed[:ROWS_SHOWN],
     }
 
 

@@ -14,6 +14,9 @@ Rules (`locate`):
    allows about one substituted character in ten, or one inserted or deleted in five. Below the
    floor the quote is reported as not found: a passage rewritten that much is more likely a
    different passage than an edited one. Equal similarities go to the window nearest ``near``.
+   With ``whole_words`` (the quote was marked in whole words: `on_word_edges` of its old
+   text), a window whose edge cuts a word of the text in two ("0 percent" where "40 percent" is
+   now "50 percent") takes in the whole word, as long as it stays at or above the floor.
 
 Cost is near-linear in the text's length, whatever the quote: a quote longer than
 `SHORT_QUOTE` is anchored on exact k-grams of it found in the text (a handful of ``str.find``
@@ -65,11 +68,27 @@ def similarity(a: str, b: str) -> float:
     return Indel.normalized_similarity(a, b)
 
 
+def on_word_edges(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` cuts no word in two at either edge (a span marked in whole
+    words, as the grading page snaps a selection)."""
+    return not _cuts_word(text, start) and not _cuts_word(text, end)
+
+
+def _cuts_word(text: str, at: int) -> bool:
+    return 0 < at < len(text) and text[at - 1].isalnum() and text[at].isalnum()
+
+
 def locate(
-    quote: str, text: str, *, near: int | None = None, floor: float = SIMILARITY_FLOOR
+    quote: str,
+    text: str,
+    *,
+    near: int | None = None,
+    floor: float = SIMILARITY_FLOOR,
+    whole_words: bool = False,
 ) -> Located | None:
     """Where ``quote`` sits in ``text``, or None when it is not there well enough (see the
-    module's docstring for the rules). ``near`` is where it used to start, if known."""
+    module's docstring for the rules). ``near`` is where it used to start, if known;
+    ``whole_words`` says the quote was marked in whole words, so a fuzzy window keeps them."""
     if not quote or not text:
         return None
     if not 0.0 < floor <= 1.0:
@@ -82,7 +101,22 @@ def locate(
     best = _fuzzy(quote, text, near)
     if best is None or best.similarity < floor:
         return None
-    return best
+    return _whole_words(quote, text, best, floor) if whole_words else best
+
+
+def _whole_words(quote: str, text: str, found: Located, floor: float) -> Located:
+    """A fuzzy window whose edge cuts a word of the text in two takes in the whole word, when
+    that stays at or above the floor: "40 percent", now "50 percent", is found as "50
+    percent", not "0 percent"."""
+    start, end = found.start, found.end
+    while _cuts_word(text, start):
+        start -= 1
+    while _cuts_word(text, end):
+        end += 1
+    if (start, end) == (found.start, found.end):
+        return found
+    widened = similarity(quote, text[start:end])
+    return found if widened < floor else Located(start, end, widened, False)
 
 
 # --- exact ------------------------------------------------------------------------------------

@@ -3,7 +3,11 @@
 One rule, applied here and nowhere else: `labelling.resolution` decides each item (a candidate's
 grade and spans, a question's verdict), and gold spans of one question that overlap become one
 unit by `goldeval.text.spans`' merge rule. A gold span whose labellers answered the Re-check page
-for it is placed where they put it in the new version (or dropped when the evidence is gone).
+for it is placed where they put it in the new version (or dropped when the evidence is gone);
+a resolved item's span where a lead put it (a resolution's evidence is the leads' to answer
+for; its labellers' answers for their own spans do not move it). Every gold span on a changed
+document says how it is kept (`GoldSpanRow.changed`), so the Gold page can mark it and
+finalising can count it (`changed_counts`).
 `resolve_gold` gives it per pool (the Gold page, as its viewer may see it); `collect_gold`
 gives it per question, as a gold set freezes it (evaluation only stores what it gets).
 Questions a lead excluded from the set are no part of either.
@@ -14,8 +18,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
+from django.db.models import Q
+
 from corpus.models import DocumentVersion
 from goldeval.text.spans import merge_overlapping
+from goldeval.text.worddiff import FACTS_CHANGED, Piece, word_diff
 from labelling.models import (
     Assignment,
     Question,
@@ -32,8 +39,18 @@ from labelling.resolution import (
     VerdictDecision,
     resolve_verdict,
 )
+from labelling.services import recheck
 from labelling.services.adjudication import QueueEntry, adjudication_queue
 from labelling.services.votes import finished_outcomes, gather_votes
+
+# How a gold span on a changed document is kept, worst first (a merged unit takes the worst).
+NOT_RECHECKED, FACTS, REMARKED, MOVED = "not_rechecked", FACTS_CHANGED, "re_marked", "moved"
+CHANGED_KINDS = {
+    NOT_RECHECKED: "not re-checked: scoring re-anchors it by its quote",
+    FACTS: "the facts changed",
+    REMARKED: "marked again in the new version",
+    MOVED: "re-anchored: it moved, same words",
+}
 
 
 @dataclass
@@ -45,6 +62,34 @@ class GoldSpanRow:
     end: int
     grade: int
     quote: str
+    # On a document that changed after the span was marked: how the gold keeps it (a key of
+    # `CHANGED_KINDS`), "" otherwise; the quote as marked in ``old_version``; where it is in
+    # the newest version now (``current``, "" when not found: filled by `mark_current`); the
+    # marked spans behind it, and whether a lead answers for them (a resolution's evidence).
+    changed: str = ""
+    old_version: int | None = None
+    old_quote: str = ""
+    newest_version: int | None = None
+    current: str = ""
+    span_ids: tuple[int, ...] = ()
+    by_lead: bool = False
+
+    @property
+    def changed_said(self) -> str:
+        return CHANGED_KINDS.get(self.changed, "")
+
+    @property
+    def words_changed(self) -> bool:
+        """Whether the words now differ from the words as marked (the facts changed)."""
+        return any(piece.kind != "same" for piece in self.diff)
+
+    @property
+    def diff(self) -> list[Piece]:
+        """The old quote against the words the gold now has (or the quote found again)."""
+        if not self.changed:
+            return []
+        new = self.current if self.changed == NOT_RECHECKED else self.quote
+        return word_diff(self.old_quote, new) if new else []
 
 
 @dataclass
@@ -84,7 +129,8 @@ def resolve_gold(
     rechecks = {
         r.span_id: r
         for r in SpanRecheck.objects.filter(
-            span__judgement__candidate__pool__question_set=question_set
+            Q(span__judgement__candidate__pool__question_set=question_set)
+            | Q(span__resolution__pool__question_set=question_set)
         ).select_related("version")
     }
     votes = gather_votes(
@@ -134,8 +180,17 @@ def resolve_gold(
             judged.append(
                 (document.doc_id, candidate.version.version, candidate.start, candidate.end)
             )
+            changed = document.latest_version_id not in (None, candidate.version_id)
             for start, end in decision.spans:
-                placed = _rechecked(item, start, end, rechecks)
+                sources = _sources(item, start, end, resolved=decision.source == "resolved")
+                placed = _rechecked(sources, rechecks)
+                old_quote = candidate.version.text[start:end]
+                about = {
+                    "old_version": candidate.version.version,
+                    "old_quote": old_quote,
+                    "span_ids": tuple(span.pk for span in sources),
+                    "by_lead": decision.source == "resolved",
+                }
                 if placed is None:
                     spans.append(
                         GoldSpanRow(
@@ -145,11 +200,12 @@ def resolve_gold(
                             start=start,
                             end=end,
                             grade=decision.grade,
-                            quote=candidate.version.text[start:end],
+                            quote=old_quote,
+                            **({"changed": NOT_RECHECKED, **about} if changed else {}),
                         )
                     )
                 elif placed:
-                    version, new_start, new_end = placed
+                    version, new_start, new_end, how = placed
                     texts[version.pk] = version.text
                     spans.append(
                         GoldSpanRow(
@@ -160,6 +216,9 @@ def resolve_gold(
                             end=new_end,
                             grade=decision.grade,
                             quote=version.text[new_start:new_end],
+                            changed=how,
+                            newest_version=version.version,
+                            **about,
                         )
                     )
         answerable = None
@@ -196,17 +255,27 @@ def question_gold_spans(*, question: Question, viewer=None) -> list[GoldSpanRow]
     return sorted(unique.values(), key=lambda s: (s.doc_id, s.version, s.start, s.end))
 
 
-def _rechecked(item, start: int, end: int, rechecks: dict) -> tuple | None | bool:
-    """Where the labellers' re-check answers put the gold span [start, end) of an older
-    version: None when no span of the item's votes that overlaps it was answered (the span
-    stays, and scoring re-anchors it by its quote); False when every answer says the evidence
-    is gone; else (the newest answered version, start, end), covering the answered places."""
-    answers = [
-        rechecks[span.pk]
+def _sources(item, start: int, end: int, *, resolved: bool) -> list:
+    """The marked spans behind the gold span [start, end) of an item, whose re-check answers
+    place it: of a resolved item, its resolution's overlapping spans (the lead's evidence,
+    which leads answer for; the labellers' answers for their own spans do not move a lead's
+    decision); else the labellers' overlapping spans."""
+    if resolved and item.resolution is not None:
+        return [s for s in item.resolution.spans.all() if s.start < end and start < s.end]
+    return [
+        span
         for judgement in item.judgements
         for span in judgement.span_list
-        if span.pk in rechecks and span.start < end and start < span.end
+        if span.start < end and start < span.end
     ]
+
+
+def _rechecked(sources: list, rechecks: dict) -> tuple | None | bool:
+    """Where the re-check answers for the marked spans ``sources`` put their gold span of an
+    older version: None when none was answered (the span stays, and scoring re-anchors it by
+    its quote); False when every answer says the evidence is gone; else (the newest answered
+    version, start, end, how: a key of `CHANGED_KINDS`), covering the answered places."""
+    answers = [rechecks[span.pk] for span in sources if span.pk in rechecks]
     if not answers:
         return None
     placed = [a for a in answers if a.start is not None]
@@ -214,7 +283,11 @@ def _rechecked(item, start: int, end: int, rechecks: dict) -> tuple | None | boo
         return False
     newest = max(placed, key=lambda a: a.version.version).version
     on_it = [a for a in placed if a.version_id == newest.pk]
-    return newest, min(a.start for a in on_it), max(a.end for a in on_it)
+    outcomes = {a.outcome for a in on_it}
+    how = (
+        FACTS if FACTS_CHANGED in outcomes else REMARKED if recheck.REMARKED in outcomes else MOVED
+    )
+    return newest, min(a.start for a in on_it), max(a.end for a in on_it), how
 
 
 @dataclass
@@ -296,8 +369,69 @@ def coalesce_spans(spans: list[GoldSpanRow], texts: dict[int, str]) -> list[Gold
                 unit.end = end
                 unit.grade = max(span.grade for span in group)
                 unit.quote = texts[version_id][start:end]
+                _merge_changes(unit, group)
             merged.append(unit)
     return merged
+
+
+def _merge_changes(unit: GoldSpanRow, group: list[GoldSpanRow]) -> None:
+    """A unit merged from spans on a changed document takes the worst of their kinds, all of
+    their marked spans, and their old quotes."""
+    changed = [span for span in group if span.changed]
+    if not changed:
+        return
+    order = list(CHANGED_KINDS)
+    unit.changed = min((span.changed for span in changed), key=order.index)
+    unit.span_ids = tuple(dict.fromkeys(i for span in group for i in span.span_ids))
+    unit.by_lead = any(span.by_lead for span in group)
+    unit.old_quote = " … ".join(dict.fromkeys(span.old_quote for span in changed))
+    unit.old_version = changed[0].old_version
+
+
+def changed_counts(spans) -> dict[str, int]:
+    """How many of ``spans`` (`GoldSpanRow`) lie on changed documents, by how they are kept:
+    ``{"spans": n, "moved": …, "facts_changed": …, "re_marked": …, "not_rechecked": …}``."""
+    counts = {"spans": 0, **dict.fromkeys(reversed(CHANGED_KINDS), 0)}
+    for span in spans:
+        if span.changed:
+            counts["spans"] += 1
+            counts[span.changed] += 1
+    return counts
+
+
+def mark_current(spans) -> None:
+    """Fill ``current`` of the not re-checked spans: their quote as found now in the newest
+    version (`labelling.services.recheck.find_again`, the rule scoring applies), "" when not
+    found."""
+    waiting = [span for span in spans if span.changed == NOT_RECHECKED]
+    if not waiting:
+        return
+    old = {
+        pk: (text, latest)
+        for pk, text, latest in DocumentVersion.objects.filter(
+            pk__in={span.version_id for span in waiting}
+        ).values_list("pk", "text", "document__latest_version")
+    }
+    newest = {
+        version.pk: version
+        for version in DocumentVersion.objects.filter(
+            pk__in={latest for _, latest in old.values()}
+        ).only("pk", "version", "text")
+    }
+    for span in waiting:
+        old_text, latest = old[span.version_id]
+        version = newest.get(latest)
+        if version is None:
+            continue
+        span.newest_version = version.version
+        found = recheck.find_again(
+            quote=span.old_quote,
+            old_text=old_text,
+            start=span.start,
+            end=span.end,
+            new_text=version.text,
+        )
+        span.current = "" if found is None else version.text[found.start : found.end]
 
 
 def _offsets(span: GoldSpanRow) -> tuple[int, int]:

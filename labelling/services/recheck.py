@@ -4,10 +4,13 @@ A span points at the version its labeller read. When the document gets a newer v
 span's quote is found again in the new text with `goldeval.text.anchoring.locate` (exact, then the
 bounded fuzzy match: the same rule the gold reader applies when scoring), and what could not be
 found is listed with its question. A labeller's re-check list is their own spans on changed
-documents; the lead's figures (the Index health page) are every span of the project's labels
-on documents the viewer may see. The spans stay as labelled: a labeller answers for each of
-their own (`record_recheck`: confirmed where the quote was found again, re-marked against the
-new text, or gone), the answer is stored beside the span (`SpanRecheck`, its history a `Change`)
+documents; a lead's also holds the resolution spans (adjudication decisions, whoever made them)
+on changed documents they may see; the lead's figures (the Index health page) are every span of
+the project's labels on documents the viewer may see. The spans stay as labelled: whoever may
+decide a span answers for it (`record_recheck`: confirmed where the quote was found again,
+re-marked against the new text, or gone). Confirming a quote whose words changed ("40 percent"
+is now "50 percent") is recorded as `FACTS_CHANGED`, a different outcome from one that only
+moved. The answer is stored beside the span (`SpanRecheck`; a labeller's history is a `Change`)
 and the gold rule places the gold span where the answer says (`labelling.services.gold`).
 """
 
@@ -19,7 +22,7 @@ from django.db import transaction
 from django.db.models import F, Q
 
 from corpus.models import Document, Project
-from goldeval.text.anchoring import SIMILARITY_FLOOR, locate
+from goldeval.text.anchoring import SIMILARITY_FLOOR, Located, locate, on_word_edges
 from goldeval.text.worddiff import FACTS_CHANGED, Piece, outcome, word_diff
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Change, ChangeSubject, Span, SpanRecheck, included_q
@@ -48,6 +51,20 @@ class StaleSpan:
     answer: str = ""
     answered: tuple[int, int] | None = None
     answered_text: str = ""
+    # "labeller" (a judgement's evidence) or "resolution" (a lead's decision)
+    kind: str = "labeller"
+    # For a resolution: its question set and candidate, to open the decision.
+    set_id: int | None = None
+    candidate_id: int | None = None
+
+    @property
+    def is_resolution(self) -> bool:
+        return self.kind == RESOLUTION
+
+    @property
+    def answer_said(self) -> str:
+        """The recorded answer as the pages say it ("the facts changed", ...)."""
+        return SAY.get(self.answer, self.answer)
 
     @property
     def reanchored(self) -> bool:
@@ -65,24 +82,69 @@ class StaleSpan:
         return word_diff(self.quote, self.proposed_text) if self.reanchored else []
 
 
-def stale_spans(*, project: Project, viewer, labeller=None) -> list[StaleSpan]:
-    """Spans on an older version than their document's newest, over the documents ``viewer``
-    may see: a labeller's own (``labeller``), or every judgement's and resolution's."""
+def find_again(*, quote: str, old_text: str, start: int, end: int, new_text: str) -> Located | None:
+    """Where a span marked at [start, end) of ``old_text`` (``quote``) is in ``new_text``: the
+    gold reader's rule (`goldeval.text.anchoring.locate` near its old start, whole words kept
+    when it was marked in whole words), or None when it is not found."""
+    return locate(
+        quote,
+        new_text,
+        near=start,
+        floor=SIMILARITY_FLOOR,
+        whole_words=on_word_edges(old_text, start, end),
+    )
+
+
+def find_span_again(span: Span) -> Located | None:
+    """`find_again` for a stored span, in its document's newest version."""
+    return find_again(
+        quote=span.quote,
+        old_text=span.version.text,
+        start=span.start,
+        end=span.end,
+        new_text=span.version.document.latest_version.text,
+    )
+
+
+LABELLER, RESOLUTION = "labeller", "resolution"
+
+# Who may answer for a span on a changed document: its labeller for a judgement's evidence, a
+# lead of the project for a resolution's (whoever made it), on documents they may see.
+_JUDGEMENT_SPAN = included_q("judgement__candidate__question__") & Q(resolution__isnull=True)
+_RESOLUTION_SPAN = included_q("resolution__question__") & Q(judgement__isnull=True)
+
+
+def _stale(project: Project, viewer):
+    """Spans on an older version than their document's newest, on documents ``viewer`` may see
+    (`Document.objects.visible_to`, the one visibility rule)."""
     visible = Document.objects.filter(project=project).visible_to(viewer).values("pk")
-    spans = (
+    return (
         Span.objects.filter(version__document__in=visible)
         .exclude(version_id=F("version__document__latest_version"))
         .filter(version__document__latest_version__isnull=False)
     )
+
+
+def _decidable_by(user, *, lead: bool) -> Q:
+    """The spans ``user`` answers for: their own evidence, and with ``lead`` resolutions'."""
+    own = _JUDGEMENT_SPAN & Q(judgement__assignment__labeller=user)
+    return (own | _RESOLUTION_SPAN) if lead else own
+
+
+def stale_spans(*, project: Project, viewer, labeller=None, lead: bool = False) -> list[StaleSpan]:
+    """Spans on an older version than their document's newest, over the documents ``viewer``
+    may see: the ones ``labeller`` answers for (their own; with ``lead``, every resolution's
+    too), or without ``labeller`` every judgement's and resolution's."""
+    spans = _stale(project, viewer)
     if labeller is not None:
-        spans = spans.filter(judgement__assignment__labeller=labeller)
-    spans = spans.filter(
-        (included_q("judgement__candidate__question__") & Q(resolution__isnull=True))
-        | (included_q("resolution__question__") & Q(judgement__isnull=True))
-    ).select_related(
+        spans = spans.filter(_decidable_by(labeller, lead=lead))
+    else:
+        spans = spans.filter(_JUDGEMENT_SPAN | _RESOLUTION_SPAN)
+    spans = spans.select_related(
         "version__document__latest_version",
         "judgement__candidate__question",
         "resolution__question",
+        "resolution__pool",
         "recheck",
     )
     found = []
@@ -90,7 +152,7 @@ def stale_spans(*, project: Project, viewer, labeller=None) -> list[StaleSpan]:
         newest = span.version.document.latest_version
         owner = span.judgement.candidate if span.judgement else span.resolution
         question = owner.question
-        located = locate(span.quote, newest.text, near=span.start, floor=SIMILARITY_FLOOR)
+        located = find_span_again(span)
         answer = getattr(span, "recheck", None)
         placed = answer is not None and answer.start is not None
         found.append(
@@ -114,13 +176,27 @@ def stale_spans(*, project: Project, viewer, labeller=None) -> list[StaleSpan]:
                 answer=answer.outcome if answer else "",
                 answered=(answer.start, answer.end) if placed else None,
                 answered_text=answer.quote[:EXCERPT] if placed else "",
+                kind=LABELLER if span.judgement_id else RESOLUTION,
+                set_id=None if span.judgement_id else span.resolution.pool.question_set_id,
+                candidate_id=None if span.judgement_id else span.resolution.candidate_id,
             )
         )
     return found
 
 
+# What a user may answer (the form's choices) ...
 CONFIRMED, REMARKED, GONE = "confirmed", "re-marked", "gone"
 OUTCOMES = (CONFIRMED, REMARKED, GONE)
+# ... and what is recorded: confirming a quote whose words changed is "the facts changed",
+# not "confirmed" (which is kept for a span that only moved).
+RECORDED = (CONFIRMED, FACTS_CHANGED, REMARKED, GONE)
+# How each recorded outcome reads on the pages.
+SAY = {
+    CONFIRMED: "confirmed: it moved",
+    FACTS_CHANGED: "the facts changed",
+    REMARKED: "re-marked",
+    GONE: "gone",
+}
 
 
 class RecheckError(ServiceError):
@@ -130,32 +206,34 @@ class RecheckError(ServiceError):
 
 
 class NotYourSpan(RecheckError):
-    """Not one of the labeller's spans on a changed document they may see (or no such span):
+    """Not a span on a changed document the user may see and answer for (or no such span):
     the same answer either way, so it reveals nothing."""
 
     status = 404
 
 
-def own_stale_span(*, project: Project, labeller, span_id: int) -> Span:
-    """One of ``labeller``'s spans on an older version of a document they may still see."""
-    visible = Document.objects.filter(project=project).visible_to(labeller).values("pk")
+def own_stale_span(*, project: Project, labeller, span_id: int, lead: bool = False) -> Span:
+    """A span on an older version of a document ``labeller`` may still see that they answer
+    for: their own evidence, and with ``lead`` (a lead of the project) a resolution's."""
     span = (
-        Span.objects.filter(
-            included_q("judgement__candidate__question__"),
-            pk=span_id,
-            judgement__assignment__labeller=labeller,
-            version__document__in=visible,
-            version__document__latest_version__isnull=False,
-        )
-        .exclude(version_id=F("version__document__latest_version"))
+        _stale(project, labeller)
+        .filter(_decidable_by(labeller, lead=lead), pk=span_id)
         .select_related(
-            "version__document__latest_version", "judgement__candidate__question", "recheck"
+            "version__document__latest_version",
+            "judgement__candidate__question",
+            "resolution__question",
+            "recheck",
         )
         .first()
     )
     if span is None:
         raise NotYourSpan("That evidence is not in your re-check list.")
     return span
+
+
+def span_question(span: Span):
+    """The question a span is evidence for (its judgement's or its resolution's)."""
+    return span.judgement.candidate.question if span.judgement_id else span.resolution.question
 
 
 def record_recheck(
@@ -167,15 +245,18 @@ def record_recheck(
     start: int | None = None,
     end: int | None = None,
     quote: str = "",
+    lead: bool = False,
 ) -> SpanRecheck:
-    """The labeller's answer for one of their spans on a changed document: ``confirmed`` (the
-    place the quote was found again in the newest version), ``re-marked`` (``start``/``end``
-    and ``quote`` selected in the newest version's text, checked against it) or ``gone`` (the
-    evidence is no longer there). Stored beside the span, with a `Change` in the history."""
-    span = own_stale_span(project=project, labeller=labeller, span_id=span_id)
+    """The answer for a span on a changed document, by its labeller (or, with ``lead``, by a
+    lead for a resolution's span): ``confirmed`` (the place the quote was found again in the
+    newest version; recorded as `FACTS_CHANGED` when its words differ), ``re-marked``
+    (``start``/``end`` and ``quote`` selected in the newest version's text, checked against it)
+    or ``gone`` (the evidence is no longer there). Stored beside the span; a labeller's answer
+    also gets a `Change` in their history."""
+    span = own_stale_span(project=project, labeller=labeller, span_id=span_id, lead=lead)
     newest = span.version.document.latest_version
     if outcome == CONFIRMED:
-        located = locate(span.quote, newest.text, near=span.start, floor=SIMILARITY_FLOOR)
+        located = find_span_again(span)
         if located is None:
             raise RecheckError(
                 "Your quote was not found in the new text, so there is nothing to confirm: "
@@ -183,6 +264,7 @@ def record_recheck(
             )
         start, end = located.start, located.end
         quote = newest.text[start:end]
+        outcome = recorded_outcome(span.quote, quote)
     elif outcome == REMARKED:
         if not (isinstance(start, int) and isinstance(end, int)) or start < 0 or end <= start:
             raise RecheckError("Select the evidence in the new text first.")
@@ -203,8 +285,13 @@ def record_recheck(
         raise RecheckError("Choose: confirm, mark again, or the evidence is gone.")
     after = {"outcome": outcome, "version": newest.pk, "start": start, "end": end}
     with transaction.atomic():
-        # One labeller's writes on one assignment run one after the other.
-        assignment = Assignment.objects.select_for_update().get(pk=span.judgement.assignment_id)
+        assignment = None
+        if span.judgement_id:
+            # One labeller's writes on one assignment run one after the other.
+            assignment = Assignment.objects.select_for_update().get(pk=span.judgement.assignment_id)
+        else:
+            # Two leads answering for one resolution's span: one after the other.
+            Span.objects.select_for_update().filter(pk=span.pk).first()
         existing = SpanRecheck.objects.filter(span=span).first()
         before = None
         if existing is not None:
@@ -227,6 +314,8 @@ def record_recheck(
                 "made_by": labeller,
             },
         )
+        if assignment is None:
+            return answer
         Change.objects.create(
             assignment=assignment,
             candidate=span.judgement.candidate,
@@ -237,3 +326,9 @@ def record_recheck(
             made_by=labeller,
         )
     return answer
+
+
+def recorded_outcome(old_quote: str, confirmed_quote: str) -> str:
+    """What confirming ``old_quote`` at ``confirmed_quote`` records: `CONFIRMED` when the words
+    are the same (it moved), `FACTS_CHANGED` when some word differs."""
+    return CONFIRMED if outcome(old_quote, confirmed_quote) != FACTS_CHANGED else FACTS_CHANGED

@@ -25,8 +25,10 @@ from labelling.passage_html import passage_html
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, PENDING_KINDS
 from labelling.services import adjudication
 from labelling.services.gold import (
+    changed_counts,
     count_by_kind,
     group_unresolved,
+    mark_current,
     next_to_decide,
     resolve_gold,
 )
@@ -264,6 +266,8 @@ def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     gold = resolve_gold(
         question_set=question_set, min_span_f1=_min_span_f1(request), viewer=request.user
     )
+    spans = [span for row in gold.questions for span in row.spans]
+    mark_current(spans)
     by = "reason" if request.GET.get("group") == "reason" else "question"
     kind = request.GET.get("kind", "")
     shown = [e for e in gold.unresolved if e.kind == kind] if kind in PENDING_KINDS else None
@@ -281,6 +285,7 @@ def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
             "kind": kind if shown is not None else "",
             "by": by,
             "page": page,
+            "changed": changed_counts(spans),
             "answerable": sum(1 for row in gold.questions if row.answerable),
             "unanswerable": sum(1 for row in gold.questions if row.answerable is False),
             "excluded": question_set.questions.excluded()

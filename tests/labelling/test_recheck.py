@@ -92,7 +92,7 @@ def test_confirming_and_saying_gone_are_stored_with_history_and_the_gold_takes_t
     ]
     ann = login(people["ann"])
     page = _answer(ann, project, spans[(0, 40)], outcome="confirmed").content.decode()
-    assert "Confirmed: the gold now takes your evidence" in page
+    assert "Confirmed: it only moved; the gold now takes the evidence" in page
     page = _answer(ann, project, spans[(100, 150)], outcome="gone").content.decode()
     assert "this evidence is gone from the new version" in page
     assert page.count("Confirm the new place</button>") == 0
@@ -119,7 +119,7 @@ def test_confirming_and_saying_gone_are_stored_with_history_and_the_gold_takes_t
         .get(reverse("health:show-index-health", args=[project.slug]))
         .content.decode()
     )
-    assert "confirmed at [13, 53)" in health and "gone: no longer in the gold" in health
+    assert "confirmed: it moved at [13, 53)" in health and "gone: no longer in the gold" in health
     # The same answer again writes nothing more.
     _answer(ann, project, spans[(0, 40)], outcome="confirmed")
     assert Change.objects.filter(subject="recheck").count() == 2

@@ -28,7 +28,9 @@ FIXED_NOW = datetime.datetime(2025, 3, 4, 5, 6, 7, tzinfo=datetime.UTC)
 # moved to goldeval/formats/bundle.py; issue 17 added documents.jsonl (so manifest.json lists it)
 # and changed no other file; issue 32 writes beir/qrels/test.tsv's ids as they are ("vpn guide
 # 100%" and "q 4", as beir/corpus.jsonl and beir/queries.jsonl hold them), so the TSV and the
-# manifest listing it changed, and no other file.
+# manifest listing it changed, and no other file; issue 33 counts the gold spans on changed
+# documents in the manifest (spans_on_changed_documents: the fixture's changed document), so the
+# manifest changed, and no other file.
 GOLDEN = {
     "beir/corpus.jsonl": "5fa2acaa3e0e2e1a19a75b513931a6c94521ee0e89a77261b2685c2e4e8ad56c",
     "beir/qrels/test.tsv": "39193c778e58a14ed3067d82b153107eb78452a3f9fc052fef64d9eca1241d0f",
@@ -37,7 +39,7 @@ GOLDEN = {
     "gold.jsonl": "809bae0fc88a23cf9995172b741c3ea4bb5ca2d57171b420d6c9b4c01565f87a",
     "judgements.csv": "753c1a8038d4a4e5b49b841a9c5c6fa1aba21b2726f9c7603225128910660658",
     "documents.jsonl": "94abf9fb85fa5b4a207928474586499544606fb08a24e50eb958058689f659cf",
-    "manifest.json": "f455a282de97debd4ec12ea3b8828ece5c4c5e22d14ea5a3c4464912b3d6a4ba",
+    "manifest.json": "06892bfefe22f8d8bc13b62e9554494f777eb1c8589c10597da0b796b3def8ac",
     "qrels-fixed-100.trec": "8ea40c05d8ad6b154a303a244eb5552f7e6ba884adc0f1bf2d976f74b57ac2a8",
     "qrels-whole.trec": "4ccb1c0d0eb26ee5dc7a080ecb1fefa44fc296b671f0a2a2c46ea8726a4ecc1c",
     "qrels.trec": "c429082b98d9d61e45489bf7075edb37cdd32c0574267bcbf75ff393c3c01d32",
@@ -112,6 +114,15 @@ def test_a_bundle_built_by_the_app_is_byte_for_byte_the_golden_one(
         name: bytes(content) for name, content in gold_set.files.values_list("name", "content")
     }
     digests = {name: hashlib.sha256(content).hexdigest() for name, content in files.items()}
+    # The changed document's two gold spans, kept as labelled (nobody re-checked them).
+    assert gold_set.manifest["spans_on_changed_documents"] == {
+        "spans": 2,
+        "moved": 0,
+        "re_marked": 0,
+        "facts_changed": 0,
+        "not_rechecked": 2,
+        "fact_links": 0,
+    }
     assert digests == GOLDEN
 
 

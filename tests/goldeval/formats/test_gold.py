@@ -269,6 +269,46 @@ def test_bundle_reanchors_spans_to_the_newest_version(tmp_path):
     assert gold.unanchored[0].corpus_version == 2
 
 
+def test_bundle_reanchors_a_whole_word_span_whose_number_changed_onto_the_whole_number(
+    tmp_path,
+):
+    old = "Sports. The company refunds 40 percent of the gym fee."
+    new = "Sports, revised. The company refunds 50 percent of the gym fee."
+    start = old.index("40 percent")
+    bundle = make_bundle(
+        tmp_path,
+        questions=[
+            {
+                "question_id": "q1",
+                "spans": [
+                    {
+                        "doc_id": "d1",
+                        "start": start,
+                        "end": start + len("40 percent"),
+                        "grade": 2,
+                        "version": 1,
+                        "quote": "40 percent",
+                    }
+                ],
+            }
+        ],
+        documents=[
+            {"doc_id": "d1", "version": 1, "text": old},
+            {"doc_id": "d1", "version": 2, "text": new},
+        ],
+    )
+    gold = load_gold(bundle)
+    (span,) = gold.questions["q1"].spans
+    assert new[span.start : span.end] == "50 percent"
+    (changed,) = gold.changed_words
+    assert (changed.question_id, changed.new_quote, changed.corpus_version) == (
+        "q1",
+        "50 percent",
+        2,
+    )
+    assert any("[-40-] {+50+} percent" in warning for warning in gold.warnings)
+
+
 def test_reanchor_exact_prefers_the_occurrence_nearest_the_old_offset():
     text = "leave policy. " * 3
     span = GoldSpan(doc_id="d", start=15, end=27, grade=1, version=1, quote="leave policy")

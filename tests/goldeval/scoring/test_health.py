@@ -382,7 +382,23 @@ def test_gold_spans_on_a_changed_document_are_reanchored_or_listed(bundle, tmp_p
         1,
         2,
     )
+    # q1's span moved onto version 2, but its words changed there (five -> ten days): the
+    # facts changed, told apart with the word diff.
+    assert spans["facts_changed"] == 1
+    (changed_row,) = spans["facts_changed_rows"]
+    assert (changed_row["question_id"], changed_row["version"], changed_row["newest_version"]) == (
+        "q1",
+        1,
+        2,
+    )
+    assert "[-five-] {+ten+}" in changed_row["diff"]
+    assert changed_row["new_quote"].startswith("Employees may carry over at most ten days")
     assert main(arguments) == 0
     out = capsys.readouterr().out
-    assert "2 span(s) point at an older version: 1 re-anchored onto the newest, 1 not" in out
+    assert (
+        "2 span(s) point at an older version: 1 re-anchored onto the newest "
+        "(1 of them with the facts changed), 1 not" in out
+    )
     assert "| q2 | policy | v1 → v2 |" in out
+    assert "### The facts changed" in out
+    assert "- q1, policy v1 → v2: Employees may carry over at most [-five-] {+ten+} days" in out

@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from goldeval.text.anchoring import SIMILARITY_FLOOR, Located, locate, similarity
+from goldeval.text.anchoring import (
+    SIMILARITY_FLOOR,
+    Located,
+    locate,
+    on_word_edges,
+    similarity,
+)
 
 CLAUSE = (
     "Carry-over of unused leave needs written approval from the line manager before the end "
@@ -188,3 +194,55 @@ def test_whenever_the_edited_passage_clears_the_floor_a_window_as_similar_is_fou
     if found is not None:
         assert found.similarity >= SIMILARITY_FLOOR
         assert found.similarity == pytest.approx(similarity(quote, text[found.start : found.end]))
+
+
+# A quote marked in whole words is found again in whole words (issue 33 item 4) -------------
+
+SUBSIDY_OLD = "Sports. The company refunds 40 percent of the gym fee. Bikes in full."
+SUBSIDY_NEW = "Sports, revised. The company refunds 50 percent of the gym fee. Bikes in full."
+
+
+@pytest.mark.parametrize(
+    ("quote", "new_text", "expected"),
+    [
+        ("40 percent", SUBSIDY_NEW, "50 percent"),  # the left edge cut "50" in two
+        ("of the gym fee 40", "pay of the gym fee 45 now", "of the gym fee 45"),  # the right edge
+        ("52,000 euros", "Band C pays 55,000 euros per year.", "55,000 euros"),
+        ("EUR 35 a month", "The pass costs EUR 45 a month.", "EUR 45 a month"),
+    ],
+)
+def test_a_whole_word_quote_whose_number_changed_is_found_as_the_whole_new_number(
+    quote, new_text, expected
+):
+    found = locate(quote, new_text, whole_words=True)
+    assert found is not None and new_text[found.start : found.end] == expected
+    assert found.similarity == similarity(quote, expected) >= SIMILARITY_FLOOR
+
+
+def test_without_whole_words_the_most_similar_window_stands_even_inside_a_word():
+    found = locate("40 percent", SUBSIDY_NEW)
+    assert SUBSIDY_NEW[found.start : found.end] == "0 percent"
+
+
+def test_a_whole_word_window_that_would_fall_below_the_floor_is_left_as_found():
+    # Taking in all of "1234567" would be too unlike the quote: the window stays as found.
+    quote = "7 percent of the fee"
+    text = "Now 1234567 percent of the fee."
+    plain = locate(quote, text)
+    assert plain is not None
+    assert locate(quote, text, whole_words=True) == plain
+
+
+def test_exact_occurrences_are_never_widened():
+    text = "x40 percent of it"
+    found = locate("40 percent", text, whole_words=True)
+    assert (found.start, found.end, found.exact) == (1, 11, True)
+
+
+def test_on_word_edges_tells_a_whole_word_span_from_a_cut_one():
+    text = "The company refunds 40 percent."
+    start = text.index("40")
+    assert on_word_edges(text, start, start + len("40 percent"))
+    assert not on_word_edges(text, start + 1, start + len("40 percent"))
+    assert not on_word_edges(text, start, start + len("40 perc"))
+    assert on_word_edges(text, 0, len(text))
