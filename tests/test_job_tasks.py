@@ -2,6 +2,7 @@
 reconciler re-queues a lost job of each kind by that name alone."""
 
 import ast
+import importlib
 from datetime import timedelta
 from pathlib import Path
 
@@ -35,7 +36,12 @@ def started_tasks() -> dict[str, str]:
                     continue
                 words = {k.arg: k.value for k in node.keywords}
                 assert isinstance(words.get("task"), ast.Constant), f"{path}: task by name"
-                found[words["kind"].value] = words["task"].value
+                kind = words["kind"]
+                if isinstance(kind, ast.Name):  # a module constant: its value, as imported
+                    module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+                    found[getattr(importlib.import_module(module), kind.id)] = words["task"].value
+                else:
+                    found[kind.value] = words["task"].value
     return found
 
 
@@ -61,6 +67,8 @@ def test_every_job_kind_is_started_with_a_task_of_the_app_that_owns_it():
         "draw_sample",
         "judge",
         "judge_canaries",
+        "daily_index_health_check",
+        "plant_canaries",
     }
     for kind, name in tasks.items():
         task = jobs.task_named(name)
