@@ -27,7 +27,7 @@ from judges.client import Item, JudgeClient
 from judges.models import Judge, JudgeCanary, JudgeCanaryResult, JudgePrompt
 from judges.prompt import render_prompt
 from judges.services.configuration import endpoint_of
-from judges.services.judging import sendable
+from judges.services.judging import job_subjects, sendable
 from labelling.models import Question, QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, Decision
 from labelling.services.votes import gather_votes
@@ -107,13 +107,7 @@ def start_canaries(
 
 def run_canaries(job: Job) -> None:
     params = job.params
-    judge = Judge.objects.filter(pk=params.get("judge_id"), project=job.project).first()
-    prompt = JudgePrompt.objects.filter(pk=params.get("prompt_id"), judge=judge).first()
-    question_set = QuestionSet.objects.filter(
-        pk=params.get("question_set_id"), project=job.project
-    ).first()
-    if judge is None or prompt is None or question_set is None:
-        raise ServiceError("The judge, its prompt or the question set is gone.")
+    judge, prompt, question_set = job_subjects(job)
     canaries = list(
         JudgeCanary.objects.filter(question_set=question_set)
         .select_related("question", "candidate__version")

@@ -105,7 +105,9 @@ def start_judging(
     )
 
 
-def run_judging(job: Job) -> None:
+def job_subjects(job: Job) -> tuple[Judge, JudgePrompt, QuestionSet]:
+    """The judge, prompt version and question set a judging or canary job names, read within
+    the job's own project (an error once any of them is gone)."""
     params = job.params
     judge = Judge.objects.filter(pk=params.get("judge_id"), project=job.project).first()
     prompt = JudgePrompt.objects.filter(pk=params.get("prompt_id"), judge=judge).first()
@@ -114,6 +116,12 @@ def run_judging(job: Job) -> None:
     ).first()
     if judge is None or prompt is None or question_set is None:
         raise ServiceError("The judge, its prompt or the question set is gone.")
+    return judge, prompt, question_set
+
+
+def run_judging(job: Job) -> None:
+    params = job.params
+    judge, prompt, question_set = job_subjects(job)
     judging_pass = params.get("pass") or JudgingPass.FIRST
     sample = params.get("sample")
     ids = list(set_candidates(question_set).values_list("pk", flat=True))
