@@ -179,7 +179,8 @@ def build_plot(evaluations: list[IndexEvaluation]) -> dict:
         }
         for e in reversed(evaluations)
     ]
-    return {"chart": chart, "rows": rows, "k": k}
+    label = f"recall@{k} and nDCG@10 over the builds"
+    return {"chart": chart, "rows": rows, "k": k, "label": label}
 
 
 def record_run_evaluation(*, run: EvaluationRun, retriever_id: int, change: str) -> IndexEvaluation:

@@ -297,7 +297,9 @@ def plot_of(checks: list[IndexHealthCheck]) -> dict[str, Any]:
         end=end,
         y_label=lambda value: f"{value * top:.0f} d" if top >= 10 else f"{value * top:.1f} d",
     )
-    return {"charts": [stale, lag], "rows": list(reversed(checks))[:30]}
+    # Too few checks to draw: both lines' values in one sentence (the charts share their moments).
+    few = "; ".join(chart.few for chart in (stale, lag) if chart.few)
+    return {"charts": [stale, lag], "few": few, "rows": list(reversed(checks))[:30]}
 
 
 # --- runs of the newest gold set ----------------------------------------------------------------
