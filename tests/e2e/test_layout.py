@@ -50,18 +50,17 @@ KS = [1, 3, 5, 8, 10, 20]
 
 # The page's width against the window's; the top bar's items; tables that scroll inside.
 MEASURE = """() => {
-  const rows = [...document.querySelectorAll('.topbar > *, .project-nav > *, .account > *')]
+  const items = '.topbar > .brand, .project-nav > *, .account > *';
+  const rows = [...document.querySelectorAll(items)]
     .filter(e => e.getClientRects().length)
-    .map(e => e.getBoundingClientRect());
-  const nav = document.querySelector('.project-nav');
-  const account = document.querySelector('.account');
+    .map(e => e.getBoundingClientRect())
+    .sort((a, b) => a.left - b.left);
   const scrolling = [...document.querySelectorAll('.table-scroll')]
     .filter(e => e.scrollWidth > e.clientWidth + 1).length;
   return {
     scroll: document.documentElement.scrollWidth, window: window.innerWidth,
     tops: rows.map(r => Math.round(r.top)), bottoms: rows.map(r => Math.round(r.bottom)),
-    overlap: !!(nav && account
-      && nav.getBoundingClientRect().right > account.getBoundingClientRect().left + 1),
+    overlap: rows.some((r, i) => i > 0 && rows[i - 1].right > r.left + 1),
     scrolling,
   };
 }"""
