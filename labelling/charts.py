@@ -189,7 +189,7 @@ def _written(series, y_label) -> str:
         shown = [f"{y_label(value)} on {moment:%Y-%m-%d %H:%M}" for moment, value in kept]
         said = ", then ".join(shown) if len(shown) <= 3 else f"{shown[0]} … {shown[-1]}"
         lines.append(f"{name} {said}")
-    return "; ".join(lines)
+    return "; ".join(lines) or "no value yet"
 
 
 @dataclass(frozen=True)
