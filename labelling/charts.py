@@ -179,16 +179,17 @@ def _minute(moment: datetime) -> datetime:
 
 
 def _written(series, y_label) -> str:
-    """Each line's values with their times, for a chart too sparse to draw: all of them when
-    there are two or three, else the first and the last."""
+    """Each line's values with their times, for a chart too sparse to draw: per minute, the
+    value it ended with (so one or two per line)."""
     lines = []
     for name, points in series:
-        kept = sorted(points)
-        if not kept:
-            continue
-        shown = [f"{y_label(value)} on {moment:%Y-%m-%d %H:%M}" for moment, value in kept]
-        said = ", then ".join(shown) if len(shown) <= 3 else f"{shown[0]} … {shown[-1]}"
-        lines.append(f"{name} {said}")
+        by_minute = {_minute(moment): value for moment, value in sorted(points)}
+        if by_minute:
+            said = ", then ".join(
+                f"{y_label(value)} on {moment:%Y-%m-%d %H:%M}"
+                for moment, value in by_minute.items()
+            )
+            lines.append(f"{name} {said}")
     return "; ".join(lines) or "no value yet"
 
 

@@ -390,6 +390,6 @@ def test_a_plot_with_one_or_two_moments_writes_its_values(
     # Labelling progress: every question of the set was finished at one moment.
     page.goto(f"{live_server.url}/p/{slug}/assignments/")
     expect(page.locator(".plots .plot-few")).to_contain_text(
-        "Not enough finished questions yet to draw over time: hr 0% on"
+        "Not enough finished questions yet to draw over time: hr 100% on"
     )
     expect(page.locator("svg.progress-chart")).to_have_count(0)

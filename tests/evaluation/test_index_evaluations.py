@@ -1,5 +1,6 @@
 """Every index build is scored on the newest gold set (a job); the retriever page plots it."""
 
+import datetime
 import io
 
 import pytest
@@ -54,6 +55,10 @@ def test_each_build_is_evaluated_and_tagged_with_what_changed(
     second = IndexEvaluation.objects.latest("pk")
     assert second.change == "chunking" and second.scheme != first.scheme
 
+    # Built an hour apart, as a team would (here they ran within the same minute).
+    earlier = first.built_at - datetime.timedelta(hours=1)
+    IndexEvaluation.objects.filter(pk=first.pk).update(built_at=earlier)
+    first.refresh_from_db()
     page = login(people["lead"]).get(
         reverse("health:show-retriever-builds", args=[project.slug, bm25.pk])
     )

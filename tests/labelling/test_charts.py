@@ -80,11 +80,12 @@ def test_one_or_two_moments_are_written_not_drawn():
         "recall@5 0.41 on 2026-03-02 09:07, then 0.46 on 2026-03-02 09:47; "
         "nDCG@10 0.30 on 2026-03-02 09:07, then 0.35 on 2026-03-02 09:47"
     )
-    # Seconds apart are one moment: many points in two minutes are still written, ends only.
+    # Seconds apart are one moment: many points in two minutes are written as the value each
+    # minute ended with.
     burst = [(T0 + timedelta(seconds=s), s / 100) for s in range(0, 100, 10)]
     written = time_chart([("done", burst)], start=T0, end=burst[-1][0])
     assert written.lines == []
-    assert written.few == "done 0% on 2026-03-02 09:07 … 90% on 2026-03-02 09:08"
+    assert written.few == "done 50% on 2026-03-02 09:07, then 90% on 2026-03-02 09:08"
     # Three moments draw, the axis from the first to the last (no empty hour after them).
     drawn = time_chart(three(timedelta(minutes=2)), start=T0, end=T0 + timedelta(minutes=2))
     assert drawn.few == "" and drawn.lines[0].last.x == drawn.right
