@@ -170,7 +170,12 @@ def build_plot(evaluations: list[IndexEvaluation]) -> dict:
         (f"recall@{k}", [(e.built_at, e.metrics.get(f"recall@{e.k}") or 0.0) for e in evaluations]),
         ("nDCG@10", [(e.built_at, e.metrics.get("ndcg@10") or 0.0) for e in evaluations]),
     ]
-    chart = time_chart(series, start=evaluations[0].built_at, end=evaluations[-1].built_at)
+    chart = time_chart(
+        series,
+        start=evaluations[0].built_at,
+        end=evaluations[-1].built_at,
+        y_label=lambda value: f"{value:.3f}",  # as the table below writes them
+    )
     rows = [
         {
             "evaluation": e,

@@ -375,8 +375,8 @@ def test_a_plot_with_one_or_two_moments_writes_its_values(
 
     # A retriever's builds: one build, two builds (sentences), five (a chart).
     for retriever_id, expected in (
-        (world["ids"]["retriever_id"], "recall@5 50% on"),
-        (world["plotted"]["two-checks"].pk, ", then 60% on"),
+        (world["ids"]["retriever_id"], "recall@5 0.500 on"),
+        (world["plotted"]["two-checks"].pk, ", then 0.600 on"),
     ):
         page.goto(f"{live_server.url}/p/{slug}/retrievers/{retriever_id}/")
         builds = page.locator("#retriever-builds")
