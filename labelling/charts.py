@@ -1,6 +1,10 @@
 """Geometry of the lead's plots, free of Django: a line chart over time (labelling progress) and
 a horizontal bar chart (each labeller's speed).
 
+A line over time needs three moments at least: with one or two, a chart is a dot or a segment
+lost on an axis, so `time_chart` gives the values in a sentence instead (`TimeChart.few`), which
+every template that plots over time writes in the chart's place.
+
 Templates draw them as inline SVG with presentation attributes only, so the strict CSP (no
 inline styles, no scripts) holds and nothing is fetched from elsewhere. Every value the plot
 shows is also in a `<title>` (a tooltip, and what a screen reader reads) and in a table nearby.
@@ -15,6 +19,8 @@ from datetime import datetime, timedelta
 PALETTE = ["#1f4e9c", "#b54708", "#067647", "#8a6d1e", "#7a2e98", "#c01048", "#0e7090", "#667085"]
 # Most points a line keeps: a set of thousands of assignments still draws as a small SVG.
 MAX_POINTS = 240
+# Fewest moments (to the minute) a chart over time is drawn for; fewer are written out.
+MIN_MOMENTS = 3
 
 MINUTE = timedelta(minutes=1)
 HOUR = timedelta(hours=1)
@@ -52,6 +58,9 @@ class TimeChart:
     lines: list[Line]
     x_ticks: list[tuple[float, str]]
     y_ticks: list[tuple[float, str]]
+    # With fewer than MIN_MOMENTS moments: each line's values and times, written instead of
+    # drawn ("recall@10 41% on 2026-12-06 10:02, then 46% on 2026-12-06 10:40").
+    few: str = ""
 
     @property
     def x_label_y(self) -> int:
@@ -99,10 +108,25 @@ def time_chart(
     height: int = 240,
 ) -> TimeChart:
     """Lines of (time, value in 0..1) between ``start`` and ``end``, with time ticks a reader
-    can use (hours within a day or two, dates beyond)."""
+    can use (hours within a day or two, dates beyond). With fewer than three moments, no
+    geometry: the values in a sentence (``few``)."""
     left, right, top, bottom = 44, width - 16, 16, height - 28
-    # At least an hour across, so seconds apart draw as one moment, not as a slope.
-    end = max(end, start + HOUR)
+    moments = {_minute(moment) for _, points in series for moment, _ in points}
+    if len(moments) < MIN_MOMENTS:
+        return TimeChart(
+            width=width,
+            height=height,
+            left=left,
+            right=right,
+            top=top,
+            bottom=bottom,
+            lines=[],
+            x_ticks=[],
+            y_ticks=[],
+            few=_written(series, y_label),
+        )
+    # The axis spans the data (three moments are two minutes apart at least), no empty future.
+    end = max(end, start + MINUTE)
     span = end - start
 
     def x(moment: datetime) -> float:
@@ -148,6 +172,25 @@ def time_chart(
         x_ticks=ticks,
         y_ticks=[(y(v), y_label(v)) for v in (0.0, 0.25, 0.5, 0.75, 1.0)],
     )
+
+
+def _minute(moment: datetime) -> datetime:
+    return moment.replace(second=0, microsecond=0)
+
+
+def _written(series, y_label) -> str:
+    """Each line's values with their times, for a chart too sparse to draw: per minute, the
+    value it ended with (so one or two per line)."""
+    lines = []
+    for name, points in series:
+        by_minute = {_minute(moment): value for moment, value in sorted(points)}
+        if by_minute:
+            said = ", then ".join(
+                f"{y_label(value)} on {moment:%Y-%m-%d %H:%M}"
+                for moment, value in by_minute.items()
+            )
+            lines.append(f"{name} {said}")
+    return "; ".join(lines) or "no value yet"
 
 
 @dataclass(frozen=True)

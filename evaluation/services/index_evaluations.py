@@ -196,27 +196,23 @@ def run_index_evaluation(job: Job) -> None:
     jobs.finish(job, JobState.SUCCEEDED, f"{retriever.name}: recall@{k} {shown} on {gold_set}.")
 
 
-# A plot starts at this many points; fewer are said in words, with the table (issue 33 item 14).
-PLOT_FROM = 3
-
-
 def build_plot(evaluations: list[IndexEvaluation]) -> dict:
     """recall@k and nDCG@10 over the builds scored on one gold set, and the rows behind the
-    lines. With fewer than `PLOT_FROM` builds there is no chart (one or two points over an
-    hour of empty time say nothing): the page says how many there are."""
+    lines; with too few builds to draw, `labelling/_time_chart.html` says their values in words
+    (`labelling.charts`)."""
     if not evaluations:
         return {}
     k = evaluations[-1].k
-    chart = None
-    if len(evaluations) >= PLOT_FROM:
-        series = [
-            (
-                f"recall@{k}",
-                [(e.built_at, e.metrics.get(f"recall@{e.k}") or 0.0) for e in evaluations],
-            ),
-            ("nDCG@10", [(e.built_at, e.metrics.get("ndcg@10") or 0.0) for e in evaluations]),
-        ]
-        chart = time_chart(series, start=evaluations[0].built_at, end=evaluations[-1].built_at)
+    series = [
+        (f"recall@{k}", [(e.built_at, e.metrics.get(f"recall@{e.k}") or 0.0) for e in evaluations]),
+        ("nDCG@10", [(e.built_at, e.metrics.get("ndcg@10") or 0.0) for e in evaluations]),
+    ]
+    chart = time_chart(
+        series,
+        start=evaluations[0].built_at,
+        end=evaluations[-1].built_at,
+        y_label=lambda value: f"{value:.3f}",  # as the table below writes them
+    )
     rows = [
         {
             "evaluation": e,
@@ -225,7 +221,8 @@ def build_plot(evaluations: list[IndexEvaluation]) -> dict:
         }
         for e in reversed(evaluations)
     ]
-    return {"chart": chart, "rows": rows, "k": k, "points": len(evaluations)}
+    label = f"recall@{k} and nDCG@10 over the builds"
+    return {"chart": chart, "rows": rows, "k": k, "label": label}
 
 
 def builds_without_figures(*, retriever: Retriever, gold_set: GoldSet) -> list[dict]:

@@ -274,14 +274,24 @@ def plot_of(checks: list[IndexHealthCheck]) -> dict[str, Any]:
     stale = time_chart(
         [("stale share", [(c.checked_at, c.stale_share) for c in checks])], start=start, end=end
     )
-    top = max((c.lag_oldest_days or 0 for c in checks), default=0) or 1.0
-    lag = time_chart(
-        [("oldest lag", [(c.checked_at, (c.lag_oldest_days or 0) / top) for c in checks])],
-        start=start,
-        end=end,
-        y_label=lambda value: f"{value * top:.0f} d" if top >= 10 else f"{value * top:.1f} d",
-    )
-    return {"charts": [stale, lag], "rows": list(reversed(checks))[:30]}
+    charts = [stale]
+    # A check without a stale document has no lag: no point, rather than a lag of 0.
+    lagged = [c for c in checks if c.lag_oldest_days is not None]
+    if lagged:
+        top = max(c.lag_oldest_days for c in lagged) or 1.0
+        charts.append(
+            time_chart(
+                [("oldest lag", [(c.checked_at, c.lag_oldest_days / top) for c in lagged])],
+                start=start,
+                end=end,
+                y_label=lambda value: (
+                    f"{value * top:.0f} d" if top >= 10 else f"{value * top:.1f} d"
+                ),
+            )
+        )
+    # Too few checks to draw: both lines' values in one sentence (the charts share their moments).
+    few = "; ".join(chart.few for chart in charts if chart.few) if stale.few else ""
+    return {"charts": charts, "few": few, "rows": list(reversed(checks))[:30]}
 
 
 # --- runs of the newest gold set ----------------------------------------------------------------

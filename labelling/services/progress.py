@@ -47,6 +47,12 @@ class ProgressPlots:
     speeds: list[LabellerSpeed]
     sets: list[tuple[str, int, int]]  # question set, assignments done, assignments
 
+    @property
+    def progress_label(self) -> str:
+        """What the progress plot shows, in words (its SVG's accessible name and tooltip)."""
+        done = "; ".join(f"{name} {d} of {n} assignments done" for name, d, n in self.sets)
+        return f"Labelling progress over time: {done}"
+
 
 def progress_plots(*, project: Project, viewer) -> ProgressPlots:
     """The plots end at the last finished question, not at the moment of the request: the

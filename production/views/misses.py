@@ -68,6 +68,7 @@ def _trend_chart(k: int, trend: list[dict]):
         ],
         start=points[0][1],
         end=points[-1][1],
+        y_label=lambda value: f"{value:.3f}",  # as the table below writes them
     )
 
 

@@ -29,4 +29,13 @@
       window.localStorage.removeItem(key + ".pages");
     } catch { /* nothing can have been kept without storage */ }
   });
+
+  // A link to a closed <details> (a question's drill-down on the Evaluation page) opens it.
+  function openTarget() {
+    const id = decodeURIComponent(window.location.hash.slice(1));
+    const target = id && document.getElementById(id);
+    if (target && target.tagName === "DETAILS") target.open = true;
+  }
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
 })();

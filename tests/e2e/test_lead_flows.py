@@ -124,8 +124,9 @@ def restricted_world():
 
 
 def test_restricted_open_items_are_reached_from_the_gold_page_resolved_and_finalised(
-    live_server, page
+    live_server, page, worker
 ):
+    """Finalising is a job: the worker fixture, not an earlier test, starts the worker."""
     world = restricted_world()
     problems = watch_console(page)
     log_in(page, live_server, "lea", PASSWORD)

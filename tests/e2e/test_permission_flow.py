@@ -92,7 +92,9 @@ def test_admin_configures_the_live_system_and_test_users_and_finds_the_leak(
         expect(page.locator(".messages")).to_contain_text(f"Test user {name} saved.")
     assert PermissionProfile.objects.count() == 2
 
-    page.get_by_role("link", name="Permissions").click()
+    nav = page.locator(".project-nav")
+    nav.get_by_role("button", name="Evaluate").hover()
+    nav.get_by_role("link", name="Permission replays").click()
     page.get_by_label("Retriever").select_option(label="ours")
     page.get_by_label("Results per question").fill("5")
     page.get_by_role("button", name="Start the replay").click()

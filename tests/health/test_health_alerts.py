@@ -1,6 +1,8 @@
 """Index health alerts: per-project thresholds, the daily beat task's history, the project
 page's banner and the admins' email when a threshold is first crossed (locmem backend)."""
 
+import datetime
+
 import pytest
 from django.core import mail
 from django.urls import reverse
@@ -80,7 +82,12 @@ def test_the_alert_path_end_to_end(stale_project, member):
     check_index_health.apply()
     assert len(mail.outbox) == 2
 
-    # The history plot and its rows.
+    # The history plot and its rows: four daily checks (run here within a minute, so dated a
+    # day apart as the beat task would have run them; within a minute they are written out).
+    for days, check in enumerate(IndexHealthCheck.objects.order_by("-pk")):
+        IndexHealthCheck.objects.filter(pk=check.pk).update(
+            checked_at=check.checked_at - datetime.timedelta(days=days)
+        )
     health = (
         login(lead).get(reverse("health:show-index-health", args=[project.slug])).content.decode()
     )

@@ -2,6 +2,8 @@
 per-question rows that link to their items, verdict agreement explained; the guideline
 editor's preview; the progress and speed plots; counts with the right noun."""
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
 from django.utils import timezone
@@ -103,7 +105,12 @@ def test_progress_and_speed_plots_count_only_what_the_viewer_may_see(project, pe
             Judgement.objects.create(
                 assignment=assignment, candidate=candidate, grade=1, seconds_spent=30
             )
-    Assignment.objects.filter(pool=pool).update(completed_at=now)
+    # Assigned three hours ago, finished one and two hours ago: three moments, a chart.
+    Assignment.objects.filter(pool=pool).update(assigned_at=now - timedelta(hours=3))
+    for hours, assignment in enumerate(Assignment.objects.filter(pool=pool).order_by("pk"), 1):
+        Assignment.objects.filter(pk=assignment.pk).update(
+            completed_at=now - timedelta(hours=hours)
+        )
     plots = progress_plots(project=project, viewer=people["lea"])  # outside hr
     (speed,) = plots.speeds
     assert speed.labeller == "ann" and speed.judgements == 2  # the hidden two not counted
