@@ -317,18 +317,6 @@ def say(job: Job, text: str) -> None:
     Job.objects.filter(pk=job.pk).update(message=job.message, heartbeat_at=timezone.now())
 
 
-def run_here(job: Job) -> Job:
-    """Do a queued job in this process now, rather than wait for a worker to take its message.
-
-    For a job that starts other jobs and waits for each (the demo's load): on a worker with
-    one slot, that slot is its own, and waiting for it would wait forever. The message queued
-    for the job finds it done (`run` claims a job once). A job another worker claimed first is
-    left to it: the caller still waits for the row to finish."""
-    task_named(job.task)(job.pk)
-    job.refresh_from_db()
-    return job
-
-
 def progress(job: Job) -> Progress:
     """A callback that adds to the job's done count and shows the worker is alive."""
 

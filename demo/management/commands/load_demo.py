@@ -7,10 +7,12 @@ import csv
 import hashlib
 import io
 import json
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from celery import current_app
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
@@ -179,8 +181,6 @@ LOAD_KIND = "load_demo"
 
 class Command(BaseCommand):
     help = "Create or refresh the demo project with its documents and demo accounts."
-    # True in the demo's own job: the jobs it starts are done in its process (`_wait`).
-    runs_jobs_here = False
 
     def add_arguments(self, parser):
         parser.add_argument(
@@ -455,12 +455,8 @@ class Command(BaseCommand):
         self.stdout.write(f"The team's index manifest: {stored.rows} rows (see Index health).")
 
     def _wait(self, job, what):
-        quiet = None
-        if self.runs_jobs_here:
-            job = jobs.run_here(job)
-            quiet = io.StringIO()  # a job's log has no use for a progress bar
         try:
-            job = wait_for_job(job, out=self.stdout, timeout=DEMO_JOB_TIMEOUT, stream=quiet)
+            job = wait_for_job(job, out=self.stdout, timeout=DEMO_JOB_TIMEOUT)
         except TimeoutError as exc:
             raise unusable(f"demo: {what}: {exc}")
         if job.state != JobState.SUCCEEDED:
@@ -510,11 +506,13 @@ def queue_demo_load(project: Project, user) -> Job:
 
 
 def run_demo_load(job: Job) -> None:
-    """The job of `queue_demo_load`: each step of the demo in turn, shown on the job's page;
-    the jobs it starts (index builds, pooling, finalising, scoring) are done right here, each
-    with a page of its own (`Command._wait`)."""
+    """The job of `queue_demo_load`: each step of the demo in turn, shown on the job's page.
+
+    The jobs it starts (index builds, pooling, finalising, scoring), and the tasks those fan out
+    to (a pool's batches), keep their rows and pages but run here, in this worker process, as
+    they are queued (Celery's ``task_always_eager``, for this job only): on a worker of one
+    slot, this job holds it, and waiting for their messages would wait for itself."""
     command = Command(stdout=io.StringIO(), stderr=io.StringIO())
-    command.runs_jobs_here = True
     users = {
         user.username: user
         for user in get_user_model().objects.filter(username__in=[u for u, *_ in DEMO_USERS])
@@ -527,8 +525,22 @@ def run_demo_load(job: Job) -> None:
         jobs.say(job, f"{text}…")
 
     try:
-        command.load(job.project, users, step=step)
+        with tasks_run_here():
+            command.load(job.project, users, step=step)
     except CommandError as exc:
         raise ServiceError(str(exc)) from exc
     advance(1)
     jobs.finish(job, JobState.SUCCEEDED, "The demo is ready.")
+
+
+@contextmanager
+def tasks_run_here():
+    """Tasks queued meanwhile run in this process at once (a prefork worker's child runs one
+    task at a time, so nothing else here sees the setting)."""
+    app = current_app
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager = before

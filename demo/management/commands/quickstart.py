@@ -43,6 +43,9 @@ class Command(BaseCommand):
         "loaded already."
     )
 
+    # Checked in `handle` while the children start: before, they would wait for it.
+    requires_system_checks = []
+
     def add_arguments(self, parser):
         parser.add_argument("--addr", default="127.0.0.1:8000", help="where the server listens")
         parser.add_argument("--no-demo", action="store_true", help="do not load the demo")
@@ -96,19 +99,24 @@ class Command(BaseCommand):
                 {**env, "GOLDSET_WORKER_PRIORITY": env.get("GOLDSET_WORKER_PRIORITY", "low")},
             )
             children.append(worker)
-            server = self._start([sys.executable, "manage.py", "runserver", addr], env)
+            # The checks run here, once, while the server starts (not before, not twice).
+            server = self._start(
+                [sys.executable, "manage.py", "runserver", "--skip-checks", addr], env
+            )
             children.append(server)
+            demo = None
             if load:
                 # The demo's project and accounts now, the rest queued for the worker: the
                 # logins work as soon as the site answers, and the pages show the load.
-                demo = subprocess.run(  # noqa: S603 - our own command
+                demo = subprocess.Popen(  # noqa: S603 - our own command
                     [sys.executable, "manage.py", "load_demo", "--background"],
                     cwd=REPO,
                     env=env,
                     stdout=subprocess.DEVNULL,
                 )
-                if demo.returncode != 0:
-                    raise CommandError("Starting the demo's load failed; see its messages above.")
+            self.check(display_num_errors=False)
+            if demo is not None and demo.wait() != 0:
+                raise CommandError("Starting the demo's load failed; see its messages above.")
             self._wait_until_it_answers(f"http://{addr}/accounts/login/", children)
             self.stdout.write("")
             self.stdout.write(
