@@ -2,11 +2,13 @@
 at once, then each step on the job's page, the jobs it starts (index builds, pooling,
 finalising, scoring) each with a page of its own, done on a worker of one slot; a start with the
 demo loaded and its indexes current loads nothing, one after a change loads it again, and a
-load a stopped quickstart left unfinished goes again rather than twice."""
+load a stopped quickstart left unfinished goes again rather than twice; a restart on the same
+port starts."""
 
 from __future__ import annotations
 
 import io
+import socket
 from collections import Counter
 
 from django.contrib.auth import get_user_model
@@ -23,7 +25,7 @@ from demo.management.commands.load_demo import (
     demo_is_loaded,
     queue_demo_load,
 )
-from demo.management.commands.quickstart import DemoProgress
+from demo.management.commands.quickstart import DemoProgress, _port_is_free
 from tests.conftest import wait_for_job
 
 DEMO_ACCOUNTS = {"admin", "lead", "labeller1", "labeller2"}
@@ -127,3 +129,19 @@ def test_the_console_follows_the_load_and_the_job_under_way(db):
     Job.objects.filter(pk=load.pk).update(message="The demo is ready.")
     assert follow.show() is True
     assert out.getvalue().splitlines()[-1] == "Demo: The demo is ready."
+
+
+def test_a_restart_on_the_same_port_is_no_conflict_but_a_listener_is():
+    """Connections of the server just stopped linger (TIME_WAIT): `make run` again at once must
+    start, while a port something listens on is refused."""
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as runserver's does
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert not _port_is_free("127.0.0.1", port)
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = server.accept()
+            accepted.close()  # the server's side closes first: it lingers in TIME_WAIT
+            client.recv(1)
+    assert _port_is_free("127.0.0.1", port)

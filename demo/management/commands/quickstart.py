@@ -230,7 +230,11 @@ def _exit_on_signal(number, frame) -> None:
 
 
 def _port_is_free(host: str, port: int) -> bool:
+    """Whether nothing listens there. Connections of a server just stopped (TIME_WAIT) do not
+    count: the development server binds past them (SO_REUSEADDR), so a restart on the same
+    port is no conflict."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host.strip("[]"), port))
         except OSError:
