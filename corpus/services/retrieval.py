@@ -495,10 +495,13 @@ def _embed(
 ) -> VectorIndex:
     """Vectors of every passage: from the cache where known, encoded (and cached) otherwise."""
     encoder = _encoder(retriever)
-    if job is not None and isinstance(encoder, OnnxEncoder) and not encoder.is_built():
+    preparing = job is not None and isinstance(encoder, OnnxEncoder) and not encoder.is_built()
+    if preparing:
         # Its count stays at 0 meanwhile: the job's page says why.
         jobs.say(job, PREPARING_ENCODER)
-    info = encoder.info
+    info = encoder.info  # (makes the int8 encoder if it is not made yet)
+    if preparing:
+        jobs.say(job, "")
     index.model_name, index.model_version, index.dimension = info.name, info.version, info.dimension
     hashes = list(dict.fromkeys(text_hash for *_, text_hash, _ in passages))
     vectors: dict[str, np.ndarray] = {}

@@ -99,7 +99,7 @@ def test_a_load_a_stopped_quickstart_left_unfinished_goes_again_not_twice(db):
 def test_the_console_follows_the_load_and_the_job_under_way(db):
     project = projects.create_project(slug="demo", name="Northwind demo")
     out = io.StringIO()
-    follow = DemoProgress(OutputWrapper(out))
+    follow = DemoProgress(OutputWrapper(out), slug="demo", kind=LOAD_KIND)
     assert follow.show() is False  # no load yet
     load = Job.objects.create(
         project=project, kind=LOAD_KIND, state=JobState.QUEUED, total=len(DEMO_STEPS)

@@ -29,7 +29,6 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from corpus.models import JobState, Project
-from demo.management.commands.load_demo import DEMO_SLUG, LOAD_KIND, demo_is_loaded, login_lines
 
 REPO = Path(__file__).resolve().parents[3]
 STARTUP_SECONDS = 90
@@ -66,7 +65,6 @@ class Command(BaseCommand):
         for number in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(number, _exit_on_signal)
         call_command("migrate", interactive=False, verbosity=0)
-        load = not no_demo and not demo_is_loaded()
         broker = Path(settings.LOCAL_BROKER_DIR)
         broker.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "GOLDSET_LOCAL_WORKER": "1", "GOLDSET_LOCAL_BROKER_DIR": str(broker)}
@@ -104,6 +102,11 @@ class Command(BaseCommand):
                 [sys.executable, "manage.py", "runserver", "--skip-checks", addr], env
             )
             children.append(server)
+            # Imported only now, while they start: the demo's module brings in every app's
+            # services (a second and more of imports), which they need not wait for.
+            from demo.management.commands import load_demo
+
+            load = not no_demo and not load_demo.demo_is_loaded()
             demo = None
             if load:
                 # The demo's project and accounts now, the rest queued for the worker: the
@@ -125,14 +128,18 @@ class Command(BaseCommand):
             )
             if not no_demo:
                 self.stdout.write("Log in as:")
-                for line in login_lines():
+                for line in load_demo.login_lines():
                     self.stdout.write(line)
             if load:
                 self.stdout.write(
                     f"The demo is loading in the background: its progress is on "
-                    f"http://{addr}/p/{DEMO_SLUG}/jobs/ and below."
+                    f"http://{addr}/p/{load_demo.DEMO_SLUG}/jobs/ and below."
                 )
-            follow = DemoProgress(self.stdout) if load else None
+            follow = (
+                DemoProgress(self.stdout, slug=load_demo.DEMO_SLUG, kind=load_demo.LOAD_KIND)
+                if load
+                else None
+            )
             while all(child.poll() is None for child in children):
                 if follow is not None and follow.show():
                     follow = None
@@ -192,14 +199,14 @@ class DemoProgress:
     """Prints the demo's load as its job pages show it: each step, and what the job under way
     says (an index build "preparing the encoder (once)"), when it changes."""
 
-    def __init__(self, out) -> None:
-        self.out = out
+    def __init__(self, out, *, slug: str, kind: str) -> None:
+        self.out, self.slug, self.kind = out, slug, kind
         self.last = ""
 
     def show(self) -> bool:
         """Print what changed; True once the load has finished."""
-        project = Project.objects.filter(slug=DEMO_SLUG).first()
-        load = project and project.jobs.filter(kind=LOAD_KIND).order_by("-pk").first()
+        project = Project.objects.filter(slug=self.slug).first()
+        load = project and project.jobs.filter(kind=self.kind).order_by("-pk").first()
         if not load:
             return False
         if load.finished:
