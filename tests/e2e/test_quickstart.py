@@ -154,6 +154,13 @@ def start(env: dict, log: Path, port: int) -> subprocess.Popen:
     return process
 
 
+def wait_for_line(log: Path, line: str) -> None:
+    deadline = time.monotonic() + 60
+    while line not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.5)
+
+
 def stop(process: subprocess.Popen) -> None:
     process.send_signal(signal.SIGTERM)
     try:
@@ -199,6 +206,8 @@ def test_the_site_answers_before_the_demo_is_loaded_and_a_restart_loads_nothing(
             assert started in jobs_page
         assert jobs_page.count("Load the demo") == 1
         page.close()
+        # The console says so too, at its next look (once a second).
+        wait_for_line(tmp_path / "fresh.log", "Demo: The demo is ready.")
     finally:
         stop(process)
     fresh = (tmp_path / "fresh.log").read_text()
