@@ -19,11 +19,11 @@ $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-# The demo, a Celery worker on an embedded file-system broker, and the development server;
-# the demo logins are printed last (evaluation/management/commands/quickstart.py).
+# Migrates, then starts a Celery worker on an embedded file-system broker and the development
+# server, and prints the logins; the demo loads as a job on the worker meanwhile, once
+# (demo/management/commands/quickstart.py).
 run: export DEBUG ?= 1
 run: $(STAMP)
-	@$(BIN)/python manage.py migrate --noinput -v0
 	@$(BIN)/python manage.py quickstart
 
 test: $(STAMP) test-js

@@ -316,7 +316,7 @@ def _load(path: Path) -> tuple[Any, ModelInfo]:
                 else model.get_sentence_embedding_dimension()
             )
             info = ModelInfo(
-                name=_model_name(path), version=_model_version(path), dimension=int(dimension)
+                name=_model_name(path), version=model_version(path), dimension=int(dimension)
             )
             _models[path] = (model, info)
         return _models[path]
@@ -332,7 +332,8 @@ def _model_name(path: Path) -> str:
     return path.name
 
 
-def _model_version(path: Path) -> str:
+def model_version(path: Path) -> str:
+    """The ``ModelInfo.version`` of the model folder at ``path``, from its files alone."""
     digest = hashlib.sha256()
     for file in sorted(p for p in path.rglob("*") if p.is_file()):
         relative = file.relative_to(path)

@@ -310,6 +310,13 @@ def next_url(job: Job) -> str | None:
     return url if url.startswith("/") and not url.startswith("//") else None
 
 
+def say(job: Job, text: str) -> None:
+    """Show what an unfinished job is doing now (its message until `finish` replaces it), as a
+    sign of life too: a step that shows no count ("preparing the encoder (once)")."""
+    job.message = text[:2000]
+    Job.objects.filter(pk=job.pk).update(message=job.message, heartbeat_at=timezone.now())
+
+
 def progress(job: Job) -> Progress:
     """A callback that adds to the job's done count and shows the worker is alive."""
 

@@ -22,6 +22,7 @@ import json
 import os
 import tempfile
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from corpus.embedding import (
     ModelInfo,
     ModelNotFoundError,
     encoder_missing,
+    model_version,
     texts_to_encode,
 )
 
@@ -66,7 +68,16 @@ class OnnxEncoder:
 
     @property
     def model_file(self) -> Path:
-        return self.cache_dir / self.fp32.info.version.replace(":", "-") / "model-int8.onnx"
+        # The folder's version from its files: loading the torch model only to name the file
+        # would cost seconds before anyone is told the build is under way (`is_built`).
+        version = model_version(self.fp32.model_path)
+        return self.cache_dir / version.replace(":", "-") / "model-int8.onnx"
+
+    def is_built(self) -> bool:
+        """Whether the int8 build is ready; if not, the first `encode` or `info` makes it
+        (tens of seconds, minutes on a busy machine), once per model and cache folder."""
+        key = (self.fp32.model_path, self.cache_dir, self.threads)
+        return key in _built or self.model_file.is_file()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """L2-normalised float32 vectors, one row per text, in input order."""
@@ -158,7 +169,13 @@ def build_int8(model_path: Path, target: Path) -> None:
         def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
             return self.inner(**dict(zip(names, inputs, strict=True))).last_hidden_state
 
-    with tempfile.TemporaryDirectory(dir=target.parent) as work:
+    with tempfile.TemporaryDirectory(dir=target.parent) as work, warnings.catch_warnings():
+        # The tracer's general cautions (a Python bool in transformers' masking, advanced
+        # indexing in opset 17) are console noise on every first start: whether the exported
+        # graph is right is checked where it matters, its vectors against the torch model's
+        # (tests/corpus/test_onnx_encoder.py).
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\.onnx")
         exported = Path(work) / "model.onnx"
         with torch.no_grad():
             torch.onnx.export(

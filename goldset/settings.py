@@ -398,7 +398,14 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # Library chatter logged on the root logger itself (onnxruntime's quantizer) is left out:
+    # a filter of the logger, so it holds in a Celery worker too, whose handlers are its own.
+    "filters": {"quiet_libraries": {"()": "goldset.log_filters.QuietLibraries"}},
+    "root": {
+        "handlers": ["console"],
+        "level": os.environ.get("LOG_LEVEL", "INFO"),
+        "filters": ["quiet_libraries"],
+    },
     # Django's own "django" logger has a console handler too: without this its lines (the
     # runserver's "Watching for file changes") would print twice, once through the root.
     "loggers": {

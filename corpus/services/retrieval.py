@@ -60,6 +60,12 @@ ENCODE_BATCH = 256
 # never fewer than 64 passages at once, where the encoder's throughput starts to drop: 0.9
 # of one large call at 64) so the job page shows it moving.
 MIN_ENCODE_BATCH = 64
+# What an embedding build's job says while the int8 encoder is made from the model, once per
+# model and cache folder (corpus/onnx_encoder.py).
+PREPARING_ENCODER = (
+    "Preparing the encoder (once): exporting the model to ONNX and quantizing it. This takes "
+    "a minute or more, then the passages are counted here."
+)
 
 
 @dataclass(frozen=True)
@@ -230,7 +236,7 @@ def build_index(*, retriever: Retriever, job: Job | None = None) -> Index:
             if advance:
                 advance(len(passages))
         else:
-            searcher = _embed(retriever, index, passages, advance)
+            searcher = _embed(retriever, index, passages, advance, job)
         stored = artifacts.save_artifact(
             name=f"indexes/retriever-{retriever.pk}/index-{index.pk}.npz",
             write=lambda handle: indexfile.pack(handle, searcher, passages),
@@ -485,10 +491,17 @@ def _embed(
     index: Index,
     passages: list[tuple[int, int, int, int, str, str]],
     advance: Progress | None,
+    job: Job | None = None,
 ) -> VectorIndex:
     """Vectors of every passage: from the cache where known, encoded (and cached) otherwise."""
     encoder = _encoder(retriever)
-    info = encoder.info
+    preparing = job is not None and isinstance(encoder, OnnxEncoder) and not encoder.is_built()
+    if preparing:
+        # Its count stays at 0 meanwhile: the job's page says why.
+        jobs.say(job, PREPARING_ENCODER)
+    info = encoder.info  # (makes the int8 encoder if it is not made yet)
+    if preparing:
+        jobs.say(job, "")
     index.model_name, index.model_version, index.dimension = info.name, info.version, info.dimension
     hashes = list(dict.fromkeys(text_hash for *_, text_hash, _ in passages))
     vectors: dict[str, np.ndarray] = {}

@@ -2,12 +2,15 @@
 agree with the torch model's, it is a model version of its own, and retrievers can use it."""
 
 import itertools
+import shutil
 
 import numpy as np
 import pytest
+from django.urls import reverse
 
+from corpus import jobs, onnx_encoder
 from corpus.embedding import Encoder
-from corpus.models import EmbeddingCache, Retriever
+from corpus.models import EmbeddingCache, Job, JobState, Retriever
 from corpus.onnx_encoder import OnnxEncoder
 from corpus.services import documents, retrieval
 from goldset.errors import ServiceError
@@ -119,3 +122,44 @@ def test_a_retriever_on_the_int8_build_never_mixes_with_torch_vectors(project, s
         retrieval.add_retriever(
             project=project, name="x", kind="embedding", scheme=scheme, backend="int4"
         )
+
+
+def test_an_index_build_says_it_is_preparing_the_encoder_while_it_is_made(
+    project, member, settings, int8, tmp_path, monkeypatch, client
+):
+    """The export takes minutes on a busy machine with the count at 0: the job's page says why
+    meanwhile, and only while the encoder is made (once per model and cache folder)."""
+    settings.GOLDSET_MODEL_CACHE_DIR = tmp_path / "cache"  # nothing built here yet
+    scheme = documents.add_chunking_scheme(
+        project=project, name="paragraphs", strategy="paragraph", size=120, overlap=0
+    )
+    add_documents(project, ("leave", "Employees receive 25 days of paid annual leave."))
+    retriever = retrieval.add_retriever(
+        project=project, name="minilm", kind="embedding", scheme=scheme, backend="onnx-int8"
+    )
+    client.force_login(member("lead"))
+    seen = []
+
+    def build(model_path, target):
+        # Instead of the minute-long export, the session's build: the page is read meanwhile.
+        job = Job.objects.get(kind="build_index", state=JobState.RUNNING)
+        page = client.get(reverse("corpus:show-job", args=[project.slug, job.pk]))
+        seen.append(page.content.decode())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(int8.model_file, target)
+
+    monkeypatch.setattr(onnx_encoder, "build_int8", build)
+    first = retrieval.start_index_build(retriever=retriever)
+    jobs.run(first.pk, retrieval.run_index_build)
+    (page,) = seen
+    assert "Preparing the encoder (once)" in page
+    assert "Running" in page
+    first.refresh_from_db()
+    assert first.state == JobState.SUCCEEDED
+    assert "Preparing" not in first.message
+    # Built: the next build says nothing of it.
+    second = retrieval.start_index_build(retriever=retriever)
+    jobs.run(second.pk, retrieval.run_index_build)
+    second.refresh_from_db()
+    assert second.state == JobState.SUCCEEDED
+    assert len(seen) == 1

@@ -140,3 +140,102 @@ def children_of(pid: int) -> list[tuple[str, int]]:
         kind = "celery" if "celery" in command else "runserver" if "runserver" in command else ""
         found.append((kind, os.sched_getscheduler(child)))
     return found
+
+
+def start(env: dict, log: Path, port: int) -> subprocess.Popen:
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "quickstart", "--addr", f"127.0.0.1:{port}"],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 300
+    while "Goldset is running" not in log.read_text():
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.5)
+    return process
+
+
+def wait_for_line(log: Path, line: str) -> None:
+    deadline = time.monotonic() + 60
+    while line not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.5)
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        raise
+
+
+def test_the_site_answers_before_the_demo_is_loaded_and_a_restart_loads_nothing(browser, tmp_path):
+    """Fresh: the logins work at once and the pages follow the demo's load (its steps, the jobs
+    it starts); restarted with the demo loaded: nothing is loaded again."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("REDIS_URL", "GOLDSET_REQUIRE_SERVICES", "DJANGO_SETTINGS_MODULE")
+    }
+    env.update(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'quickstart.sqlite3'}",
+        GOLDSET_LOCAL_BROKER_DIR=str(tmp_path / "broker"),
+        GOLDSET_ARTIFACT_DIR=str(tmp_path / "artifacts"),
+        DEBUG="1",
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    process = start(env, tmp_path / "fresh.log", port)
+    try:
+        page = browser.new_context().new_page()
+        page.set_default_timeout(30_000)
+        page.goto(f"{url}/accounts/login/")
+        page.get_by_label("Username").fill("lead")
+        page.get_by_label("Password").fill("goldset-lead")
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(f"{url}/")
+        page.goto(f"{url}/p/demo/jobs/")
+        page.get_by_role("link", name="Load the demo").click()
+        # The job's page follows the load to its end by itself, step by step.
+        expect(page.locator(".job-state")).to_have_text("Succeeded", timeout=900_000)
+        expect(page.locator("#job-progress")).to_contain_text("The demo is ready.")
+        page.goto(f"{url}/p/demo/jobs/")
+        jobs_page = page.locator("main").inner_text()
+        for started in ("Build the bm25 index", "Build the minilm index", "Pool demo-pool"):
+            assert started in jobs_page
+        assert jobs_page.count("Load the demo") == 1
+        page.close()
+        # The console says so too, at its next look (once a second).
+        wait_for_line(tmp_path / "fresh.log", "Demo: The demo is ready.")
+    finally:
+        stop(process)
+    fresh = (tmp_path / "fresh.log").read_text()
+    assert "The demo is loading in the background" in fresh
+    assert "Demo: The demo is ready." in fresh
+    for noise in ("Traceback", "Quantization parameters", "pre-processing", "TracerWarning"):
+        assert noise not in fresh
+
+    process = start(env, tmp_path / "restarted.log", port)
+    try:
+        page = browser.new_context().new_page()
+        page.goto(f"{url}/accounts/login/")
+        page.get_by_label("Username").fill("lead")
+        page.get_by_label("Password").fill("goldset-lead")
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_url(f"{url}/")
+        page.goto(f"{url}/p/demo/jobs/")
+        assert page.locator("main").inner_text().count("Load the demo") == 1
+        page.close()
+    finally:
+        stop(process)
+    restarted = (tmp_path / "restarted.log").read_text()
+    assert "Log in as:" in restarted
+    assert "The demo is loading" not in restarted
+    assert "Demo," not in restarted

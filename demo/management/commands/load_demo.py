@@ -7,19 +7,22 @@ import csv
 import hashlib
 import io
 import json
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from celery import current_app
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from answers.services.review import plan_answer_review
 from answers.services.runs import FactInput, import_answers, record_reference_answer
+from corpus import jobs
 from corpus.management.commands._exit import unusable
 from corpus.management.commands._jobs import wait_for_job
-from corpus.models import ChunkingScheme, Document, JobState, Project, Retriever, Role
+from corpus.models import ChunkingScheme, Document, Job, JobState, Project, Retriever, Role
 from corpus.services import documents, projects, retrieval
 from corpus.sources import read_folder
 from demo.management.commands._demo_traces import load_demo_traces
@@ -27,8 +30,10 @@ from evaluation.models import GoldSet
 from evaluation.services.answer_scores import start_answers_report, stored_answers_report
 from evaluation.services.gold_sets import start_finalise
 from goldeval.formats.manifests import COLUMNS
+from goldset.errors import ServiceError
 from health.models import IndexManifest
 from health.services import manifests
+from health.services.checks import record_health_checks
 from labelling.models import Assignment, PoolState, VerdictOutcome
 from labelling.services.assignments import plan_assignments
 from labelling.services.guidelines import current_guideline, save_guideline
@@ -156,6 +161,24 @@ def login_lines() -> list[str]:
     ]
 
 
+# What the demo's load does, in order: its job shows the step it is at (`run_demo_load`).
+DEMO_STEPS = (
+    "Importing and chunking the documents",
+    "Importing the questions and their reference facts",
+    "Finalising the first labelling round as gold set v1",
+    "Building the bm25 and minilm indexes",
+    "Pooling candidates for labelling",
+    "Planning the labelling",
+    "Importing the answer run and planning its review",
+    "Computing the answer scores",
+    "Importing the team index's manifest",
+    "Importing production traces and drawing this week's sample",
+    "Checking index health",
+)
+DEMO_SLUG = "demo"
+LOAD_KIND = "load_demo"
+
+
 class Command(BaseCommand):
     help = "Create or refresh the demo project with its documents and demo accounts."
 
@@ -165,13 +188,51 @@ class Command(BaseCommand):
             action="store_true",
             help="do not print the demo logins (`quickstart` prints them once the site is up)",
         )
+        parser.add_argument(
+            "--background",
+            action="store_true",
+            help="create the project and its accounts, then queue the rest as a job for the "
+            "worker and return at once (what `quickstart` does); nothing when the demo is "
+            "loaded already",
+        )
 
-    def handle(self, *args, **options):
+    def handle(self, *args, no_logins=False, background=False, **options):
+        if background and demo_is_loaded():
+            self.stdout.write("The demo is loaded already.")
+            return
+        project, users = self.accounts()
+        if background:
+            job = queue_demo_load(project, users["admin"])
+            self.stdout.write(f"The demo is loading as job {job.pk} of project {DEMO_SLUG}.")
+            return
+        self.load(project, users)
+        if no_logins:
+            self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready."))
+            return
+        self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready. Log in as:"))
+        for line in login_lines():
+            self.stdout.write(line)
+
+    def accounts(self) -> tuple[Project, dict]:
+        """The demo project and its accounts: enough to log in while the rest loads."""
         with transaction.atomic():
-            project = Project.objects.filter(slug="demo").first() or projects.create_project(
-                slug="demo", name="Northwind demo"
+            project = Project.objects.filter(slug=DEMO_SLUG).first() or projects.create_project(
+                slug=DEMO_SLUG, name="Northwind demo"
             )
-            users = self._users(project)
+            return project, self._users(project)
+
+    def load(self, project, users, *, step=None):
+        """Everything of the demo but its accounts, refreshed, never duplicated. ``step(number,
+        text)`` is told each of DEMO_STEPS as it begins."""
+        steps = iter(enumerate(DEMO_STEPS, start=1))
+
+        def begin() -> None:
+            number, text = next(steps)
+            if step is not None:
+                step(number, text)
+
+        begin()
+        with transaction.atomic():
             for spec in DEMO_SCHEMES:
                 if not ChunkingScheme.objects.filter(project=project, name=spec["name"]).exists():
                     documents.add_chunking_scheme(project=project, **spec)
@@ -183,24 +244,31 @@ class Command(BaseCommand):
                     project=project, name=group, users=[users[n] for n in names]
                 )
         # Outside the transaction above: index builds and pooling run as jobs, queued on commit.
+        begin()
         question_set = self._questions(project)
         self._reference_facts(question_set, users)
+        begin()
         self._first_round(question_set, users)
+        begin()
         retrievers = self._retrievers(project)
+        begin()
         self._pool(question_set, retrievers)
+        begin()
         self._labelling(project, question_set, users)
+        begin()
         self._answers(question_set, users)
+        begin()
         self._answer_scores(question_set, users)
+        begin()
         self._team_index(project)
+        begin()
         load_demo_traces(
             project=project, users=users, demo_dir=DEMO_DIR, wait=self._wait, out=self.stdout
         )
-        if options["no_logins"]:
-            self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready."))
-            return
-        self.stdout.write(self.style.SUCCESS("Demo project 'demo' is ready. Log in as:"))
-        for line in login_lines():
-            self.stdout.write(line)
+        begin()
+        # The first index health check (the beat task repeats it daily), so the Index health
+        # page has its history and the project page its banner.
+        record_health_checks(project=project)
 
     def _users(self, project):
         User = get_user_model()
@@ -394,3 +462,85 @@ class Command(BaseCommand):
         if job.state != JobState.SUCCEEDED:
             raise unusable(f"demo: {what} failed: {job.message}")
         self.stdout.write(job.message)
+
+
+def demo_is_loaded() -> bool:
+    """Whether the demo's load finished and its indexes are current: then `quickstart` only
+    starts (a restart), instead of loading it again."""
+    project = Project.objects.filter(slug=DEMO_SLUG).first()
+    if project is None:
+        return False
+    if not project.jobs.filter(kind=LOAD_KIND, state=JobState.SUCCEEDED).exists():
+        return False
+    for spec in DEMO_RETRIEVERS:
+        retriever = (
+            Retriever.objects.filter(project=project, name=spec["name"])
+            .select_related("active_index")
+            .first()
+        )
+        if retriever is None or retriever.active_index_id is None:
+            return False
+        if retrieval.stale_documents(retriever).exists():
+            return False
+    return True
+
+
+def queue_demo_load(project: Project, user) -> Job:
+    """The demo's load as a job for the worker (`run_demo_load`), or the one already under way.
+
+    Jobs an earlier quickstart left unfinished (stopped mid-way) are queued again first, as the
+    reconciler would after its wait: with no worker running before this one, none is alive.
+    """
+    jobs.reconcile(stale_after=timedelta(0))
+    unfinished = project.jobs.filter(kind=LOAD_KIND).unfinished().first()
+    if unfinished is not None:
+        return unfinished
+    return jobs.start(
+        project=project,
+        task="demo.tasks.load_demo",
+        kind=LOAD_KIND,
+        description="Load the demo",
+        user=user,
+        total=len(DEMO_STEPS),
+    )
+
+
+def run_demo_load(job: Job) -> None:
+    """The job of `queue_demo_load`: each step of the demo in turn, shown on the job's page.
+
+    The jobs it starts (index builds, pooling, finalising, scoring), and the tasks those fan out
+    to (a pool's batches), keep their rows and pages but run here, in this worker process, as
+    they are queued (Celery's ``task_always_eager``, for this job only): on a worker of one
+    slot, this job holds it, and waiting for their messages would wait for itself."""
+    command = Command(stdout=io.StringIO(), stderr=io.StringIO())
+    users = {
+        user.username: user
+        for user in get_user_model().objects.filter(username__in=[u for u, *_ in DEMO_USERS])
+    }
+    advance = jobs.progress(job)
+
+    def step(number: int, text: str) -> None:
+        if number > 1:
+            advance(1)
+        jobs.say(job, f"{text}…")
+
+    try:
+        with tasks_run_here():
+            command.load(job.project, users, step=step)
+    except CommandError as exc:
+        raise ServiceError(str(exc)) from exc
+    advance(1)
+    jobs.finish(job, JobState.SUCCEEDED, "The demo is ready.")
+
+
+@contextmanager
+def tasks_run_here():
+    """Tasks queued meanwhile run in this process at once (a prefork worker's child runs one
+    task at a time, so nothing else here sees the setting)."""
+    app = current_app
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager = before
