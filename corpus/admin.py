@@ -13,6 +13,7 @@ from corpus.models import (
     Index,
     Job,
     Membership,
+    OneTimePassword,
     PermissionProfile,
     Project,
     ProjectInvitation,
@@ -88,6 +89,22 @@ class AccessGroupChangeAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(OneTimePassword)
+class OneTimePasswordAdmin(admin.ModelAdmin):
+    """Who still has to choose their own password; the issued password's hash is never shown.
+    A row is removed to lift the requirement; one is made only by issuing a password."""
+
+    list_display = ["user", "issued_at"]
+    fields = ["user", "issued_at"]
+    readonly_fields = ["user", "issued_at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False
 
 
