@@ -51,7 +51,9 @@ def test_an_admin_connects_a_judge_and_a_lead_reads_its_calibration(
         page.context.clear_cookies()
         log_in(page, live_server, "leo", PASSWORD)
         page.goto(f"{live_server.url}/p/acme/")
-        page.get_by_role("link", name="Judges").click()
+        nav = page.locator(".project-nav")
+        nav.get_by_role("button", name="Evaluate").hover()  # Judges is in the Evaluate menu
+        nav.get_by_role("link", name="Judges").click()
         page.get_by_role("link", name="lenient").click()
         page.get_by_role("button", name="Start judging").click()
         expect(page.locator("body")).to_contain_text("30 candidates judged", timeout=60_000)
