@@ -155,11 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument(
         "--ai-judgements",
-        default=None,
+        action="append",
+        default=[],
         metavar="FILE|bundle",
         help="an LLM judge's grades (ai-judgements.jsonl; the word 'bundle' reads the one in the "
-        "--gold bundle): adds, beside the human figures, the figures with the judge filling the "
-        "holes and a prediction-powered 95%% interval; never mixed into the human figures",
+        "--gold bundle; repeatable, e.g. the bundle's and your run's holes): adds, beside the "
+        "human figures, the figures with the judge filling the holes and a prediction-powered "
+        "95%% interval; never mixed into the human figures",
     )
     evaluate.add_argument(
         "--judge",
@@ -262,14 +264,14 @@ def _evaluate(arguments: argparse.Namespace) -> int:
     if not named_runs and arguments.no_baseline:
         raise UsageError("nothing to score: give at least one --run")
 
-    if arguments.judge is not None and arguments.ai_judgements is None:
+    if arguments.judge is not None and not arguments.ai_judgements:
         raise UsageError("--judge: give the judgements with --ai-judgements")
     gold = load_gold(arguments.gold)
     for warning in gold.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     _warn_unanchored(gold)
     ai = None
-    if arguments.ai_judgements is not None:
+    if arguments.ai_judgements:
         ai = read_judge_grades(arguments.ai_judgements, gold=gold, judge=arguments.judge)
     runs: list[Run] = []
     for name, path in named_runs:

@@ -13,6 +13,7 @@ from goldeval.cli.arguments import UsageError
 from goldeval.formats.ai_judgements import (
     AI_JUDGEMENTS_FILE,
     AIJudgement,
+    AIJudgements,
     load_ai_judgements,
     read_ai_judgements,
 )
@@ -31,9 +32,34 @@ class JudgeGrades:
     prompt_versions: list[int]
 
 
-def read_judge_grades(given: str, *, gold: Gold, judge: str | None) -> JudgeGrades:
-    """The grades of one judge from ``given`` (a file, or the word ``bundle``: the gold
-    bundle's own ai-judgements.jsonl), of the gold set's questions, at the versions it holds."""
+def read_judge_grades(givens: list[str], *, gold: Gold, judge: str | None) -> JudgeGrades:
+    """The grades of one judge from ``givens`` (files, or the word ``bundle``: the gold
+    bundle's own ai-judgements.jsonl), of the gold set's questions, at the versions it holds.
+    Several files are one: a passage graded in two counts once when the grades agree, and is
+    refused when they differ."""
+    read = AIJudgements()
+    seen: dict[tuple, tuple[int, str]] = {}
+    sources = []
+    for given in givens:
+        one = _read(given, gold=gold)
+        sources.append(str(one.source))
+        for judgement in one.judgements:
+            key = (judgement.judge, judgement.question_id, judgement.passage)
+            before = seen.get(key)
+            if before is None:
+                seen[key] = (judgement.grade, str(one.source))
+                read.judgements.append(judgement)
+            elif before[0] != judgement.grade:
+                raise UsageError(
+                    f"--ai-judgements: judge {judgement.judge!r} grades a passage of question "
+                    f"{judgement.question_id!r} {before[0]} in {before[1]} and "
+                    f"{judgement.grade} in {one.source}: give one grade per judge and passage"
+                )
+        read.warnings += one.warnings
+    return _one_judge(read, gold=gold, judge=judge, source=", ".join(sources))
+
+
+def _read(given: str, *, gold: Gold) -> AIJudgements:
     if given == FROM_BUNDLE:
         if gold.source is None:
             raise UsageError("--ai-judgements bundle: --gold is not a bundle")
@@ -43,14 +69,16 @@ def read_judge_grades(given: str, *, gold: Gold, judge: str | None) -> JudgeGrad
                 f"--ai-judgements bundle: the gold set has no {AI_JUDGEMENTS_FILE} (a gold set "
                 "finalised after its candidates were judged by an LLM judge carries one)"
             )
-        read = read_ai_judgements(data, path=Path(gold.source) / AI_JUDGEMENTS_FILE)
-    else:
-        read = load_ai_judgements(given)
+        return read_ai_judgements(data, path=Path(gold.source) / AI_JUDGEMENTS_FILE)
+    return load_ai_judgements(given)
+
+
+def _one_judge(read: AIJudgements, *, gold: Gold, judge: str | None, source: str) -> JudgeGrades:
     for warning in read.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     judges = read.judges
     if not judges:
-        raise UsageError(f"--ai-judgements: {read.source} holds no judgement")
+        raise UsageError(f"--ai-judgements: {source} holds no judgement")
     if judge is None:
         if len(judges) > 1:
             raise UsageError(
@@ -89,7 +117,7 @@ def read_judge_grades(given: str, *, gold: Gold, judge: str | None) -> JudgeGrad
     return JudgeGrades(
         judge=judge,
         judgements=kept,
-        source=str(read.source),
+        source=source,
         models=sorted({j.model for j in kept if j.model}),
         prompt_versions=sorted({j.prompt_version for j in kept if j.prompt_version is not None}),
     )

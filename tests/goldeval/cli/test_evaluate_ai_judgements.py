@@ -181,6 +181,24 @@ def test_bad_input_exits_2_with_a_message(files, capsys, setup, arguments, messa
     assert message in err and "Traceback" not in err
 
 
+def test_several_files_are_read_as_one_and_may_not_disagree(files, capsys):
+    # The bundle's grades of judged passages, and the team's own grades of the run's holes.
+    jsonl(files["bundle"] / "ai-judgements.jsonl", [AI[0], AI[1], AI[3]])
+    holes = jsonl(files["tmp"] / "holes.jsonl", [AI[2], AI[3]])
+    base = ["--gold", files["bundle"], "--run", files["run"], "--ai-judgements", "bundle"]
+    code, out, _ = evaluate(capsys, *base, "--ai-judgements", holes)
+    assert code == 0
+    report = json.loads(out)
+    assert report["ai_judgements"]["judgements"] == 4
+    assert (
+        report["ai_judgements"]["source"] == f"{files['bundle'] / 'ai-judgements.jsonl'}, {holes}"
+    )
+    assert report["runs"]["run"]["ai_judgements"]["holes_filled"] == 1
+    jsonl(holes, [AI[2], {**AI[3], "grade": 0}])
+    code, out, err = evaluate(capsys, *base, "--ai-judgements", holes)
+    assert code == 2 and "grades a passage of question 'q2' 1 in" in err
+
+
 def test_the_right_judge_is_chosen_and_other_questions_are_warned_about(files, capsys):
     jsonl(files["ai"], [*AI, judgement("q1", "a", 0, judge="other"), judgement("q9", "a", 2)])
     code, out, err = evaluate(
