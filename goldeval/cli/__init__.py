@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="an LLM judge's grades (ai-judgements.jsonl; the word 'bundle' reads the one in the "
         "--gold bundle; repeatable, e.g. the bundle's and your run's holes): adds, beside the "
         "human figures, the figures with the judge filling the holes and a prediction-powered "
-        "95%% interval; never mixed into the human figures",
+        "confidence interval; never mixed into the human figures",
     )
     evaluate.add_argument(
         "--judge",
