@@ -4,7 +4,9 @@ The bundle is the contract with other tools (issue 6): ``gold.jsonl``, ``corpus.
 ``manifest.json`` (every other file with its SHA-256 and size), document-level ``qrels.trec``,
 ``qrels-<scheme>.trec`` per chunking scheme, ``beir/``, ``judgements.csv`` and (since issue 17,
 optional) ``documents.jsonl``: every document's newest version as of finalising, without its
-text, for the index health checks. `goldeval.formats.gold`
+text, for the index health checks, and (issue 35, when a judge graded the set's candidates)
+``ai-judgements.jsonl``: an LLM judge's grades, votes apart from the gold
+(`goldeval.formats.ai_judgements`). `goldeval.formats.gold`
 reads it back; `evaluation.services.gold_sets` gathers the data from the database, calls
 `build_bundle` and stores what it returns. Byte for byte, the same input gives the same files.
 
