@@ -134,12 +134,15 @@ class HoleFilling:
 
     @property
     def note(self) -> str:
-        return (
+        note = (
             f"{self.filled} of {self.holes} hole(s) (passages nobody judged in the top "
             f"{self.depth}) filled by the grades of judge {self.judge!r}; the prediction-powered "
             f"figures correct the judge by the {self.labelled} of {self.questions} question(s) "
             "people judged completely"
         )
+        if self.labelled < 2:
+            note += " (at least two are needed for an interval, one for an estimate)"
+        return note
 
     def as_dict(self) -> dict[str, Any]:
         return {

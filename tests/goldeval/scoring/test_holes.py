@@ -141,3 +141,30 @@ def test_a_lenient_judge_biases_the_filled_figure_and_ppi_still_covers_the_truth
         assert human.metrics[metric] < true_value
     assert covered >= 17  # a 95 % interval: 19 of 20 expected
     assert biased == len(seeds)
+
+
+def test_document_level_gold_and_judgements_fill_whole_documents():
+    # Qrels-like: A relevant (2), N judged not relevant; X never judged; the judge grades X 1.
+    whole = Passage
+    gold = Gold(
+        questions={
+            "q": GoldQuestion(
+                "q", "", True, (GoldSpan("A", None, None, 2),), judged=(whole("N", None, None),)
+            )
+        }
+    )
+    run = Run(name="r", rankings={"q": Ranking([whole("X", None, None), whole("A", None, None)])})
+    options = MetricOptions(ks=(2,))
+    human = evaluate_run(gold=gold, run=run, options=options)
+    judgements = [
+        AIJudgement("q", whole("X", None, None), 1, "j"),
+        AIJudgement("q", whole("A", None, None), 2, "j"),  # judged by people: no hole
+    ]
+    filling = fill_holes(
+        human, gold=gold, run=run, options=options, judgements=judgements, judge="j"
+    )
+    assert (filling.holes, filling.filled, filling.labelled) == (1, 1, 0)
+    assert human.metrics["precision@2"] == pytest.approx(0.5)
+    assert filling.judge_filled["precision@2"] == pytest.approx(1.0)
+    # No question is complete: no prediction-powered figure, rather than an unfounded one.
+    assert filling.ppi["precision@2"].estimate is None
