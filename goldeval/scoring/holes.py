@@ -248,17 +248,25 @@ def _as_span(judgement: AIJudgement) -> GoldSpan:
 
 def _filled(question: GoldQuestion, graded: list[AIJudgement], min_overlap: int) -> GoldQuestion:
     """The question with each judged-by-the-judge passage no person judged added as a span."""
-    people = [(s.doc_id, s.start, s.end) for s in question.spans] + list(question.judged)
+    people = _by_document([(s.doc_id, s.start, s.end) for s in question.spans])
+    for doc_id, start, end in question.judged:
+        people.setdefault(doc_id, []).append((start, end))
     added = tuple(
         _as_span(j)
         for j in graded
         if not any(
-            doc_id == j.passage.doc_id
-            and _overlaps(start, end, j.passage.start, j.passage.end, min_overlap)
-            for doc_id, start, end in people
+            _overlaps(start, end, j.passage.start, j.passage.end, min_overlap)
+            for start, end in people.get(j.passage.doc_id, ())
         )
     )
     return replace(question, spans=question.spans + added) if added else question
+
+
+def _by_document(stretches) -> dict[str, list[tuple[int | None, int | None]]]:
+    found: dict[str, list[tuple[int | None, int | None]]] = {}
+    for doc_id, start, end in stretches:
+        found.setdefault(doc_id, []).append((start, end))
+    return found
 
 
 def _judge_graded(
@@ -266,13 +274,13 @@ def _judge_graded(
 ) -> GoldQuestion:
     """The question with the judge's grade wherever it gave one: its passages replace the human
     spans they overlap."""
+    judged = _by_document(j.passage for j in graded)
     kept = tuple(
         span
         for span in question.spans
         if not any(
-            j.passage.doc_id == span.doc_id
-            and _overlaps(span.start, span.end, j.passage.start, j.passage.end, min_overlap)
-            for j in graded
+            _overlaps(span.start, span.end, start, end, min_overlap)
+            for start, end in judged.get(span.doc_id, ())
         )
     )
     return replace(
