@@ -29,6 +29,7 @@ from corpus.models import ChunkingScheme, Document, DocumentVersion, Job, JobSta
 from evaluation.models import GoldSet, GoldSetFile
 from evaluation.services import pool_bias
 from evaluation.services.corpus_state import document_pks, document_states
+from goldeval.formats.ai_judgements import AI_JUDGEMENTS_FILE, AIJudgement, read_ai_judgements
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE, read_answer_gold
 from goldeval.formats.bundle import (
     Bundle,
@@ -49,6 +50,7 @@ from goldeval.formats.gold import (
 from goldeval.text.chunking import ChunkSpec
 from goldset.batching import in_batches
 from goldset.errors import ServiceError
+from judges.services.export import bundle_ai_judgements
 from labelling.models import (
     Assignment,
     Judgement,
@@ -291,6 +293,8 @@ def _check_loads(bundle: Bundle) -> None:
         read_bundle(bundle.files)
         if ANSWERS_GOLD_FILE in bundle.files:
             read_answer_gold(bundle.files[ANSWERS_GOLD_FILE])
+        if AI_JUDGEMENTS_FILE in bundle.files:
+            read_ai_judgements(bundle.files[AI_JUDGEMENTS_FILE])
     except EvaluationInputError as error:
         raise GoldSetError(f"The bundle does not load back ({error.message}).") from error
 
@@ -406,6 +410,9 @@ def _bundle(
     votes = _votes(question_set)
     documents = document_states(project)
     pool = pool_bias.pool_lines(question_set)
+    ai_judgements = bundle_ai_judgements(
+        question_set, question_ids=[question.question_id for question in questions]
+    )
     try:
         bundle = build_bundle(
             info=BundleInfo(
@@ -444,10 +451,11 @@ def _bundle(
             documents=documents,
             pool=pool,
             reusability=pool_bias.reusability_content(questions, pool),
+            ai_judgements=ai_judgements,
         )
     except BundleError as error:  # an id no file format carries exactly, named
         raise GoldSetError(str(error)) from None
-    named = _bundle_documents(project, questions, versions, votes, pool)
+    named = _bundle_documents(project, questions, versions, votes, pool, ai_judgements)
     return bundle, named | document_pks(project)
 
 
@@ -457,10 +465,12 @@ def _bundle_documents(
     versions: Sequence[DocumentVersion],
     votes: Sequence[Vote],
     pool: Sequence[dict] = (),
+    ai_judgements: Sequence[AIJudgement] = (),
 ) -> set[int]:
     """Every document a bundle names anywhere: the texts of corpus.jsonl, and the doc ids of
     spans, judged passages (gold.jsonl, the qrels), votes (judgements.csv, with labellers'
-    notes) and pooled passages (pool.jsonl, reusability.json). A download is refused to anyone an
+    notes), pooled passages (pool.jsonl, reusability.json) and AI judgements
+    (ai-judgements.jsonl). A download is refused to anyone an
     access group hides any one of them from, so a judged document that is not searchable
     (flagged, superseded, a hidden duplicate) counts."""
     doc_ids = {version.document.doc_id for version in versions}
@@ -469,6 +479,7 @@ def _bundle_documents(
         doc_ids.update(doc_id for doc_id, *_ in question.judged)
     doc_ids.update(vote.doc_id for vote in votes if vote.doc_id)
     doc_ids.update(passage["doc_id"] for line in pool for passage in line["passages"])
+    doc_ids.update(judgement.passage.doc_id for judgement in ai_judgements)
     ordered, found = sorted(doc_ids), set()
     for batch in in_batches(ordered):
         found.update(

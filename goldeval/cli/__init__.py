@@ -34,6 +34,7 @@ from goldeval.cli.arguments import (
 )
 from goldeval.cli.gates import missed_bars, not_significant
 from goldeval.cli.health import add_parser as add_health_parser
+from goldeval.cli.holes import add_hole_filling, read_judge_grades
 from goldeval.cli.permissions import add_parser as add_permissions_parser
 from goldeval.cli.power import add_parser as add_power_parser
 from goldeval.cli.reusability import add_parser as add_reusability_parser
@@ -42,6 +43,7 @@ from goldeval.formats.runfiles import SCORES, TIES
 from goldeval.formats.runs import Run, check_run_against_gold, load_run
 from goldeval.formats.textfiles import cyclic_gc_paused
 from goldeval.scoring.compare import PERMUTATIONS, compare_runs
+from goldeval.scoring.holes import fill_holes
 from goldeval.scoring.incomplete import (
     RBP_PERSISTENCES,
     incomplete_metric_names,
@@ -152,6 +154,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --incomplete: persistences of rank-biased precision (default 0.5,0.8)",
     )
     evaluate.add_argument(
+        "--ai-judgements",
+        action="append",
+        default=[],
+        metavar="FILE|bundle",
+        help="an LLM judge's grades (ai-judgements.jsonl; the word 'bundle' reads the one in the "
+        "--gold bundle; repeatable, e.g. the bundle's and your run's holes): adds, beside the "
+        "human figures, the figures with the judge filling the holes and a prediction-powered "
+        "confidence interval; never mixed into the human figures",
+    )
+    evaluate.add_argument(
+        "--judge",
+        default=None,
+        metavar="NAME",
+        help="with --ai-judgements: the judge whose grades fill the holes (needed when the "
+        "file holds several)",
+    )
+    evaluate.add_argument(
         "--strict",
         action="store_true",
         help="refuse run questions the gold set does not know (default: skip them, with a warning)",
@@ -245,10 +264,15 @@ def _evaluate(arguments: argparse.Namespace) -> int:
     if not named_runs and arguments.no_baseline:
         raise UsageError("nothing to score: give at least one --run")
 
+    if arguments.judge is not None and not arguments.ai_judgements:
+        raise UsageError("--judge: give the judgements with --ai-judgements")
     gold = load_gold(arguments.gold)
     for warning in gold.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     _warn_unanchored(gold)
+    ai = None
+    if arguments.ai_judgements:
+        ai = read_judge_grades(arguments.ai_judgements, gold=gold, judge=arguments.judge)
     runs: list[Run] = []
     for name, path in named_runs:
         run = load_run(path, name=name, ties=arguments.ties, scores=arguments.scores)
@@ -301,6 +325,19 @@ def _evaluate(arguments: argparse.Namespace) -> int:
         read={run.name: run for run in runs},
         limits=limits,
     )
+    if ai is not None:
+        fillings = {
+            run.name: fill_holes(
+                evaluations[run.name],
+                gold=gold,
+                run=run,
+                options=options,
+                judgements=ai.judgements,
+                judge=ai.judge,
+            )
+            for run in runs
+        }
+        add_hole_filling(report, ai, fillings)
     sys.stdout.write(render(report, output_format=arguments.output_format))
 
     misses, notes = missed_bars(

@@ -4,7 +4,9 @@ The bundle is the contract with other tools (issue 6): ``gold.jsonl``, ``corpus.
 ``manifest.json`` (every other file with its SHA-256 and size), document-level ``qrels.trec``,
 ``qrels-<scheme>.trec`` per chunking scheme, ``beir/``, ``judgements.csv`` and (since issue 17,
 optional) ``documents.jsonl``: every document's newest version as of finalising, without its
-text, for the index health checks. `goldeval.formats.gold`
+text, for the index health checks, and (issue 35, when a judge graded the set's candidates)
+``ai-judgements.jsonl``: an LLM judge's grades, votes apart from the gold
+(`goldeval.formats.ai_judgements`). `goldeval.formats.gold`
 reads it back; `evaluation.services.gold_sets` gathers the data from the database, calls
 `build_bundle` and stores what it returns. Byte for byte, the same input gives the same files.
 
@@ -37,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from goldeval.formats.ai_judgements import AI_JUDGEMENTS_FILE, AIJudgement, record
 from goldeval.formats.answer_gold import ANSWERS_GOLD_FILE
 from goldeval.formats.gold import (
     CORPUS_FILE,
@@ -194,6 +197,7 @@ def build_bundle(
     documents: Sequence[DocumentState] = (),
     pool: Sequence[dict[str, Any]] = (),
     reusability: Mapping[str, Any] | None = None,
+    ai_judgements: Sequence[AIJudgement] = (),
 ) -> Bundle:
     """Every file of a gold set's bundle (nothing is written anywhere).
 
@@ -202,7 +206,9 @@ def build_bundle(
     judged passage points at, by (doc_id, version), for the chunk-level qrels; a judged passage
     of an unknown version is left out of them. ``schemes``: by name, in file order. ``pool``:
     the lines of pool.jsonl (`goldeval.formats.pool`), ``reusability`` the pool-bias report
-    (`goldeval.scoring.reusability.report_content`); each file only when given.
+    (`goldeval.scoring.reusability.report_content`); ``ai_judgements`` an LLM judge's grades,
+    written to ai-judgements.jsonl (`goldeval.formats.ai_judgements`), never into gold.jsonl or
+    the qrels; each file only when given.
     """
     _check_ids(questions, corpus)
     files: dict[str, bytes] = {
@@ -252,6 +258,8 @@ def build_bundle(
         files[DOCUMENTS_FILE] = _jsonl(_document_line(document) for document in documents)
     if pool:
         files[POOL_FILE] = _jsonl(pool)
+    if ai_judgements:
+        files[AI_JUDGEMENTS_FILE] = _jsonl(record(judgement) for judgement in ai_judgements)
     if reusability is not None:
         files[REUSABILITY_FILE] = (
             json.dumps(reusability, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
@@ -306,6 +314,14 @@ def build_bundle(
             for name, content in sorted(files.items())
         },
     }
+    if ai_judgements:
+        # Votes, not gold: counted here so nobody mistakes the file for part of the gold.
+        manifest["ai_judgements"] = {
+            "file": AI_JUDGEMENTS_FILE,
+            "judgements": len(ai_judgements),
+            "judges": sorted({judgement.judge for judgement in ai_judgements}),
+            "in_gold": False,
+        }
     if info.production:
         manifest["production_questions"] = [dict(item) for item in info.production]
     if info.changed_spans and any(info.changed_spans.values()):

@@ -260,6 +260,7 @@ def render_markdown(report: dict[str, Any]) -> str:
 
     lines += markdown_comparisons(report["comparisons"], measure="metric")
     lines += markdown_power(report.get("power", {}))
+    lines += markdown_hole_filling(report)
 
     for name in names:
         per_question = runs[name].get("per_question")
@@ -268,6 +269,54 @@ def render_markdown(report: dict[str, Any]) -> str:
         columns = ["answerable", "missing", "refused", *metric_names]
         lines += markdown_per_question(name, per_question, columns)
     return "\n".join(lines)
+
+
+def markdown_hole_filling(report: dict[str, Any]) -> list[str]:
+    """The judge's figures (``--ai-judgements``), a section of their own: per run, the human
+    figure beside the judge-filled one and the prediction-powered estimate with its interval."""
+    about = report.get("ai_judgements")
+    if about is None:
+        return []
+    versions = ", ".join(f"v{v}" for v in about["prompt_versions"]) or "not given"
+    models = ", ".join(about["models"]) or "not given"
+    lines = [
+        f"## Holes filled by the AI judge {markdown_cell(about['judge'])} (not gold)",
+        "",
+        f"Model {markdown_cell(models)}, prompt {versions}; {about['judgements']} judgement(s). "
+        "The figures above are human only; these are apart.",
+        "",
+    ]
+    for name, run in report["runs"].items():
+        filling = run.get("ai_judgements")
+        if filling is None:
+            continue
+        rows = []
+        for metric, filled in filling["judge_filled"].items():
+            ppi = filling["ppi"][metric]
+            interval = "—"
+            if ppi["low"] is not None:
+                interval = f"{markdown_number(ppi['low'])} – {markdown_number(ppi['high'])}"
+            rows.append(
+                [
+                    metric,
+                    markdown_number(run["metrics"].get(metric)),
+                    markdown_number(filled),
+                    markdown_number(ppi["estimate"]),
+                    interval,
+                ]
+            )
+        lines += [
+            f"### {markdown_cell(name)}",
+            "",
+            f"Note: {markdown_cell(filling['note'])}.",
+            "",
+            *markdown_table(
+                ["metric", "human only", "judge-filled", "prediction-powered", "95 % interval"],
+                rows,
+            ),
+            "",
+        ]
+    return lines
 
 
 def markdown_per_question(name: str, per_question: dict, columns: list[str]) -> list[str]:
@@ -367,4 +416,29 @@ def render_csv(report: dict[str, Any]) -> str:
         csv_question_rows(writer, run_cell, run.get("per_question", {}))
     csv_comparison_rows(writer, report["comparisons"])
     csv_power_rows(writer, report.get("power", {}))
+    csv_hole_filling_rows(writer, report)
     return buffer.getvalue()
+
+
+def csv_hole_filling_rows(writer, report: dict[str, Any]) -> None:
+    """The judge's figures, rows of their own kinds: ``ai_holes`` (the counts),
+    ``ai_judge_filled`` and ``ai_ppi`` (metric.estimate, .low, .high); ``against`` names the
+    judge."""
+    about = report.get("ai_judgements")
+    if about is None:
+        return
+    judge = spreadsheet_safe(about["judge"])
+    for name, run in report["runs"].items():
+        filling = run.get("ai_judgements")
+        if filling is None:
+            continue
+        run_cell = spreadsheet_safe(name)
+        for key in ("depth", "holes", "holes_filled", "questions", "human_labelled_questions"):
+            writer.writerow(["ai_holes", run_cell, judge, "", key, filling[key], ""])
+        for metric, value in filling["judge_filled"].items():
+            writer.writerow(["ai_judge_filled", run_cell, judge, "", metric, csv_value(value), ""])
+        for metric, ppi in filling["ppi"].items():
+            for key in ("estimate", "low", "high"):
+                writer.writerow(
+                    ["ai_ppi", run_cell, judge, "", f"{metric}.{key}", csv_value(ppi[key]), ""]
+                )
