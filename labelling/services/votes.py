@@ -9,7 +9,10 @@ Two things decide what a page may say about an item besides its votes:
   they are no planned voter for it (their assignment is done without it). A double-labelled
   question's passage that only one labeller can see is single-labelled; a vote that can never
   come (a deactivated account, an open slot nobody left can claim, no labeller able to see the
-  passage) makes the item "unreachable", for a lead to decide (`labelling.resolution`).
+  passage) makes the item "unreachable", for a lead to decide (`labelling.resolution`). In a
+  pool with a stopping rule, a labeller who finished the question without grading a passage
+  is no planned voter for it either; a passage every labeller stopped before is no item at all:
+  it stays pooled, not judged.
 
 Questions a lead excluded from their set are nobody's work and no part of the gold.
 """
@@ -167,6 +170,7 @@ class _Voters:
     unreachable: list[str] = field(default_factory=list)
     unseen: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)  # finished by the pool's stopping rule
 
 
 def _item_voters(
@@ -190,6 +194,8 @@ def _item_voters(
                 voters.unreachable.append("nobody left who could claim its open slot can see it")
         elif not sight.sees(assignment.labeller_id, document_id):
             voters.unseen.append(_name(assignment))
+        elif _stopped(assignment, candidate):
+            voters.stopped.append(_name(assignment))
         elif not assignment.labeller.is_active:
             voters.planned += 1
             voters.unreachable.append(f"{_name(assignment)}'s account is deactivated")
@@ -197,6 +203,14 @@ def _item_voters(
             voters.planned += 1
             voters.waiting.append(_name(assignment))
     return voters
+
+
+def _stopped(assignment: Assignment, candidate: Candidate) -> bool:
+    """Whether the labeller finished the question by the pool's stopping rule without grading
+    this passage: they are no planned voter for it (it stays pooled, not judged)."""
+    pool = candidate.pool
+    has_rule = pool.stop_misses is not None or pool.stop_budget is not None
+    return has_rule and assignment.completed_at is not None
 
 
 def _verdict_unreachable(assignments: Sequence[Assignment], sight: Sight) -> str:
@@ -308,6 +322,9 @@ def gather_votes(
             )
         votes = judgements.get(candidate.pk, [])
         voters = _item_voters(candidate, held, {j.assignment_id for j in votes}, sight)
+        resolution = resolutions.get((*key, candidate.pk))
+        if voters.stopped and not (votes or voters.planned or voters.unreachable or resolution):
+            continue  # every labeller stopped before it: pooled, not judged (no item to resolve)
         by_question[key].items.append(
             ItemVotes(
                 pool=candidate.pool,
@@ -315,7 +332,7 @@ def gather_votes(
                 candidate=candidate,
                 planned_votes=voters.planned,
                 judgements=votes,
-                resolution=resolutions.get((*key, candidate.pk)),
+                resolution=resolution,
                 unreachable="; ".join(voters.unreachable),
                 unseen_by=voters.unseen,
                 waiting_for=voters.waiting,

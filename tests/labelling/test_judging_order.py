@@ -244,3 +244,28 @@ def test_an_unknown_order_is_refused_by_the_form(project, value):
     response = client.post(url, {"name": "p", "depth": 10, "strategy": value})
     assert response.status_code == 400
     assert "Select a valid choice" in response.content.decode()
+
+
+def test_passages_every_labeller_stopped_before_stay_pooled_not_judged_and_block_nothing(project):
+    from labelling.services.gold import collect_gold
+
+    world = World(project, strategy="mtf", stop_misses=2)
+    Assignment.objects.create(pool=world.pool, question=world.other_question, labeller=world.bob)
+    world.grade("a1", 2)
+    world.grade("a2", 0)
+    world.grade("b1", 0)
+    services.record_verdict(
+        assignment=world.assignment, labeller=world.ann, outcome="answerable", reason="", revision=0
+    )
+    questions, unresolved = collect_gold(question_set=world.pool.question_set)
+    ours = world.question.external_id
+    assert not [item for item in unresolved if item.question_id == ours]
+    (gold,) = [q for q in questions if q.question_id == ours]
+    judged = {(start, end) for _, _, start, end in gold.judged}
+    graded = {(world.by_name[n].start, world.by_name[n].end) for n in ("a1", "a2", "b1")}
+    assert judged == graded  # a3, b2 and b3: pooled, not judged
+    # Before the rule is reached, the rest still waits for a vote.
+    world.assignment.completed_at = None
+    world.assignment.save(update_fields=["completed_at"])
+    _, unresolved = collect_gold(question_set=world.pool.question_set)
+    assert [item for item in unresolved if item.question_id == ours]
