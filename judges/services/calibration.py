@@ -122,7 +122,7 @@ def calibrate(
     result.judged = len(first)
     gold_pairs, human_pairs = [], []
     both: dict[int, tuple[int, int]] = {}  # candidate pk -> (gold, judge)
-    for question in gather_votes(question_set=question_set, viewer=viewer):
+    for question in gather_votes(question_set=question_set, viewer=viewer, machine=False):
         for item in question.items:
             votes = item.votes
             if len(votes) == 2:
