@@ -14,12 +14,13 @@ An item is one candidate of a question (its grade and evidence spans), or the qu
   count as agreeing when their span F1 reaches the configured minimum, so the union stays close
   to each labeller's own spans;
 - the AI judge's vote counts only where a lead turned that on for the set: then its newest
-  valid grade of the item (never an error) is one more vote beside the labellers', its placed
-  quote its evidence (the passage when it quoted nothing placeable, as for a labeller). It never
-  stands in for a labeller: the item still waits for every planned labeller, and an item no
-  labeller can vote on still goes to a lead. It must agree with them as they must agree with
-  each other (the same grade, spans overlapping enough); a single-labelled item the judge
-  agrees with is "agreed", one it disagrees with goes to a lead;
+  valid grade of the item (never an error) is one more vote beside the labellers'. Its grade
+  must agree with theirs: a single-labelled item the judge agrees with is "agreed", one it
+  disagrees with goes to a lead, as does a pair of agreeing labellers it disagrees with. The
+  gold's spans stay the labellers' (the judge's quote is the shortest stretch that supports its
+  grade, shown to the lead, never a marked unit of the gold). It never stands in for a
+  labeller: the item still waits for every planned labeller, and an item no labeller can vote
+  on still goes to a lead;
 - anything else (grades differ, spans overlap too little, verdicts differ, a "can't tell"
   verdict, a vote still missing) is pending: it blocks finalising until a lead resolves it.
   A pending item that needs a lead's decision (every kind but "waiting") goes to the
@@ -97,24 +98,20 @@ def disagreement(
     min_span_f1: float = DEFAULT_MIN_SPAN_F1,
     machine: Vote | None = None,
 ) -> str | None:
-    """Why the votes (two labellers', or one or two and the ``machine``'s) need a lead, or
-    None when they agree: every pair has the same grade and, graded 1 or 2, spans that overlap
-    enough."""
-    counted = [*votes, *([machine] if machine is not None else [])]
-    said = [str(vote.grade) for vote in votes]
-    if machine is not None:
-        said.append(f"the AI judge's {machine.grade}")
-    if len({vote.grade for vote in counted}) > 1:
+    """Why the votes need a lead, or None when they agree: the labellers' (one or two) and the
+    ``machine``'s grades are the same, and two labellers' spans overlap enough (the machine's
+    quote is never held against them: it is the shortest supporting stretch, not a marked
+    unit)."""
+    grades = [vote.grade for vote in votes] + ([machine.grade] if machine is not None else [])
+    if len(set(grades)) > 1:
+        said = [str(vote.grade) for vote in votes]
+        if machine is not None:
+            said.append(f"the AI judge's {machine.grade}")
         return f"grades differ ({' vs '.join(said)})"
-    if counted[0].grade >= 1:
-        for i, first in enumerate(counted):
-            for second in counted[i + 1 :]:
-                f1 = span_f1(first.spans, second.spans)
-                if f1.defined and f1.value < min_span_f1:
-                    whose = " with the AI judge's" if second is machine else ""
-                    return (
-                        f"spans overlap too little{whose} (F1 {f1.value:.2f} < {min_span_f1:.2f})"
-                    )
+    if len(votes) == 2 and votes[0].grade >= 1:
+        f1 = span_f1(votes[0].spans, votes[1].spans)
+        if f1.defined and f1.value < min_span_f1:
+            return f"spans overlap too little (F1 {f1.value:.2f} < {min_span_f1:.2f})"
     return None
 
 
@@ -154,9 +151,8 @@ def resolve_item(
     reason = disagreement(votes, min_span_f1=min_span_f1, machine=machine)
     if reason:
         return Pending(reason)
-    counted = [*votes, *([machine] if machine is not None else [])]
-    grade = counted[0].grade
-    spans = union(*(vote.spans for vote in counted)) if grade else ()
+    grade = votes[0].grade
+    spans = union(*(vote.spans for vote in votes)) if grade else ()
     return Decision(grade=grade, spans=spans, source="agreed")
 
 

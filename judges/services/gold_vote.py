@@ -76,8 +76,6 @@ class JudgeVoter:
                 "model",
                 "prompt__version",
                 "judge__name",
-                "candidate__start",
-                "candidate__end",
             )
         )
         found: dict[int, list[MachineVote]] = {}
@@ -92,18 +90,12 @@ class JudgeVoter:
             model,
             version,
             name,
-            start,
-            end,
         ) in rows:
             if (candidate_id, judge_id) in seen:
                 continue  # an older vote of the same judge
             seen.add((candidate_id, judge_id))
-            if not grade:
-                spans = ()
-            elif span_start is not None and span_end is not None and span_start < span_end:
-                spans = ((span_start, span_end),)
-            else:  # no quote, or one not found: the passage, as for a labeller
-                spans = ((start, end),)
+            placed = span_start is not None and span_end is not None and span_start < span_end
+            spans = ((span_start, span_end),) if grade and placed else ()
             found.setdefault(candidate_id, []).append(
                 MachineVote(
                     voter=f"AI judge ({model or name}, prompt v{version})",

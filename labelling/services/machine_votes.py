@@ -29,7 +29,7 @@ class MachineVote:
     voter: str  # how pages name it, e.g. "AI judge (qwen, prompt v3)"
     grade: int
     quote: str = ""
-    spans: Spans = ()  # where the quote was placed, in version offsets
+    spans: Spans = ()  # where its quote was placed (version offsets), for the lead to see
     counted: bool = False  # the gold rule counts it as a vote
     # What a gold set's manifest records about a counted vote: judge, model, prompt version.
     source: Mapping[str, Any] = field(default_factory=dict, compare=False)
