@@ -307,3 +307,11 @@ def test_calibration_stays_against_the_humans_gold_whatever_the_switch(people, l
     after = calibrate(judge=world.judge, question_set=world.question_set, viewer=None, n_boot=0)
     assert after.gold == before.gold and len(after.gold) == 12
     assert after.against_gold == before.against_gold
+
+
+def test_a_switch_flipped_while_finalising_stops_it_with_a_message(people, labelled, monkeypatch):
+    states = iter([{"counted": False}, {"counted": True, "judge": "qwen"}])
+    monkeypatch.setattr(gold_sets, "machine_counting", lambda **_: next(states))
+    with pytest.raises(gold_sets.GoldSetError, match="finalise again"):
+        gold_sets.finalise_gold_set(question_set=labelled.question_set, user=people["admin"])
+    assert not labelled.question_set.gold_sets.exists()
