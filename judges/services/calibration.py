@@ -59,6 +59,9 @@ class Calibration:
             "judge": self.judge.name,
             "model": self.judge.model,
             "prompt_version": self.prompt.version if self.prompt else None,
+            "guideline_version": self.prompt.guideline.version
+            if self.prompt and self.prompt.guideline_id
+            else None,
             "question_set": self.question_set.name,
             "judged": self.judged,
             "errors": self.errors,

@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from corpus.models import Job, JobState
 from judges.models import AIJudgement
+from judges.services.calibration import calibrate
 from judges.services.canaries import start_canaries
 from judges.services.configuration import add_judge
 from judges.services.judging import start_judging
@@ -78,6 +79,8 @@ def test_the_prompt_sent_carries_the_guideline_and_an_edit_is_a_new_prompt_versi
     )
     assert "v2 · guideline v2" in page and "v3 · guideline v3" in page
     assert "Prompt v2 (with guideline v2)" in page
+    report = calibrate(judge=judge, question_set=world.question_set, viewer=None, n_boot=0)
+    assert (report.as_dict()["prompt_version"], report.as_dict()["guideline_version"]) == (3, 3)
 
 
 def test_without_a_guideline_the_fixed_scale_is_sent(
