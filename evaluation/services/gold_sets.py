@@ -122,7 +122,7 @@ def finalise_gold_set(
     stage(0)
     counting = machine_counting(question_set=question_set)
     frozen = freeze_gold(question_set=question_set, min_span_f1=min_span_f1)
-    if machine_counting(question_set=question_set) != counting:
+    if _counted_judge(machine_counting(question_set=question_set)) != _counted_judge(counting):
         raise GoldSetError(
             "A lead switched the AI judge's vote in the gold rule while this gold set was being "
             "made; finalise again."
@@ -460,6 +460,11 @@ def _bundle(
         raise GoldSetError(str(error)) from None
     named = _bundle_documents(project, questions, versions, votes, pool)
     return bundle, named | document_pks(project)
+
+
+def _counted_judge(counting: dict | None) -> str | None:
+    """The judge whose vote the gold rule counts, from `machine_counting`'s answer."""
+    return counting["judge"] if counting and counting.get("counted") else None
 
 
 def _ai_judge_vote(counting: dict | None, votes: Sequence[MachineVote]) -> dict | None:
