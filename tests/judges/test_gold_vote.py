@@ -16,7 +16,7 @@ from judges.models import AIJudgement, GoldVoteSwitch, JudgePrompt, JudgingPass
 from judges.services.calibration import calibrate
 from judges.services.configuration import add_judge
 from judges.services.gold_vote import set_gold_vote
-from labelling.models import Judgement, Span
+from labelling.models import Judgement, Resolution, Span
 from labelling.resolution import Decision, Pending
 from labelling.services import adjudication
 from labelling.services.gold import resolve_gold
@@ -135,6 +135,19 @@ def test_a_lead_sees_the_judges_vote_beside_the_labellers_marked_and_highlighted
     for labeller in (people["ann"], people["bob"]):
         response = login(labeller).get(resolve_url(labelled, candidate))
         assert response.status_code == 403 and b"AI judge" not in response.content
+    # "Take the AI judge's" resolves the item with its grade and its quote as the evidence.
+    take = re.search(r'<input type="hidden" name="custom_spans" value="([^"]*)">', page)
+    assert take.group(1) == f"{row.span_start}-{row.span_end}"
+    response = browser.post(
+        resolve_url(labelled, candidate),
+        {"grade": row.grade, "spans_from": "custom", "custom_spans": take.group(1), "note": ""},
+    )
+    assert response.status_code == 302
+    resolution = Resolution.objects.get(candidate=candidate)
+    assert resolution.grade == row.grade
+    assert [(s.start, s.end, s.quote) for s in resolution.spans.all()] == [
+        (row.span_start, row.span_end, row.quote)
+    ]
 
 
 def test_the_judges_answer_stays_text_on_the_page(people, labelled):
