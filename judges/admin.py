@@ -1,6 +1,13 @@
 from django.contrib import admin
 
-from judges.models import AIJudgement, Judge, JudgeCanary, JudgeCanaryResult, JudgePrompt
+from judges.models import (
+    AIJudgement,
+    GoldVoteSwitch,
+    Judge,
+    JudgeCanary,
+    JudgeCanaryResult,
+    JudgePrompt,
+)
 
 
 @admin.register(Judge)
@@ -12,8 +19,8 @@ class JudgeAdmin(admin.ModelAdmin):
 
 @admin.register(JudgePrompt)
 class JudgePromptAdmin(admin.ModelAdmin):
-    list_display = ["judge", "version", "created_at"]
-    raw_id_fields = ["judge"]
+    list_display = ["judge", "version", "guideline", "created_at"]
+    raw_id_fields = ["judge", "guideline"]
 
 
 @admin.register(AIJudgement)
@@ -32,3 +39,9 @@ class JudgeCanaryAdmin(admin.ModelAdmin):
 class JudgeCanaryResultAdmin(admin.ModelAdmin):
     list_display = ["judge", "prompt", "canary", "grade", "judged_at"]
     raw_id_fields = ["judge", "prompt", "canary"]
+
+
+@admin.register(GoldVoteSwitch)
+class GoldVoteSwitchAdmin(admin.ModelAdmin):
+    list_display = ["question_set", "judge", "on", "changed_by", "changed_at"]
+    raw_id_fields = ["question_set", "judge", "changed_by"]

@@ -68,3 +68,14 @@ class StartJudgingForm(forms.Form):
     def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["question_set"].queryset = QuestionSet.objects.filter(project=project).content()
+
+
+class GoldVoteForm(forms.Form):
+    """A lead's switch: count this judge's vote in a question set's gold rule, or not."""
+
+    question_set = forms.ModelChoiceField(queryset=QuestionSet.objects.none())
+    on = forms.BooleanField(required=False, label="Count the AI judge's vote in the gold rule")
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["question_set"].queryset = QuestionSet.objects.filter(project=project).content()

@@ -12,7 +12,8 @@ from django.db.models import Q
 
 from corpus import visibility
 from corpus.models import AccessGroup, Project
-from labelling.models import Candidate
+from judges.prompt import guideline_scale, render_prompt
+from labelling.models import Candidate, Guideline
 
 
 class JudgeTemplate(models.TextChoices):
@@ -63,12 +64,20 @@ class Judge(models.Model):
 
 
 class JudgePrompt(models.Model):
-    """One version of a judge's prompt; an edit is a new version, so calibration is per
-    version."""
+    """One version of a judge's prompt: its text and the project's guideline version its
+    ``{{scale}}`` carries. An edit of either is a new version, so calibration is per version."""
 
     judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="prompts")
     version = models.PositiveIntegerField()
     text = models.TextField()
+    guideline = models.ForeignKey(
+        Guideline,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        help_text="The guideline version sent with the scale; none: the fixed scale alone.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -79,6 +88,12 @@ class JudgePrompt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge} prompt v{self.version}"
+
+    def render(self, *, question: str, passage: str) -> str:
+        """The prompt sent for one item (`judges.prompt.render_prompt`), its scale with this
+        version's guideline."""
+        scale = guideline_scale(self.guideline.text if self.guideline_id else "")
+        return render_prompt(self.text, question=question, passage=passage, scale=scale)
 
 
 class JudgingPass(models.TextChoices):
@@ -206,3 +221,23 @@ class JudgeCanaryResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.judge} on {self.canary}: {self.grade}"
+
+
+class GoldVoteSwitch(models.Model):
+    """A lead's switch for one question set: whether its gold rule counts ``judge``'s vote
+    (its newest valid AI judgement of an item, as one vote beside the labellers'). Off unless a
+    lead turned it on; finalising records in the gold set's manifest how it stood."""
+
+    question_set = models.OneToOneField(
+        "labelling.QuestionSet", on_delete=models.CASCADE, related_name="gold_vote_switch"
+    )
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="gold_vote_switches")
+    on = models.BooleanField(default=False)
+    changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    changed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        state = "counts" if self.on else "does not count"
+        return f"the gold rule of {self.question_set} {state} {self.judge}'s vote"

@@ -5,7 +5,9 @@ Django-free. The default prompt is UMBRELA-style (Upadhyay et al. 2024, the open
 Bing's relevance assessor): the question, the passage, the 0/1/2 scale of the project's
 guideline, a short plan (intent, how well the passage meets it) and a requested JSON answer
 ``{"grade": 0|1|2, "quote": "…"}``. A prompt takes ``{{question}}``, ``{{passage}}`` and
-``{{scale}}``. The passage is document text, so it is untrusted: the prompt marks where it starts
+``{{scale}}``: the fixed 0/1/2 scale, followed by the project's relevance guideline when it has
+one (`guideline_scale`, at most `MAX_GUIDELINE` characters), which says how the project applies
+the scale. The passage is document text, so it is untrusted: the prompt marks where it starts
 and ends and tells the judge that nothing inside is addressed to it; canaries check whether the
 judge listens.
 
@@ -30,6 +32,7 @@ GRADES = (0, 1, 2)
 MAX_PROMPT = 20_000  # characters of a prompt template
 MAX_QUOTE = 2_000  # characters of a quote kept from an answer
 MAX_PASSAGE = 12_000  # characters of a passage sent (a longer one is cut, and says so)
+MAX_GUIDELINE = 4_000  # characters of the project's guideline sent (a longer one is cut)
 
 DEFAULT_SCALE = """2 = the passage answers the question fully: a reader needs nothing else.
 1 = the passage answers part of the question, or answers it only with other context.
@@ -55,6 +58,23 @@ PASSAGE>>>
 Answer with one JSON object and nothing else:
 {"grade": <0, 1 or 2>, "quote": "<the shortest stretch of the passage, copied exactly, that
 supports the grade; empty for grade 0>"}"""
+
+
+def guideline_scale(guideline: str) -> str:
+    """The ``{{scale}}`` of a project whose relevance guideline is ``guideline``: the 0/1/2
+    scale, then the guideline between markers (its first `MAX_GUIDELINE` characters; a longer
+    one is cut, and says so). Without a guideline, the scale alone."""
+    text = guideline.strip()
+    if not text:
+        return DEFAULT_SCALE
+    if len(text) > MAX_GUIDELINE:
+        text = text[:MAX_GUIDELINE].rstrip() + " [… guideline cut]"
+    return (
+        f"{DEFAULT_SCALE}\n\n"
+        "The project's relevance guideline says how its graders apply this scale; where the "
+        "two differ, follow the guideline:\n"
+        f"<<<GUIDELINE\n{text}\nGUIDELINE>>>"
+    )
 
 
 class JudgeAnswerError(ValueError):

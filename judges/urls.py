@@ -11,6 +11,11 @@ urlpatterns = [
     path("p/<slug:slug>/judges/<int:judge_id>/edit/", views.edit_judge, name="edit-judge"),
     path("p/<slug:slug>/judges/<int:judge_id>/judge/", views.start_judging, name="start-judging"),
     path(
+        "p/<slug:slug>/judges/<int:judge_id>/gold-vote/",
+        views.switch_gold_vote,
+        name="switch-gold-vote",
+    ),
+    path(
         "p/<slug:slug>/judges/<int:judge_id>/canaries/",
         views.plant_canaries,
         name="plant-canaries",

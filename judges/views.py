@@ -10,14 +10,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corpus.access import project_access
 from corpus.models import Role
 from goldset.errors import ServiceError
-from judges.forms import JudgeForm, StartJudgingForm
+from judges.forms import GoldVoteForm, JudgeForm, StartJudgingForm
 from judges.models import AIJudgement, Judge
-from judges.services import canaries, configuration, judging
+from judges.services import canaries, configuration, gold_vote, judging
 from judges.services.calibration import calibrate
 from labelling.models import QuestionSet
 
@@ -109,7 +110,7 @@ def show_judge(request: HttpRequest, slug: str, judge_id: int) -> HttpResponse:
     judge = get_object_or_404(Judge, project=access.project, pk=judge_id)
     sets = list(QuestionSet.objects.filter(project=access.project).content())
     chosen = _chosen_set(request, sets)
-    prompts = list(judge.prompts.all())
+    prompts = list(judge.prompts.select_related("guideline"))
     prompt = _chosen_prompt(request, prompts)
     report = None
     rows = []
@@ -126,6 +127,7 @@ def show_judge(request: HttpRequest, slug: str, judge_id: int) -> HttpResponse:
     for row in rows:
         row.gold = report.gold.get(row.candidate_id) if report else None
     form = StartJudgingForm(project=access.project, initial={"question_set": chosen})
+    switch = gold_vote.gold_vote_switch(chosen) if chosen is not None else None
     return render(
         request,
         "judges/show_judge.html",
@@ -140,8 +142,35 @@ def show_judge(request: HttpRequest, slug: str, judge_id: int) -> HttpResponse:
             "report": report,
             "rows": rows,
             "form": form,
+            "switch": switch,
+            "counted": switch is not None and switch.on and switch.judge_id == judge.pk,
         },
     )
+
+
+@login_required
+@require_POST
+def switch_gold_vote(request: HttpRequest, slug: str, judge_id: int) -> HttpResponse:
+    access = project_access(request.user, slug, role=Role.LEAD)
+    judge = get_object_or_404(Judge, project=access.project, pk=judge_id)
+    form = GoldVoteForm(request.POST, project=access.project)
+    if not form.is_valid():
+        messages.error(request, "Choose a question set of this project.")
+        return redirect("judges:show-judge", slug=slug, judge_id=judge.pk)
+    question_set, on = form.cleaned_data["question_set"], form.cleaned_data["on"]
+    try:
+        gold_vote.set_gold_vote(question_set=question_set, judge=judge, on=on, user=request.user)
+    except ServiceError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(
+            request,
+            f"The gold rule of {question_set.name} now counts {judge.name}'s vote."
+            if on
+            else f"The gold rule of {question_set.name} does not count {judge.name}'s vote.",
+        )
+    url = reverse("judges:show-judge", args=[slug, judge.pk])
+    return redirect(f"{url}?set={question_set.pk}")
 
 
 @login_required

@@ -13,6 +13,14 @@ An item is one candidate of a question (its grade and evidence spans), or the qu
   paragraph both marked a single relevant unit, so it is credited once, not twice. Votes only
   count as agreeing when their span F1 reaches the configured minimum, so the union stays close
   to each labeller's own spans;
+- the AI judge's vote counts only where a lead turned that on for the set: then its newest
+  valid grade of the item (never an error) is one more vote beside the labellers'. Its grade
+  must agree with theirs: a single-labelled item the judge agrees with is "agreed", one it
+  disagrees with goes to a lead, as does a pair of agreeing labellers it disagrees with. The
+  gold's spans stay the labellers' (the judge's quote is the shortest stretch that supports its
+  grade, shown to the lead, never a marked unit of the gold). It never stands in for a
+  labeller: the item still waits for every planned labeller, and an item no labeller can vote
+  on still goes to a lead;
 - anything else (grades differ, spans overlap too little, verdicts differ, a "can't tell"
   verdict, a vote still missing) is pending: it blocks finalising until a lead resolves it.
   A pending item that needs a lead's decision (every kind but "waiting") goes to the
@@ -84,13 +92,24 @@ def union(*span_sets: Sequence[tuple[int, int]]) -> Spans:
     return tuple(merge_spans([span for spans in span_sets for span in spans]))
 
 
-def disagreement(votes: Sequence[Vote], *, min_span_f1: float = DEFAULT_MIN_SPAN_F1) -> str | None:
-    """Why two votes need a lead, or None when they agree."""
-    first, second = votes
-    if first.grade != second.grade:
-        return f"grades differ ({first.grade} vs {second.grade})"
-    if first.grade >= 1:
-        f1 = span_f1(first.spans, second.spans)
+def disagreement(
+    votes: Sequence[Vote],
+    *,
+    min_span_f1: float = DEFAULT_MIN_SPAN_F1,
+    machine: Vote | None = None,
+) -> str | None:
+    """Why the votes need a lead, or None when they agree: the labellers' (one or two) and the
+    ``machine``'s grades are the same, and two labellers' spans overlap enough (the machine's
+    quote is never held against them: it is the shortest supporting stretch, not a marked
+    unit)."""
+    grades = [vote.grade for vote in votes] + ([machine.grade] if machine is not None else [])
+    if len(set(grades)) > 1:
+        said = [str(vote.grade) for vote in votes]
+        if machine is not None:
+            said.append(f"the AI judge's {machine.grade}")
+        return f"grades differ ({' vs '.join(said)})"
+    if len(votes) == 2 and votes[0].grade >= 1:
+        f1 = span_f1(votes[0].spans, votes[1].spans)
         if f1.defined and f1.value < min_span_f1:
             return f"spans overlap too little (F1 {f1.value:.2f} < {min_span_f1:.2f})"
     return None
@@ -103,9 +122,11 @@ def resolve_item(
     resolution: Decision | None = None,
     min_span_f1: float = DEFAULT_MIN_SPAN_F1,
     unreachable: str = "",
+    machine: Vote | None = None,
 ) -> Decision | Pending:
     """``planned_votes`` counts the labellers who may still vote on the item; ``unreachable``
-    says why a planned vote can never come (and makes the item wait for a lead instead)."""
+    says why a planned vote can never come (and makes the item wait for a lead instead);
+    ``machine`` is the AI judge's vote when the gold rule counts it."""
     if resolution is not None:
         return resolution
     if unreachable:
@@ -120,18 +141,18 @@ def resolve_item(
         return Pending(
             f"waiting for {missing} more vote{'s' if missing != 1 else ''}", kind="waiting"
         )
-    if len(votes) == 1:
+    if len(votes) > 2:
+        return Pending("more than two votes")
+    if len(votes) == 1 and machine is None:
         vote = votes[0]
         return Decision(
             grade=vote.grade, spans=union(vote.spans) if vote.grade else (), source="single"
         )
-    if len(votes) > 2:
-        return Pending("more than two votes")
-    reason = disagreement(votes, min_span_f1=min_span_f1)
+    reason = disagreement(votes, min_span_f1=min_span_f1, machine=machine)
     if reason:
         return Pending(reason)
     grade = votes[0].grade
-    spans = union(votes[0].spans, votes[1].spans) if grade else ()
+    spans = union(*(vote.spans for vote in votes)) if grade else ()
     return Decision(grade=grade, spans=spans, source="agreed")
 
 

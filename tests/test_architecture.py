@@ -91,10 +91,15 @@ def test_the_guard_sees_a_hidden_import(tmp_path):
     assert imports(sample) == [(2, "evaluation")]
 
 
-# Labelling's access listener (the corpus tells labelling when a document's groups change, so
-# assignments' completion follows) is the one known `ready()` hook; nothing else may join it.
-KNOWN_READY = {"labelling/apps.py"}
-KNOWN_HOOKS = {"corpus/services/projects.py: _access_listener"}
+# Two known `ready()` hooks, nothing else may join them: labelling's access listener (the
+# corpus tells labelling when a document's groups change, so assignments' completion follows)
+# and the judges' voter (labelling shows the AI judge's vote to leads and, where a lead turned
+# that on, counts it in the gold rule).
+KNOWN_READY = {"labelling/apps.py", "judges/apps.py"}
+KNOWN_HOOKS = {
+    "corpus/services/projects.py: _access_listener",
+    "labelling/services/machine_votes.py: _voter",
+}
 
 
 def test_no_app_config_defines_ready():
@@ -121,10 +126,11 @@ def hooks_set_in(path: Path) -> list[str]:
     ]
 
 
-def test_the_corpus_has_no_hook_other_apps_fill():
+def test_the_corpus_and_labelling_have_no_hook_other_apps_fill():
     wrong = [
         hook
-        for path in code_of("corpus")
+        for app in ("corpus", "labelling")
+        for path in code_of(app)
         if "migrations" not in path.parts
         for hook in (f"{path.relative_to(REPO)}: {name}" for name in hooks_set_in(path))
         if hook not in KNOWN_HOOKS

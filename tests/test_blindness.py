@@ -11,9 +11,10 @@ from django.urls import reverse
 
 from corpus.models import AccessGroup, Document
 from corpus.services import projects
-from judges.models import AIJudgement, Judge
+from judges.models import AIJudgement, GoldVoteSwitch, Judge
 from labelling.models import Assignment, Candidate, Judgement, QuestionSet, Resolution, Span
 from labelling.services import judgements
+from labelling.services.adjudication import adjudication_queue
 from tests import test_access_matrix
 from tests.factories import SALARY_TEXT, QuestionFactory, UserFactory, add_documents, login
 from tests.test_access_matrix import routes, snapshot
@@ -204,6 +205,14 @@ def test_nothing_a_labeller_receives_changes_when_the_judge_grades(double_labell
         assert after[key] == before[key], key
     for _, body in after.values():
         assert AI_QUOTE.encode() not in body
+    # A lead has the gold rule count the judge's vote: q1's items now wait for a lead where
+    # the judge disagrees, and still nothing a labeller receives moves.
+    GoldVoteSwitch.objects.create(question_set_id=ids["set_id"], judge=judge, on=True)
+    question_set = QuestionSet.objects.get(pk=ids["set_id"])
+    assert any("AI judge" in e.reason for e in adjudication_queue(question_set=question_set))
+    counted = what_they_see(ann, ids)
+    for key in before:
+        assert counted[key] == before[key], key
 
 
 def test_a_restricted_document_shows_nowhere_for_a_labeller_outside_its_group(worlds):

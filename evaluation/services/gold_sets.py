@@ -65,8 +65,9 @@ from labelling.services.gold import (
     FrozenQuestion,
     UnresolvedItem,
     changed_counts,
-    collect_gold,
+    freeze_gold,
 )
+from labelling.services.machine_votes import MachineVote, machine_counting
 
 
 class GoldSetError(ServiceError):
@@ -121,7 +122,14 @@ def finalise_gold_set(
             progress(done, FINALISE_STAGES[done] if done < len(FINALISE_STAGES) else "Done")
 
     stage(0)
-    questions, unresolved = collect_gold(question_set=question_set, min_span_f1=min_span_f1)
+    counting = machine_counting(question_set=question_set)
+    frozen = freeze_gold(question_set=question_set, min_span_f1=min_span_f1)
+    if _counted_judge(machine_counting(question_set=question_set)) != _counted_judge(counting):
+        raise GoldSetError(
+            "A lead switched the AI judge's vote in the gold rule while this gold set was being "
+            "made; finalise again."
+        )
+    questions, unresolved = frozen.questions, frozen.unresolved
     if unresolved:
         raise FinaliseBlocked(unresolved)
     if not questions:
@@ -137,6 +145,7 @@ def finalise_gold_set(
             created_by=_username(user) or None,
             created_at=created_at,
             min_span_f1=min_span_f1,
+            ai_judge_vote=_ai_judge_vote(counting, frozen.machine_votes),
         )
         stage(2)
         _check_loads(bundle)
@@ -395,6 +404,7 @@ def _bundle(
     created_by: str | None,
     created_at,
     min_span_f1: float,
+    ai_judge_vote: dict | None = None,
 ) -> tuple[Bundle, set[int]]:
     """The bundle of the resolved questions, and the Document pks whose text it carries."""
     project = question_set.project
@@ -428,6 +438,7 @@ def _bundle(
                     **changed_counts(span for q in questions for span in q.spans),
                     "fact_links": len(changed_fact_links(question_set=question_set, viewer=None)),
                 },
+                ai_judge_vote=ai_judge_vote,
             ),
             questions=questions,
             corpus=[
@@ -457,6 +468,28 @@ def _bundle(
         raise GoldSetError(str(error)) from None
     named = _bundle_documents(project, questions, versions, votes, pool, ai_judgements)
     return bundle, named | document_pks(project)
+
+
+def _counted_judge(counting: dict | None) -> str | None:
+    """The judge whose vote the gold rule counts, from `machine_counting`'s answer."""
+    return counting["judge"] if counting and counting.get("counted") else None
+
+
+def _ai_judge_vote(counting: dict | None, votes: Sequence[MachineVote]) -> dict | None:
+    """What the manifest says about the AI judge in the gold rule: whether a lead had it
+    counted and, if so, which judge, how many of its votes the rule counted and under which
+    models and prompt versions. None (nothing written) when no judge ever voted on the set."""
+    if counting is None:
+        return None
+    if not counting.get("counted"):
+        return {"counted": False}
+    return {
+        "counted": True,
+        "judge": counting["judge"],
+        "votes_counted": len(votes),
+        "models": sorted({vote.source.get("model") or "" for vote in votes}),
+        "prompt_versions": sorted({vote.source["prompt_version"] for vote in votes}),
+    }
 
 
 def _bundle_documents(

@@ -173,6 +173,10 @@ class BundleInfo:
     # reference facts' links to an older version}; written to the manifest as
     # "spans_on_changed_documents" when any is not zero.
     changed_spans: Mapping[str, int] | None = None
+    # Whether the gold rule counted the AI judge's vote ({"counted": false}, or true with the
+    # judge, "votes_counted", "models" and "prompt_versions"); written to the manifest as
+    # "ai_judge_vote" when given (a set no judge voted on says nothing).
+    ai_judge_vote: Mapping[str, Any] | None = None
 
 
 @dataclass
@@ -326,6 +330,8 @@ def build_bundle(
         manifest["production_questions"] = [dict(item) for item in info.production]
     if info.changed_spans and any(info.changed_spans.values()):
         manifest["spans_on_changed_documents"] = dict(info.changed_spans)
+    if info.ai_judge_vote is not None:
+        manifest["ai_judge_vote"] = dict(info.ai_judge_vote)
     files[MANIFEST_FILE] = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
     return Bundle(files=files, manifest=manifest)
 

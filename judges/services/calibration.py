@@ -59,6 +59,9 @@ class Calibration:
             "judge": self.judge.name,
             "model": self.judge.model,
             "prompt_version": self.prompt.version if self.prompt else None,
+            "guideline_version": self.prompt.guideline.version
+            if self.prompt and self.prompt.guideline_id
+            else None,
             "question_set": self.question_set.name,
             "judged": self.judged,
             "errors": self.errors,
@@ -122,7 +125,7 @@ def calibrate(
     result.judged = len(first)
     gold_pairs, human_pairs = [], []
     both: dict[int, tuple[int, int]] = {}  # candidate pk -> (gold, judge)
-    for question in gather_votes(question_set=question_set, viewer=viewer):
+    for question in gather_votes(question_set=question_set, viewer=viewer, machine=False):
         for item in question.items:
             votes = item.votes
             if len(votes) == 2:

@@ -25,8 +25,7 @@ from goldset.errors import ServiceError
 from judges.canaries import KINDS, PASS_RATE, WRITERS, passed, shares_a_word
 from judges.client import Item, JudgeClient
 from judges.models import Judge, JudgeCanary, JudgeCanaryResult, JudgePrompt
-from judges.prompt import render_prompt
-from judges.services.configuration import endpoint_of
+from judges.services.configuration import current_prompt, endpoint_of
 from judges.services.judging import job_subjects, sendable
 from labelling.models import Question, QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, Decision
@@ -61,7 +60,7 @@ def plant_canaries(*, question_set: QuestionSet, per_class: int = PER_CLASS) -> 
             )
             planted += new
     paraphrases = []
-    for votes in gather_votes(question_set=question_set):
+    for votes in gather_votes(question_set=question_set, machine=False):
         for item in votes.items:
             decision = item.decide(min_span_f1=DEFAULT_MIN_SPAN_F1)
             if (
@@ -89,6 +88,9 @@ def start_canaries(
 ) -> Job:
     if question_set.project_id != judge.project_id:
         raise ServiceError("The judge and the question set belong to different projects.")
+    prompt = current_prompt(judge)
+    if prompt is None:
+        raise ServiceError(f"{judge.name} has no prompt.")
     planted = plant_canaries(question_set=question_set, per_class=per_class)
     return jobs.start(
         project=judge.project,
@@ -97,7 +99,7 @@ def start_canaries(
         description=f"Judge the canaries of {question_set.name} with {judge.name}",
         params={
             "judge_id": judge.pk,
-            "prompt_id": judge.prompt.pk,
+            "prompt_id": prompt.pk,
             "question_set_id": question_set.pk,
             "planted": planted,
         },
@@ -128,9 +130,7 @@ def run_canaries(job: Job) -> None:
     job.total = len(todo)
     job.save(update_fields=["total"])
     items = [
-        Item(
-            key=c.pk, prompt=render_prompt(prompt.text, question=c.question.text, passage=c.passage)
-        )
+        Item(key=c.pk, prompt=prompt.render(question=c.question.text, passage=c.passage))
         for c in todo
     ]
     try:

@@ -2,7 +2,8 @@
 
 The URL is read by `corpus.httpurl`'s strict rule and must be allowed by the host policy
 (``GOLDSET_HTTP_ALLOWED_HOSTS``); the API key is an ``env:NAME`` reference, never the key; a
-prompt edit is a new prompt version, so calibration stays per version.
+prompt edit is a new prompt version, and so is a new version of the project's guideline (the
+prompt's ``{{scale}}`` carries it), so calibration stays per version.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from goldset.errors import ServiceError
 from judges.client import JudgeEndpoint
 from judges.models import Judge, JudgePrompt
 from judges.prompt import DEFAULT_PROMPT, prompt_problems
+from labelling.services.guidelines import current_guideline
 
 ENDPOINT_FIELDS = (
     "url",
@@ -105,7 +107,9 @@ def add_judge(
     text = check_prompt(prompt or DEFAULT_PROMPT)
     judge.save()
     judge.access_groups.set(_access_groups(project, groups))
-    JudgePrompt.objects.create(judge=judge, version=1, text=text)
+    JudgePrompt.objects.create(
+        judge=judge, version=1, text=text, guideline=current_guideline(project)
+    )
     return judge
 
 
@@ -120,11 +124,33 @@ def change_judge(*, judge: Judge, prompt: str, groups=(), **fields) -> Judge:
     text = check_prompt(prompt)
     judge.save()
     judge.access_groups.set(_access_groups(judge.project, groups))
-    current = judge.prompt
-    if current is None or current.text != text:
-        version = (current.version if current else 0) + 1
-        JudgePrompt.objects.create(judge=judge, version=version, text=text)
+    _prompt_version(judge, text)
     return judge
+
+
+def current_prompt(judge: Judge) -> JudgePrompt | None:
+    """The prompt version judging uses now: the newest, unless the project's guideline has a
+    new version since it was made; then a new prompt version with the same text and that
+    guideline (a guideline edit starts a new calibration, as a prompt edit does)."""
+    with transaction.atomic():
+        # One new version at a time, however many jobs start together.
+        Judge.objects.select_for_update().filter(pk=judge.pk).first()
+        newest = judge.prompts.order_by("-version").first()
+        if newest is None:
+            return None
+        return _prompt_version(judge, newest.text)
+
+
+def _prompt_version(judge: Judge, text: str) -> JudgePrompt:
+    """The newest prompt version if it has ``text`` and the current guideline, else a new one
+    that has."""
+    current = judge.prompts.select_related("guideline").order_by("-version").first()
+    guideline = current_guideline(judge.project)
+    guideline_id = guideline.pk if guideline else None
+    if current is not None and current.text == text and current.guideline_id == guideline_id:
+        return current
+    version = (current.version if current else 0) + 1
+    return JudgePrompt.objects.create(judge=judge, version=version, text=text, guideline=guideline)
 
 
 def _access_groups(project: Project, groups) -> list[AccessGroup]:

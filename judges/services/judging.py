@@ -22,8 +22,7 @@ from goldeval.text.anchoring import locate
 from goldset.errors import ServiceError
 from judges.client import Item, JudgeClient, Outcome
 from judges.models import AIJudgement, Judge, JudgePrompt, JudgingPass
-from judges.prompt import render_prompt
-from judges.services.configuration import endpoint_of
+from judges.services.configuration import current_prompt, endpoint_of
 from labelling.models import Candidate, QuestionSet, included_q
 
 BATCH = 64
@@ -84,7 +83,7 @@ def start_judging(
         raise ServiceError(f"A sample is between 1 and {MAX_SAMPLE:,} candidates.")
     if judging_pass not in JudgingPass.values:
         raise ServiceError(f"The pass is one of {', '.join(JudgingPass.values)}.")
-    prompt = judge.prompt
+    prompt = current_prompt(judge)
     if prompt is None:
         raise ServiceError(f"{judge.name} has no prompt.")
     if not set_candidates(question_set).exists():
@@ -160,7 +159,7 @@ def run_judging(job: Job) -> None:
         items = [
             Item(
                 key=c.pk,
-                prompt=render_prompt(prompt.text, question=c.question.text, passage=c.text),
+                prompt=prompt.render(question=c.question.text, passage=c.text),
             )
             for c in batch
         ]

@@ -41,6 +41,7 @@ from labelling.resolution import (
 )
 from labelling.services import recheck
 from labelling.services.adjudication import QueueEntry, adjudication_queue
+from labelling.services.machine_votes import MachineVote
 from labelling.services.votes import finished_outcomes, gather_votes
 
 # How a gold span on a changed document is kept, worst first (a merged unit takes the worst).
@@ -108,6 +109,9 @@ class GoldQuestionRow:
 class GoldResolution:
     questions: list[GoldQuestionRow]
     unresolved: list[QueueEntry]
+    # The AI judge's votes the rule counted in decided items (a lead turned that on for the
+    # set; a lead's resolution overrides them, so those are not here).
+    machine_votes: list[MachineVote] = field(default_factory=list)
 
     @property
     def complete(self) -> bool:
@@ -125,7 +129,7 @@ def resolve_gold(
     """Apply the gold resolution rule (labelling/resolution.py) to every question of the set;
     with ``viewer``, to the items on documents they may see (the others do not exist here);
     with ``pool_id`` and ``question_id``, to that one question of that pool."""
-    rows, unresolved = [], []
+    rows, unresolved, counted = [], [], []
     rechecks = {
         r.span_id: r
         for r in SpanRecheck.objects.filter(
@@ -175,6 +179,8 @@ def resolve_gold(
                     )
                 )
                 continue
+            if decision.source != "resolved" and item.counted_machine_vote is not None:
+                counted.append(item.counted_machine_vote)
             document = candidate.version.document
             texts[candidate.version_id] = candidate.version.text
             judged.append(
@@ -234,7 +240,7 @@ def resolve_gold(
                 single_by_access=single,
             )
         )
-    return GoldResolution(questions=rows, unresolved=unresolved)
+    return GoldResolution(questions=rows, unresolved=unresolved, machine_votes=counted)
 
 
 def question_gold_spans(*, question: Question, viewer=None) -> list[GoldSpanRow]:
@@ -465,10 +471,27 @@ class FrozenQuestion:
     judged: list[tuple[str, int, int, int]]  # doc_id, version, start, end
 
 
+@dataclass
+class FrozenGold:
+    questions: list[FrozenQuestion]
+    unresolved: list[UnresolvedItem]
+    machine_votes: list[MachineVote]  # the AI judge's votes the rule counted
+
+
 def collect_gold(
     *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1
 ) -> tuple[list[FrozenQuestion], list[UnresolvedItem]]:
-    """Every question of the set with its resolved gold, or the items that still block it.
+    """Every question of the set with its resolved gold, or the items that still block it
+    (`freeze_gold`'s)."""
+    frozen = freeze_gold(question_set=question_set, min_span_f1=min_span_f1)
+    return frozen.questions, frozen.unresolved
+
+
+def freeze_gold(
+    *, question_set: QuestionSet, min_span_f1: float = DEFAULT_MIN_SPAN_F1
+) -> FrozenGold:
+    """Every question of the set with its resolved gold, or the items that still block it, and
+    the AI judge's votes the rule counted (for the gold set's manifest).
 
     The rule is `resolve_gold`'s. Around it: a question pooled in several pools gets one line
     (spans and judged passages of all pools), and a question no pool assigned to anyone blocks,
@@ -535,7 +558,9 @@ def collect_gold(
                 judged=judged,
             )
         )
-    return questions, unresolved
+    return FrozenGold(
+        questions=questions, unresolved=unresolved, machine_votes=resolution.machine_votes
+    )
 
 
 def _unresolved_item(entry: QueueEntry) -> UnresolvedItem:

@@ -15,6 +15,11 @@ Two things decide what a page may say about an item besides its votes:
   it stays pooled, not judged.
 
 Questions a lead excluded from their set are nobody's work and no part of the gold.
+
+Beside the labellers' votes, each item carries the machine votes (the AI judge's,
+`labelling.services.machine_votes`): shown to leads, and counted by the gold rule only where a
+lead turned that on for the set. ``machine=False`` reads the humans' votes alone, what a judge
+is calibrated against.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ from labelling.resolution import (
     resolve_item,
     resolve_verdict,
 )
+from labelling.services.machine_votes import MachineVote, machine_votes
 
 
 @dataclass
@@ -63,6 +69,12 @@ class ItemVotes:
     unreachable: str = ""  # why a planned vote can never come
     unseen_by: list[str] = field(default_factory=list)  # labellers the document is hidden from
     waiting_for: list[str] = field(default_factory=list)  # who may still vote
+    machine_votes: list[MachineVote] = field(default_factory=list)  # the AI judge's, for leads
+
+    @property
+    def counted_machine_vote(self) -> MachineVote | None:
+        """The machine vote the gold rule counts (at most one), if any."""
+        return next((vote for vote in self.machine_votes if vote.counted), None)
 
     @cached_property
     def votes(self) -> list[Vote]:
@@ -88,12 +100,14 @@ class ItemVotes:
                 spans=tuple((s.start, s.end) for s in self.resolution.spans.all()),
                 source="resolved",
             )
+        counted = self.counted_machine_vote
         return resolve_item(
             self.votes,
             planned_votes=self.planned_votes,
             resolution=resolved,
             min_span_f1=min_span_f1,
             unreachable=self.unreachable,
+            machine=counted.as_vote() if counted is not None else None,
         )
 
 
@@ -234,9 +248,11 @@ def gather_votes(
     pool_id: int | None = None,
     question_id: int | None = None,
     candidate_id: int | None = None,
+    machine: bool = True,
 ) -> list[QuestionVotes]:
     """Every pooled, assigned question of the set with its assignments, judgements and
-    resolutions; with ``viewer``, only the candidates on documents they may see.
+    resolutions, and (unless ``machine`` is False) the machine votes of its candidates; with
+    ``viewer``, only the candidates on documents they may see.
 
     With ``pool_id`` and ``question_id``, only that question is read (and of its candidates
     only ``candidate_id``, if given).
@@ -301,6 +317,11 @@ def gather_votes(
     resolutions = {
         (r.pool_id, r.question_id, r.candidate_id): r for r in resolved.prefetch_related("spans")
     }
+    machines = (
+        machine_votes(question_set=question_set, candidates=candidates.values("pk"))
+        if machine
+        else {}
+    )
     sight = Sight(
         project_id=question_set.project_id,
         document_ids={c.version.document_id for c in rows},
@@ -336,6 +357,7 @@ def gather_votes(
                 unreachable="; ".join(voters.unreachable),
                 unseen_by=voters.unseen,
                 waiting_for=voters.waiting,
+                machine_votes=machines.get(candidate.pk, []),
             )
         )
     return list(by_question.values())

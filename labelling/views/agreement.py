@@ -32,6 +32,7 @@ from labelling.services.gold import (
     next_to_decide,
     resolve_gold,
 )
+from labelling.services.machine_votes import machine_counting
 
 CONTEXT_CHARS = 400
 
@@ -106,6 +107,7 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
             "single_entries": [e for e in entries if e.kind == "single_by_access"],
             "min_span_f1": min_f1,
             "question": question,
+            "ai_vote": machine_counting(question_set=question_set),
             "restricted_elsewhere": restricted_elsewhere(
                 project=access.project, viewer=request.user
             ),
@@ -165,6 +167,8 @@ def resolve_item(
             return _after_resolving(request, slug, question_set, following, from_gold=from_gold)
     text = candidate.version.text
     layers = {name: vote.spans for name, vote in zip("ab", item.votes, strict=False)}
+    if item.machine_votes:  # the AI judge's evidence, marked apart from the labellers'
+        layers["j"] = tuple(span for vote in item.machine_votes for span in vote.spans)
     if item.resolution is not None:
         layers["r"] = tuple((s.start, s.end) for s in item.resolution.spans.all())
     everything = [p for spans in layers.values() for s in spans for p in s] + [
@@ -292,6 +296,7 @@ def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
             .select_related("excluded_by")
             .order_by("excluded_at"),
             "several_pools": question_set.pools.count() > 1,
+            "ai_vote": machine_counting(question_set=question_set),
             "restricted_elsewhere": restricted_elsewhere(
                 project=access.project, viewer=request.user
             ),

@@ -1,7 +1,9 @@
-"""The LLM judge in Chromium: an admin connects a judge, a lead starts judging and reads its
-calibration; a labeller's menu has no Judges and the judge's page refuses them."""
+"""The LLM judge in Chromium: an admin connects a judge, a lead starts judging, reads its
+calibration and has the gold rule count its vote (then sees it on the decision pages); a
+labeller's menu has no Judges and the judge's page refuses them."""
 
 import pytest
+from django.urls import reverse
 from playwright.sync_api import expect
 
 from judges.models import AIJudgement, Judge
@@ -33,6 +35,7 @@ def test_an_admin_connects_a_judge_and_a_lead_reads_its_calibration(
             project, ann=people["ann"], bob=people["bob"], lead=people["leo"], questions=10
         )
         server.truth.update(world.truth)
+        set_id = world.question_set.pk
 
         log_in(page, live_server, "ada", PASSWORD)
         page.goto(f"{live_server.url}/p/acme/judges/")
@@ -66,6 +69,23 @@ def test_an_admin_connects_a_judge_and_a_lead_reads_its_calibration(
         expect(page.locator("body")).to_contain_text("canaries planted", timeout=60_000)
         page.goto(f"{live_server.url}/p/acme/judges/{Judge.objects.get().pk}/")
         expect(page.locator("body")).to_contain_text("Unfit: prompt v1 failed a canary class")
+
+        # The lead has the gold rule count the judge: its disputed grades reach the queue, and
+        # each decision page shows its vote beside the labellers', its quote highlighted.
+        page.get_by_label("Count the AI judge's vote in the gold rule").check()
+        page.get_by_role("button", name="Save").click()
+        expect(page.locator("body")).to_contain_text(
+            "The gold rule of calib now counts lenient's vote."
+        )
+        page.goto(live_server.url + reverse("labelling:list-adjudication", args=["acme", set_id]))
+        expect(page.locator("body")).to_contain_text("counts the vote of the AI judge lenient")
+        expect(page.locator("table.queue")).to_contain_text("vs the AI judge's")
+        page.locator("table.queue").get_by_role("link", name="Resolve").first.click()
+        expect(page.locator(".vote-ai h2")).to_have_text("AI judge (fake-judge-1, prompt v1)")
+        expect(page.locator(".vote-ai")).to_contain_text("Counted by this set's gold rule")
+        expect(page.locator("#resolve-text mark.layer-j").first).to_be_visible()
+        page.goto(live_server.url + reverse("labelling:show-gold", args=["acme", set_id]))
+        expect(page.locator(".ai-vote")).to_contain_text("lenient")
 
         page.context.clear_cookies()
         log_in(page, live_server, "ann", PASSWORD)

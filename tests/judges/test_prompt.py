@@ -6,9 +6,12 @@ import pytest
 from judges.client import JudgeEndpoint
 from judges.prompt import (
     DEFAULT_PROMPT,
+    DEFAULT_SCALE,
+    MAX_GUIDELINE,
     MAX_PASSAGE,
     MAX_QUOTE,
     JudgeAnswerError,
+    guideline_scale,
     prompt_problems,
     read_answer,
     render_prompt,
@@ -87,3 +90,22 @@ def test_prompt_and_endpoint_problems():
     assert JudgeEndpoint(url="http://llm.internal/v1", model="m", temperature=5).problems()
     assert JudgeEndpoint(url="http://llm.internal/v1", model="m", concurrency=0).problems()
     assert JudgeEndpoint(url="http://llm.internal/v1", template="generic").problems() == []
+
+
+def test_the_scale_carries_the_projects_guideline_bounded():
+    assert guideline_scale("") == guideline_scale("  \n") == DEFAULT_SCALE
+    guideline = "# Relevance\n\nGrade 2 only when the passage names the form number."
+    scale = guideline_scale(guideline)
+    assert scale.startswith(DEFAULT_SCALE)
+    assert f"<<<GUIDELINE\n{guideline}\nGUIDELINE>>>" in scale
+    text = render_prompt(DEFAULT_PROMPT, question="q", passage="p", scale=scale)
+    assert guideline in text and text.index(guideline) < text.index("Question: q")
+    # A long guideline is cut, and says so; the prompt stays bounded whatever its length.
+    long = guideline_scale("word " * 5_000)
+    assert "[… guideline cut]" in long
+    assert len(long) < len(DEFAULT_SCALE) + MAX_GUIDELINE + 300
+    # A guideline holding a placeholder stays as written (one pass, as for a passage).
+    held = render_prompt(
+        DEFAULT_PROMPT, question="q", passage="p", scale=guideline_scale("see {{passage}}")
+    )
+    assert "see {{passage}}" in held and held.count("<<<PASSAGE\np\nPASSAGE>>>") == 1

@@ -69,3 +69,60 @@ def test_verdicts():
         ["answerable", "unanswerable"], planned_votes=2, resolution="unanswerable"
     )
     assert resolved == VerdictDecision("unanswerable", "resolved")
+
+
+# The AI judge's vote, where a lead has the gold rule count it ---------------------------------
+
+AI = Vote("AI judge (m, prompt v1)", 2, ((0, 100),))
+
+
+def test_a_counted_ai_vote_that_agrees_settles_a_single_labelled_item_as_agreed():
+    # The gold's spans stay the labeller's: the judge's quote is evidence for the lead only.
+    decision = resolve_item([Vote("a", 2, ((10, 90),))], planned_votes=1, machine=AI)
+    assert decision == Decision(grade=2, spans=((10, 90),), source="agreed")
+
+
+def test_a_counted_ai_vote_that_disagrees_sends_the_item_to_a_lead():
+    decision = resolve_item([Vote("a", 1, ((0, 100),))], planned_votes=1, machine=AI)
+    assert decision == Pending("grades differ (1 vs the AI judge's 2)")
+    assert decision.needs_lead
+    # Two agreeing labellers and a dissenting judge: a lead decides too.
+    both = [Vote("a", 0), Vote("b", 0)]
+    assert resolve_item(both, planned_votes=2, machine=AI) == Pending(
+        "grades differ (0 vs 0 vs the AI judge's 2)"
+    )
+
+
+def test_the_ai_quote_is_never_held_against_the_labellers_spans():
+    far = Vote("AI", 2, ((500, 600),))
+    decision = resolve_item([Vote("a", 2, ((0, 100),))], planned_votes=1, machine=far)
+    assert decision == Decision(grade=2, spans=((0, 100),), source="agreed")
+    # Two labellers' spans must still overlap enough between themselves.
+    apart = [Vote("a", 2, ((0, 100),)), Vote("b", 2, ((300, 400),))]
+    assert resolve_item(apart, planned_votes=2, machine=far) == Pending(
+        "spans overlap too little (F1 0.00 < 0.50)"
+    )
+    agreeing = [Vote("a", 2, ((0, 100),)), Vote("b", 2, ((50, 120),))]
+    assert resolve_item(agreeing, planned_votes=2, machine=far) == Decision(
+        grade=2, spans=((0, 120),), source="agreed"
+    )
+
+
+def test_the_ai_vote_never_stands_in_for_a_labeller_nor_beats_a_lead():
+    waiting = resolve_item([Vote("a", 2, ((0, 100),))], planned_votes=2, machine=AI)
+    assert waiting.kind == "waiting"
+    assert resolve_item([], planned_votes=1, machine=AI).kind == "waiting"
+    assert resolve_item([], planned_votes=0, machine=AI).kind == "unreachable"
+    assert resolve_item([Vote("a", 2)], planned_votes=1, unreachable="gone", machine=AI).kind == (
+        "unreachable"
+    )
+    lead = Decision(grade=0, spans=(), source="resolved")
+    assert resolve_item([Vote("a", 1)], planned_votes=1, resolution=lead, machine=AI) == lead
+
+
+def test_without_a_counted_ai_vote_the_rule_is_the_humans_alone():
+    votes = [Vote("a", 1, ((0, 10),)), Vote("b", 1, ((0, 10),))]
+    assert resolve_item(votes, planned_votes=2) == resolve_item(
+        votes, planned_votes=2, machine=None
+    )
+    assert resolve_item([Vote("a", 0)], planned_votes=1).source == "single"

@@ -3,6 +3,7 @@ any byte must be a decision, never a side effect of moving code."""
 
 import datetime
 import hashlib
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -185,6 +186,40 @@ def test_chunk_qrels_count_chunks_sharing_a_character_with_a_span_not_touching_o
         bundle.files["beir/corpus.jsonl"]
     )
     assert bundle.checksum == hashlib.sha256(bundle.files["manifest.json"]).hexdigest()
+
+
+def test_the_manifest_says_whether_the_gold_rule_counted_the_ai_judge_only_when_told():
+    question = PlainQuestion("q", "?", True, [PlainSpan("d", 1, 6, 12, 2)], [])
+    silent = plain_bundle([question])
+    assert "ai_judge_vote" not in silent.manifest
+    counted = {
+        "counted": True,
+        "judge": "qwen",
+        "votes_counted": 3,
+        "models": ["m-1"],
+        "prompt_versions": [1, 2],
+    }
+    info = BundleInfo(
+        project="p",
+        question_set="s",
+        number=2,
+        created_by="ada",
+        created_at=FIXED_NOW,
+        min_span_f1=0.5,
+        ai_judge_vote=counted,
+    )
+    bundle = build_bundle(
+        info=info,
+        questions=[question],
+        corpus=[CorpusVersion("d", 1, "D", TEXT, "h1")],
+        texts={("d", 1): TEXT},
+        schemes={},
+        votes=[],
+    )
+    assert bundle.manifest["ai_judge_vote"] == counted
+    assert json.loads(bundle.files["manifest.json"])["ai_judge_vote"] == counted
+    # The gold itself does not depend on it.
+    assert bundle.files["gold.jsonl"] == plain_bundle([question]).files["gold.jsonl"]
 
 
 def test_votes_become_spreadsheet_safe_cells():
