@@ -161,7 +161,10 @@ def test_the_judges_answer_stays_text_on_the_page(people, labelled):
 
 
 def gold_files(gold_set) -> dict[str, bytes]:
-    return {n: c for n, c in gold_sets.bundle_files(gold_set).items() if n != "manifest.json"}
+    """The bundle but its manifest and the AI judgements' own file (`ai-judgements.jsonl`,
+    exported beside the gold, never in it): what the gold rule decided."""
+    others = {"manifest.json", "ai-judgements.jsonl"}
+    return {n: c for n, c in gold_sets.bundle_files(gold_set).items() if n not in others}
 
 
 def test_off_by_default_the_gold_set_is_byte_for_byte_the_labellers(people, labelled):
