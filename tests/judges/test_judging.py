@@ -1,6 +1,8 @@
 """Judging a set against the fake LLM: rows written, quotes placed, errors per item, access
 profile honoured, resumable and idempotent, keys read from the environment only."""
 
+import re
+
 import pytest
 
 from corpus.models import Job, JobState
@@ -60,16 +62,22 @@ def test_judging_again_is_idempotent_and_a_sample_is_stable(
     first = run(
         django_capture_on_commit_callbacks, judge=judge, question_set=world.question_set, sample=10
     )
-    assert "10 candidates judged" in first.message
+    # The sample is drawn by the ids (a seed of the judge's and the set's): which ten it holds
+    # differs from one database to the next, and a passage of a document outside the judge's
+    # groups is counted as not sent instead of judged.
+    judged = int(re.search(r"(\d+) candidates judged", first.message).group(1))
+    not_sent = re.search(r"(\d+) passages? not sent", first.message)
+    assert judged + (int(not_sent.group(1)) if not_sent else 0) == 10
     chosen = set(AIJudgement.objects.values_list("candidate_id", flat=True))
     sent = len(llm.requests)
     again = run(
         django_capture_on_commit_callbacks, judge=judge, question_set=world.question_set, sample=10
     )
     assert len(llm.requests) == sent  # nothing sent twice
-    assert "0 candidates judged" in again.message and "10 already judged" in again.message
+    assert "0 candidates judged" in again.message
+    assert f"{judged} already judged" in again.message
     assert set(AIJudgement.objects.values_list("candidate_id", flat=True)) == chosen
-    assert AIJudgement.objects.count() == 10
+    assert AIJudgement.objects.count() == judged
 
 
 def test_a_job_that_stopped_half_way_carries_on_where_it_stopped(
