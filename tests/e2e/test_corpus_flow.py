@@ -28,7 +28,8 @@ def test_lead_uploads_two_files_and_opens_a_document(worker, live_server, page, 
 
     log_in(page, live_server, "lena", PASSWORD)
     page.get_by_role("link", name="Acme gold").click()
-    page.get_by_role("link", name="Upload documents").click()
+    # The button under the figures (a new project's first-steps checklist links there too).
+    page.locator("a.button", has_text="Upload documents").click()
     page.get_by_label("Files").set_input_files([str(policy), str(vpn)])
     page.get_by_role("button", name="Upload").click()
 

@@ -86,4 +86,7 @@ def test_a_judge_with_errors_exits_1(worker, project, world, llm, settings):
             "judge", "--project", project.slug, "--set", "calib", "--judge", "bad", "--sample", "3"
         )
     assert exit_code.value.code == 1
-    assert AIJudgement.objects.filter(judge__name="bad").exclude(error="").count() == 3
+    # Every item sent is an error. The sample of three is drawn by the ids, so it may hold a
+    # passage outside the judge's access groups, which is never sent and has no row.
+    rows = AIJudgement.objects.filter(judge__name="bad")
+    assert 1 <= rows.count() <= 3 and not rows.filter(error="").exists()
