@@ -272,7 +272,7 @@ def test_the_lead_menu_fits_1366_pixels_and_the_403_page_keeps_it(live_server, b
     expect(nav.get_by_role("link", name="Team")).to_be_visible()
     # The grouped menus open on hover and on keyboard focus.
     page.get_by_role("button", name="Corpus").hover()
-    expect(page.get_by_role("link", name="Documents")).to_be_visible()
+    expect(nav.get_by_role("link", name="Documents", exact=True)).to_be_visible()
     favicon = [url for url in statuses if "favicon" in url]
     assert favicon and all(statuses[url] == 200 for url in favicon), statuses
     assert page.request.get(f"{live_server.url}/favicon.ico").status == 200

@@ -35,7 +35,8 @@ def test_lead_imports_questions_builds_bm25_and_pools(worker, live_server, page,
     log_in(page, live_server, "lena", PASSWORD)
     page.goto(f"{live_server.url}/p/acme/")
     page.get_by_role("button", name="Labelling").click()  # the menu's pages open under it
-    page.get_by_role("link", name="Questions").click()
+    # The menu's, not the first-steps checklist's "Import questions" (loaded by htmx).
+    page.locator(".project-nav").get_by_role("link", name="Questions", exact=True).click()
     page.get_by_role("link", name="Import questions").click()
     page.get_by_label("Question set").fill("staff")
     page.get_by_label("…or paste questions, one per line").fill(
