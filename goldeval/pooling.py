@@ -87,6 +87,11 @@ class StoppingRule:
             if value is not None and value < 1:
                 raise ValueError(f"the stopping rule's {name} is at least 1, not {value}")
 
+    @property
+    def active(self) -> bool:
+        """Whether the rule can ever stop a question (it has a part turned on)."""
+        return self.misses is not None or self.budget is not None
+
     def reached(self, relevances: Sequence[bool]) -> bool:
         """Whether judgements with these outcomes, in the order they were made, may stop."""
         if self.budget is not None and len(relevances) >= self.budget:

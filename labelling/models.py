@@ -195,7 +195,7 @@ class Pool(models.Model):
     @property
     def adaptive(self) -> bool:
         """Whether labellers judge in an order other than the shuffled one, or may stop early."""
-        return self.strategy != Strategy.DEPTH or bool(self.stop_misses or self.stop_budget)
+        return self.strategy != Strategy.DEPTH or self.stopping_rule.active
 
 
 class CandidateQuerySet(models.QuerySet):

@@ -95,9 +95,8 @@ def _stopping_rule(passages) -> StoppingRule | None:
     if not passages or not hasattr(passages[0], "pool_stop_misses"):
         return None
     first = passages[0]
-    if first.pool_stop_misses is None and first.pool_stop_budget is None:
-        return None
-    return StoppingRule(misses=first.pool_stop_misses, budget=first.pool_stop_budget)
+    rule = StoppingRule(misses=first.pool_stop_misses, budget=first.pool_stop_budget)
+    return rule if rule.active else None
 
 
 def update_completion(

@@ -222,9 +222,7 @@ def _item_voters(
 def _stopped(assignment: Assignment, candidate: Candidate) -> bool:
     """Whether the labeller finished the question by the pool's stopping rule without grading
     this passage: they are no planned voter for it (it stays pooled, not judged)."""
-    pool = candidate.pool
-    has_rule = pool.stop_misses is not None or pool.stop_budget is not None
-    return has_rule and assignment.completed_at is not None
+    return candidate.pool.stopping_rule.active and assignment.completed_at is not None
 
 
 def _verdict_unreachable(assignments: Sequence[Assignment], sight: Sight) -> str:
