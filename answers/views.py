@@ -26,7 +26,7 @@ from corpus.access import project_access
 from corpus.models import Document, Role
 from goldset.errors import ServiceError
 from labelling.highlight import highlight
-from labelling.models import QuestionSet, included_q
+from labelling.models import QuestionSet
 from labelling.passage_html import passage_html
 from labelling.services.guidelines import current_guideline, render_guideline
 from labelling.views.grading import OTHER_ACCOUNT
@@ -477,12 +477,10 @@ def list_answer_adjudication(request: HttpRequest, slug: str, set_id: int) -> Ht
 
 
 def _visible_answer(request: HttpRequest, question_set: QuestionSet, answer_id: str) -> Answer:
-    """An answer of the set the lead may see every passage of (else 404: not even that it
-    exists), its question still in the set."""
-    visible = Answer.objects.filter(
-        included_q("question__"), run__question_set=question_set
-    ).exclude(passages__version__document__in=Document.objects.hidden_from(request.user))
-    return get_object_or_404(visible, pk=answer_id if answer_id.isdigit() else 0)
+    """An answer of the set the lead may adjudicate (`adjudication.adjudicable`), else 404: not
+    even that it exists."""
+    answers = adjudication.adjudicable(question_set, request.user)
+    return get_object_or_404(answers, pk=answer_id if answer_id.isdigit() else 0)
 
 
 @login_required

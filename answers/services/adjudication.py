@@ -7,7 +7,7 @@ and the refusal call (right < wrong), over the items both reviewers of a double-
 graded. The lead decides item by item (`decide_item`) what the reviewers differ on; items they
 agree on are settled without the lead (`answers.services.items`). Answers citing a document the
 viewer may not see are left out of everything here (rows and counts), as the passage pages
-leave hidden passages out.
+leave hidden passages out; so are answers the viewer reviewed (blind review).
 """
 
 from __future__ import annotations
@@ -65,10 +65,20 @@ def quoted_review(assignment: AnswerAssignment) -> dict:
     return {"claims": claims, "facts": facts, "wrongly_refused": assignment.wrongly_refused}
 
 
-def _double_reviewed(question_set: QuestionSet, viewer) -> list[Answer]:
-    answers = (
+def adjudicable(question_set: QuestionSet, viewer):
+    """The answers of the set a lead may adjudicate: questions still in the set, every passage
+    one the viewer may see, and none the viewer reviewed themselves (a reviewer never sees the
+    other review of the same answer)."""
+    return (
         Answer.objects.filter(included_q("question__"), run__question_set=question_set)
         .exclude(passages__version__document__in=Document.objects.hidden_from(viewer))
+        .exclude(assignments__labeller=viewer)
+    )
+
+
+def _double_reviewed(question_set: QuestionSet, viewer) -> list[Answer]:
+    answers = (
+        adjudicable(question_set, viewer)
         .select_related("run", "question", "resolution__chosen__labeller")
         .prefetch_related(
             "assignments__labeller",

@@ -389,3 +389,22 @@ def test_an_answer_citing_a_hidden_document_is_404_to_decide(world, people, proj
     assert lead.post(decide, data).status_code == 404
     assert login(people["admin"]).post(decide, data).status_code == 302
     assert AnswerItemDecision.objects.get(answer=answer).decided_by == people["admin"]
+
+
+def test_a_lead_who_reviewed_the_answer_never_sees_the_other_review(world, people, project):
+    review_as(world, people["ann"])
+    bobs = review_as(world, people["bob"], support=("none", "none"))
+    # The lead wrote the second review (planned as a reviewer, say).
+    AnswerAssignment.objects.filter(pk=bobs.pk).update(labeller=people["lead"])
+    page, decide = urls(world, project)
+    lead = login(people["lead"])
+    html = lead.get(page).content.decode()
+    assert people["ann"].username not in html and f"item-{bobs.answer_id}-" not in html
+    report = adjudication.answer_agreement(question_set=world.question_set, viewer=people["lead"])
+    assert report["claim support"]["items"] == 0
+    data = {"answer": bobs.answer_id, "item": "support:0-35", "value": "full"}
+    assert lead.post(decide, data).status_code == 404
+    resolve = reverse("answers:resolve-answer", args=[project.slug, world.question_set.pk])
+    assert lead.post(resolve, {"answer": bobs.answer_id, "chosen": bobs.pk}).status_code == 404
+    # Another lead (here the admin) decides it.
+    assert login(people["admin"]).post(decide, data).status_code == 302
