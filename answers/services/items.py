@@ -245,7 +245,14 @@ def settled_review(compared: AnswerItems) -> dict[str, Any] | None:
                 for citation in claim.citations.all()
             ],
         }
-        groups = by_key[f"{TOGETHER}:{at}"].value
+        # As on the review page, a citation that does not support the claim (a grade the lead
+        # may have decided) cannot help a group support it.
+        grades = [citation["grade"] for citation in record["citations"]]
+        groups = [
+            group
+            for group in by_key[f"{TOGETHER}:{at}"].value
+            if all(i < len(grades) and grades[i] != 0 for i in group)
+        ]
         if groups:
             record["supporting_sets"] = [list(group) for group in groups]
         claims.append(record)

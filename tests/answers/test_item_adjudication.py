@@ -408,3 +408,42 @@ def test_a_lead_who_reviewed_the_answer_never_sees_the_other_review(world, peopl
     assert lead.post(resolve, {"answer": bobs.answer_id, "chosen": bobs.pk}).status_code == 404
     # Another lead (here the admin) decides it.
     assert login(people["admin"]).post(decide, data).status_code == 302
+
+
+def test_groups_of_citations_are_an_item_decided_by_whose_groups_stand(world, people):
+    anns = review_as(world, people["ann"], grades=(1, 1))
+    bobs = review_as(world, people["bob"], grades=(1, 1))
+    lead = people["lead"]
+    review.add_supporting_set(assignment=anns, labeller=people["ann"], claim=0, citations=[0, 1])
+    answer = anns.answer
+    (dispute,) = adjudication.answer_disputes(question_set=world.question_set, viewer=lead)
+    (row,) = dispute.rows
+    assert row.kind == "citations that support the claim together"
+    assert dict(row.votes) == {
+        people["ann"].username: "citation 1 + citation 2",
+        people["bob"].username: "no group",
+    }
+    assert [c.keys for c in row.choices] == ["1", "2"]
+    assert gold_of(world) is None
+    adjudication.decide_item(answer=answer, item=row.item.key, value=str(anns.slot), user=lead)
+    assert gold_of(world)["claims"][0]["supporting_sets"] == [[0, 1]]
+    with pytest.raises(ServiceError, match="groups"):
+        adjudication.decide_item(answer=answer, item=row.item.key, value="3", user=lead)
+    # A citation graded 0 on Bob's review too: the lead decides it 0, and the group it was in
+    # no longer supports the claim, as the review page drops it.
+    review.record_citation_grade(
+        assignment=bobs,
+        labeller=people["bob"],
+        claim=0,
+        passage=CitationJudgement.objects.filter(claim__assignment=bobs)
+        .order_by("passage_id")
+        .first()
+        .passage_id,
+        grade=0,
+    )
+    (dispute,) = adjudication.answer_disputes(question_set=world.question_set, viewer=lead)
+    (citation,) = [r for r in dispute.rows if r.kind == "citation grade"]
+    adjudication.decide_item(answer=answer, item=citation.item.key, value="0", user=lead)
+    record = gold_of(world)
+    assert record["claims"][0]["citations"][0]["grade"] == 0
+    assert "supporting_sets" not in record["claims"][0]
