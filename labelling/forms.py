@@ -532,6 +532,7 @@ class ResolveItemForm(forms.Form):
             ("both", "Both labellers' spans (union)"),
             ("a", "First labeller's"),
             ("b", "Second labeller's"),
+            ("c", "Third labeller's (an escalated passage)"),
             ("candidate", "The candidate passage"),
             ("custom", "The spans chosen here (a selection or offsets)"),
         ],
