@@ -67,16 +67,24 @@ Passage = tuple[int, int, int, int]  # (question key, version id, start, end)
 
 def questions_moved(passages: Iterable[Passage]) -> dict[Passage, int]:
     """For each undecided passage, how many questions have an undecided passage on the same
-    document version overlapping it (its own question included, each question once)."""
+    document version overlapping it (its own question included, each question once).
+
+    A sweep per version, by start: a passage overlaps exactly the later ones that start before
+    it ends, so each overlapping pair is met once and the cost is the sorting plus the pairs
+    (a set at the start of labelling has every one of its candidates undecided)."""
     by_version: dict[int, list[Passage]] = {}
     for passage in passages:
         by_version.setdefault(passage[1], []).append(passage)
     moved: dict[Passage, int] = {}
     for group in by_version.values():
         group.sort(key=lambda p: (p[2], p[3]))
-        for passage in group:
-            _, _, start, end = passage
-            moved[passage] = len(
-                {other[0] for other in group if other[2] < end and start < other[3]}
-            )
+        questions = [{p[0]} for p in group]
+        for i, (question, _, _, end) in enumerate(group):
+            j = i + 1
+            while j < len(group) and group[j][2] < end:
+                questions[i].add(group[j][0])
+                questions[j].add(question)
+                j += 1
+        for passage, seen in zip(group, questions, strict=True):
+            moved[passage] = max(moved.get(passage, 0), len(seen))
     return moved

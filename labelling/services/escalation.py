@@ -3,10 +3,13 @@
 
 It runs in the transaction of the write that completes a question's second assignment
 (`labelling.services.completion.update_completion`), so the third slot exists as soon as the
-write is saved and never without it. The question's row is locked first: when both labellers
-finish at the same moment, the second transaction waits for the first and then sees both
-assignments done. It is idempotent: a question escalates once (its `EscalatedItem` rows are
-the record), whatever writes follow.
+write is saved and never without it. When both labellers finish at the same moment, each
+transaction sees the other's slot still open; so a write that finds the other slot open looks
+again once it has committed (`transaction.on_commit`), in a transaction of its own that locks
+the question's row, and the later of the two looks sees both done. (Locking the question in
+the write itself could deadlock with a lead excluding it, which locks the question, then the
+assignments.) It is idempotent: a question escalates once (its `EscalatedItem` rows are the
+record, unique per passage, as the slot is per question), whatever writes follow.
 
 The third labeller is a project labeller (the labeller role), active, who labels no other slot
 of the question and may see the passage's document: among them the one who can see most of
@@ -19,7 +22,7 @@ page says why.
 
 from __future__ import annotations
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
@@ -41,24 +44,44 @@ from labelling.services.votes import Sight
 def escalate_if_due(*, assignment: Assignment) -> int:
     """Give the assignment's question a third labeller for its disputed passages, if both of
     its first two assignments are now done and the project's rule says so. Returns how many
-    passages were escalated (0 when nothing was due or it was done before). Call it inside
-    the transaction of the write that completed ``assignment`` (outside one, it makes its own)."""
-    with transaction.atomic():
-        return _escalate(assignment)
+    passages were escalated (0 when nothing was due, not yet, or it was done before). Call it
+    inside the transaction of the write that completed ``assignment``."""
+    try:
+        with transaction.atomic():
+            escalated, other_open = _escalate(assignment, lock=False)
+    except IntegrityError:  # the other labeller's check made the same rows first
+        return 0
+    if other_open:
+        # The other slot looked open: it may be finishing in a transaction of its own that
+        # saw this one open too. Look again once both are committed.
+        transaction.on_commit(lambda: _look_again(assignment))
+    return escalated
 
 
-def _escalate(assignment: Assignment) -> int:
+def _look_again(assignment: Assignment) -> None:
+    try:
+        with transaction.atomic():
+            _escalate(assignment, lock=True)
+    except IntegrityError:
+        pass  # escalated meanwhile, by the other labeller's own look
+
+
+def _escalate(assignment: Assignment, *, lock: bool) -> tuple[int, bool]:
+    """How many passages it escalated, and whether the question's other slot was open."""
     if EscalatedItem.objects.filter(assignment_id=assignment.pk).exists():
-        return 0  # a third labeller's own slot
-    # Serialises the question's two completing writes (see the module's docstring).
-    Question.objects.select_for_update(of=("self",)).filter(pk=assignment.question_id).first()
+        return 0, False  # a third labeller's own slot
+    if lock:
+        # After both writes committed (no assignment lock held): serialises the two looks.
+        Question.objects.select_for_update(of=("self",)).filter(pk=assignment.question_id).first()
     key = {"pool_id": assignment.pool_id, "question_id": assignment.question_id}
     if EscalatedItem.objects.filter(**key).exists():
-        return 0
+        return 0, False
     slots = list(Assignment.objects.filter(**key).order_by("slot")[:3])
     firsts = slots[:2]
-    if len(slots) != 2 or any(a.completed_at is None or a.labeller_id is None for a in firsts):
-        return 0  # single-labelled, not both done yet, or already more than two votes
+    if len(slots) != 2 or any(a.labeller_id is None for a in firsts):
+        return 0, False  # single-labelled, an open slot, or already more than two votes
+    if any(a.completed_at is None for a in firsts):
+        return 0, not lock
     project = assignment.pool.question_set.project
     grades: dict[int, dict[int, int]] = {}
     for candidate_id, assignment_id, grade in Judgement.objects.filter(
@@ -78,7 +101,7 @@ def _escalate(assignment: Assignment) -> int:
         and needs_third_vote(*(by[a.pk] for a in firsts), rule=project.escalate_on)
     ]
     if not disputed:
-        return 0
+        return 0, False
     documents = dict(
         Candidate.objects.filter(pk__in=disputed).values_list("pk", "version__document_id")
     )
@@ -109,7 +132,7 @@ def _escalate(assignment: Assignment) -> int:
             for candidate_id in disputed
         ]
     )
-    return len(disputed)
+    return len(disputed), False
 
 
 def _third_labeller(

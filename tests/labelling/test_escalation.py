@@ -1,6 +1,8 @@
 """Escalation (issue 36 item 3): the rule (`labelling/escalation.py`), the third labeller
 (`labelling/services/escalation.py`) and what the votes, the queue and agreement make of it."""
 
+import random
+
 import pytest
 
 from corpus.models import AccessGroup
@@ -67,6 +69,22 @@ def test_questions_moved_counts_each_question_with_overlapping_undecided_text_on
     assert moved[(2, 10, 50, 150)] == 3  # q1, q2, q3
     assert moved[(3, 10, 100, 200)] == 2  # q2 and q3
     assert moved[(4, 11, 0, 100)] == 1
+
+
+def test_questions_moved_matches_the_pairwise_definition_on_random_passages():
+    rng = random.Random(36)
+    for _ in range(200):
+        passages = list(
+            {
+                (rng.randrange(6), rng.randrange(3), start, start + rng.randrange(1, 30))
+                for start in (rng.randrange(100) for _ in range(rng.randrange(1, 25)))
+            }
+        )
+        expected = {
+            p: len({o[0] for o in passages if o[1] == p[1] and o[2] < p[3] and p[2] < o[3]})
+            for p in passages
+        }
+        assert questions_moved(passages) == expected
 
 
 # The third labeller --------------------------------------------------------------------------
@@ -171,6 +189,28 @@ def test_escalation_is_idempotent(esc):
     record_verdict(assignment=esc.b, labeller=esc.bob, outcome="answerable", reason="", revision=2)
     assert Assignment.objects.filter(pool=esc.pool, question=esc.question).count() == 3
     assert EscalatedItem.objects.count() == 1
+
+
+def test_two_labellers_finishing_at_once_still_escalate_once(
+    esc, django_capture_on_commit_callbacks
+):
+    # bob's last write, in a transaction of its own, has not committed when ann's last write
+    # reads his slot: ann's check finds it open and looks again after her commit.
+    for candidate, grade in {esc.c1: 2, esc.c2: 1, esc.hidden: 2}.items():
+        record_grade(
+            assignment=esc.b, candidate_id=candidate.pk, labeller=esc.bob, grade=grade, revision=0
+        )
+    with django_capture_on_commit_callbacks() as looks:
+        esc.finish(esc.a, esc.ann, {esc.c1: 0, esc.c2: 1, esc.hidden: 2})
+    assert esc.third() is None and len(looks) == 1
+    # bob's write commits (its own look, made while ann's was open, found nothing).
+    esc.b.completed_at = esc.a.completed_at
+    esc.b.save(update_fields=["completed_at"])
+    looks[0]()
+    assert esc.third() is not None and EscalatedItem.objects.count() == 1
+    looks[0]()  # a second look (bob's, say) changes nothing
+    assert EscalatedItem.objects.count() == 1
+    assert Assignment.objects.filter(pool=esc.pool, question=esc.question).count() == 3
 
 
 def test_the_third_labeller_must_see_the_document_and_be_a_labeller(esc, member):
