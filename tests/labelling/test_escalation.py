@@ -288,6 +288,17 @@ def test_the_third_labeller_losing_sight_of_the_document_sends_it_to_the_lead(es
     assert entry.candidate == esc.hidden and entry.reason == "grades differ (0 vs 2)"
 
 
+def test_a_deactivated_third_labeller_sends_it_to_the_lead_with_the_reason(esc):
+    esc.finish(esc.a, esc.ann, {esc.c1: 0, esc.c2: 1, esc.hidden: 2})
+    esc.finish(esc.b, esc.bob, {esc.c1: 2, esc.c2: 1, esc.hidden: 2})
+    third = esc.third()
+    third.labeller.is_active = False
+    third.labeller.save()
+    (entry,) = adjudication.adjudication_queue(question_set=esc.question_set)
+    assert entry.candidate == esc.c1 and entry.kind == "unreachable"
+    assert f"{third.labeller.username}'s account is deactivated" in entry.reason
+
+
 def test_the_queue_puts_the_widest_disagreement_first_then_the_most_questions(project, member):
     project.escalate_on = NEVER
     project.save()
