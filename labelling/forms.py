@@ -249,7 +249,7 @@ class AssignmentFilterForm(forms.Form):
     labeller = forms.ChoiceField(required=False)
     status = forms.ChoiceField(required=False, choices=ASSIGNMENT_STATUSES)
     slot = forms.ChoiceField(
-        required=False, choices=[("", "any slot"), ("1", "first"), ("2", "second")]
+        required=False, choices=[("", "any slot"), ("1", "first"), ("2", "second"), ("3", "third")]
     )
     q = forms.CharField(required=False, max_length=200, label="Search")
     sort = forms.ChoiceField(
@@ -532,6 +532,7 @@ class ResolveItemForm(forms.Form):
             ("both", "Both labellers' spans (union)"),
             ("a", "First labeller's"),
             ("b", "Second labeller's"),
+            ("c", "Third labeller's (an escalated passage)"),
             ("candidate", "The candidate passage"),
             ("custom", "The spans chosen here (a selection or offsets)"),
         ],

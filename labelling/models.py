@@ -211,7 +211,15 @@ class CandidateQuerySet(models.QuerySet):
         return self.filter(visibility.not_hidden_q(user, prefix="version__document__"))
 
     def of_assignment(self, assignment) -> CandidateQuerySet:
-        return self.filter(pool_id=assignment.pool_id, question_id=assignment.question_id)
+        """The candidates the assignment's page shows (before access is applied): its
+        question's in its pool, or for a third labeller's slot only the escalated ones
+        (`EscalatedItem`; `labelling.grading_passages` has the same rule in SQL)."""
+        candidates = self.filter(pool_id=assignment.pool_id, question_id=assignment.question_id)
+        if assignment.slot > 2:
+            escalated = EscalatedItem.objects.filter(assignment_id=assignment.pk)
+            if escalated.exists():
+                candidates = candidates.filter(pk__in=escalated.values("candidate_id"))
+        return candidates
 
     def with_provenance(self) -> CandidateQuerySet:
         """With `provenance` read ahead (retriever by name, then rank): for leads only."""
@@ -559,6 +567,39 @@ class Change(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} on {self.assignment}"
+
+
+class EscalatedItem(models.Model):
+    """A passage the first two labellers of a question graded far enough apart (the project's
+    `escalate_on`) to get a third, blind labeller before a lead decides it
+    (`labelling.services.escalation`).
+
+    ``assignment`` is the third labeller's slot, which shows only its escalated passages; None
+    when no other labeller of the project could see the passage, so it went straight to a lead.
+    """
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="+")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="+")
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="+")
+    assignment = models.ForeignKey(
+        Assignment,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="escalated_items",
+    )
+    # The first two grades as they were when the item was escalated, for the record.
+    grades = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["candidate"], name="one_escalation_per_candidate")
+        ]
+        indexes = [models.Index(fields=["pool", "question"])]
+
+    def __str__(self) -> str:
+        return f"escalated {self.candidate} → {self.assignment or 'a lead'}"
 
 
 class Resolution(models.Model):

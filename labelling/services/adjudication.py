@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from goldset.errors import ServiceError
-from labelling import agreement
+from labelling import agreement, escalation
 from labelling.models import (
     Candidate,
     Pool,
@@ -34,14 +34,14 @@ from labelling.services.votes import ItemVotes, QuestionVotes, gather_votes
 
 def _pair_key(item: ItemVotes) -> str:
     names = sorted(
-        j.assignment.labeller.get_username() for j in item.judgements if j.assignment.labeller
+        j.assignment.labeller.get_username() for j in item.first_judgements if j.assignment.labeller
     )
     return " & ".join(names)
 
 
 def _guideline_key(item: ItemVotes) -> str:
     versions = sorted(
-        {f"v{j.guideline.version}" if j.guideline else "none" for j in item.judgements}
+        {f"v{j.guideline.version}" if j.guideline else "none" for j in item.first_judgements}
     )
     return " + ".join(versions)
 
@@ -56,14 +56,14 @@ def agreement_report(
     """Every agreement statistic for the double-labelled items of a question set, JSON-able;
     with ``viewer``, over the items on documents they may see."""
     questions = gather_votes(question_set=question_set, viewer=viewer)
-    double = [i for q in questions for i in q.items if len(i.judgements) == 2]
-    pairs = [(i.judgements[0].grade, i.judgements[1].grade) for i in double]
+    double = [i for q in questions for i in q.items if len(i.first_judgements) == 2]
+    pairs = [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in double]
     report = agreement.pairwise_report(pairs, n_boot=n_boot)
     # Krippendorff's alpha over every labeller, with missing values, not only one pair.
-    labellers = sorted({j.assignment.labeller_id for i in double for j in i.judgements})
+    labellers = sorted({j.assignment.labeller_id for i in double for j in i.first_judgements})
     matrix = [
         [
-            next((j.grade for j in i.judgements if j.assignment.labeller_id == lab), None)
+            next((j.grade for j in i.first_judgements if j.assignment.labeller_id == lab), None)
             for i in double
         ]
         for lab in labellers
@@ -85,7 +85,8 @@ def agreement_report(
         {
             "labellers": key,
             **agreement.pairwise_report(
-                [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0
+                [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in items],
+                n_boot=0,
             ),
         }
         for key, items in _grouped(double, _pair_key).items()
@@ -94,7 +95,8 @@ def agreement_report(
         {
             "guideline": key,
             **agreement.pairwise_report(
-                [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0
+                [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in items],
+                n_boot=0,
             ),
         }
         for key, items in _grouped(double, _guideline_key).items()
@@ -106,14 +108,15 @@ def agreement_report(
             "question": q.question.text,
             "items": len(items),
             "disagreements": sum(
-                1 for i in items if i.judgements[0].grade != i.judgements[1].grade
+                1 for i in items if i.first_judgements[0].grade != i.first_judgements[1].grade
             ),
             "percent": agreement.percent_agreement(
-                [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0
+                [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in items],
+                n_boot=0,
             ).value,
         }
         for q in questions
-        if (items := [i for i in q.items if len(i.judgements) == 2])
+        if (items := [i for i in q.items if len(i.first_judgements) == 2])
     ]
     report["per_question"].sort(key=lambda row: (-row["disagreements"], row["question_id"]))
     f1 = agreement.mean_span_f1(
@@ -122,7 +125,7 @@ def agreement_report(
                 agreement.GradedSpans(
                     grade=j.grade, spans=tuple((s.start, s.end) for s in j.span_list)
                 )
-                for j in i.judgements
+                for j in i.first_judgements
             )
             for i in double
         ],
@@ -143,10 +146,12 @@ def agreement_report(
             "pool": i.pool.pk,
             "candidate": i.candidate.pk,
             "doc_id": i.candidate.version.document.doc_id,
-            "grades": [j.grade for j in i.judgements],
+            "grades": [j.grade for j in i.first_judgements],
         }
-        for i in sorted(double, key=lambda i: -abs(i.judgements[0].grade - i.judgements[1].grade))
-        if i.judgements[0].grade != i.judgements[1].grade
+        for i in sorted(
+            double, key=lambda i: -abs(i.first_judgements[0].grade - i.first_judgements[1].grade)
+        )
+        if i.first_judgements[0].grade != i.first_judgements[1].grade
     ]
     return report
 
@@ -170,6 +175,10 @@ class QueueEntry:
     item: ItemVotes | None = None
     question_votes: QuestionVotes | None = None
     kind: str = "disagreement"  # `labelling.resolution.Pending.kind`, or "resolved"
+    # The queue's order (`labelling.escalation`): the labellers' vote distance, then how many
+    # questions' figures the passage can move.
+    distance: int = 0
+    moves: int = 0
 
     @property
     def waiting_for(self) -> list[str]:
@@ -185,6 +194,7 @@ def adjudication_queue(
     min_span_f1: float = DEFAULT_MIN_SPAN_F1,
     include_resolved: bool = False,
     include_single_by_access: bool = False,
+    include_escalated_waiting: bool = False,
     viewer=None,
 ) -> list[QueueEntry]:
     """Every item a lead must decide: votes that disagree (grades, spans, verdicts), a "can't
@@ -192,8 +202,14 @@ def adjudication_queue(
     waiting for a labeller are not here (the Gold page lists them). With
     ``include_single_by_access``, also the passages of double-labelled questions whose single
     vote stands because the other labeller cannot see them (kind "single_by_access", for a lead
-    to review, not to decide). With ``viewer``, only items on documents they may see."""
+    to review, not to decide); with ``include_escalated_waiting``, the escalated passages whose
+    third labeller has not graded them yet (kind "escalated_waiting", for a lead to know of).
+    With ``viewer``, only items on documents they may see.
+
+    Ordered by `labelling.escalation`'s rule: the widest vote distance first, then the
+    passages that can move the most questions' figures, then as read (stable)."""
     entries = []
+    undecided: list[tuple[int, int, int, int]] = []
     for q in gather_votes(question_set=question_set, viewer=viewer):
         verdict = q.decide_verdict()
         has_resolution = q.resolution is not None and bool(q.resolution.outcome)
@@ -212,7 +228,28 @@ def adjudication_queue(
             )
         for item in q.items:
             decision = item.decide(min_span_f1=min_span_f1)
+            if isinstance(decision, Pending):
+                c = item.candidate
+                undecided.append((q.question.pk, c.version_id, c.start, c.end))
             if (
+                include_escalated_waiting
+                and item.escalation is not None
+                and item.escalation.assignment_id is not None
+                and isinstance(decision, Pending)
+                and decision.kind == "waiting"
+            ):
+                entries.append(
+                    QueueEntry(
+                        pool=q.pool,
+                        question=q.question,
+                        candidate=item.candidate,
+                        item=item,
+                        question_votes=q,
+                        reason="waiting for a third labeller",
+                        kind="escalated_waiting",
+                    )
+                )
+            elif (
                 include_single_by_access
                 and item.single_by_access
                 and item.resolution is None
@@ -244,6 +281,15 @@ def adjudication_queue(
                         kind=decision.kind if isinstance(decision, Pending) else "resolved",
                     )
                 )
+    moved = escalation.questions_moved(undecided)
+    for entry in entries:
+        if entry.candidate is None:
+            entry.moves = 1  # a verdict moves its own question's answerability
+            continue
+        c = entry.candidate
+        entry.distance = escalation.vote_distance([j.grade for j in entry.item.judgements])
+        entry.moves = moved.get((entry.question.pk, c.version_id, c.start, c.end), 0)
+    entries.sort(key=lambda entry: (-entry.distance, -entry.moves))
     return entries
 
 
@@ -345,8 +391,9 @@ def item_votes(
     return found[0].items[0] if found else None
 
 
-# Where a lead's resolution takes its evidence from (`resolve_item_from`).
-EVIDENCE_SOURCES = ("both", "a", "b", "candidate", "custom")
+# Where a lead's resolution takes its evidence from (`resolve_item_from`); "c" is a third
+# labeller's, on an escalated item.
+EVIDENCE_SOURCES = ("both", "a", "b", "c", "candidate", "custom")
 
 
 def resolve_item_from(
@@ -359,7 +406,8 @@ def resolve_item_from(
     note: str = "",
 ) -> Resolution:
     """Resolve an item with evidence taken from the votes ("both": the union of the
-    labellers' spans, "a" or "b": the first or second labeller's), from the candidate passage,
+    labellers' spans, "a", "b" or "c": the first, second or third labeller's), from the
+    candidate passage,
     or from ``custom_spans``; then as `resolve`."""
     if spans_from not in EVIDENCE_SOURCES:
         raise ServiceError("Choose where the evidence comes from.")
@@ -369,6 +417,7 @@ def resolve_item_from(
         "both": union(*vote_spans),
         "a": vote_spans[0] if vote_spans else (),
         "b": vote_spans[1] if len(vote_spans) > 1 else (),
+        "c": vote_spans[2] if len(vote_spans) > 2 else (),
         "candidate": ((candidate.start, candidate.end),),
         "custom": tuple(custom_spans),
     }[spans_from]

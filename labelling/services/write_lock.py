@@ -23,7 +23,7 @@ def held_assignment(
         Assignment.objects.in_project(access.project)
         .held_by(user)
         .for_question(pool_id=pool_id, question_id=question_id)
-        .only("id", "pool_id", "question_id", "labeller_id")
+        .only("id", "pool_id", "question_id", "labeller_id", "slot")
         .order_by("pk")
         .first()
     )

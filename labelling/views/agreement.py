@@ -17,6 +17,7 @@ from corpus.access import project_access
 from corpus.models import Role
 from corpus.visibility import restricted_elsewhere
 from goldset.errors import ServiceError
+from labelling import escalation
 from labelling.agreement import GUIDELINE_ALPHA_THRESHOLD
 from labelling.forms import ResolveItemForm, ResolveVerdictForm
 from labelling.highlight import highlight
@@ -87,6 +88,7 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
         min_span_f1=min_f1,
         include_resolved=True,
         include_single_by_access=True,
+        include_escalated_waiting=True,
         viewer=request.user,
     )
     question = None
@@ -94,7 +96,8 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
         question = question_set.questions.filter(pk=request.GET["question"]).first()
         if question is not None:
             entries = [e for e in entries if e.question.pk == question.pk]
-    open_entries = [e for e in entries if e.kind not in ("resolved", "single_by_access")]
+    set_apart = ("resolved", "single_by_access", "escalated_waiting")
+    open_entries = [e for e in entries if e.kind not in set_apart]
     return render(
         request,
         "labelling/list_adjudication.html",
@@ -105,6 +108,9 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
             "open_entries": open_entries,
             "resolved_entries": [e for e in entries if e.kind == "resolved"],
             "single_entries": [e for e in entries if e.kind == "single_by_access"],
+            "third_entries": [e for e in entries if e.kind == "escalated_waiting"],
+            "escalation_rule": escalation.RULE_TEXT[access.project.escalate_on],
+            "order_rule": escalation.ORDER_TEXT,
             "min_span_f1": min_f1,
             "question": question,
             "ai_vote": machine_counting(question_set=question_set),
