@@ -190,7 +190,7 @@ def gold_files(gold_set) -> dict[str, bytes]:
 
 
 def stable_manifest(gold_set) -> dict:
-    volatile = {"gold_set", "created_at", "checksum", "files"}
+    volatile = {"gold_set", "number", "created_at", "checksum", "files"}  # v1, v2
     return {k: v for k, v in gold_set.manifest.items() if k not in volatile}
 
 
