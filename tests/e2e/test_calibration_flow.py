@@ -155,6 +155,9 @@ def test_calibration_items_answered_blind(live_server, browser):
     expect(row).to_have_count(1)
     expect(row.locator("th")).to_have_text("cara")
     expect(row).to_contain_text("lenient")
+    for width in (1366, 1024):  # a row of figures fits the page, as every lead page does
+        lead.set_viewport_size({"width": width, "height": 900})
+        assert lead.evaluate("document.documentElement.scrollWidth") <= width
 
     after = gold_sets.finalise_gold_set(question_set=question_set, user=people["adm"])
     assert gold_files(after) == gold_files(before)
