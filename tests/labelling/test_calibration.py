@@ -59,7 +59,7 @@ def world(project, people):
         project=project,
         version=1,
         text="# Relevance\n\nGrade what answers.\n\n## Vendor documents\n\nA vendor's manual "
-        "answers **no** HR question.\n\n## Dates\n\nDates matter.",
+        "answers **no** HR question. <script>alert(1)</script>\n\n## Dates\n\nDates matter.",
         created_by=people["lead"],
     )
     question_set = labelled_question_set(
@@ -325,6 +325,8 @@ def test_the_guideline_behind_a_decision(project, people, world):
     assert len(basis.sections) == 1
     assert "Vendor documents" in basis.sections[0] and "<strong>no</strong>" in basis.sections[0]
     assert "Dates" not in basis.sections[0]
+    # The guideline's Markdown, rendered as the guideline page does: raw HTML stays text.
+    assert "<script>" not in basis.sections[0] and "&lt;script&gt;" in basis.sections[0]
 
 
 # Pages ------------------------------------------------------------------------------------
