@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -325,6 +325,16 @@ def _current_load(pool: Pool, labellers: Sequence) -> dict:
 
 
 def _create(pool: Pool, plan) -> None:
+    """Write a plan. A labeller who answered one of its questions as a calibration question
+    cannot label it again: that slot is left open for someone else to claim."""
+    calibrated = set(
+        Assignment.objects.calibration()
+        .filter(pool=pool, question_id__in=[p.question for p in plan])
+        .values_list("question_id", "labeller_id")
+    )
+    plan = [
+        replace(p, labeller=None) if (p.question, p.labeller) in calibrated else p for p in plan
+    ]
     now = timezone.now()
     Assignment.objects.bulk_create(
         [
@@ -364,8 +374,9 @@ def next_assignment(
         candidates = later + [a for a in own if (a.pool_id, a.question_id) < key]
     else:
         candidates = own
-    real_work = any(a.purpose == AssignmentPurpose.WORK for a in candidates) or (
-        Assignment.objects.in_project(project).claimable_by(labeller).exists()
+    real_work = calibration.share_percent(project) > 0 and (
+        any(a.purpose == AssignmentPurpose.WORK for a in candidates)
+        or Assignment.objects.in_project(project).claimable_by(labeller).exists()
     )
     if real_work:
         served = calibration.serve(project=project, labeller=labeller, rng=rng)

@@ -424,3 +424,24 @@ def test_the_grading_page_and_queue_say_nothing_of_calibration(project, people, 
     queue = body(reverse("labelling:show-queue", args=[project.slug]))
     assert "calib" not in queue
     assert queue.count("<tr>") == 3  # the header and both questions, alike
+
+
+def test_a_second_labeller_is_never_someone_who_answered_it_for_calibration(project, people, world):
+    from labelling.services.assignments import add_second_labellers
+
+    q2, q3 = (world["set"].questions.get(external_id=q) for q in ("q2", "q3"))
+    Assignment.objects.create(
+        pool=world["pool"],
+        question=q2,
+        slot=0,
+        labeller=people["cara"],
+        purpose=AssignmentPurpose.CALIBRATION,
+    )
+    add_second_labellers(pool=world["pool"], labellers=[people["cara"]], double_count=3)
+    seconds = dict(
+        Assignment.objects.work()
+        .filter(pool=world["pool"], slot=2)
+        .values_list("question__external_id", "labeller__username")
+    )
+    # q2's second slot waits for someone else; cara labels q3.
+    assert seconds == {"q1": "bob", "q2": None, "q3": "cara"}
