@@ -126,7 +126,9 @@ def serve(*, project: Project, labeller, rng: random.Random | None = None) -> As
     ) | set(
         Assignment.objects.in_project(project)
         .claimable_by(labeller)
+        .order_by()
         .values_list("pool_id", flat=True)
+        .distinct()
     )
     near = [choice for choice in choices if choice[0] in working]
     pool_id, question_id = rng.choice(near or choices)

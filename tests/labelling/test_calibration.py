@@ -445,3 +445,15 @@ def test_a_second_labeller_is_never_someone_who_answered_it_for_calibration(proj
     )
     # q2's second slot waits for someone else; cara labels q3.
     assert seconds == {"q1": "bob", "q2": None, "q3": "cara"}
+
+
+def test_a_leavers_unstarted_calibration_question_goes_and_no_slot_opens(project, people, world):
+    from labelling.admin import _release_unstarted
+
+    calibration.set_share(project=project, percent=50, user=people["lead"])
+    served = serve_cara(project, people)
+    assert served.purpose == AssignmentPurpose.CALIBRATION
+    _release_unstarted(people["cara"], by=people["admin"])
+    assert not Assignment.objects.filter(pk=served.pk).exists()
+    assert not Assignment.objects.work().filter(pool=world["pool"], slot=0).exists()
+    assert not Assignment.objects.filter(labeller__isnull=True, slot=0).exists()
