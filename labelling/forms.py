@@ -22,6 +22,7 @@ from corpus.services.canaries import MAX_CANARIES
 from goldeval.pooling import Strategy
 from labelling.assignment_plan import DEFAULT_DOUBLE_SHARE
 from labelling.models import Pool, PoolState, QuestionSet, VerdictOutcome
+from labelling.services.calibration import MAX_SHARE_PERCENT as MAX_CALIBRATION_PERCENT
 from labelling.services.guidelines import MAX_GUIDELINE_CHARS
 from labelling.services.judgements import GRADES, clamp_seconds
 from labelling.services.pools import MAX_DEPTH
@@ -217,6 +218,16 @@ class PlanForm(forms.Form):
         self.fields["pool"].label_from_instance = pool_label
         self.fields["labellers"].queryset = project.members()
         self.fields["labellers"].label_from_instance = lambda u: u.get_username()
+
+
+class CalibrationShareForm(forms.Form):
+    percent = forms.IntegerField(
+        label="Calibration share (%)",
+        min_value=0,
+        max_value=MAX_CALIBRATION_PERCENT,
+        help_text="Of the questions a labeller asks for while real work waits for them, this "
+        "share are decided questions they have not labelled, answered blind. 0 switches it off.",
+    )
 
 
 class ReassignForm(forms.Form):

@@ -80,6 +80,18 @@ urlpatterns += [
     path(_candidate + "document/", grading.show_passage_document, name="show-passage-document"),
 ]
 
+# Calibration (labelling/views/calibration.py) --------------------------------------------
+from labelling.views import calibration  # noqa: E402
+
+urlpatterns += [
+    path("p/<slug:slug>/calibration/", calibration.show_calibration, name="show-calibration"),
+    path(
+        "p/<slug:slug>/calibration/mine/",
+        calibration.show_my_calibration,
+        name="show-my-calibration",
+    ),
+]
+
 # Agreement and adjudication (labelling/views/agreement.py) -------------------------------
 from labelling.views import agreement  # noqa: E402
 

@@ -76,7 +76,8 @@ def _escalate(assignment: Assignment, *, lock: bool) -> tuple[int, bool]:
     key = {"pool_id": assignment.pool_id, "question_id": assignment.question_id}
     if EscalatedItem.objects.filter(**key).exists():
         return 0, False
-    slots = list(Assignment.objects.filter(**key).order_by("slot")[:3])
+    # The pool's work only: a calibration question on it (slot 0) is never a vote.
+    slots = list(Assignment.objects.filter(**key).work().order_by("slot")[:3])
     firsts = slots[:2]
     if len(slots) != 2 or any(a.labeller_id is None for a in firsts):
         return 0, False  # single-labelled, an open slot, or already more than two votes
@@ -105,7 +106,10 @@ def _escalate(assignment: Assignment, *, lock: bool) -> tuple[int, bool]:
     documents = dict(
         Candidate.objects.filter(pk__in=disputed).values_list("pk", "version__document_id")
     )
-    third, seen = _third_labeller(project, firsts, documents)
+    # Nobody who holds the question in any way, a calibration question on it included (a
+    # labeller labels a question once).
+    holders = set(Assignment.objects.filter(**key).values_list("labeller_id", flat=True))
+    third, seen = _third_labeller(project, holders, documents)
     slot = None
     if third is not None:
         top = Assignment.objects.filter(**key).aggregate(top=Max("slot"))["top"]
@@ -136,11 +140,10 @@ def _escalate(assignment: Assignment, *, lock: bool) -> tuple[int, bool]:
 
 
 def _third_labeller(
-    project, firsts: list[Assignment], documents: dict[int, int]
+    project, holders: set[int | None], documents: dict[int, int]
 ) -> tuple[int | None, set[int]]:
-    """The third labeller's user id (None if nobody qualifies) and the disputed candidates
-    they can see."""
-    holders = {a.labeller_id for a in firsts}
+    """The third labeller's user id (None if nobody qualifies: ``holders`` already hold the
+    question) and the disputed candidates they can see."""
     labellers = list(
         Membership.objects.filter(project=project, role=Role.LABELLER, user__is_active=True)
         .exclude(user_id__in=holders)

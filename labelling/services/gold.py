@@ -31,6 +31,7 @@ from labelling.models import (
     SpanRecheck,
     VerdictOutcome,
     included_q,
+    work_q,
 )
 from labelling.resolution import (
     DEFAULT_MIN_SPAN_F1,
@@ -248,7 +249,9 @@ def question_gold_spans(*, question: Question, viewer=None) -> list[GoldSpanRow]
     on the documents ``viewer`` may see (what a lead links a reference fact to). Items still
     unresolved have no gold span yet; an unanswerable verdict has none at all."""
     spans: list[GoldSpanRow] = []
-    pools = question.question_set.pools.filter(assignments__question=question).distinct()
+    pools = question.question_set.pools.filter(
+        work_q("assignments__"), assignments__question=question
+    ).distinct()
     for pool_id in pools.values_list("pk", flat=True):
         resolution = resolve_gold(
             question_set=question.question_set,
@@ -585,7 +588,8 @@ def _verdicts_without_candidates(question_set: QuestionSet, *, covered: set[int]
     nothing): their outcome is all there is to resolve."""
     assignments = defaultdict(list)
     for assignment in (
-        Assignment.objects.filter(included_q("question__"), pool__question_set=question_set)
+        Assignment.objects.work()
+        .filter(included_q("question__"), pool__question_set=question_set)
         .exclude(question_id__in=covered)
         .select_related("verdict")
     ):

@@ -294,7 +294,9 @@ def gather_votes(
     """
     pools = list(question_set.pools.all())
     questions = Question.objects.filter(question_set=question_set).included()
-    assigned = Assignment.objects.filter(pool__in=pools, question__in=questions)
+    # Calibration answers are no votes: their judgements find no assignment below and are
+    # skipped, as those of excluded questions are.
+    assigned = Assignment.objects.work().filter(pool__in=pools, question__in=questions)
     resolved = Resolution.objects.filter(pool__in=pools)
     escalated = EscalatedItem.objects.filter(pool__in=pools, question__in=questions)
     candidates: QuerySet = Candidate.objects.filter(pool__in=pools, question__in=questions)
@@ -353,7 +355,7 @@ def gather_votes(
     judgements = defaultdict(list)
     for judgement in judged.prefetch_related(spans).order_by("assignment__slot", "pk"):
         assignment = by_assignment_id.get(judgement.assignment_id)
-        if assignment is None:  # an assignment of an excluded question
+        if assignment is None:  # an excluded question's, or a calibration answer
             continue
         judgement.assignment = assignment
         judgement.guideline = guidelines.get(judgement.guideline_id)

@@ -136,7 +136,8 @@ def _lead_context(
     page = None
     if shown_pool is not None:
         assignments = (
-            Assignment.objects.filter(included_q("question__"), pool=shown_pool)
+            Assignment.objects.work()
+            .filter(included_q("question__"), pool=shown_pool)
             .select_related("question", "labeller")
             .with_progress(request.user)
         )
@@ -201,9 +202,9 @@ def plan_assignments(request: HttpRequest, slug: str) -> HttpResponse:
 def _lead_assignment(request, slug: str, assignment_id: int):
     access = project_access(request.user, slug, role=Role.LEAD)
     assignment = get_object_or_404(
-        Assignment.objects.in_project(access.project).select_related(
-            "pool__question_set", "question", "labeller"
-        ),
+        Assignment.objects.in_project(access.project)
+        .work()
+        .select_related("pool__question_set", "question", "labeller"),
         pk=assignment_id,
     )
     return access, assignment
@@ -233,7 +234,7 @@ def reassign_assignments(request: HttpRequest, slug: str, pool_id: int) -> HttpR
     slots."""
     access = project_access(request.user, slug, role=Role.LEAD)
     pool = get_object_or_404(Pool.objects.in_project(access.project), pk=pool_id)
-    in_pool = Assignment.objects.filter(pool=pool).select_related("question", "labeller")
+    in_pool = Assignment.objects.work().filter(pool=pool).select_related("question", "labeller")
     form = BulkReassignForm(
         request.POST, project=access.project, assignment_ids=in_pool.values_list("pk", flat=True)
     )
@@ -357,7 +358,7 @@ def show_assignment(request: HttpRequest, slug: str, assignment_id: int) -> Http
         .select_related("made_by", "undoes")
         .order_by("-pk")[:200]
     ]
-    others = Assignment.objects.other_slots_of(assignment).select_related("labeller")
+    others = Assignment.objects.other_slots_of(assignment).work().select_related("labeller")
     context = {
         "access": access,
         "project": access.project,

@@ -327,3 +327,24 @@ def test_the_queue_puts_the_widest_disagreement_first_then_the_most_questions(pr
     summary = [(e.question.pk, e.distance, e.moves) for e in entries]
     assert summary == [(q3.pk, 2, 1), (q1.pk, 1, 2), (q2.pk, 1, 2)]
     assert all(isinstance(e.item.decide(min_span_f1=0.5), Pending) for e in entries)
+
+
+def test_a_calibration_question_on_the_same_question_is_neither_a_vote_nor_a_third_labeller(esc):
+    # carl answered q1 as a calibration question (slot 0), dora is away: nobody may be the
+    # third labeller (carl labels q1 already), and carl's slot is not one of the two votes.
+    from labelling.models import AssignmentPurpose
+
+    Assignment.objects.create(
+        pool=esc.pool,
+        question=esc.question,
+        slot=0,
+        labeller=esc.carl,
+        purpose=AssignmentPurpose.CALIBRATION,
+    )
+    esc.dora.is_active = False
+    esc.dora.save()
+    esc.finish(esc.a, esc.ann, {esc.c1: 0, esc.c2: 1, esc.hidden: 2})
+    esc.finish(esc.b, esc.bob, {esc.c1: 2, esc.c2: 1, esc.hidden: 2})
+    assert esc.third() is None
+    item = EscalatedItem.objects.get()
+    assert (item.candidate, item.assignment, item.grades) == (esc.c1, None, [0, 2])
