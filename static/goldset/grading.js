@@ -219,7 +219,10 @@
   function markClipped(card) {
     if (!questionView || !card) return;
     const view = card.querySelector(".doc-view");
-    card.classList.toggle("clipped", !card.classList.contains("open") && views.isClipped(view));
+    // Opened, with its context, or in its whole document: not clipped (it may still scroll).
+    const clamped = view && !view.classList.contains("whole") &&
+      !card.classList.contains("open") && !card.classList.contains("expanded");
+    card.classList.toggle("clipped", Boolean(clamped) && views.isClipped(view));
   }
 
   function toggleClip(card) {
@@ -276,6 +279,7 @@
     const expanded = card.classList.toggle("expanded");
     const button = card.querySelector(".toggle-context");
     if (button) button.textContent = expanded ? "Hide surrounding text" : "Show surrounding text";
+    markClipped(card); // the context lifts the clipping; hiding it may bring it back
   }
 
   // The whole document opens where the passage is and stays there; asked through the same
@@ -625,6 +629,12 @@
 
   markTerms(root);
   cards().forEach(markClipped);
+  // A narrower window wraps a passage onto more lines: whether it is clipped changes with it.
+  let resizing = null;
+  window.addEventListener("resize", function () {
+    window.clearTimeout(resizing);
+    resizing = window.setTimeout(function () { cards().forEach(markClipped); }, 150);
+  });
   showTerms(prefs.terms);
   showState(queue.state());
   setCurrent(0, false);

@@ -150,4 +150,11 @@ def test_a_long_passage_is_clipped_to_a_few_lines_and_opens_with_x(live_server, 
     row.locator(".toggle-clip").click()
     expect(row).to_have_class(lambda_has("clipped"))
     expect(row.locator(".toggle-clip")).to_have_text("Show all of the passage")
+    # e shows the text around it, unclipped; e again clips it back.
+    page.keyboard.press("e")
+    expect(row).to_have_class(lambda_has("expanded"))
+    expect(row).not_to_have_class(lambda_has("clipped"))
+    expect(row.locator(".toggle-clip")).to_be_hidden()
+    page.keyboard.press("e")
+    expect(row).to_have_class(lambda_has("clipped"))
     context.close()
