@@ -265,3 +265,16 @@ def test_a_grade_made_in_the_question_view_is_the_same_write(world):
     again = page(ana, world.url())
     assert order(again) == order(body)
     assert f'id="candidate-{first}"' in again and "graded grade-2" in again
+
+
+def test_the_question_view_reads_the_database_no_more_than_the_cards(
+    world, django_assert_max_num_queries
+):
+    """The view is chosen from the session, which every request reads anyway: once remembered,
+    the question view's page costs the cards' reads (pinned at 10 in test_grading_views)."""
+    ana = client_for(world.ana)
+    ana.get(world.url(view="question"))  # remembered (one session write)
+    with django_assert_max_num_queries(10):
+        assert is_question_view(page(ana, world.url(view="question")))
+    with django_assert_max_num_queries(10):
+        assert is_question_view(page(ana, world.url()))
