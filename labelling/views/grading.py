@@ -40,6 +40,7 @@ from labelling.forms import (
 )
 from labelling.grading_passages import passages_for_grading
 from labelling.highlight import Segment, highlight, whole_words
+from labelling.labeller_order import labeller_order
 from labelling.models import (
     Assignment,
     Candidate,
@@ -63,6 +64,12 @@ DOCUMENT = f"{PAGE}#passage_document"
 ANSWER = f"{PAGE}#update"
 GRADE_CHOICES = list(services.GRADES.items())
 SESSION_EXPIRED = "Your session has expired. Log in again; your last action is kept."
+# The page's two views of one question: its passages as large cards with their context, in the
+# pool's shuffled order ("cards"), or as compact rows in the labeller's own order ("question").
+# `?view=` chooses; the choice is remembered in the session (`_chosen_view`).
+CARDS, QUESTION = "cards", "question"
+VIEWS = (CARDS, QUESTION)
+VIEW_KEY = "labelling.grading_view"
 OTHER_ACCOUNT = (
     "This browser is now logged in as {user}, not as the account this page was opened for, so "
     "nothing was saved. Reload the page to work as {user}."
@@ -219,7 +226,9 @@ def _assignment_for(
     return access, assignment
 
 
-def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
+def _page_context(
+    access: ProjectAccess, assignment: Assignment, user, *, view: str = CARDS
+) -> dict:
     verdict_revision = services.verdict_revision(assignment)
     cards = _cards(assignment, user, slug=access.project.slug)
     verdict = _verdict_of(assignment)
@@ -230,6 +239,8 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
         passages=[card.candidate for card in cards],
         verdict=verdict.outcome if verdict else None,
     )
+    if view == QUESTION:
+        cards = _in_question_view_order(cards, assignment, user)
     own = Assignment.objects.in_project(access.project).held_by(user)
     return {
         "access": access,
@@ -245,7 +256,40 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
         "guideline_version": guideline.version if guideline else 0,
         "guideline_html": render_guideline(guideline.text) if guideline else "",
         "queue": own.queue_counts(),
+        "view": view,
+        "question_view": view == QUESTION,
     }
+
+
+def _in_question_view_order(cards: list[Card], assignment: Assignment, user) -> list[Card]:
+    """The question view's order: the labeller's own (`labeller_order`), except in an adaptive
+    pool, whose judging order (`passages_for_grading` gave it) holds in both views."""
+    if not assignment.pool.adaptive:
+        cards = labeller_order(
+            cards,
+            key=lambda card: card.candidate.pk,
+            labeller_id=user.pk,
+            pool_id=assignment.pool_id,
+            question_id=assignment.question_id,
+        )
+    for position, card in enumerate(cards, start=1):
+        card.position = position
+    return cards
+
+
+def _chosen_view(request: HttpRequest) -> str:
+    """The view `?view=` asks for, remembered in the session; without a known one, the view
+    remembered, else the cards. The session, not a column: it is read for every request
+    already (no query added to the page or to a write), it belongs to one account (Django
+    empties it when another logs in), and a view is a way of looking, not project data, so no
+    table of the corpus below carries a grading page's setting."""
+    asked = request.GET.get("view")
+    if asked in VIEWS:
+        if request.session.get(VIEW_KEY) != asked:
+            request.session[VIEW_KEY] = asked
+        return asked
+    remembered = request.session.get(VIEW_KEY)
+    return remembered if remembered in VIEWS else CARDS
 
 
 def _verdict_of(assignment: Assignment) -> Verdict | None:
@@ -268,7 +312,8 @@ def _fixed_context(assignment: Assignment) -> dict:
 @require_GET
 def grade_question(request: HttpRequest, slug: str, pool_id: int, question_id: int) -> HttpResponse:
     access, assignment = _assignment_for(request, slug, pool_id, question_id)
-    return render(request, PAGE, _page_context(access, assignment, request.user))
+    view = _chosen_view(request)
+    return render(request, PAGE, _page_context(access, assignment, request.user, view=view))
 
 
 @login_required_or_401

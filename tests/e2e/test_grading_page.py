@@ -240,7 +240,26 @@ def test_the_keys_listed_under_question_mark_all_work(live_server, browser):
     page.keyboard.press("?")
     keys = page.locator("#keys-help")
     expect(keys).to_be_visible()
-    for key in ("j", "k", "g", "0", "1", "2", "r", "s", "e", "d", "h", "u", "a", "c", "z", "n"):
+    for key in (
+        "j",
+        "k",
+        "g",
+        "0",
+        "1",
+        "2",
+        "r",
+        "s",
+        "e",
+        "d",
+        "x",
+        "v",
+        "h",
+        "u",
+        "a",
+        "c",
+        "z",
+        "n",
+    ):
         kbd = keys.locator("kbd", has_text=re.compile(rf"^{re.escape(key)}$"))
         expect(kbd.first).to_be_visible()
     page.keyboard.press("Escape")
