@@ -115,9 +115,52 @@ static int read_score(const Field *field, double *value) {
     return 1;
 }
 
+/* One question's results while the run is scanned: doc ids in a list, scores and line numbers
+ * in C arrays (a million of each would otherwise be a million Python objects). */
+typedef struct {
+    PyObject *doc_ids;
+    double *scores;
+    long long *lines;
+    Py_ssize_t count, capacity, first_line;
+} Gathered;
+
+static int gathered_add(Gathered *g, PyObject *doc_id, double score, Py_ssize_t line) {
+    if (g->count == g->capacity) {
+        Py_ssize_t capacity = g->capacity ? g->capacity * 2 : 128;
+        double *scores = PyMem_Realloc(g->scores, (size_t)capacity * sizeof(double));
+        if (scores == NULL) return -1;
+        g->scores = scores;
+        long long *lines = PyMem_Realloc(g->lines, (size_t)capacity * sizeof(long long));
+        if (lines == NULL) return -1;
+        g->lines = lines;
+        g->capacity = capacity;
+    }
+    if (PyList_Append(g->doc_ids, doc_id) < 0) return -1;
+    g->scores[g->count] = score;
+    g->lines[g->count] = line;
+    g->count++;
+    return 0;
+}
+
+static void gathered_free(Gathered *all, Py_ssize_t count) {
+    for (Py_ssize_t i = 0; i < count; i++) {
+        Py_XDECREF(all[i].doc_ids);
+        PyMem_Free(all[i].scores);
+        PyMem_Free(all[i].lines);
+    }
+    PyMem_Free(all);
+}
+
+/* array.array(typecode, the bytes of `items`), or NULL with an exception set. */
+static PyObject *as_array(PyObject *array_type, const char *typecode, const void *items,
+                          Py_ssize_t size) {
+    return PyObject_CallFunction(array_type, "sy#", typecode, (const char *)items, size);
+}
+
 /* scan_run(text) -> {question: (doc_ids, scores, lines, first_line)} or None.
  * Each question's results in file order, as goldeval.formats.runfiles gathers them before
- * ranking; questions in the order they first appear. */
+ * ranking (doc_ids a list, scores an array("d"), lines an array("q")); questions in the order
+ * they first appear. */
 static PyObject *scan_run(PyObject *module, PyObject *text) {
     Py_ssize_t length = 0;
     const char *data = ascii_bytes(text, &length);
@@ -125,9 +168,11 @@ static PyObject *scan_run(PyObject *module, PyObject *text) {
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_NONE;
     }
-    PyObject *rankings = PyDict_New();
-    if (rankings == NULL) return NULL;
-    PyObject *doc_ids = NULL, *scores = NULL, *lines = NULL; /* borrowed, the current question's */
+    PyObject *numbers = PyDict_New(); /* question -> its index in `all` */
+    PyObject *result = NULL, *array_module = NULL, *array_type = NULL;
+    Gathered *all = NULL, *current_results = NULL;
+    Py_ssize_t questions = 0, room = 0;
+    if (numbers == NULL) return NULL;
     const char *current = NULL;
     Py_ssize_t current_length = -1;
     Py_ssize_t position = 0, line_start, line_end, number = 0;
@@ -144,45 +189,91 @@ static PyObject *scan_run(PyObject *module, PyObject *text) {
             memcmp(fields[0].start, current, (size_t)current_length) != 0) {
             PyObject *question = ascii_str(fields[0].start, fields[0].length);
             if (question == NULL) goto error;
-            PyObject *ranking = PyDict_GetItemWithError(rankings, question);
-            if (ranking == NULL) {
+            PyObject *index = PyDict_GetItemWithError(numbers, question);
+            if (index != NULL) {
+                current_results = &all[PyLong_AsSsize_t(index)];
+            } else {
                 if (PyErr_Occurred()) {
                     Py_DECREF(question);
                     goto error;
                 }
-                ranking = Py_BuildValue("(NNNn)", PyList_New(0), PyList_New(0), PyList_New(0),
-                                        number);
-                if (ranking == NULL || PyDict_SetItem(rankings, question, ranking) < 0) {
-                    Py_XDECREF(ranking);
+                if (questions == room) {
+                    Py_ssize_t bigger = room ? room * 2 : 1024;
+                    Gathered *grown = PyMem_Realloc(all, (size_t)bigger * sizeof(Gathered));
+                    if (grown == NULL) {
+                        Py_DECREF(question);
+                        PyErr_NoMemory();
+                        goto error;
+                    }
+                    all = grown;
+                    room = bigger;
+                }
+                current_results = &all[questions];
+                memset(current_results, 0, sizeof(Gathered));
+                current_results->first_line = number;
+                current_results->doc_ids = PyList_New(0);
+                questions++; /* freed with the others from here on */
+                PyObject *new_index = PyLong_FromSsize_t(questions - 1);
+                int failed = current_results->doc_ids == NULL || new_index == NULL ||
+                             PyDict_SetItem(numbers, question, new_index) < 0;
+                Py_XDECREF(new_index);
+                if (failed) {
                     Py_DECREF(question);
                     goto error;
                 }
-                Py_DECREF(ranking); /* the dict holds it */
             }
             Py_DECREF(question);
-            doc_ids = PyTuple_GET_ITEM(ranking, 0);
-            scores = PyTuple_GET_ITEM(ranking, 1);
-            lines = PyTuple_GET_ITEM(ranking, 2);
             current = fields[0].start;
             current_length = fields[0].length;
         }
         PyObject *doc_id = ascii_str(fields[2].start, fields[2].length);
-        PyObject *value = PyFloat_FromDouble(score);
-        PyObject *line = PyLong_FromSsize_t(number);
-        int failed = doc_id == NULL || value == NULL || line == NULL ||
-                     PyList_Append(doc_ids, doc_id) < 0 || PyList_Append(scores, value) < 0 ||
-                     PyList_Append(lines, line) < 0;
-        Py_XDECREF(doc_id);
-        Py_XDECREF(value);
-        Py_XDECREF(line);
-        if (failed) goto error;
+        if (doc_id == NULL) goto error;
+        int failed = gathered_add(current_results, doc_id, score, number) < 0;
+        Py_DECREF(doc_id);
+        if (failed) {
+            if (!PyErr_Occurred()) PyErr_NoMemory();
+            goto error;
+        }
     }
-    return rankings;
+    array_module = PyImport_ImportModule("array");
+    if (array_module == NULL) goto error;
+    array_type = PyObject_GetAttrString(array_module, "array");
+    if (array_type == NULL) goto error;
+    result = PyDict_New();
+    if (result == NULL) goto error;
+    PyObject *question, *index;
+    Py_ssize_t cursor = 0;
+    while (PyDict_Next(numbers, &cursor, &question, &index)) { /* in first-appearance order */
+        Gathered *g = &all[PyLong_AsSsize_t(index)];
+        PyObject *scores = as_array(array_type, "d", g->scores, g->count * (Py_ssize_t)sizeof(double));
+        PyObject *lines =
+            as_array(array_type, "q", g->lines, g->count * (Py_ssize_t)sizeof(long long));
+        PyObject *entry = NULL;
+        if (scores != NULL && lines != NULL)
+            entry = Py_BuildValue("(OOOn)", g->doc_ids, scores, lines, g->first_line);
+        Py_XDECREF(scores);
+        Py_XDECREF(lines);
+        if (entry == NULL || PyDict_SetItem(result, question, entry) < 0) {
+            Py_XDECREF(entry);
+            goto error;
+        }
+        Py_DECREF(entry);
+    }
+    Py_DECREF(numbers);
+    Py_DECREF(array_type);
+    Py_DECREF(array_module);
+    gathered_free(all, questions);
+    return result;
 not_here:
-    Py_DECREF(rankings);
+    Py_DECREF(numbers);
+    gathered_free(all, questions);
     Py_RETURN_NONE;
 error:
-    Py_DECREF(rankings);
+    Py_DECREF(numbers);
+    Py_XDECREF(result);
+    Py_XDECREF(array_type);
+    Py_XDECREF(array_module);
+    gathered_free(all, questions);
     return NULL;
 }
 

@@ -151,8 +151,9 @@ class RankedResults:
     """One question's results in ranked order; the three lists run in parallel."""
 
     passages: Sequence[Passage]  # a list, or `WholeDocuments` for a TREC run
-    scores: list[float | None]
-    lines: list[int]  # the line each result was read from
+    # Lists, or arrays ("d" and "q") when the compiled scanner read the run.
+    scores: Sequence[float | None]
+    lines: Sequence[int]  # the line each result was read from
     line: int  # where the question first appears
     # None when the run says nothing about refusing; only JSONL runs can say it.
     refused: bool | None = None

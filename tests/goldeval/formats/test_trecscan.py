@@ -36,7 +36,7 @@ def _run_as_read(text: str, monkeypatch, *, compiled: bool, **options):
         read.format,
         [(p.line, p.message) for p in read.problems],
         {
-            question: (list(r.passages), r.scores, r.lines, r.line, r.repeats)
+            question: (list(r.passages), list(r.scores), list(r.lines), r.line, r.repeats)
             for question, r in read.rankings.items()
         },
     )
@@ -122,7 +122,7 @@ def test_qrels_read_the_same_either_way(data):
 def test_the_common_case_is_read_in_c():
     run = "q1 Q0 d1 1 2.5 r\nq1 Q0 d2 2 1.5 r\r\n# note\nq2 Q0 d1 1 1 r\rq1 Q0 d3 3 0.5 r\n"
     scanned = scanner.scan_run(run)
-    assert scanned == {
+    assert {q: (d, list(s), list(n), first) for q, (d, s, n, first) in scanned.items()} == {
         "q1": (["d1", "d2", "d3"], [2.5, 1.5, 0.5], [1, 2, 5], 1),
         "q2": (["d1"], [1.0], [4], 4),
     }
