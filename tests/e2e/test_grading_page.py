@@ -191,7 +191,9 @@ def test_a_labeller_lands_on_the_queue_and_continues_with_one_click(live_server,
     page.get_by_role("link", name="Acme gold").click()
     page.wait_for_url(f"{live_server.url}/p/acme/queue/")
     nav = page.locator("nav.project-nav")
-    expect(nav.get_by_role("link")).to_have_text(["Acme gold", "My queue", "Re-check", "Guideline"])
+    expect(nav.get_by_role("link")).to_have_text(
+        ["Acme gold", "My queue", "Re-check", "My calibration", "Guideline"]
+    )
     page.get_by_role("link", name="Continue").click()
     page.wait_for_url(f"{live_server.url}{url}")
     wait_for_keys(page)
