@@ -40,6 +40,13 @@ class Project(models.Model):
         default=5,
         help_text="How many passages the RAG system sends to the model; evaluation highlights it.",
     )
+    # A question a labeller claims from the pool is theirs for this long, renewed by their
+    # activity; after it, if they graded nothing, it goes back to the pool
+    # (`labelling.services.leases`). 0: claimed questions stay their labeller's.
+    lease_minutes = models.PositiveIntegerField(
+        default=60,
+        help_text="Minutes a claimed question stays its labeller's without activity (0: no limit).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = ProjectQuerySet.as_manager()

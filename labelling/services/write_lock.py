@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db.models import OuterRef, Prefetch, Subquery
 
 from corpus.access import ProjectAccess, project_access
+from corpus.models import Project
 from labelling.models import Assignment, Guideline, Judgement, Span, Verdict
 
 
@@ -36,7 +37,8 @@ def locked_assignment(
     """The assignment (None unless it is `labeller_id`'s), locked until the transaction ends
     where the database locks rows, with `current_guideline_id` and `current_guideline_version`
     (the project's newest guideline, or None), `shown_guideline_id` (the project's guideline
-    of `guideline_version`, or None) and `verdict_outcome` (the assignment's verdict, or None).
+    of `guideline_version`, or None), `verdict_outcome` (the assignment's verdict, or None)
+    and `lease_minutes` (the project's lease, which the write renews).
     """
     if labeller_id is None:
         return None
@@ -52,6 +54,11 @@ def locked_assignment(
             ),
             verdict_outcome=Subquery(
                 Verdict.objects.filter(assignment_id=OuterRef("pk")).values("outcome")[:1]
+            ),
+            lease_minutes=Subquery(
+                Project.objects.filter(pk=OuterRef("pool__question_set__project_id")).values(
+                    "lease_minutes"
+                )[:1]
             ),
         )
         .select_for_update(of=("self",))
