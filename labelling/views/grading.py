@@ -224,6 +224,8 @@ def _assignment_for(
                 pool_id=pool_id,
                 question_id=question_id,
             )
+            if assignment is not None:
+                assignment.lapsed = True  # not theirs unless the write takes it back
     if assignment is None:
         raise Http404("This question is not in your queue.")
     return access, assignment
@@ -356,6 +358,10 @@ def _write(action: Callable[..., services.Outcome | HttpResponse]) -> Callable:
             response["X-Goldset-Refused"] = "lease-lost"
             return response
         except services.GradingError as exc:
+            if getattr(assignment, "lapsed", False):
+                # Not taken back (the refusal undid the taking): nothing of it is shown, as it
+                # is not the labeller's.
+                return _answer(request, None, None, str(exc), status=exc.status)
             status, message = exc.status, str(exc)
             outcome = None
             if isinstance(exc, services.StaleEdit) or "candidate_id" in ids:

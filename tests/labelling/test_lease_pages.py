@@ -174,6 +174,33 @@ def test_without_javascript_the_refusal_goes_to_the_queue_with_the_message(lapse
     assert "BEN-PRIVATE-NOTE" not in page.content.decode()
 
 
+def test_a_refused_write_on_a_lapsed_question_shows_nothing_of_it(lapsed):
+    lapsed.run_out()
+    leases.release_lapsed_leases()
+    # A lead gave it to ben and took it back: not a lost lease, and not ana's any more.
+    services.reassign(assignment=lapsed.slot, labeller=lapsed.ben, user=lapsed.lead)
+    services.unassign(assignment=lapsed.slot, user=lapsed.lead)
+    answer = client_for(lapsed.ana).post(
+        lapsed.grade_url(lapsed.c1), {"grade": 2, "revision": 0}, **HTMX
+    )
+    assert answer.status_code == 404 and flash(answer) == "This question is not in your queue."
+    assert f"candidate-{lapsed.c1.pk}" not in answer.content.decode()
+
+
+def test_a_lapsed_question_taken_back_by_a_refused_write_stays_in_the_pool(lapsed):
+    lapsed.run_out()
+    leases.release_lapsed_leases()
+    note = client_for(lapsed.ana).post(
+        f"{lapsed.page}candidates/{lapsed.c1.pk}/note/", {"note": "x", "revision": 0}, **HTMX
+    )
+    assert note.status_code == 400
+    assert flash(note) == "Grade this passage before writing a note about it."
+    assert f"candidate-{lapsed.c1.pk}" not in note.content.decode()
+    lapsed.slot.refresh_from_db()
+    assert lapsed.slot.labeller is None  # the refusal undid the taking back
+    assert not lapsed.slot.changes.filter(action=leases.RETAKEN).exists()
+
+
 def test_others_learn_nothing_from_the_lease_paths(lapsed):
     lapsed.ben_takes_it()
     cem = fast_user(lapsed.project, username="cem")
