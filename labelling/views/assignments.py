@@ -12,6 +12,7 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -254,8 +255,8 @@ def edit_lease(request: HttpRequest, slug: str) -> HttpResponse:
         messages.success(
             request,
             f"A question a labeller claims now stays theirs for {project.lease_minutes} "
-            "minutes after their last visit or grade; if they graded nothing on it by then, "
-            "it goes back to the pool.",
+            f"minute{pluralize(project.lease_minutes)} after their last visit or grade; if they "
+            "graded nothing on it by then, it goes back to the pool.",
         )
     else:
         messages.success(request, "Claimed questions now stay their labeller's without limit.")

@@ -258,7 +258,6 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
         "guideline_html": render_guideline(guideline.text) if guideline else "",
         "queue": own.queue_counts(),
         "lease_until": assignment.lease_expires_at,
-        "queue_url": reverse("labelling:show-queue", args=[access.project.slug]),
     }
 
 
