@@ -45,7 +45,7 @@ class Project(models.Model):
     # (`labelling.services.leases`). 0: claimed questions stay their labeller's.
     lease_minutes = models.PositiveIntegerField(
         default=60,
-        help_text="Minutes a claimed question stays its labeller's without activity (0: no limit).",
+        help_text="Minutes a labeller's claim lasts without activity (0: no limit).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -14,7 +14,7 @@ class Migration(migrations.Migration):
             name="lease_minutes",
             field=models.PositiveIntegerField(
                 default=60,
-                help_text="Minutes a claimed question stays its labeller's without activity (0: no limit).",
+                help_text="Minutes a labeller's claim lasts without activity (0: no limit).",
             ),
         ),
     ]
