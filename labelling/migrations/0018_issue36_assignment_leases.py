@@ -5,20 +5,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('labelling', '0017_recheck_facts_changed'),
+        ("labelling", "0017_recheck_facts_changed"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='assignment',
-            name='lease_expires_at',
+            model_name="assignment",
+            name="lease_expires_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(condition=models.Q(('lease_expires_at__isnull', False)), fields=['lease_expires_at'], name='assignment_lease_expiry'),
+            model_name="assignment",
+            index=models.Index(
+                condition=models.Q(("lease_expires_at__isnull", False)),
+                fields=["lease_expires_at"],
+                name="assignment_lease_expiry",
+            ),
         ),
     ]
