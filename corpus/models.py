@@ -55,6 +55,13 @@ class Project(models.Model):
         default=EscalateOn.TWO_APART,
         help_text="When a third blind labeller grades a passage two labellers disagree on.",
     )
+    # A question a labeller claims from the pool is theirs for this long, renewed by their
+    # activity; after it, if they graded nothing, it goes back to the pool
+    # (`labelling.services.leases`). 0: claimed questions stay their labeller's.
+    lease_minutes = models.PositiveIntegerField(
+        default=60,
+        help_text="Minutes a labeller's claim lasts without activity (0: no limit).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = ProjectQuerySet.as_manager()

@@ -461,6 +461,9 @@ class Assignment(models.Model):
     )
     assigned_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    # Set on a slot its labeller claimed from the pool while the project had leases on; renewed
+    # by their activity. None: a lead's plan or hand-over, or leases off: it never lapses.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     purpose = models.CharField(
         max_length=16, choices=AssignmentPurpose.choices, default=AssignmentPurpose.WORK
@@ -482,6 +485,13 @@ class Assignment(models.Model):
                 condition=Q(labeller__isnull=False),
                 name="a_labeller_labels_a_question_once",
             ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["lease_expires_at"],
+                condition=Q(lease_expires_at__isnull=False),
+                name="assignment_lease_expiry",
+            )
         ]
 
     def __str__(self) -> str:

@@ -39,6 +39,7 @@ urlpatterns += [
     path("p/<slug:slug>/queue/next/", assignments.next_question, name="next-question"),
     path("p/<slug:slug>/assignments/", assignments.list_assignments, name="list-assignments"),
     path("p/<slug:slug>/assignments/plan/", assignments.plan_assignments, name="plan-assignments"),
+    path("p/<slug:slug>/assignments/lease/", assignments.edit_lease, name="edit-lease"),
     path(
         "p/<slug:slug>/assignments/second-labellers/",
         assignments.add_second_labellers,

@@ -33,7 +33,7 @@ from labelling.models import (
     QuestionSet,
     included_q,
 )
-from labelling.services import calibration
+from labelling.services import calibration, leases
 from labelling.services.votes import Sight
 
 User = get_user_model()
@@ -391,12 +391,15 @@ def next_assignment(
 
 
 def claim_assignment(*, project: Project, labeller) -> Assignment | None:
-    """Give the labeller one unclaimed slot, or None when there is none left for them.
+    """Give the labeller one unclaimed slot, or None when there is none left for them. The slot
+    is theirs for the project's lease (`labelling.services.leases`); slots whose lease lapsed
+    with nothing graded go back to the pool first, so they can be claimed here.
 
     `SKIP LOCKED` lets concurrent requests each lock a different row, so no slot is handed to
     two people and no question gets more labellers than it has slots. (SQLite has no row locks;
     it serialises writers instead.)
     """
+    leases.release_lapsed_leases(project=project)
     for _ in range(5):
         try:
             with transaction.atomic():
@@ -405,7 +408,8 @@ def claim_assignment(*, project: Project, labeller) -> Assignment | None:
                     return None
                 slot.labeller = labeller
                 slot.assigned_at = timezone.now()
-                slot.save(update_fields=["labeller", "assigned_at"])
+                slot.lease_expires_at = leases.lease_end(project=project, now=slot.assigned_at)
+                slot.save(update_fields=["labeller", "assigned_at", "lease_expires_at"])
                 _record_assignment_change(slot, action="claim", before=None, user=labeller)
                 return slot
         except IntegrityError:
@@ -454,7 +458,8 @@ def reassign(*, assignment: Assignment, labeller, user) -> Assignment:
         before = _holder(locked)
         locked.labeller = labeller
         locked.assigned_at = timezone.now()
-        locked.save(update_fields=["labeller", "assigned_at"])
+        locked.lease_expires_at = None  # a lead's hand-over: no lease
+        locked.save(update_fields=["labeller", "assigned_at", "lease_expires_at"])
         _record_assignment_change(locked, action="reassign", before=before, user=user)
         return locked
 
@@ -468,7 +473,8 @@ def unassign(*, assignment: Assignment, user) -> Assignment:
         before = _holder(locked)
         locked.labeller = None
         locked.assigned_at = None
-        locked.save(update_fields=["labeller", "assigned_at"])
+        locked.lease_expires_at = None
+        locked.save(update_fields=["labeller", "assigned_at", "lease_expires_at"])
         _record_assignment_change(locked, action="unassign", before=before, user=user)
         return locked
 

@@ -52,6 +52,7 @@ from labelling.models import (
 )
 from labelling.passage_html import passage_html
 from labelling.services import judgements as services
+from labelling.services import leases
 from labelling.services.completion import assignment_progress
 from labelling.services.guidelines import current_guideline, render_guideline
 from labelling.services.write_lock import held_assignment
@@ -221,6 +222,17 @@ def _assignment_for(
         access, assignment = held_assignment(
             user=request.user, slug=slug, pool_id=pool_id, question_id=question_id
         )
+        if assignment is None:
+            # Their lease lapsed: the write takes the slot back if it is still free, or says
+            # someone else has it (`labelling.services.leases`).
+            assignment = leases.lapsed_slot(
+                project=access.project,
+                labeller=request.user,
+                pool_id=pool_id,
+                question_id=question_id,
+            )
+            if assignment is not None:
+                assignment.lapsed = True  # not theirs unless the write takes it back
     if assignment is None:
         raise Http404("This question is not in your queue.")
     return access, assignment
@@ -258,6 +270,7 @@ def _page_context(
         "queue": own.queue_counts(),
         "view": view,
         "question_view": view == QUESTION,
+        "lease_until": assignment.lease_expires_at,
     }
 
 
@@ -311,7 +324,26 @@ def _fixed_context(assignment: Assignment) -> dict:
 @login_required
 @require_GET
 def grade_question(request: HttpRequest, slug: str, pool_id: int, question_id: int) -> HttpResponse:
-    access, assignment = _assignment_for(request, slug, pool_id, question_id)
+    """The page; opening it renews the labeller's lease on the question (or takes it back
+    when it lapsed and nobody claimed it since)."""
+    try:
+        access, assignment = _assignment_for(request, slug, pool_id, question_id)
+    except Http404:
+        access = project_access(request.user, slug)
+        try:
+            retaken = leases.retake_for_page(
+                project=access.project,
+                labeller=request.user,
+                pool_id=pool_id,
+                question_id=question_id,
+            )
+        except leases.LeaseLost as exc:
+            messages.warning(request, str(exc))
+            return redirect("labelling:show-queue", slug=slug)
+        if not retaken:
+            raise
+        access, assignment = _assignment_for(request, slug, pool_id, question_id)
+    leases.renew_lease(assignment=assignment, lease_minutes=access.project.lease_minutes)
     view = _chosen_view(request)
     return render(request, PAGE, _page_context(access, assignment, request.user, view=view))
 
@@ -364,7 +396,16 @@ def _write(action: Callable[..., services.Outcome | HttpResponse]) -> Callable:
             if isinstance(outcome, HttpResponse):
                 return outcome
             status, message = 200, outcome.message
+        except leases.LeaseLost as exc:
+            # Nothing of the question is rendered: it is another labeller's now.
+            response = _answer(request, None, None, str(exc), status=exc.status, lease_lost=True)
+            response["X-Goldset-Refused"] = "lease-lost"
+            return response
         except services.GradingError as exc:
+            if getattr(assignment, "lapsed", False):
+                # Not taken back (the refusal undid the taking): nothing of it is shown, as it
+                # is not the labeller's.
+                return _answer(request, None, None, str(exc), status=exc.status)
             status, message = exc.status, str(exc)
             outcome = None
             if isinstance(exc, services.StaleEdit) or "candidate_id" in ids:
@@ -409,7 +450,15 @@ def _guideline_notice(outcome) -> str:
 
 
 def _answer(
-    request, access, assignment, message: str, *, status: int, outcome=None, whole=frozenset()
+    request,
+    access,
+    assignment,
+    message: str,
+    *,
+    status: int,
+    outcome=None,
+    whole=frozenset(),
+    lease_lost: bool = False,
 ) -> HttpResponse:
     notice = _guideline_notice(outcome) if status == 200 else ""
     if not request.htmx:
@@ -433,11 +482,18 @@ def _answer(
         "card": None,
         "progress": None,
         "verdict_section": False,
+        "lease_section": lease_lost,
+        "lease_lost": lease_lost,
+        "queue_url": reverse("labelling:show-queue", args=[request.resolver_match.kwargs["slug"]])
+        if lease_lost
+        else "",
     }
     subject = revision = None
     if assignment is not None and outcome is not None:
         progress = outcome.progress or assignment_progress(assignment, request.user)
         context.update(progress=progress, notice=notice)
+        if outcome.lease_until is not None:
+            context.update(lease_section=True, lease_until=outcome.lease_until)
         candidate = outcome.candidate
         if outcome.subject == ChangeSubject.JUDGEMENT and candidate is not None:
             cards = _cards(
