@@ -36,7 +36,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from evaluate import generate  # noqa: E402
+from evaluate import generate, write_trec_files  # noqa: E402
 
 PYTREC = """
 import sys, pytrec_eval
@@ -88,15 +88,7 @@ def main() -> None:
 
     qrels, run = generate(questions=arguments.questions, depth=arguments.depth, seed=7)
     with tempfile.TemporaryDirectory() as folder:
-        run_path, qrels_path = Path(folder) / "run.trec", Path(folder) / "qrels.trec"
-        with run_path.open("w") as handle:
-            for question_id, scores in run.items():
-                for rank, (doc_id, score) in enumerate(scores.items(), start=1):
-                    handle.write(f"{question_id} Q0 {doc_id} {rank} {score} bench\n")
-        with qrels_path.open("w") as handle:
-            for question_id, grades in qrels.items():
-                for doc_id, grade in grades.items():
-                    handle.write(f"{question_id} 0 {doc_id} {grade}\n")
+        qrels_path, run_path = write_trec_files(qrels, run, Path(folder))
         files = [str(qrels_path), str(run_path)]
         env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
         warm_cache = Path(folder) / "numba-warm"
