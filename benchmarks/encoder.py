@@ -59,6 +59,29 @@ def ndcg(doc_ids, doc_vectors, queries, query_vectors, gold):
     return linear, exp
 
 
+def kernels(model_file: Path) -> str:
+    """Which kernels OpenVINO ran each kind of layer on (its runtime model after one batch):
+    ``brgemm_avx512_amx_bf16`` is AMX's bf16 tiles, ``jit_avx512_*`` AVX-512 code."""
+    from collections import Counter
+
+    import openvino
+
+    core = openvino.Core()
+    compiled = core.compile_model(
+        core.read_model(str(model_file)), "CPU", {"INFERENCE_PRECISION_HINT": "bf16"}
+    )
+    ones = np.ones((4, 64), dtype=np.int64)
+    feed = {port.get_any_name(): ones for port in compiled.inputs}
+    compiled.create_infer_request().infer(feed)
+    kinds: Counter = Counter()
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        info = op.get_rt_info()
+        layer = info["layerType"].astype(str)
+        if layer in ("FullyConnected", "MatMul", "Subgraph", "MVN", "Eltwise", "Softmax"):
+            kinds[f"{layer} {info['primitiveType'].astype(str)}"] += 1
+    return ", ".join(f"{count} {kind}" for kind, count in kinds.most_common())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -98,6 +121,8 @@ def main() -> None:
         f"load, {ours.model_file.stat().st_size / 2**20:.0f} MB); load average "
         f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
+    if ours.runtime == "openvino-bf16":
+        print(f"kernels: {kernels(ours.model_file)}")
     raw(texts[:32]), ours.encode(texts[:32])  # warm both up
 
     slices = np.array_split(np.arange(len(texts)), args.rounds)
