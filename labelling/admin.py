@@ -5,8 +5,10 @@ from django.contrib.auth.admin import UserAdmin
 from corpus import one_time_passwords
 from labelling.models import (
     Assignment,
+    CalibrationShare,
     Candidate,
     Change,
+    EscalatedItem,
     Guideline,
     ImportedJudgement,
     Judgement,
@@ -177,6 +179,28 @@ class ProvenanceAdmin(admin.ModelAdmin):
 
 
 User = get_user_model()
+
+
+@admin.register(CalibrationShare)
+class CalibrationShareAdmin(admin.ModelAdmin):
+    list_display = ["project", "percent", "updated_by", "updated_at"]
+
+
+@admin.register(EscalatedItem)
+class EscalatedItemAdmin(admin.ModelAdmin):
+    """Written by the grading write that escalates (`labelling.services.escalation`): shown,
+    never edited here, since the third slot and the votes depend on it."""
+
+    list_display = ["pk", "pool", "question", "candidate", "assignment", "grades"]
+    raw_id_fields = ["pool", "question", "candidate", "assignment"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
 admin.site.unregister(User)
 
 

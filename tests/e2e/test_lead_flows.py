@@ -220,7 +220,15 @@ def test_a_lead_adjudicates_by_selecting_text(live_server, page):
     log_in(page, live_server, "lea", PASSWORD)
     page.goto(f"{live_server.url}/p/acme/sets/{world['set'].pk}/adjudication/")
     page.get_by_role("link", name="Resolve").first.click()
-    # Votes as quoted text, not offsets.
+    # The widest disagreement first (band D, 0 vs 2, before band C's 2 vs 1): one click takes
+    # a labeller's vote, spans and all.
+    expect(page.locator(".vote-b")).to_contain_text("Band D pays")
+    page.get_by_role("button", name="Take bob's").click()
+    taken = Resolution.objects.get(candidate=band_d)
+    bobs = Span.objects.get(judgement__candidate=band_d)
+    assert taken.grade == 2
+    assert [(s.start, s.end) for s in taken.spans.all()] == [(bobs.start, bobs.end)]
+    # The next item: votes as quoted text, not offsets.
     expect(page.locator(".vote-b .quotes")).to_have_text("“Band C pays 52,000 to 61”")
     expect(page.locator(".vote-b")).not_to_contain_text("[0–24)")
     # A drag that starts and ends inside words takes the whole words (snapped).
@@ -237,13 +245,6 @@ def test_a_lead_adjudicates_by_selecting_text(live_server, page):
     assert resolution.grade == 2
     assert (span.start, span.end) == (0, len("Band C pays 52,000 to 61,000"))
     assert span.quote == "Band C pays 52,000 to 61,000"
-    # The next item: one click takes a labeller's vote, spans and all.
-    expect(page.locator(".vote-b")).to_contain_text("Band D pays")
-    page.get_by_role("button", name="Take bob's").click()
-    taken = Resolution.objects.get(candidate=band_d)
-    bobs = Span.objects.get(judgement__candidate=band_d)
-    assert taken.grade == 2
-    assert [(s.start, s.end) for s in taken.spans.all()] == [(bobs.start, bobs.end)]
     # A selection outside the document text is refused with a message, nothing recorded.
     expect(page.locator("h1")).to_have_text("Decide a passage")
     page.locator(".question-text").dblclick()
