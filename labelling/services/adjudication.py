@@ -10,14 +10,16 @@ votes make the gold of a question set is `labelling.services.gold`.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
+from django.db.models import Count
 
 from goldset.errors import ServiceError
 from labelling import agreement
 from labelling.models import (
+    Assignment,
     Candidate,
     Pool,
     Question,
@@ -27,6 +29,7 @@ from labelling.models import (
     VerdictOutcome,
 )
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, Pending, union
+from labelling.services import gold_state
 from labelling.services.votes import ItemVotes, QuestionVotes, gather_votes
 
 # Agreement ---------------------------------------------------------------------------------
@@ -54,8 +57,19 @@ def agreement_report(
     viewer=None,
 ) -> dict:
     """Every agreement statistic for the double-labelled items of a question set, JSON-able;
-    with ``viewer``, over the items on documents they may see."""
-    questions = gather_votes(question_set=question_set, viewer=viewer)
+    with ``viewer``, over the items on documents they may see.
+
+    Every figure here is about questions with two assignments or more in a pool (two votes on
+    an item, a passage one of two labellers cannot see, two verdicts), so only those are read:
+    a set of 60,000 candidates with 2,000 double-labelled items reads 2,000."""
+    double_keys = (
+        Assignment.objects.filter(pool__question_set=question_set)
+        .values("pool_id", "question_id")
+        .annotate(slots=Count("pk"))
+        .filter(slots__gte=2)
+        .values_list("pool_id", "question_id")
+    )
+    questions = gather_votes(question_set=question_set, viewer=viewer, keys=set(double_keys))
     double = [i for q in questions for i in q.items if len(i.judgements) == 2]
     pairs = [(i.judgements[0].grade, i.judgements[1].grade) for i in double]
     report = agreement.pairwise_report(pairs, n_boot=n_boot)
@@ -186,15 +200,17 @@ def adjudication_queue(
     include_resolved: bool = False,
     include_single_by_access: bool = False,
     viewer=None,
+    keys: Collection[tuple[int, int]] | None = None,
 ) -> list[QueueEntry]:
     """Every item a lead must decide: votes that disagree (grades, spans, verdicts), a "can't
     tell", and items that can never get their vote (`labelling.services.votes`). Items still
     waiting for a labeller are not here (the Gold page lists them). With
     ``include_single_by_access``, also the passages of double-labelled questions whose single
     vote stands because the other labeller cannot see them (kind "single_by_access", for a lead
-    to review, not to decide). With ``viewer``, only items on documents they may see."""
+    to review, not to decide). With ``viewer``, only items on documents they may see; with
+    ``keys``, only those (pool id, question id) pairs."""
     entries = []
-    for q in gather_votes(question_set=question_set, viewer=viewer):
+    for q in gather_votes(question_set=question_set, viewer=viewer, keys=keys):
         verdict = q.decide_verdict()
         has_resolution = q.resolution is not None and bool(q.resolution.outcome)
         if (isinstance(verdict, Pending) and verdict.needs_lead) or (
@@ -303,6 +319,7 @@ def resolve(
             },
         )
         resolution.spans.all().delete()
+        gold_state.mark_stale(pool_id=pool.pk, question_id=question.pk)
         if candidate is not None:
             Span.objects.bulk_create(
                 [

@@ -32,6 +32,7 @@ from labelling.models import (
     QuestionSet,
     included_q,
 )
+from labelling.services import gold_state
 from labelling.services.votes import Sight
 
 User = get_user_model()
@@ -336,6 +337,7 @@ def _create(pool: Pool, plan) -> None:
         ],
         batch_size=2000,
     )
+    gold_state.mark_questions_stale((pool.pk, p.question) for p in plan)
 
 
 def next_assignment(
@@ -523,6 +525,9 @@ def _holder(assignment: Assignment) -> dict:
 
 
 def _record_assignment_change(assignment: Assignment, *, action: str, before, user) -> None:
+    """History of a slot's holder, and the question's stored gold decisions marked stale (who
+    may still vote changed)."""
+    gold_state.mark_stale(pool_id=assignment.pool_id, question_id=assignment.question_id)
     Change.objects.create(
         assignment=assignment,
         subject=ChangeSubject.ASSIGNMENT,

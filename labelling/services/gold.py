@@ -16,6 +16,7 @@ Questions a lead excluded from the set are no part of either.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from django.db.models import Q
@@ -125,21 +126,31 @@ def resolve_gold(
     viewer=None,
     pool_id: int | None = None,
     question_id: int | None = None,
+    keys: Collection[tuple[int, int]] | None = None,
 ) -> GoldResolution:
     """Apply the gold resolution rule (labelling/resolution.py) to every question of the set;
     with ``viewer``, to the items on documents they may see (the others do not exist here);
-    with ``pool_id`` and ``question_id``, to that one question of that pool."""
+    with ``pool_id`` and ``question_id``, to that one question of that pool; with ``keys``, to
+    those (pool id, question id) pairs."""
     rows, unresolved, counted = [], [], []
-    rechecks = {
-        r.span_id: r
-        for r in SpanRecheck.objects.filter(
-            Q(span__judgement__candidate__pool__question_set=question_set)
-            | Q(span__resolution__pool__question_set=question_set)
-        ).select_related("version")
-    }
     votes = gather_votes(
-        question_set=question_set, viewer=viewer, pool_id=pool_id, question_id=question_id
+        question_set=question_set,
+        viewer=viewer,
+        pool_id=pool_id,
+        question_id=question_id,
+        keys=keys,
     )
+    rechecked = SpanRecheck.objects.filter(
+        Q(span__judgement__candidate__pool__question_set=question_set)
+        | Q(span__resolution__pool__question_set=question_set)
+    )
+    if keys is not None:
+        questions = {question for _, question in keys}
+        rechecked = rechecked.filter(
+            Q(span__judgement__candidate__question__in=questions)
+            | Q(span__resolution__question__in=questions)
+        )
+    rechecks = {r.span_id: r for r in rechecked.select_related("version")}
     for q in votes:
         verdict = q.decide_verdict()
         if isinstance(verdict, Pending):

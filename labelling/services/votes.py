@@ -25,7 +25,7 @@ is calibrated against.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -247,18 +247,24 @@ def gather_votes(
     question_id: int | None = None,
     candidate_id: int | None = None,
     machine: bool = True,
+    keys: Collection[tuple[int, int]] | None = None,
 ) -> list[QuestionVotes]:
     """Every pooled, assigned question of the set with its assignments, judgements and
     resolutions, and (unless ``machine`` is False) the machine votes of its candidates; with
     ``viewer``, only the candidates on documents they may see.
 
     With ``pool_id`` and ``question_id``, only that question is read (and of its candidates
-    only ``candidate_id``, if given).
+    only ``candidate_id``, if given). With ``keys``, only those (pool id, question id) pairs
+    are read (a page of the lead pages, `labelling.services.gold_state`).
     """
     pools = list(question_set.pools.all())
     questions = Question.objects.filter(question_set=question_set).included()
+    if keys is not None:
+        keys = set(keys)
+        questions = questions.filter(pk__in={question for _, question in keys})
+        pools = [pool for pool in pools if pool.pk in {pool_id for pool_id, _ in keys}]
     assigned = Assignment.objects.filter(pool__in=pools, question__in=questions)
-    resolved = Resolution.objects.filter(pool__in=pools)
+    resolved = Resolution.objects.filter(pool__in=pools, question__in=questions)
     candidates: QuerySet = Candidate.objects.filter(pool__in=pools, question__in=questions)
     if viewer is not None:
         candidates = candidates.not_hidden_from(viewer)
@@ -277,6 +283,8 @@ def gather_votes(
             "id", "pool_id", "question_id", "version_id", "start", "end", "shuffle_rank"
         ).order_by("pool_id", "question_id", "shuffle_rank", "pk")
     )
+    if keys is not None:
+        rows = [row for row in rows if (row.pool_id, row.question_id) in keys]
     if not rows:
         return []
     by_pool = {pool.pk: pool for pool in pools}
