@@ -17,7 +17,10 @@ questions excluded from the set.
 
 Then a lead, logged in through Django's test client, opens each lead page once (warm-up,
 untimed; a page that is not 200 is reported and skipped) and `--requests` times more; printed
-per page: p50, p95 and the SQL queries of the last request, and one JSON line last.
+per page: p50, p95 and the SQL queries of the last request, and one JSON line last. Where the
+stored gold decisions exist (`labelling.services.gold_state`), "Gold after a grade" marks one
+random question stale before each request, as a labeller's grade does, so each request also
+recomputes that question.
 The pages: Gold, Adjudication, Agreement, Assignments, Evaluation, Answers (the set's answer
 runs), Index health and Permissions (the replays list). Misses needs a production sample and is
 not in this world.
@@ -285,9 +288,31 @@ def main() -> None:
     client.force_login(built["lead"])
     only = {name.strip() for name in args.only.split(",") if name.strip()}
     results = {}
-    for name, url in pages(built).items():
-        if only and name not in only:
+    urls = pages(built)
+    try:
+        from labelling.services import gold_state
+    except ImportError:  # before the stored decisions existed: nothing is ever stale
+        gold_state = None
+    if gold_state is not None:
+        urls["Gold after a grade"] = urls["Gold"]
+    keys = list(
+        built["question_set"].pools.values_list("pk", "assignments__question_id").distinct()
+    )
+    rng = random.Random(11)
+    for name, url in urls.items():
+        if only and name.removesuffix(" after a grade") not in only:
             continue
+        # "after a grade": one question marked stale before each request, as a labeller's
+        # grade marks it, so the request also recomputes that question.
+        before = (
+            (
+                lambda: gold_state.mark_stale(
+                    pool_id=(key := rng.choice(keys))[0], question_id=key[1]
+                )
+            )
+            if name.endswith("after a grade")
+            else (lambda: None)
+        )
         response = client.get(url)
         if response.status_code != 200:
             print(f"{name:<14} {url}: {response.status_code}, skipped", flush=True)
@@ -295,6 +320,7 @@ def main() -> None:
             continue
         times = []
         for _ in range(args.requests):
+            before()
             with CaptureQueriesContext(connection) as queries:
                 began = time.perf_counter()
                 response = client.get(url)

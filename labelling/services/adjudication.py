@@ -201,6 +201,7 @@ def adjudication_queue(
     include_single_by_access: bool = False,
     viewer=None,
     keys: Collection[tuple[int, int]] | None = None,
+    candidate_ids: Collection[int] | None = None,
 ) -> list[QueueEntry]:
     """Every item a lead must decide: votes that disagree (grades, spans, verdicts), a "can't
     tell", and items that can never get their vote (`labelling.services.votes`). Items still
@@ -208,9 +209,11 @@ def adjudication_queue(
     ``include_single_by_access``, also the passages of double-labelled questions whose single
     vote stands because the other labeller cannot see them (kind "single_by_access", for a lead
     to review, not to decide). With ``viewer``, only items on documents they may see; with
-    ``keys``, only those (pool id, question id) pairs."""
+    ``keys``, only those (pool id, question id) pairs (``candidate_ids``: `gather_votes`)."""
     entries = []
-    for q in gather_votes(question_set=question_set, viewer=viewer, keys=keys):
+    for q in gather_votes(
+        question_set=question_set, viewer=viewer, keys=keys, candidate_ids=candidate_ids
+    ):
         verdict = q.decide_verdict()
         has_resolution = q.resolution is not None and bool(q.resolution.outcome)
         if (isinstance(verdict, Pending) and verdict.needs_lead) or (

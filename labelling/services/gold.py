@@ -127,11 +127,13 @@ def resolve_gold(
     pool_id: int | None = None,
     question_id: int | None = None,
     keys: Collection[tuple[int, int]] | None = None,
+    candidate_ids: Collection[int] | None = None,
 ) -> GoldResolution:
     """Apply the gold resolution rule (labelling/resolution.py) to every question of the set;
     with ``viewer``, to the items on documents they may see (the others do not exist here);
     with ``pool_id`` and ``question_id``, to that one question of that pool; with ``keys``, to
-    those (pool id, question id) pairs."""
+    those (pool id, question id) pairs (and with ``candidate_ids``, of their candidates only
+    those: a page listing some items, `gather_votes`)."""
     rows, unresolved, counted = [], [], []
     votes = gather_votes(
         question_set=question_set,
@@ -139,6 +141,7 @@ def resolve_gold(
         pool_id=pool_id,
         question_id=question_id,
         keys=keys,
+        candidate_ids=candidate_ids,
     )
     rechecked = SpanRecheck.objects.filter(
         Q(span__judgement__candidate__pool__question_set=question_set)

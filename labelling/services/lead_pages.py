@@ -28,7 +28,7 @@ from labelling.services.gold import (
 )
 
 GROUPS_PER_PAGE = 25  # unresolved groups on one Gold page
-QUESTIONS_PER_PAGE = 50  # rows of "Gold per question" on one Gold page
+QUESTIONS_PER_PAGE = 10  # rows of "Gold per question" on one Gold page
 ADJUDICATION_QUESTIONS_PER_PAGE = 25  # questions with entries on one Adjudication page
 
 
@@ -87,11 +87,14 @@ def gold_page(
     question_ids = list(shown.values_list("question_id", flat=True).distinct().order_by())
     groups = Paginator(sorted(question_ids), GROUPS_PER_PAGE).get_page(page)
     if groups.object_list:
-        keys = shown.filter(question_id__in=groups.object_list).values_list(
-            "pool_id", "question_id"
-        )
+        listed = shown.filter(question_id__in=groups.object_list)
         unresolved = resolve_gold(
-            question_set=question_set, viewer=viewer, keys=set(keys)
+            question_set=question_set,
+            viewer=viewer,
+            keys=set(listed.values_list("pool_id", "question_id")),
+            candidate_ids=set(
+                listed.exclude(candidate=None).values_list("candidate_id", flat=True)
+            ),
         ).unresolved
         if kind in PENDING_KINDS:
             unresolved = [e for e in unresolved if e.kind == kind]
@@ -227,6 +230,7 @@ def adjudication_page(
     questions = list(dict.fromkeys(question for _, question in keys))
     shown = Paginator(questions, ADJUDICATION_QUESTIONS_PER_PAGE).get_page(page)
     on_page = set(shown.object_list)
+    on_page_entries = entries.filter(question_id__in=on_page)
     listed = (
         adjudication_queue(
             question_set=question_set,
@@ -234,6 +238,9 @@ def adjudication_page(
             include_single_by_access=True,
             viewer=viewer,
             keys={key for key in keys if key[1] in on_page},
+            candidate_ids=set(
+                on_page_entries.exclude(candidate=None).values_list("candidate_id", flat=True)
+            ),
         )
         if on_page
         else []

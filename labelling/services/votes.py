@@ -248,6 +248,7 @@ def gather_votes(
     candidate_id: int | None = None,
     machine: bool = True,
     keys: Collection[tuple[int, int]] | None = None,
+    candidate_ids: Collection[int] | None = None,
 ) -> list[QuestionVotes]:
     """Every pooled, assigned question of the set with its assignments, judgements and
     resolutions, and (unless ``machine`` is False) the machine votes of its candidates; with
@@ -255,10 +256,14 @@ def gather_votes(
 
     With ``pool_id`` and ``question_id``, only that question is read (and of its candidates
     only ``candidate_id``, if given). With ``keys``, only those (pool id, question id) pairs
-    are read (a page of the lead pages, `labelling.services.gold_state`).
+    are read (a page of the lead pages, `labelling.services.gold_state`); with
+    ``candidate_ids`` too, each of their questions with its verdict but only those candidates
+    as items (the ones a page lists).
     """
     pools = list(question_set.pools.all())
     questions = Question.objects.filter(question_set=question_set).included()
+    if candidate_ids is not None:
+        candidate_ids = set(candidate_ids)
     if keys is not None:
         keys = set(keys)
         questions = questions.filter(pk__in={question for _, question in keys})
@@ -285,13 +290,21 @@ def gather_votes(
     )
     if keys is not None:
         rows = [row for row in rows if (row.pool_id, row.question_id) in keys]
+    if candidate_ids is not None:
+        # The wanted items, and one row of each question (so its verdict is read: a question
+        # is there when the viewer may see one of its candidates).
+        first = {}
+        for row in rows:
+            first.setdefault((row.pool_id, row.question_id), row.pk)
+        wanted = candidate_ids | set(first.values())
+        rows = [row for row in rows if row.pk in wanted]
     if not rows:
         return []
     by_pool = {pool.pk: pool for pool in pools}
     by_question_id = {q.pk: q for q in questions.filter(pk__in=candidates.values("question_id"))}
     versions = {
         v.pk: v
-        for v in DocumentVersion.objects.filter(pk__in=candidates.values("version_id"))
+        for v in DocumentVersion.objects.filter(pk__in={row.version_id for row in rows})
         .select_related("document")
         .defer("minhash", "extraction")
     }
@@ -305,7 +318,8 @@ def gather_votes(
     for assignment in assigned.select_related("labeller", "verdict").order_by("slot"):
         assignments[(assignment.pool_id, assignment.question_id)].append(assignment)
         by_assignment_id[assignment.pk] = assignment
-    judged = Judgement.objects.filter(candidate__in=candidates.values("pk")).defer(
+    items = candidates if candidate_ids is None else candidates.filter(pk__in=candidate_ids)
+    judged = Judgement.objects.filter(candidate__in=items.values("pk")).defer(
         "created_at", "updated_at"
     )
     guidelines = {g.pk: g for g in Guideline.objects.filter(pk__in=judged.values("guideline_id"))}
@@ -324,9 +338,7 @@ def gather_votes(
         (r.pool_id, r.question_id, r.candidate_id): r for r in resolved.prefetch_related("spans")
     }
     machines = (
-        machine_votes(question_set=question_set, candidates=candidates.values("pk"))
-        if machine
-        else {}
+        machine_votes(question_set=question_set, candidates=items.values("pk")) if machine else {}
     )
     sight = Sight(
         project_id=question_set.project_id,
@@ -347,6 +359,8 @@ def gather_votes(
                 resolution=resolutions.get((*key, None)),
                 unreachable=_verdict_unreachable(held, sight),
             )
+        if candidate_ids is not None and candidate.pk not in candidate_ids:
+            continue  # its question's verdict is wanted, not this item
         votes = judgements.get(candidate.pk, [])
         voters = _item_voters(candidate, held, {j.assignment_id for j in votes}, sight)
         resolution = resolutions.get((*key, candidate.pk))
