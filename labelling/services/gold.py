@@ -26,6 +26,8 @@ from goldeval.text.spans import merge_overlapping
 from goldeval.text.worddiff import FACTS_CHANGED, Piece, word_diff
 from labelling.models import (
     Assignment,
+    Candidate,
+    Pool,
     Question,
     QuestionSet,
     Resolution,
@@ -40,7 +42,7 @@ from labelling.resolution import (
     VerdictDecision,
     resolve_verdict,
 )
-from labelling.services import recheck
+from labelling.services import gold_state, recheck
 from labelling.services.adjudication import QueueEntry, adjudication_queue
 from labelling.services.machine_votes import MachineVote
 from labelling.services.votes import finished_outcomes, gather_votes
@@ -645,7 +647,15 @@ def next_to_decide(
     """The item a lead meets after this one (a candidate, or the verdict with None): the next
     in the adjudication queue, or among the Gold page's unresolved items ``from_gold``,
     wrapping round; None when this was the last. Read before this item is resolved, so it
-    can be found in the order."""
+    can be found in the order. At the default span F1 minimum the order comes from the stored
+    decisions (`gold_state`), not from deciding every item again."""
+    if min_span_f1 == DEFAULT_MIN_SPAN_F1:
+        return _next_stored(
+            question_set=question_set,
+            viewer=viewer,
+            current=(pool_id, question_id, candidate_id),
+            from_gold=from_gold,
+        )
     if from_gold:
         resolution = resolve_gold(question_set=question_set, min_span_f1=min_span_f1, viewer=viewer)
         order = [e for g in group_unresolved(resolution.unresolved) for e in g.entries]
@@ -661,3 +671,38 @@ def next_to_decide(
     position = next((i for i, e in enumerate(order) if key(e) == current), -1)
     rest = order[position + 1 :] + order[: max(position, 0)]
     return next((e for e in rest if key(e) != current), None)
+
+
+def _next_stored(*, question_set, viewer, current: tuple, from_gold: bool) -> QueueEntry | None:
+    """`next_to_decide` from the stored decisions: the same order (the queue's: pool, question,
+    its verdict first, then its passages as shuffled; the Gold page's: question, pool, then
+    `_entry_order`), read from one query."""
+    gold_state.refresh(question_set=question_set)
+    kinds = list(PENDING_KINDS)
+    states = gold_state.visible_states(question_set=question_set, viewer=viewer).filter(
+        kind__in=kinds if from_gold else gold_state.NEEDS_LEAD
+    )
+    rows = states.values_list(
+        "pool_id", "question_id", "candidate_id", "kind", "candidate__shuffle_rank"
+    )
+
+    def order(row) -> tuple:
+        pool, question, candidate, kind, rank = row
+        within = (candidate is not None, rank or 0, candidate or 0)
+        if from_gold:
+            return (question, pool, kinds.index(kind), *within)
+        return (pool, question, *within)
+
+    keys = [row[:3] for row in sorted(rows, key=order)]
+    position = keys.index(current) if current in keys else -1
+    rest = keys[position + 1 :] + keys[: max(position, 0)]
+    following = next((key for key in rest if key != current), None)
+    if following is None:
+        return None
+    pool_id, question_id, candidate_id = following
+    return QueueEntry(
+        pool=Pool.objects.get(pk=pool_id),
+        question=Question.objects.get(pk=question_id),
+        candidate=Candidate.objects.get(pk=candidate_id) if candidate_id else None,
+        reason="",
+    )

@@ -26,6 +26,7 @@ from labelling.models import (
 )
 from labelling.services import adjudication, exclusion, gold_state, lead_pages
 from labelling.services import judgements as grading
+from labelling.services.gold import group_unresolved, next_to_decide, resolve_gold
 from labelling.services.judgement_import import import_judgements
 from tests.factories import QuestionFactory, QuestionSetFactory, add_documents, login
 
@@ -308,3 +309,30 @@ def test_a_grade_marks_its_question_stale_in_one_insert(
     assignment = Assignment.objects.filter(pool__question_set=question_set).first()
     with django_assert_max_num_queries(1):
         gold_state.mark_stale(pool_id=assignment.pool_id, question_id=assignment.question_id)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_next_item_to_decide_follows_the_same_order_from_the_stored_decisions(
+    project, member, seed
+):
+    question_set, leads, _ = _world(project, member, seed)
+    for lead in leads:
+        queue = adjudication.adjudication_queue(question_set=question_set, viewer=lead)
+        grouped = group_unresolved(resolve_gold(question_set=question_set, viewer=lead).unresolved)
+        for from_gold, order in ((False, queue), (True, [e for g in grouped for e in g.entries])):
+            keys = [_key(e) for e in order]
+            for n, key in enumerate(keys):
+                expected = next((k for k in keys[n + 1 :] + keys[:n] if k != key), None)
+                found = next_to_decide(
+                    question_set=question_set,
+                    viewer=lead,
+                    pool_id=key[0],
+                    question_id=key[1],
+                    candidate_id=key[2],
+                    from_gold=from_gold,
+                )
+                assert (found and _key(found)) == expected, (lead.username, from_gold, key)
+
+
+def _key(entry) -> tuple:
+    return (entry.pool.pk, entry.question.pk, entry.candidate.pk if entry.candidate else None)
