@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from django.core.paginator import Page, Paginator
 from django.db.models import Count, F, Q
 
+from corpus.models import DocumentVersion
 from labelling.models import QuestionSet
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, PENDING_KINDS
 from labelling.services import gold_state
@@ -109,11 +110,20 @@ def gold_page(
         mark_current([span for row in rows.object_list for span in row.spans])
     # Gold spans on changed documents: only questions with a decided passage on a document
     # that has a newer version can have any.
-    changed_keys = set(
-        states.filter(candidate__isnull=False, kind__in=gold_state.DECIDED)
+    superseded = list(
+        DocumentVersion.objects.filter(document__project_id=question_set.project_id)
         .exclude(document__latest_version=None)
-        .exclude(document__latest_version=F("candidate__version"))
-        .values_list("pool_id", "question_id")
+        .exclude(document__latest_version=F("pk"))
+        .values_list("pk", flat=True)
+    )
+    changed_keys = (
+        set(
+            states.filter(kind__in=gold_state.DECIDED, candidate__version__in=superseded)
+            .values_list("pool_id", "question_id")
+            .distinct()
+        )
+        if superseded
+        else set()
     )
     changed = changed_counts(
         [

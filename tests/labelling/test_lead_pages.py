@@ -121,6 +121,9 @@ def _world(project, member, seed: int):
             )
     questions[-1].excluded_at = now
     questions[-1].save(update_fields=["excluded_at"])
+    if seed % 2 == 0:  # a document changed after it was labelled: its gold spans are marked
+        add_documents(project, ("open-b", TEXT.replace("five", "seven") + " New rule."))
+        assert Document.objects.get(project=project, doc_id="open-b").latest_version.version == 2
     return question_set, (lead_in, lead_out), labellers
 
 
