@@ -3,6 +3,7 @@ from django.contrib import admin
 from answers.models import (
     Answer,
     AnswerAssignment,
+    AnswerItemDecision,
     AnswerPassage,
     AnswerResolution,
     AnswerRun,
@@ -86,3 +87,9 @@ class AnswerResolutionAdmin(admin.ModelAdmin):
 class ClaimEvidenceAdmin(admin.ModelAdmin):
     list_display = ["claim", "version", "start", "end"]
     raw_id_fields = ["claim", "version"]
+
+
+@admin.register(AnswerItemDecision)
+class AnswerItemDecisionAdmin(admin.ModelAdmin):
+    list_display = ["answer", "item", "value", "decided_by", "decided_at"]
+    raw_id_fields = ["answer", "decided_by"]

@@ -312,3 +312,29 @@ class AnswerResolution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.answer} resolved"
+
+
+class AnswerItemDecision(models.Model):
+    """A lead's decision on one item of an answer's two reviews that differ (issue 36 item 6):
+    a claim's support, a citation's grade, a group of citations, a fact's presence or the
+    refusal call. `item` is the item's key (`answers.services.items`), the same in both
+    reviews; `value` is in the reviews' own terms ("full", 2, "yes", true, [[0, 1]]). Items the
+    reviewers agree on need none; both reviews stay as they were."""
+
+    answer = models.ForeignKey(Answer, on_delete=models.CASCADE, related_name="item_decisions")
+    item = models.CharField(max_length=100)
+    value = models.JSONField()
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    decided_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "answers_answeritemdecision"
+        ordering = ["answer_id", "item"]
+        constraints = [
+            models.UniqueConstraint(fields=["answer", "item"], name="unique_answer_item_decision")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.answer} {self.item}"

@@ -15,6 +15,7 @@ urlpatterns = [
         name="list-answer-adjudication",
     ),
     path(_set + "answers/resolve/", answers.resolve_answer, name="resolve-answer"),
+    path(_set + "answers/decide/", answers.decide_answer_item, name="decide-answer-item"),
     path("p/<slug:slug>/reviews/", answers.list_answer_reviews, name="list-answer-reviews"),
     path(
         "p/<slug:slug>/reviews/<int:answer_assignment_id>/",

@@ -3,6 +3,8 @@ answers, and a labeller's answer review (their own assignments only: blind like 
 
 from __future__ import annotations
 
+import re
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -28,6 +30,9 @@ from labelling.models import QuestionSet
 from labelling.passage_html import passage_html
 from labelling.services.guidelines import current_guideline, render_guideline
 from labelling.views.grading import OTHER_ACCOUNT
+
+# The id of a row of the adjudication queue, as a redirect's fragment.
+ROW_ID = re.compile(r"item-\d+-[a-z0-9-]+")
 
 
 @login_required
@@ -456,6 +461,7 @@ def list_answer_adjudication(request: HttpRequest, slug: str, set_id: int) -> Ht
         QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
     )
     agreement = adjudication.answer_agreement(question_set=question_set, viewer=request.user)
+    disputes = adjudication.answer_disputes(question_set=question_set, viewer=request.user)
     return render(
         request,
         "answers/list_answer_adjudication.html",
@@ -464,11 +470,44 @@ def list_answer_adjudication(request: HttpRequest, slug: str, set_id: int) -> Ht
             "project": access.project,
             "question_set": question_set,
             "agreement": list(agreement.items()),
-            "disagreements": adjudication.answer_disagreements(
-                question_set=question_set, viewer=request.user
-            ),
+            "disputes": disputes,
+            "undecided": sum(dispute.undecided for dispute in disputes),
         },
     )
+
+
+def _visible_answer(request: HttpRequest, question_set: QuestionSet, answer_id: str) -> Answer:
+    """An answer of the set the lead may adjudicate (`adjudication.adjudicable`), else 404: not
+    even that it exists."""
+    answers = adjudication.adjudicable(question_set, request.user)
+    return get_object_or_404(answers, pk=answer_id if answer_id.isdigit() else 0)
+
+
+@login_required
+@require_http_methods(["POST"])
+def decide_answer_item(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
+    """The lead's decision on one item the two reviews of an answer differ on; back to the
+    queue on the row the page names as the next one (``next``)."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    question_set = get_object_or_404(
+        QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
+    )
+    answer = _visible_answer(request, question_set, request.POST.get("answer", ""))
+    following = request.POST.get("next", "")
+    try:
+        adjudication.decide_item(
+            answer=answer,
+            item=request.POST.get("item", ""),
+            value=request.POST.get("value", ""),
+            user=request.user,
+        )
+    except ServiceError as exc:
+        messages.error(request, f"{answer.question.external_id}: {exc}")
+        following = request.POST.get("row", "")
+    url = reverse("answers:list-answer-adjudication", args=[slug, question_set.pk])
+    if ROW_ID.fullmatch(following):
+        url += f"#{following}"
+    return redirect(url)
 
 
 @login_required
@@ -478,11 +517,8 @@ def resolve_answer(request: HttpRequest, slug: str, set_id: int) -> HttpResponse
     question_set = get_object_or_404(
         QuestionSet.objects.shown_to(access), project=access.project, pk=set_id
     )
-    answer_id, chosen_id = request.POST.get("answer", ""), request.POST.get("chosen", "")
-    visible = Answer.objects.filter(run__question_set=question_set).exclude(
-        passages__version__document__in=Document.objects.hidden_from(request.user)
-    )
-    answer = get_object_or_404(visible, pk=answer_id if answer_id.isdigit() else 0)
+    answer = _visible_answer(request, question_set, request.POST.get("answer", ""))
+    chosen_id = request.POST.get("chosen", "")
     chosen = get_object_or_404(
         AnswerAssignment, answer=answer, pk=chosen_id if chosen_id.isdigit() else 0
     )

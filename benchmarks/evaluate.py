@@ -68,6 +68,22 @@ def generate(
     return qrels, run
 
 
+def write_trec_files(
+    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], folder: Path
+) -> tuple[Path, Path]:
+    """The data as TREC files in ``folder``: (qrels.trec, run.trec)."""
+    run_path, qrels_path = folder / "run.trec", folder / "qrels.trec"
+    with run_path.open("w") as handle:
+        for question_id, scores in run.items():
+            for rank, (doc_id, score) in enumerate(scores.items(), start=1):
+                handle.write(f"{question_id} Q0 {doc_id} {rank} {score} bench\n")
+    with qrels_path.open("w") as handle:
+        for question_id, grades in qrels.items():
+            for doc_id, grade in grades.items():
+                handle.write(f"{question_id} 0 {doc_id} {grade}\n")
+    return qrels_path, run_path
+
+
 def to_gold_and_run(
     qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
 ) -> tuple[Gold, Run]:
@@ -132,16 +148,7 @@ def main() -> None:
     )
 
     with tempfile.TemporaryDirectory() as folder:
-        trec_path = Path(folder) / "run.trec"
-        qrels_path = Path(folder) / "qrels.trec"
-        with trec_path.open("w") as handle:
-            for question_id, scores in run.items():
-                for rank, (doc_id, score) in enumerate(scores.items(), start=1):
-                    handle.write(f"{question_id} Q0 {doc_id} {rank} {score} bench\n")
-        with qrels_path.open("w") as handle:
-            for question_id, grades in qrels.items():
-                for doc_id, grade in grades.items():
-                    handle.write(f"{question_id} 0 {doc_id} {grade}\n")
+        qrels_path, trec_path = write_trec_files(qrels, run, Path(folder))
         load_time, _ = best_of(1, lambda: load_run(trec_path))
 
         def whole_pytrec_eval():

@@ -1,6 +1,7 @@
 """Instructions per grading request, counted by callgrind: a figure the machine's noise cannot move.
 
-    .venv/bin/python benchmarks/request_instructions.py [--kind grade|first|page|next|floor]
+    .venv/bin/python benchmarks/request_instructions.py
+        [--kind grade|first|page|question-page|next|floor]
         [--requests 50] [--database sqlite|postgres] [--passages 10]
 
 Milliseconds of CPU on a shared 2-core box drift by 1.5-2.5x within an hour, so a before/after
@@ -11,8 +12,9 @@ each (the same `.venv` is fine): the ratio of their counts is the change's effec
 
 The request is the one `grading_requests.py` sends (same world, same production settings, DEBUG
 off, urlencoded bodies): a grade of a changing passage (`grade`, 0/1/2 cycled), the grading page
-(`page`), a first grade of a passage no one graded yet (`first`, what a labeller mostly sends:
-a new judgement and its span, 0/1/1/2 cycled, on a fresh question every 10 grades), "next
+(`page`; `question-page`: the same page in the question view, `?view=question`), a first grade
+of a passage no one graded yet (`first`, what a labeller mostly sends: a new judgement and its
+span, 0/1/1/2 cycled, on a fresh question every 10 grades), "next
 question" to the same open question (`next`), or the floor every request of a
 logged-in user pays (`floor`: a page that does not exist, so the middleware, the session and
 the user, and a 404; a grade's count over it says how much of the grade is the grade's own).
@@ -81,6 +83,8 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
             response = client.get(bench.FLOOR_URL, secure=True)
         elif kind == "page":
             response = client.get(page, secure=True)
+        elif kind == "question-page":
+            response = client.get(f"{page}?view=question", secure=True)
         elif kind == "next":
             after = {"pool": assignment.pool_id, "question": assignment.question_id}
             response = client.post(
@@ -140,7 +144,9 @@ def child(kind: str, requests: int, database: str, passages: int, pg_name: str) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--kind", choices=["grade", "first", "page", "next", "floor"], default="grade"
+        "--kind",
+        choices=["grade", "first", "page", "question-page", "next", "floor"],
+        default="grade",
     )
     parser.add_argument("--requests", type=int, default=50)
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="postgres")

@@ -14,6 +14,7 @@ from corpus.models import (
     ChunkingScheme,
     ChunkingStrategy,
     ChunkUnit,
+    EscalateOn,
     Project,
     RetrieverKind,
     Role,
@@ -503,6 +504,13 @@ class ProjectForm(FirstProblemMixin, forms.Form):
         max_length=60, help_text="Used in addresses: letters, digits, hyphens and underscores."
     )
     name = forms.CharField(max_length=200, required=False)
+
+
+class EscalationForm(FirstProblemMixin, forms.Form):
+    escalate_on = forms.ChoiceField(
+        label="A third labeller grades a passage two labellers disagree on",
+        choices=EscalateOn.choices,
+    )
 
 
 class AddMemberForm(FirstProblemMixin, forms.Form):

@@ -30,6 +30,15 @@ class ProjectQuerySet(models.QuerySet):
         return self.filter(memberships__user=user).distinct()
 
 
+class EscalateOn(models.TextChoices):
+    """When a double-labelled passage gets a third labeller before a lead decides it
+    (`labelling.escalation`)."""
+
+    TWO_APART = "two_apart", "when the two grades are two apart (0 against 2)"
+    ANY_DIFFERENCE = "any_difference", "whenever the two grades differ"
+    NEVER = "never", "never: disagreements go straight to a lead"
+
+
 class Project(models.Model):
     slug = models.SlugField(max_length=60, unique=True)
     name = models.CharField(max_length=200)
@@ -39,6 +48,19 @@ class Project(models.Model):
     k_sent_to_model = models.PositiveIntegerField(
         default=5,
         help_text="How many passages the RAG system sends to the model; evaluation highlights it.",
+    )
+    escalate_on = models.CharField(
+        max_length=16,
+        choices=EscalateOn.choices,
+        default=EscalateOn.TWO_APART,
+        help_text="When a third blind labeller grades a passage two labellers disagree on.",
+    )
+    # A question a labeller claims from the pool is theirs for this long, renewed by their
+    # activity; after it, if they graded nothing, it goes back to the pool
+    # (`labelling.services.leases`). 0: claimed questions stay their labeller's.
+    lease_minutes = models.PositiveIntegerField(
+        default=60,
+        help_text="Minutes a labeller's claim lasts without activity (0: no limit).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -7,6 +7,7 @@ app_name = "corpus"
 urlpatterns = [
     path("", views.list_projects, name="list-projects"),
     path("p/<slug:slug>/", views.show_project, name="show-project"),
+    path("p/<slug:slug>/escalation/", views.edit_escalation, name="edit-escalation"),
     path("p/<slug:slug>/join/", team_views.join_project, name="join-project"),
     path("p/<slug:slug>/documents/", views.list_documents, name="list-documents"),
     path("p/<slug:slug>/documents/upload/", views.upload_documents, name="upload-documents"),

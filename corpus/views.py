@@ -6,6 +6,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corpus import job_display, jobs, remote
@@ -13,6 +14,7 @@ from corpus.access import project_access
 from corpus.forms import (
     ChunkingSchemeForm,
     EndpointForm,
+    EscalationForm,
     RetrieverForm,
     TestUserForm,
     UploadForm,
@@ -30,7 +32,7 @@ from corpus.models import (
     RetrieverKind,
     Role,
 )
-from corpus.services import documents, http_retrieval, retrieval, test_users
+from corpus.services import documents, http_retrieval, projects, retrieval, test_users
 from corpus.visibility import restricted_elsewhere
 from goldset.errors import ServiceError
 
@@ -76,12 +78,31 @@ def show_project(request: HttpRequest, slug: str) -> HttpResponse:
         "searchable_count": documents.searchable_for(request.user).count(),
         "flagged_count": documents.held_back().count(),
         "schemes": access.project.chunking_schemes.with_chunk_count(viewer=request.user),
+        "escalation_form": EscalationForm(initial={"escalate_on": access.project.escalate_on}),
         "jobs": [
             job_display.view_job(job, request.user, problems=False)
             for job in job_display.visible_jobs(access.project.jobs.all(), request.user)[:5]
         ],
     }
     return render(request, "corpus/show_project.html", context)
+
+
+@login_required
+@require_POST
+def edit_escalation(request: HttpRequest, slug: str) -> HttpResponse:
+    """A lead or admin chooses when a third labeller is asked (the project page's settings)."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    form = EscalationForm(request.POST)
+    if form.is_valid():
+        projects.set_escalation(
+            project=access.project, escalate_on=form.cleaned_data["escalate_on"]
+        )
+        messages.success(
+            request, f"A third labeller is now asked {access.project.get_escalate_on_display()}."
+        )
+    else:
+        messages.error(request, form.first_problem())
+    return redirect(reverse("corpus:show-project", args=[slug]) + "#settings")
 
 
 @login_required

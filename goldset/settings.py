@@ -313,11 +313,13 @@ GOLDSET_SITE_URL = os.environ.get("GOLDSET_SITE_URL", "http://localhost:8000")
 # `celery -A goldset beat` re-queues jobs whose message was lost or whose worker died.
 # It also runs the daily index health check (issue 17), which records history and emails alerts,
 # and, every minute, starts the evaluation of each new index build on the newest gold set.
-# And it draws the production sample of every active sampling rule once a week.
+# And it draws the production sample of every active sampling rule once a week, and every minute
+# sends claimed questions whose lease lapsed with nothing graded back to the pool.
 CELERY_BEAT_SCHEDULE = {
     "reconcile-jobs": {"task": "corpus.tasks.reconcile_jobs", "schedule": 60.0},
     "check-index-health": {"task": "health.tasks.check_index_health", "schedule": 86400.0},
     "evaluate-index-builds": {"task": "evaluation.tasks.evaluate_index_builds", "schedule": 60.0},
+    "release-lapsed-leases": {"task": "labelling.tasks.release_lapsed_leases", "schedule": 60.0},
     "weekly-production-samples": {
         "task": "production.tasks.draw_weekly_samples",
         "schedule": _weekly_sample_schedule(),

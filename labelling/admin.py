@@ -251,9 +251,12 @@ def _has_work(user) -> bool:
 def _release_unstarted(user, *, by) -> int:
     """Give the user's claimed but not started assignments back to the pool."""
     released = 0
-    for assignment in Assignment.objects.open_for(user).exclude(
+    unstarted = Assignment.objects.open_for(user).exclude(
         pk__in=Assignment.objects.started().values("pk")
-    ):
+    )
+    # A calibration question is nobody's slot to give back: an unstarted one simply goes.
+    unstarted.calibration().delete()
+    for assignment in unstarted.work():
         try:
             services.unassign(assignment=assignment, user=by)
         except services.AssignmentError:

@@ -252,6 +252,24 @@ def percent_agreement(
     return _bootstrap(point, per_item, _resampled_mean, n_boot=n_boot, seed=seed)
 
 
+def mean_difference(
+    pairs: Sequence[tuple[int, int]],
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+) -> Statistic:
+    """The mean of ``second − first`` over `(first, second)` grades, with its bootstrap
+    interval: against the gold as ``first``, above 0 a lenient labeller, below 0 a strict one.
+    """
+    first, second = _encode_pairs(pairs, GRADES)
+    if first.size == 0:
+        return Statistic.undefined("no items graded against the gold")
+    difference = (second - first).astype(np.float64)
+    point = Statistic(value=float(difference.mean()))
+    per_item = np.column_stack([difference, np.ones_like(difference)])
+    return _bootstrap(point, per_item, _resampled_mean, n_boot=n_boot, seed=seed)
+
+
 # --- Cohen's kappa ---------------------------------------------------------------------------
 
 

@@ -16,12 +16,14 @@ from django.contrib.auth import get_user_model
 from django.core.validators import ProhibitNullCharactersValidator
 from django.db.models import Q
 from django.template.defaultfilters import filesizeformat
+from django.utils import timezone
 
 from corpus.models import AccessGroup, Retriever
 from corpus.services.canaries import MAX_CANARIES
 from goldeval.pooling import Strategy
 from labelling.assignment_plan import DEFAULT_DOUBLE_SHARE
 from labelling.models import Pool, PoolState, QuestionSet, VerdictOutcome
+from labelling.services.calibration import MAX_SHARE_PERCENT as MAX_CALIBRATION_PERCENT
 from labelling.services.guidelines import MAX_GUIDELINE_CHARS
 from labelling.services.judgements import GRADES, clamp_seconds
 from labelling.services.pools import MAX_DEPTH
@@ -219,6 +221,16 @@ class PlanForm(forms.Form):
         self.fields["labellers"].label_from_instance = lambda u: u.get_username()
 
 
+class CalibrationShareForm(forms.Form):
+    percent = forms.IntegerField(
+        label="Calibration share (%)",
+        min_value=0,
+        max_value=MAX_CALIBRATION_PERCENT,
+        help_text="Of the questions a labeller asks for while real work waits for them, this "
+        "share are decided questions they have not labelled, answered blind. 0 switches it off.",
+    )
+
+
 class ReassignForm(forms.Form):
     labeller = forms.ModelChoiceField(queryset=User.objects.none(), empty_label=None)
 
@@ -233,6 +245,7 @@ ASSIGNMENT_STATUSES = [
     ("started", "started"),
     ("done", "done"),
     ("unclaimed", "unclaimed"),
+    ("stale", "stale (lease ran out, started)"),
 ]
 ASSIGNMENT_SORTS = {
     "question": ("question_id", "slot"),
@@ -249,7 +262,7 @@ class AssignmentFilterForm(forms.Form):
     labeller = forms.ChoiceField(required=False)
     status = forms.ChoiceField(required=False, choices=ASSIGNMENT_STATUSES)
     slot = forms.ChoiceField(
-        required=False, choices=[("", "any slot"), ("1", "first"), ("2", "second")]
+        required=False, choices=[("", "any slot"), ("1", "first"), ("2", "second"), ("3", "third")]
     )
     q = forms.CharField(required=False, max_length=200, label="Search")
     sort = forms.ChoiceField(
@@ -287,6 +300,11 @@ class AssignmentFilterForm(forms.Form):
             )
         elif status == "not_started":
             assignments = assignments.filter(completed_at__isnull=True, graded=0, has_verdict=False)
+        elif status == "stale":
+            # Work the viewer can see, on a claimed question whose lease ran out.
+            assignments = assignments.filter(
+                labeller__isnull=False, lease_expires_at__lt=timezone.now()
+            ).filter(Q(graded__gt=0) | Q(has_verdict=True))
         if data["slot"]:
             assignments = assignments.filter(slot=int(data["slot"]))
         if data["q"].strip():
@@ -295,6 +313,30 @@ class AssignmentFilterForm(forms.Form):
                 Q(question__external_id__icontains=text) | Q(question__text__icontains=text)
             )
         return assignments.order_by(*ASSIGNMENT_SORTS[data["sort"] or "question"])
+
+
+MAX_LEASE_MINUTES = 7 * 24 * 60
+
+
+class LeaseForm(forms.Form):
+    """How long a question a labeller claims stays theirs without activity (blank or 0: no
+    limit)."""
+
+    lease_minutes = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_LEASE_MINUTES,
+        label="Claimed questions stay their labeller's for (minutes)",
+        help_text="Renewed by every visit and grade. Blank or 0: no limit.",
+        error_messages={
+            "min_value": "Give a number of minutes, 0 or more (0: no limit).",
+            "max_value": f"At most {MAX_LEASE_MINUTES:,} minutes (a week).",
+            "invalid": "Give a whole number of minutes (0: no limit).",
+        },
+    )
+
+    def first_problem(self) -> str:
+        return next(iter(self.errors.values()))[0]
 
 
 class BulkReassignForm(forms.Form):
@@ -532,6 +574,7 @@ class ResolveItemForm(forms.Form):
             ("both", "Both labellers' spans (union)"),
             ("a", "First labeller's"),
             ("b", "Second labeller's"),
+            ("c", "Third labeller's (an escalated passage)"),
             ("candidate", "The candidate passage"),
             ("custom", "The spans chosen here (a selection or offsets)"),
         ],

@@ -18,7 +18,14 @@ from django.db.models.functions import Coalesce, Substr
 from corpus.models import Document, DocumentVersion
 from corpus.visibility import not_hidden_sql
 from goldset.sql import identifier
-from labelling.models import Candidate, Change, ChangeSubject, Judgement, Pool
+from labelling.models import (
+    Candidate,
+    Change,
+    ChangeSubject,
+    EscalatedItem,
+    Judgement,
+    Pool,
+)
 from labelling.services.judging_order import in_judging_order
 
 
@@ -29,16 +36,22 @@ def passages_for_grading(
     each with `grade` (the assignment's judgement of it, or None), `graded`, `revision`
     (changes made to its judgement), `passage` (its text),
     `doc_id`, `doc_title` and, with `context_chars`, `window`/`window_start`: its text with
-    that much around it. Only one candidate with `candidate_id`."""
+    that much around it. Only one candidate with `candidate_id`. A third labeller's slot
+    (`EscalatedItem`) shows only its escalated passages: only slots after the second can be
+    one, so the first two pay nothing for the check."""
     if not user.is_authenticated:
         return []
     windowed, single = bool(context_chars), candidate_id is not None
+    escalation = assignment.slot > 2
     params: list = [assignment.pk, assignment.pk, ChangeSubject.JUDGEMENT]
     params += [context_chars] * 7 if windowed else []  # 2 in window_start, 5 in window
     params += [assignment.pool_id, assignment.question_id]
     params += [candidate_id] if single else []
     params.append(user.pk)
-    rows = list(Candidate.objects.raw(_select(connection.alias, windowed, single), params))
+    params += [assignment.pk, assignment.pk] if escalation else []
+    rows = list(
+        Candidate.objects.raw(_select(connection.alias, windowed, single, escalation), params)
+    )
     for row in rows:
         row.graded = row.grade is not None
     return _in_page_order(rows, assignment=assignment, user=user, single=single)
@@ -59,9 +72,9 @@ def _in_page_order(rows: list, *, assignment, user, single: bool) -> list:
 
 
 @cache
-def _select(alias: str, windowed: bool, single: bool) -> str:
-    """The SQL, with a context window or not, for one candidate or all: built once per
-    process and database."""
+def _select(alias: str, windowed: bool, single: bool, escalation: bool = False) -> str:
+    """The SQL, with a context window or not, for one candidate or all, for a slot that may
+    be a third labeller's or not: built once per process and database."""
     q = identifier
     tables = {
         "c": Candidate._meta.db_table,
@@ -70,6 +83,7 @@ def _select(alias: str, windowed: bool, single: bool) -> str:
         "j": Judgement._meta.db_table,
         "ch": Change._meta.db_table,
         "p": Pool._meta.db_table,
+        "e": EscalatedItem._meta.db_table,
     }
     t = {key: q(name) for key, name in tables.items()}
     start, end = f"c.{q('start')}", f"c.{q('end')}"
@@ -90,6 +104,13 @@ def _select(alias: str, windowed: bool, single: bool) -> str:
         columns.append(f"{window_start} AS window_start")
         columns.append(f"SUBSTR(v.text, {window_start} + 1, {end} + %s - {window_start}) AS window")
     where = "c.pool_id = %s AND c.question_id = %s" + (" AND c.id = %s" if single else "")
+    escalated = (
+        f" AND (NOT EXISTS (SELECT 1 FROM {t['e']} e WHERE e.assignment_id = %s)"  # noqa: S608
+        f" OR EXISTS (SELECT 1 FROM {t['e']} e WHERE e.assignment_id = %s"
+        " AND e.candidate_id = c.id))"
+        if escalation
+        else ""
+    )
     return f"""
         SELECT {", ".join(columns)}
         FROM {t["c"]} c
@@ -97,7 +118,7 @@ def _select(alias: str, windowed: bool, single: bool) -> str:
         JOIN {t["d"]} d ON d.id = v.document_id
         JOIN {t["p"]} p ON p.id = c.pool_id
         WHERE {where}
-          AND {not_hidden_sql("d.id")}
+          AND {not_hidden_sql("d.id")}{escalated}
         ORDER BY c.shuffle_rank, c.id
     """  # noqa: S608 - only table and column names are interpolated, values are parameters
 

@@ -69,6 +69,16 @@ def included_q(prefix: str = "") -> Q:
     return Q(**{f"{prefix}excluded_at__isnull": True})
 
 
+def work_q(prefix: str = "") -> Q:
+    """Assignments that are work for their pool, not a calibration question (an adjudicated
+    question given to a labeller to measure them against the gold: `labelling.services.
+    calibration`), from a model that reaches an assignment: ``prefix`` is the lookup path to it
+    (``"assignment__"`` from a judgement). Calibration answers never enter the gold, agreement,
+    judge calibration, exports or a pool's progress: every such reader filters with this (or
+    `AssignmentQuerySet.work`)."""
+    return Q(**{f"{prefix}purpose": AssignmentPurpose.WORK})
+
+
 def included_sql(alias: str) -> str:
     """`included_q` as an SQL condition on the question table's ``alias``."""
     return f"{alias}.{identifier(Question._meta.get_field('excluded_at').column)} IS NULL"
@@ -149,9 +159,11 @@ class PoolQuerySet(models.QuerySet):
         """Each pool with its `questions`, assignment `slots` and `unclaimed` slots."""
         return self.annotate(
             questions=models.Count("question_set__questions", distinct=True),
-            slots=models.Count("assignments", distinct=True),
+            slots=models.Count("assignments", filter=work_q("assignments__"), distinct=True),
             unclaimed=models.Count(
-                "assignments", filter=Q(assignments__labeller__isnull=True), distinct=True
+                "assignments",
+                filter=Q(assignments__labeller__isnull=True) & work_q("assignments__"),
+                distinct=True,
             ),
         )
 
@@ -211,7 +223,15 @@ class CandidateQuerySet(models.QuerySet):
         return self.filter(visibility.not_hidden_q(user, prefix="version__document__"))
 
     def of_assignment(self, assignment) -> CandidateQuerySet:
-        return self.filter(pool_id=assignment.pool_id, question_id=assignment.question_id)
+        """The candidates the assignment's page shows (before access is applied): its
+        question's in its pool, or for a third labeller's slot only the escalated ones
+        (`EscalatedItem`; `labelling.grading_passages` has the same rule in SQL)."""
+        candidates = self.filter(pool_id=assignment.pool_id, question_id=assignment.question_id)
+        if assignment.slot > 2:
+            escalated = EscalatedItem.objects.filter(assignment_id=assignment.pk)
+            if escalated.exists():
+                candidates = candidates.filter(pk__in=escalated.values("candidate_id"))
+        return candidates
 
     def with_provenance(self) -> CandidateQuerySet:
         """With `provenance` read ahead (retriever by name, then rank): for leads only."""
@@ -325,7 +345,21 @@ class Guideline(models.Model):
         return f"{self.project} guideline v{self.version}"
 
 
+class AssignmentPurpose(models.TextChoices):
+    """Why a labeller holds an assignment: never rendered on any page a labeller sees."""
+
+    WORK = "work", "Work"
+    CALIBRATION = "calibration", "Calibration"
+
+
 class AssignmentQuerySet(models.QuerySet):
+    def work(self) -> AssignmentQuerySet:
+        """Assignments that are the pool's work, not calibration questions (`work_q`)."""
+        return self.filter(work_q())
+
+    def calibration(self) -> AssignmentQuerySet:
+        return self.filter(purpose=AssignmentPurpose.CALIBRATION)
+
     def in_project(self, project) -> AssignmentQuerySet:
         return self.filter(pool__question_set__project=project)
 
@@ -357,7 +391,7 @@ class AssignmentQuerySet(models.QuerySet):
         )
         return (
             self.unclaimed()
-            .filter(included_q("question__"), pool__state=PoolState.READY)
+            .filter(included_q("question__"), work_q(), pool__state=PoolState.READY)
             .exclude(models.Exists(already))
             .exclude(models.Exists(Judgement.objects.filter(assignment=models.OuterRef("pk"))))
             .exclude(models.Exists(Verdict.objects.filter(assignment=models.OuterRef("pk"))))
@@ -407,7 +441,11 @@ class AssignmentQuerySet(models.QuerySet):
 
 class Assignment(models.Model):
     """A question of a pool given to a labeller. Slot 1 is the first labeller, slot 2 the
-    second of a double-labelled question; an assignment without a labeller waits to be claimed."""
+    second of a double-labelled question; an assignment without a labeller waits to be claimed.
+
+    A calibration assignment (`purpose`, slot 0) gives a labeller an adjudicated question to
+    measure them against the gold; it looks like any other to them and counts for nothing else.
+    """
 
     pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="assignments")
     question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="assignments")
@@ -423,15 +461,24 @@ class Assignment(models.Model):
     )
     assigned_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    # Set on a slot its labeller claimed from the pool while the project had leases on; renewed
+    # by their activity. None: a lead's plan or hand-over, or leases off: it never lapses.
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    purpose = models.CharField(
+        max_length=16, choices=AssignmentPurpose.choices, default=AssignmentPurpose.WORK
+    )
 
     objects = AssignmentQuerySet.as_manager()
 
     class Meta:
         ordering = ["pool", "question", "slot"]
         constraints = [
+            # Calibration assignments are slot 0, any number of them (one per labeller).
             models.UniqueConstraint(
-                fields=["pool", "question", "slot"], name="one_assignment_per_slot"
+                fields=["pool", "question", "slot"],
+                condition=Q(purpose="work"),
+                name="one_assignment_per_slot",
             ),
             models.UniqueConstraint(
                 fields=["pool", "question", "labeller"],
@@ -439,9 +486,40 @@ class Assignment(models.Model):
                 name="a_labeller_labels_a_question_once",
             ),
         ]
+        indexes = [
+            models.Index(
+                fields=["lease_expires_at"],
+                condition=Q(lease_expires_at__isnull=False),
+                name="assignment_lease_expiry",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.question} slot {self.slot} → {self.labeller or 'unassigned'}"
+
+
+class CalibrationShare(models.Model):
+    """The share of "next question"s a project's labellers get as calibration questions
+    (`labelling.services.calibration`); a lead sets it, 0 (none) to 50 percent."""
+
+    project = models.OneToOneField(
+        Project, on_delete=models.CASCADE, related_name="calibration_share"
+    )
+    percent = models.PositiveSmallIntegerField(default=0)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(percent__lte=100), name="calibration_share_at_most_100"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project}: {self.percent}% calibration"
 
 
 class Judgement(models.Model):
@@ -559,6 +637,39 @@ class Change(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} on {self.assignment}"
+
+
+class EscalatedItem(models.Model):
+    """A passage the first two labellers of a question graded far enough apart (the project's
+    `escalate_on`) to get a third, blind labeller before a lead decides it
+    (`labelling.services.escalation`).
+
+    ``assignment`` is the third labeller's slot, which shows only its escalated passages; None
+    when no other labeller of the project could see the passage, so it went straight to a lead.
+    """
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="+")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="+")
+    candidate = models.ForeignKey(Candidate, on_delete=models.CASCADE, related_name="+")
+    assignment = models.ForeignKey(
+        Assignment,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="escalated_items",
+    )
+    # The first two grades as they were when the item was escalated, for the record.
+    grades = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["candidate"], name="one_escalation_per_candidate")
+        ]
+        indexes = [models.Index(fields=["pool", "question"])]
+
+    def __str__(self) -> str:
+        return f"escalated {self.candidate} → {self.assignment or 'a lead'}"
 
 
 class Resolution(models.Model):
@@ -704,6 +815,11 @@ class ItemState(models.Model):
     resolved = models.BooleanField(default=False)  # a lead's resolution exists for the item
     single_by_access = models.BooleanField(default=False)
     answerable = models.BooleanField(null=True)  # a decided verdict's outcome
+    # The adjudication queue's order and its third-labeller section (`labelling.escalation`):
+    # the highest grade minus the lowest among the votes, and whether a third labeller holds
+    # the passage (an `EscalatedItem` with a slot).
+    distance = models.PositiveSmallIntegerField(default=0)
+    escalated = models.BooleanField(default=False)
 
     class Meta:
         indexes = [models.Index(fields=["pool", "question"], name="itemstate_question")]

@@ -21,6 +21,8 @@ An item is one candidate of a question (its grade and evidence spans), or the qu
   grade, shown to the lead, never a marked unit of the gold). It never stands in for a
   labeller: the item still waits for every planned labeller, and an item no labeller can vote
   on still goes to a lead;
+- an escalated item (the first two grades far apart, so a third labeller graded it too,
+  `labelling.escalation`) is pending with its three votes: a third vote never settles it;
 - anything else (grades differ, spans overlap too little, verdicts differ, a "can't tell"
   verdict, a vote still missing) is pending: it blocks finalising until a lead resolves it.
   A pending item that needs a lead's decision (every kind but "waiting") goes to the
@@ -142,7 +144,10 @@ def resolve_item(
             f"waiting for {missing} more vote{'s' if missing != 1 else ''}", kind="waiting"
         )
     if len(votes) > 2:
-        return Pending("more than two votes")
+        # An escalated item's third labeller (`labelling.escalation`), or votes imported from
+        # elsewhere: they stay for a lead, whatever the third one says.
+        grades = " vs ".join(str(vote.grade) for vote in votes)
+        return Pending(f"{len(votes)} votes ({grades}): a lead decides")
     if len(votes) == 1 and machine is None:
         vote = votes[0]
         return Decision(

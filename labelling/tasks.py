@@ -1,11 +1,12 @@
-"""Labelling's tasks: the pool job, and the per-retriever batches it fans out to."""
+"""Labelling's tasks: the pool job, and the per-retriever batches it fans out to; the
+release of lapsed leases (Celery beat)."""
 
 from celery import shared_task
 
 from corpus import jobs
 from corpus.models import Retriever
 from labelling.models import Pool
-from labelling.services import canary_planting, pools, questions
+from labelling.services import canary_planting, leases, pools, questions
 
 
 @shared_task(**jobs.TASK_OPTIONS)
@@ -29,3 +30,11 @@ def import_questions(job_id: int) -> None:
 @shared_task(**jobs.TASK_OPTIONS)
 def plant_canaries(job_id: int) -> None:
     jobs.run(job_id, canary_planting.run_planting)
+
+
+@shared_task
+def release_lapsed_leases() -> int:
+    """Every minute (Celery beat): claimed questions whose lease ran out with nothing graded
+    go back to the pool. Idempotent; claims also release them first, so a missed beat only
+    delays what the Assignments page shows."""
+    return leases.release_lapsed_leases()

@@ -39,6 +39,7 @@ urlpatterns += [
     path("p/<slug:slug>/queue/next/", assignments.next_question, name="next-question"),
     path("p/<slug:slug>/assignments/", assignments.list_assignments, name="list-assignments"),
     path("p/<slug:slug>/assignments/plan/", assignments.plan_assignments, name="plan-assignments"),
+    path("p/<slug:slug>/assignments/lease/", assignments.edit_lease, name="edit-lease"),
     path(
         "p/<slug:slug>/assignments/second-labellers/",
         assignments.add_second_labellers,
@@ -78,6 +79,18 @@ urlpatterns += [
     path(_candidate + "spans/", grading.add_span, name="add-span"),
     path(_candidate + "spans/<int:span_id>/remove/", grading.remove_span, name="remove-span"),
     path(_candidate + "document/", grading.show_passage_document, name="show-passage-document"),
+]
+
+# Calibration (labelling/views/calibration.py) --------------------------------------------
+from labelling.views import calibration  # noqa: E402
+
+urlpatterns += [
+    path("p/<slug:slug>/calibration/", calibration.show_calibration, name="show-calibration"),
+    path(
+        "p/<slug:slug>/calibration/mine/",
+        calibration.show_my_calibration,
+        name="show-my-calibration",
+    ),
 ]
 
 # Agreement and adjudication (labelling/views/agreement.py) -------------------------------

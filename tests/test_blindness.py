@@ -47,6 +47,14 @@ def what_they_see(user, ids: dict) -> dict:
         for kind, headers in (("page", {}), ("htmx", HTMX)):
             response = browser.get(url, **headers)
             seen[name, kind] = (response.status_code, TOKEN.sub(rb"\1-", response.content))
+    # Both views of the grading page (issue 36 item 5); the cards last, as the session began.
+    for view in ("question", "cards"):
+        url = grading_url("labelling:grade-question", ids) + f"?view={view}"
+        response = browser.get(url)
+        seen[f"grade-question?view={view}", "page"] = (
+            response.status_code,
+            TOKEN.sub(rb"\1-", response.content),
+        )
     return seen
 
 
@@ -95,6 +103,8 @@ def test_nothing_ann_receives_changes_when_bob_changes_his_work(double_labelled)
     ann, ids = double_labelled["people"]["ann"], double_labelled["ids"]
     before = what_they_see(ann, ids)
     assert before["labelling:grade-question", "page"][0] == 200  # q1 is in ann's queue
+    assert before["grade-question?view=question", "page"][0] == 200
+    assert b"question-view" in before["grade-question?view=question", "page"][1]
     bob_changes_his_work(double_labelled)
     after = what_they_see(ann, ids)
     for key in before:

@@ -125,6 +125,9 @@ def test_nothing_but_the_sanitised_guideline_is_marked_safe():
         ("templates/labelling/_guideline_panel.html", "{{ guideline_html|safe }}"),
         ("templates/labelling/edit_guideline.html", "{{ preview|safe }}"),
         ("templates/labelling/guideline.html", "{{ html|safe }}"),
+        # A guideline section behind a lead's decision, by the same render_guideline
+        # (tests/labelling/test_calibration.py::test_the_guideline_behind_a_decision).
+        ("templates/labelling/my_calibration.html", "{{ section|safe }}"),
     ]
 
 

@@ -2,12 +2,12 @@
 answer, as the records of the bundle's ``answers-gold.jsonl`` (`goldeval.formats.answer_gold` reads
 them; `goldeval.formats.bundle` writes them).
 
-The rule, as for passages: a lead's resolution (the review they chose) when there is one; an
-answer reviewed by one labeller takes that review; one reviewed by two takes their grades when
-every grade agrees (each claim's support and citation grades, each fact, the refused-wrongly
-mark). An answer whose review is unfinished, whose two reviews disagree with no decision, or
-whose facts were graded on an older reference version is left out: it is not covered, and the
-scores say so.
+The rule, item by item (`answers.services.items`): an answer reviewed by one labeller takes that
+review; one reviewed by two takes, for each item (a claim's support, a citation's grade, a group
+of citations, a fact, the refusal call), the value both reviewers gave, else the lead's decision
+on that item, else the value of the review a lead chose whole. An answer whose review is
+unfinished, that has an undecided item, or whose facts were graded on an older reference
+version is left out: it is not covered, and the scores say so.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from answers.models import Answer, AnswerAssignment, AnswerRun, ReferenceAnswer
+from answers.services.items import Item, answer_items, settled_review
 from goldeval.formats.answers import Answer as CoreAnswer
 from goldeval.formats.answers import Sentence
 from goldeval.formats.runfiles import Passage
@@ -102,27 +103,13 @@ def answer_records(question_set: QuestionSet) -> list[dict[str, Any]]:
     }
     records = []
     seen: dict[tuple[str, str], dict[str, Any] | None] = {}
-    answers = (
-        Answer.objects.filter(included_q("question__"), run__question_set=question_set)
-        .select_related("run", "question", "resolution__chosen")
-        .prefetch_related(
-            "assignments__claims__citations__passage__version__document", "assignments__facts"
-        )
-        .order_by("run__name", "question_id")
-    )
-    for answer in answers:
-        assignments = list(answer.assignments.all())
-        if not assignments or any(a.done_at is None for a in assignments):
-            continue
-        reviews = [review_of(a) for a in assignments]
-        resolution = getattr(answer, "resolution", None)
-        if resolution is not None:
-            # A lead's decision: the review they chose stands (both stay recorded).
-            review = review_of(resolution.chosen)
-        elif any(review != reviews[0] for review in reviews[1:]):
-            continue  # two reviews that disagree and no decision yet: not covered
-        else:
-            review = reviews[0]
+    for answer in _answers(question_set):
+        compared = answer_items(answer)
+        if compared is None:
+            continue  # a review is unfinished: not covered
+        review = settled_review(compared)
+        if review is None:
+            continue  # an item is undecided: not covered (`undecided_items` names them)
         graded = {fact["fact_id"] for fact in review["facts"]}
         if graded - current_versions.get(answer.question.external_id, set()):
             continue  # graded on an older reference version
@@ -147,6 +134,30 @@ def answer_records(question_set: QuestionSet) -> list[dict[str, Any]]:
         )
     dropped = {key for key, review in seen.items() if review is None}
     return [r for r in records if (r["question_id"], r["answer_key"]) not in dropped]
+
+
+def _answers(question_set: QuestionSet):
+    return (
+        Answer.objects.filter(included_q("question__"), run__question_set=question_set)
+        .select_related("run", "question", "resolution")
+        .prefetch_related(
+            "assignments__claims__citations__passage__version__document",
+            "assignments__facts",
+            "item_decisions",
+        )
+        .order_by("run__name", "question_id")
+    )
+
+
+def undecided_items(question_set: QuestionSet) -> list[tuple[Answer, list[Item]]]:
+    """The answers whose finished reviews still have undecided items, with those items: what
+    keeps them out of the gold until a lead decides (never one reviewer's value taken)."""
+    found = []
+    for answer in _answers(question_set):
+        compared = answer_items(answer)
+        if compared is not None and compared.undecided:
+            found.append((answer, compared.undecided))
+    return found
 
 
 def _grades(review: dict[str, Any]) -> tuple:

@@ -20,6 +20,7 @@ from corpus import one_time_passwords
 from corpus.models import (
     AccessGroup,
     AccessGroupChange,
+    EscalateOn,
     Membership,
     Project,
     ProjectInvitation,
@@ -46,6 +47,16 @@ def create_project(*, slug: str, name: str = "", admin=None) -> Project:
         project = Project.objects.create(slug=slug, name=name or slug)
         if admin is not None:
             Membership.objects.create(project=project, user=admin, role=Role.ADMIN)
+    return project
+
+
+def set_escalation(*, project: Project, escalate_on: str) -> Project:
+    """When a passage two labellers disagree on gets a third labeller (`EscalateOn`); it
+    applies to questions whose second labeller finishes from now on."""
+    if escalate_on not in EscalateOn.values:
+        raise ServiceError("Choose when a third labeller is asked.")
+    project.escalate_on = escalate_on
+    project.save(update_fields=["escalate_on"])
     return project
 
 

@@ -59,6 +59,7 @@ from labelling.models import (
     Resolution,
     Verdict,
     VerdictOutcome,
+    work_q,
 )
 from labelling.resolution import DEFAULT_MIN_SPAN_F1
 from labelling.services.gold import (
@@ -579,12 +580,16 @@ def _production_questions(question_set: QuestionSet, questions) -> list[dict]:
 def _guideline_versions(question_set: QuestionSet) -> list[int]:
     versions = set(
         Judgement.objects.filter(
-            assignment__pool__question_set=question_set, guideline__isnull=False
+            work_q("assignment__"),
+            assignment__pool__question_set=question_set,
+            guideline__isnull=False,
         ).values_list("guideline__version", flat=True)
     )
     versions |= set(
         Verdict.objects.filter(
-            assignment__pool__question_set=question_set, guideline__isnull=False
+            work_q("assignment__"),
+            assignment__pool__question_set=question_set,
+            guideline__isnull=False,
         ).values_list("guideline__version", flat=True)
     )
     return sorted(versions)
@@ -599,7 +604,9 @@ def _votes(question_set: QuestionSet) -> list[Vote]:
     }
     rows: list[tuple[tuple, Vote]] = []
     judgements = (
-        Judgement.objects.filter(assignment__pool__question_set=question_set)
+        Judgement.objects.filter(
+            work_q("assignment__"), assignment__pool__question_set=question_set
+        )
         .select_related(
             "assignment__labeller",
             "assignment__pool",
@@ -640,8 +647,11 @@ def _votes(question_set: QuestionSet) -> list[Vote]:
                 ),
             )
         )
-    assignments = Assignment.objects.filter(pool__question_set=question_set).select_related(
-        "labeller", "pool", "question", "verdict__guideline"
+    # Calibration answers are no votes (`labelling.services.calibration`).
+    assignments = (
+        Assignment.objects.work()
+        .filter(pool__question_set=question_set)
+        .select_related("labeller", "pool", "question", "verdict__guideline")
     )
     for a in assignments:
         verdict = getattr(a, "verdict", None)

@@ -12,11 +12,10 @@ gold set" (`goldeval.scoring.power`).
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-from goldeval.cli.answers import add_parser as add_answers_parser
 
 # The argument types every subcommand shares live apart, so subcommands need not import this
 # module (which imports them).
@@ -33,11 +32,7 @@ from goldeval.cli.arguments import (
     threshold_argument,
 )
 from goldeval.cli.gates import missed_bars, not_significant
-from goldeval.cli.health import add_parser as add_health_parser
 from goldeval.cli.holes import add_hole_filling, read_judge_grades
-from goldeval.cli.permissions import add_parser as add_permissions_parser
-from goldeval.cli.power import add_parser as add_power_parser
-from goldeval.cli.reusability import add_parser as add_reusability_parser
 from goldeval.formats.gold import EvaluationInputError, Gold, load_gold
 from goldeval.formats.runfiles import SCORES, TIES
 from goldeval.formats.runs import Run, check_run_against_gold, load_run
@@ -53,12 +48,25 @@ from goldeval.scoring.metrics import COMPATS, MetricOptions, evaluate_run
 from goldeval.scoring.power import ALPHA, detection_limits
 from goldeval.scoring.report import FORMATS, build_report, render
 
+# The subcommands besides `evaluate`, in the order the usage lists them, each in its own module,
+# imported only when it is named (or for the whole usage): a CI job's `evaluate` of a million
+# run lines should not pay for importing the other five (issue 37).
+SUBCOMMANDS = {
+    "permissions": "goldeval.cli.permissions",
+    "answers": "goldeval.cli.answers",
+    "health": "goldeval.cli.health",
+    "reusability": "goldeval.cli.reusability",
+    "power": "goldeval.cli.power",
+}
+
 EXIT_OK = 0
 EXIT_BELOW_BAR = 1
 EXIT_BAD_INPUT = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``command`` (one of `SUBCOMMANDS` or "evaluate"), only
+    that subcommand's module is imported and only its parser added."""
     parser = argparse.ArgumentParser(
         prog="python -m goldeval",
         description="Score retrieval runs against a Goldset gold set (span-based metrics).",
@@ -198,11 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--seed", type=seed_argument, default=0, help="seed of the randomization test"
     )
-    add_permissions_parser(commands)
-    add_answers_parser(commands)
-    add_health_parser(commands)
-    add_reusability_parser(commands)
-    add_power_parser(commands)
+    for name, module in SUBCOMMANDS.items():
+        if command is None or command == name:
+            importlib.import_module(module).add_parser(commands)
     return parser
 
 
@@ -359,7 +365,10 @@ def _evaluate(arguments: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    arguments = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # The whole parser when the command is not (yet) known: its usage and errors list them all.
+    named = argv[0] if argv and (argv[0] in SUBCOMMANDS or argv[0] == "evaluate") else None
+    arguments = build_parser(named).parse_args(argv)
     try:
         return getattr(arguments, "handler", evaluate_command)(arguments)
     except (EvaluationInputError, UsageError) as error:

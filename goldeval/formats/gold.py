@@ -536,15 +536,20 @@ def _questions_of_qrels(
             for doc_id, grade in documents.items()
             if grade >= 1
         )
+        if min(documents.values()) >= 0:  # the usual file: every document judged
+            judged, pooled_unjudged = tuple(map(whole_document, documents)), ()
+        else:
+            judged = tuple(whole_document(doc) for doc, grade in documents.items() if grade >= 0)
+            pooled_unjudged = tuple(
+                whole_document(doc) for doc, grade in documents.items() if grade < 0
+            )
         questions[question_id] = GoldQuestion(
             question_id=question_id,
             question="",
             answerable=bool(spans),
             spans=spans,
-            judged=tuple(whole_document(doc) for doc, grade in documents.items() if grade >= 0),
-            pooled_unjudged=tuple(
-                whole_document(doc) for doc, grade in documents.items() if grade < 0
-            ),
+            judged=judged,
+            pooled_unjudged=pooled_unjudged,
         )
     return questions, read.trec_layout
 

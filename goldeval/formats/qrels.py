@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from goldeval.formats.runfiles import other_space_problem
+from goldeval.formats.runfiles import other_space_problem, trecscan
 from goldeval.formats.textfiles import (
     LineProblem,
     may_hold_other_spaces,
@@ -114,6 +114,10 @@ def read_qrels(text: str) -> QrelsFile:
     order). Blank lines and ``#`` comments are skipped, as elsewhere."""
     # Written for speed: a qrels file of 10,000 questions is 300,000 lines. A question's
     # lines usually follow one another, so its dicts are reused without a lookup.
+    scanned = None if trecscan is None else trecscan.scan_qrels(text)
+    if scanned is not None:  # TREC lines only, no repeat, no problem: read in C, same result
+        grades, lines, trec_layout = scanned
+        return QrelsFile(grades=grades, lines=lines, trec_layout=trec_layout)
     result = QrelsFile()
     grades_of, lines_of = result.grades, result.lines
     grade_values: dict[str, int] = {}  # the grade texts met so far, checked once each

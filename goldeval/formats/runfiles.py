@@ -42,6 +42,10 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, NamedTuple, Protocol
 
+try:  # the compiled scanner of the common case (goldeval/formats/_trecscan.c), if built
+    from goldeval.formats import _trecscan as trecscan
+except ImportError:  # pragma: no cover - an install without a C compiler
+    trecscan = None
 from goldeval.formats.textfiles import (
     LineProblem,
     character_name,
@@ -147,8 +151,9 @@ class RankedResults:
     """One question's results in ranked order; the three lists run in parallel."""
 
     passages: Sequence[Passage]  # a list, or `WholeDocuments` for a TREC run
-    scores: list[float | None]
-    lines: list[int]  # the line each result was read from
+    # Lists, or arrays ("d" and "q") when the compiled scanner read the run.
+    scores: Sequence[float | None]
+    lines: Sequence[int]  # the line each result was read from
     line: int  # where the question first appears
     # None when the run says nothing about refusing; only JSONL runs can say it.
     refused: bool | None = None
@@ -282,7 +287,18 @@ def _is_int(value: Any) -> bool:
 
 def _read_trec(text: str, *, ties: str, float32: bool) -> RunFile:
     with cyclic_gc_paused():
-        return _read_trec_lines(text, by_docno=ties == "trec_eval", float32=float32)
+        by_docno = ties == "trec_eval"
+        scanned = None if trecscan is None else trecscan.scan_run(text)
+        if scanned is None:  # no compiled scanner, or a line only this reader decides
+            return _read_trec_lines(text, by_docno=by_docno, float32=float32)
+        return _ranked_run(
+            {
+                question_id: RankedResults(passages=doc_ids, scores=scores, lines=lines, line=line)
+                for question_id, (doc_ids, scores, lines, line) in scanned.items()
+            },
+            by_docno=by_docno,
+            float32=float32,
+        )
 
 
 def _read_trec_lines(text: str, *, by_docno: bool, float32: bool) -> RunFile:
@@ -290,7 +306,6 @@ def _read_trec_lines(text: str, *, by_docno: bool, float32: bool) -> RunFile:
     # question's results are gathered in file order (its lines usually follow one another, so
     # the lists of the question before are reused without a lookup), then ranked.
     run = RunFile(format="trec")
-    rankings = run.rankings
     gathered: dict[str, RankedResults] = {}
     current = None
     add_doc = add_score = add_line = None
@@ -337,10 +352,18 @@ def _read_trec_lines(text: str, *, by_docno: bool, float32: bool) -> RunFile:
         add_doc(fields[2])
         add_score(score)
         add_line(number)
+    return _ranked_run(gathered, by_docno=by_docno, float32=float32, run=run)
+
+
+def _ranked_run(
+    gathered: dict[str, RankedResults], *, by_docno: bool, float32: bool, run: RunFile | None = None
+) -> RunFile:
+    """``run`` (a new one if None) with each question's results, gathered in file order, ranked."""
+    run = RunFile(format="trec") if run is None else run
     for question_id, results in gathered.items():
         if float32:
             results.scores = array("f", results.scores).tolist()
-        rankings[question_id] = _ranked(results, by_docno=by_docno)
+        run.rankings[question_id] = _ranked(results, by_docno=by_docno)
     return run
 
 

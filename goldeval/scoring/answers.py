@@ -52,8 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from goldeval.formats.answer_gold import PRESENCE, SUPPORT, AnswerGold, GradedClaim, ReferenceFact
 from goldeval.formats.answers import Answer
@@ -61,6 +60,12 @@ from goldeval.formats.gold import Gold, GoldQuestion
 from goldeval.formats.runfiles import Passage
 from goldeval.scoring.compare import PERMUTATIONS, Comparison, paired_randomization_p_values
 from goldeval.scoring.metrics import passages_reaching_gold
+
+# numpy is imported where it is used, not here: a CLI run that scores one run never needs it,
+# and importing it is a tenth of a million-line evaluation's whole process (issue 37).
+if TYPE_CHECKING:
+    pass
+
 
 HUMAN_SCORES = (
     "faithfulness",
@@ -410,6 +415,8 @@ def compare_answer_runs(
 ) -> list[Comparison]:
     """The retrieval runs' paired randomization test, per score, over the questions where both
     runs have a value (an answer without claims has no faithfulness to pair)."""
+    import numpy as np
+
     comparisons: list[Comparison] = []
     names = list(evaluations)
     for i, name_a in enumerate(names):

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import combinations
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from goldeval.scoring.metrics import RunEvaluation
+
+# numpy is imported where it is used, not here: a CLI run that scores one run never needs it,
+# and importing it is a tenth of a million-line evaluation's whole process (issue 37).
+if TYPE_CHECKING:
+    import numpy as np
+
 
 PERMUTATIONS = 10_000
 # Bounds the sign matrix (permutations x questions) held in memory at once.
@@ -36,6 +41,8 @@ def paired_randomization_p_values(
     differences: np.ndarray, *, permutations: int = PERMUTATIONS, seed: int = 0
 ) -> np.ndarray:
     """Two-sided p-value per column of a (questions x metrics) matrix of paired differences."""
+    import numpy as np
+
     questions, metrics = differences.shape
     if questions == 0:
         return np.ones(metrics)
@@ -61,6 +68,8 @@ def compare_runs(
     seed: int = 0,
 ) -> list[Comparison]:
     """Deltas and p-values for every pair of runs (in the given order) and every metric."""
+    import numpy as np
+
     comparisons: list[Comparison] = []
     for name_a, name_b in combinations(evaluations, 2):
         a, b = evaluations[name_a], evaluations[name_b]

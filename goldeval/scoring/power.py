@@ -28,14 +28,18 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol
 
 # scipy is imported inside the functions that use it: it costs every CLI run (which imports
 # this module through its gates) about 0.3-0.5 s of start-up, more than scoring a million run
 # lines, and only the power figures need it.
 from goldeval.scoring.compare import PERMUTATIONS, Comparison, paired_randomization_p_values
+
+# numpy is imported where it is used, not here: a CLI run that scores one run never needs it,
+# and importing it is a tenth of a million-line evaluation's whole process (issue 37).
+if TYPE_CHECKING:
+    import numpy as np
+
 
 ALPHA = 0.05
 POWER = 0.8
@@ -175,6 +179,8 @@ def difference_sigma(scores: np.ndarray) -> float | None:
 def score_matrix(evaluations: Mapping[str, Scored], *, metric: str) -> tuple[list[str], np.ndarray]:
     """The questions every run scored with a value for ``metric`` (recall@k is undefined on a
     question without units at the threshold, the same in every run), and their scores."""
+    import numpy as np
+
     runs = list(evaluations.values())
     if not runs:
         return [], np.zeros((0, 0))

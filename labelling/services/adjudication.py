@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Count
 
 from goldset.errors import ServiceError
-from labelling import agreement
+from labelling import agreement, escalation
 from labelling.models import (
     Assignment,
     Candidate,
@@ -37,14 +37,14 @@ from labelling.services.votes import ItemVotes, QuestionVotes, gather_votes
 
 def _pair_key(item: ItemVotes) -> str:
     names = sorted(
-        j.assignment.labeller.get_username() for j in item.judgements if j.assignment.labeller
+        j.assignment.labeller.get_username() for j in item.first_judgements if j.assignment.labeller
     )
     return " & ".join(names)
 
 
 def _guideline_key(item: ItemVotes) -> str:
     versions = sorted(
-        {f"v{j.guideline.version}" if j.guideline else "none" for j in item.judgements}
+        {f"v{j.guideline.version}" if j.guideline else "none" for j in item.first_judgements}
     )
     return " + ".join(versions)
 
@@ -63,21 +63,22 @@ def agreement_report(
     an item, a passage one of two labellers cannot see, two verdicts), so only those are read:
     a set of 60,000 candidates with 2,000 double-labelled items reads 2,000."""
     double_keys = (
-        Assignment.objects.filter(pool__question_set=question_set)
+        Assignment.objects.work()
+        .filter(pool__question_set=question_set)
         .values("pool_id", "question_id")
         .annotate(slots=Count("pk"))
         .filter(slots__gte=2)
         .values_list("pool_id", "question_id")
     )
     questions = gather_votes(question_set=question_set, viewer=viewer, keys=set(double_keys))
-    double = [i for q in questions for i in q.items if len(i.judgements) == 2]
-    pairs = [(i.judgements[0].grade, i.judgements[1].grade) for i in double]
+    double = [i for q in questions for i in q.items if len(i.first_judgements) == 2]
+    pairs = [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in double]
     report = agreement.pairwise_report(pairs, n_boot=n_boot)
     # Krippendorff's alpha over every labeller, with missing values, not only one pair.
-    labellers = sorted({j.assignment.labeller_id for i in double for j in i.judgements})
+    labellers = sorted({j.assignment.labeller_id for i in double for j in i.first_judgements})
     matrix = [
         [
-            next((j.grade for j in i.judgements if j.assignment.labeller_id == lab), None)
+            next((j.grade for j in i.first_judgements if j.assignment.labeller_id == lab), None)
             for i in double
         ]
         for lab in labellers
@@ -99,7 +100,8 @@ def agreement_report(
         {
             "labellers": key,
             **agreement.pairwise_report(
-                [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0
+                [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in items],
+                n_boot=0,
             ),
         }
         for key, items in _grouped(double, _pair_key).items()
@@ -108,7 +110,8 @@ def agreement_report(
         {
             "guideline": key,
             **agreement.pairwise_report(
-                [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0
+                [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in items],
+                n_boot=0,
             ),
         }
         for key, items in _grouped(double, _guideline_key).items()
@@ -120,14 +123,15 @@ def agreement_report(
             "question": q.question.text,
             "items": len(items),
             "disagreements": sum(
-                1 for i in items if i.judgements[0].grade != i.judgements[1].grade
+                1 for i in items if i.first_judgements[0].grade != i.first_judgements[1].grade
             ),
             "percent": agreement.percent_agreement(
-                [(i.judgements[0].grade, i.judgements[1].grade) for i in items], n_boot=0
+                [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in items],
+                n_boot=0,
             ).value,
         }
         for q in questions
-        if (items := [i for i in q.items if len(i.judgements) == 2])
+        if (items := [i for i in q.items if len(i.first_judgements) == 2])
     ]
     report["per_question"].sort(key=lambda row: (-row["disagreements"], row["question_id"]))
     f1 = agreement.mean_span_f1(
@@ -136,7 +140,7 @@ def agreement_report(
                 agreement.GradedSpans(
                     grade=j.grade, spans=tuple((s.start, s.end) for s in j.span_list)
                 )
-                for j in i.judgements
+                for j in i.first_judgements
             )
             for i in double
         ],
@@ -157,10 +161,12 @@ def agreement_report(
             "pool": i.pool.pk,
             "candidate": i.candidate.pk,
             "doc_id": i.candidate.version.document.doc_id,
-            "grades": [j.grade for j in i.judgements],
+            "grades": [j.grade for j in i.first_judgements],
         }
-        for i in sorted(double, key=lambda i: -abs(i.judgements[0].grade - i.judgements[1].grade))
-        if i.judgements[0].grade != i.judgements[1].grade
+        for i in sorted(
+            double, key=lambda i: -abs(i.first_judgements[0].grade - i.first_judgements[1].grade)
+        )
+        if i.first_judgements[0].grade != i.first_judgements[1].grade
     ]
     return report
 
@@ -184,6 +190,10 @@ class QueueEntry:
     item: ItemVotes | None = None
     question_votes: QuestionVotes | None = None
     kind: str = "disagreement"  # `labelling.resolution.Pending.kind`, or "resolved"
+    # The queue's order (`labelling.escalation`): the labellers' vote distance, then how many
+    # questions' figures the passage can move.
+    distance: int = 0
+    moves: int = 0
 
     @property
     def waiting_for(self) -> list[str]:
@@ -199,18 +209,28 @@ def adjudication_queue(
     min_span_f1: float = DEFAULT_MIN_SPAN_F1,
     include_resolved: bool = False,
     include_single_by_access: bool = False,
+    include_escalated_waiting: bool = False,
     viewer=None,
     keys: Collection[tuple[int, int]] | None = None,
     candidate_ids: Collection[int] | None = None,
+    moved: dict[tuple[int, int, int, int], int] | None = None,
 ) -> list[QueueEntry]:
     """Every item a lead must decide: votes that disagree (grades, spans, verdicts), a "can't
     tell", and items that can never get their vote (`labelling.services.votes`). Items still
     waiting for a labeller are not here (the Gold page lists them). With
     ``include_single_by_access``, also the passages of double-labelled questions whose single
     vote stands because the other labeller cannot see them (kind "single_by_access", for a lead
-    to review, not to decide). With ``viewer``, only items on documents they may see; with
-    ``keys``, only those (pool id, question id) pairs (``candidate_ids``: `gather_votes`)."""
+    to review, not to decide); with ``include_escalated_waiting``, the escalated passages whose
+    third labeller has not graded them yet (kind "escalated_waiting", for a lead to know of).
+    With ``viewer``, only items on documents they may see; with ``keys``, only those (pool id,
+    question id) pairs (``candidate_ids``: `gather_votes`).
+
+    Ordered by `labelling.escalation`'s rule: the widest vote distance first, then the
+    passages that can move the most questions' figures, then as read (stable). How many a
+    passage moves depends on every undecided passage of the set: a caller that reads only some
+    questions (``keys``) passes ``moved``, `escalation.questions_moved` over the whole set's."""
     entries = []
+    undecided: list[tuple[int, int, int, int]] = []
     for q in gather_votes(
         question_set=question_set, viewer=viewer, keys=keys, candidate_ids=candidate_ids
     ):
@@ -231,7 +251,28 @@ def adjudication_queue(
             )
         for item in q.items:
             decision = item.decide(min_span_f1=min_span_f1)
+            if isinstance(decision, Pending):
+                c = item.candidate
+                undecided.append((q.question.pk, c.version_id, c.start, c.end))
             if (
+                include_escalated_waiting
+                and item.escalation is not None
+                and item.escalation.assignment_id is not None
+                and isinstance(decision, Pending)
+                and decision.kind == "waiting"
+            ):
+                entries.append(
+                    QueueEntry(
+                        pool=q.pool,
+                        question=q.question,
+                        candidate=item.candidate,
+                        item=item,
+                        question_votes=q,
+                        reason="waiting for a third labeller",
+                        kind="escalated_waiting",
+                    )
+                )
+            elif (
                 include_single_by_access
                 and item.single_by_access
                 and item.resolution is None
@@ -263,6 +304,16 @@ def adjudication_queue(
                         kind=decision.kind if isinstance(decision, Pending) else "resolved",
                     )
                 )
+    if moved is None:
+        moved = escalation.questions_moved(undecided)
+    for entry in entries:
+        if entry.candidate is None:
+            entry.moves = 1  # a verdict moves its own question's answerability
+            continue
+        c = entry.candidate
+        entry.distance = escalation.vote_distance([j.grade for j in entry.item.judgements])
+        entry.moves = moved.get((entry.question.pk, c.version_id, c.start, c.end), 0)
+    entries.sort(key=lambda entry: (-entry.distance, -entry.moves))
     return entries
 
 
@@ -365,8 +416,9 @@ def item_votes(
     return found[0].items[0] if found else None
 
 
-# Where a lead's resolution takes its evidence from (`resolve_item_from`).
-EVIDENCE_SOURCES = ("both", "a", "b", "candidate", "custom")
+# Where a lead's resolution takes its evidence from (`resolve_item_from`); "c" is a third
+# labeller's, on an escalated item.
+EVIDENCE_SOURCES = ("both", "a", "b", "c", "candidate", "custom")
 
 
 def resolve_item_from(
@@ -379,7 +431,8 @@ def resolve_item_from(
     note: str = "",
 ) -> Resolution:
     """Resolve an item with evidence taken from the votes ("both": the union of the
-    labellers' spans, "a" or "b": the first or second labeller's), from the candidate passage,
+    labellers' spans, "a", "b" or "c": the first, second or third labeller's), from the
+    candidate passage,
     or from ``custom_spans``; then as `resolve`."""
     if spans_from not in EVIDENCE_SOURCES:
         raise ServiceError("Choose where the evidence comes from.")
@@ -389,6 +442,7 @@ def resolve_item_from(
         "both": union(*vote_spans),
         "a": vote_spans[0] if vote_spans else (),
         "b": vote_spans[1] if len(vote_spans) > 1 else (),
+        "c": vote_spans[2] if len(vote_spans) > 2 else (),
         "candidate": ((candidate.start, candidate.end),),
         "custom": tuple(custom_spans),
     }[spans_from]

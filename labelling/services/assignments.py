@@ -10,7 +10,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -22,6 +22,7 @@ from goldset.errors import ServiceError
 from labelling import assignment_plan as strategy
 from labelling.models import (
     Assignment,
+    AssignmentPurpose,
     AssignmentQuerySet,
     Candidate,
     Change,
@@ -32,7 +33,7 @@ from labelling.models import (
     QuestionSet,
     included_q,
 )
-from labelling.services import gold_state
+from labelling.services import calibration, gold_state, leases
 from labelling.services.votes import Sight
 
 User = get_user_model()
@@ -135,8 +136,8 @@ def _access_outcome(plan, hidden, pool: Pool) -> tuple[int, int]:
         return 0, 0
     questions = {planned.question for planned in plan} & set(hidden)
     holders: dict = defaultdict(list)
-    for question_id, labeller_id in Assignment.objects.filter(
-        pool=pool, question_id__in=questions
+    for question_id, labeller_id in (
+        Assignment.objects.work().filter(pool=pool, question_id__in=questions)
     ).values_list("question_id", "labeller_id"):
         holders[question_id].append(labeller_id)
     rows = list(
@@ -248,7 +249,7 @@ def add_second_labellers(
     _check_members(pool, labellers)
     with transaction.atomic():
         Pool.objects.select_for_update().filter(pk=pool.pk).first()
-        planned = Assignment.objects.filter(included_q("question__"), pool=pool)
+        planned = Assignment.objects.work().filter(included_q("question__"), pool=pool)
         doubled = set(planned.filter(slot=2).values_list("question_id", flat=True))
         firsts = dict(
             planned.filter(slot=1)
@@ -315,7 +316,8 @@ def add_second_labellers(
 
 def _current_load(pool: Pool, labellers: Sequence) -> dict:
     return dict(
-        Assignment.objects.filter(pool=pool, labeller__in=labellers)
+        Assignment.objects.work()
+        .filter(pool=pool, labeller__in=labellers)
         .values("labeller")
         .annotate(n=Count("pk"))
         .values_list("labeller", "n")
@@ -323,6 +325,16 @@ def _current_load(pool: Pool, labellers: Sequence) -> dict:
 
 
 def _create(pool: Pool, plan) -> None:
+    """Write a plan. A labeller who answered one of its questions as a calibration question
+    cannot label it again: that slot is left open for someone else to claim."""
+    calibrated = set(
+        Assignment.objects.calibration()
+        .filter(pool=pool, question_id__in=[p.question for p in plan])
+        .values_list("question_id", "labeller_id")
+    )
+    plan = [
+        replace(p, labeller=None) if (p.question, p.labeller) in calibrated else p for p in plan
+    ]
     now = timezone.now()
     Assignment.objects.bulk_create(
         [
@@ -341,12 +353,16 @@ def _create(pool: Pool, plan) -> None:
 
 
 def next_assignment(
-    *, project: Project, labeller, after: Assignment | None = None
+    *, project: Project, labeller, after: Assignment | None = None, rng=None
 ) -> Assignment | None:
     """The labeller's next question: their own open work first (the one after ``after`` in
     queue order, wrapping round), else a newly claimed unclaimed slot, else ``after`` itself if
     it is still open, else None. Only ``after``'s pool and question are read: it need not be a
-    saved row (the queue's "next" names them), and only the labeller's own rows are returned."""
+    saved row (the queue's "next" names them), and only the labeller's own rows are returned.
+
+    While real work waits for the labeller, the project's calibration share of these requests
+    gives a calibration question instead (`labelling.services.calibration.serve`; ``rng``
+    draws)."""
     own = list(
         Assignment.objects.in_project(project)
         .open_for(labeller)
@@ -359,6 +375,14 @@ def next_assignment(
         candidates = later + [a for a in own if (a.pool_id, a.question_id) < key]
     else:
         candidates = own
+    real_work = calibration.share_percent(project) > 0 and (
+        any(a.purpose == AssignmentPurpose.WORK for a in candidates)
+        or Assignment.objects.in_project(project).claimable_by(labeller).exists()
+    )
+    if real_work:
+        served = calibration.serve(project=project, labeller=labeller, rng=rng)
+        if served is not None:
+            return served
     if candidates:
         return candidates[0]
     claimed = claim_assignment(project=project, labeller=labeller)
@@ -368,12 +392,15 @@ def next_assignment(
 
 
 def claim_assignment(*, project: Project, labeller) -> Assignment | None:
-    """Give the labeller one unclaimed slot, or None when there is none left for them.
+    """Give the labeller one unclaimed slot, or None when there is none left for them. The slot
+    is theirs for the project's lease (`labelling.services.leases`); slots whose lease lapsed
+    with nothing graded go back to the pool first, so they can be claimed here.
 
     `SKIP LOCKED` lets concurrent requests each lock a different row, so no slot is handed to
     two people and no question gets more labellers than it has slots. (SQLite has no row locks;
     it serialises writers instead.)
     """
+    leases.release_lapsed_leases(project=project)
     for _ in range(5):
         try:
             with transaction.atomic():
@@ -382,7 +409,8 @@ def claim_assignment(*, project: Project, labeller) -> Assignment | None:
                     return None
                 slot.labeller = labeller
                 slot.assigned_at = timezone.now()
-                slot.save(update_fields=["labeller", "assigned_at"])
+                slot.lease_expires_at = leases.lease_end(project=project, now=slot.assigned_at)
+                slot.save(update_fields=["labeller", "assigned_at", "lease_expires_at"])
                 _record_assignment_change(slot, action="claim", before=None, user=labeller)
                 return slot
         except IntegrityError:
@@ -431,7 +459,8 @@ def reassign(*, assignment: Assignment, labeller, user) -> Assignment:
         before = _holder(locked)
         locked.labeller = labeller
         locked.assigned_at = timezone.now()
-        locked.save(update_fields=["labeller", "assigned_at"])
+        locked.lease_expires_at = None  # a lead's hand-over: no lease
+        locked.save(update_fields=["labeller", "assigned_at", "lease_expires_at"])
         _record_assignment_change(locked, action="reassign", before=before, user=user)
         return locked
 
@@ -445,7 +474,8 @@ def unassign(*, assignment: Assignment, user) -> Assignment:
         before = _holder(locked)
         locked.labeller = None
         locked.assigned_at = None
-        locked.save(update_fields=["labeller", "assigned_at"])
+        locked.lease_expires_at = None
+        locked.save(update_fields=["labeller", "assigned_at", "lease_expires_at"])
         _record_assignment_change(locked, action="unassign", before=before, user=user)
         return locked
 
@@ -578,7 +608,9 @@ def queue_progress(assignments: AssignmentQuerySet, *, viewer) -> QueueProgress:
 
 
 def progress_by_labeller(*, project: Project, viewer) -> list[tuple[object, QueueProgress]]:
-    assignments = Assignment.objects.in_project(project)
+    """Each labeller's progress on the project's work (calibration questions left out: they
+    are no pool's work; the Calibration page has them)."""
+    assignments = Assignment.objects.in_project(project).work()
     labeller_ids = assignments.filter(labeller__isnull=False).values("labeller")
     return [
         (labeller, queue_progress(assignments.filter(labeller=labeller), viewer=viewer))
@@ -592,9 +624,9 @@ def progress_by_question_set(
     """Per question set: progress over all its slots, and how many slots wait to be claimed."""
     rows = []
     for question_set in QuestionSet.objects.filter(
-        project=project, pools__assignments__isnull=False
+        project=project, pools__assignments__purpose=AssignmentPurpose.WORK
     ).distinct():
-        assignments = Assignment.objects.filter(pool__question_set=question_set)
+        assignments = Assignment.objects.work().filter(pool__question_set=question_set)
         progress = queue_progress(assignments, viewer=viewer)
         rows.append((question_set, progress, assignments.unclaimed().count()))
     return rows

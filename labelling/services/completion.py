@@ -18,6 +18,7 @@ from goldeval.pooling import StoppingRule
 from labelling.grading_passages import passages_for_grading
 from labelling.models import Assignment, Candidate, Verdict, VerdictOutcome
 from labelling.services import gold_state
+from labelling.services.escalation import escalate_if_due
 from labelling.services.judging_order import stop_reached
 
 
@@ -103,11 +104,15 @@ def _stopping_rule(passages) -> StoppingRule | None:
 def update_completion(
     assignment: Assignment, labeller, *, passages=None, verdict=_UNREAD
 ) -> Progress:
+    """Mark the assignment done or not done, as its labeller's work now stands. The write
+    that completes a question's second assignment may give the question a third labeller
+    (`labelling.services.escalation`), in the same transaction."""
     progress = assignment_progress(assignment, labeller, passages=passages, verdict=verdict)
     if progress.done and assignment.completed_at is None:
         assignment.completed_at = timezone.now()
         assignment.save(update_fields=["completed_at"])
         gold_state.mark_stale(pool_id=assignment.pool_id, question_id=assignment.question_id)
+        escalate_if_due(assignment=assignment)
     elif not progress.done and assignment.completed_at is not None:
         assignment.completed_at = None
         assignment.save(update_fields=["completed_at"])

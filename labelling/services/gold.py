@@ -34,6 +34,7 @@ from labelling.models import (
     SpanRecheck,
     VerdictOutcome,
     included_q,
+    work_q,
 )
 from labelling.resolution import (
     DEFAULT_MIN_SPAN_F1,
@@ -264,7 +265,9 @@ def question_gold_spans(*, question: Question, viewer=None) -> list[GoldSpanRow]
     on the documents ``viewer`` may see (what a lead links a reference fact to). Items still
     unresolved have no gold span yet; an unanswerable verdict has none at all."""
     spans: list[GoldSpanRow] = []
-    pools = question.question_set.pools.filter(assignments__question=question).distinct()
+    pools = question.question_set.pools.filter(
+        work_q("assignments__"), assignments__question=question
+    ).distinct()
     for pool_id in pools.values_list("pk", flat=True):
         resolution = resolve_gold(
             question_set=question.question_set,
@@ -601,7 +604,8 @@ def _verdicts_without_candidates(question_set: QuestionSet, *, covered: set[int]
     nothing): their outcome is all there is to resolve."""
     assignments = defaultdict(list)
     for assignment in (
-        Assignment.objects.filter(included_q("question__"), pool__question_set=question_set)
+        Assignment.objects.work()
+        .filter(included_q("question__"), pool__question_set=question_set)
         .exclude(question_id__in=covered)
         .select_related("verdict")
     ):
@@ -674,26 +678,34 @@ def next_to_decide(
 
 
 def _next_stored(*, question_set, viewer, current: tuple, from_gold: bool) -> QueueEntry | None:
-    """`next_to_decide` from the stored decisions: the same order (the queue's: pool, question,
-    its verdict first, then its passages as shuffled; the Gold page's: question, pool, then
-    `_entry_order`), read from one query."""
+    """`next_to_decide` from the stored decisions: the same order (the queue's:
+    `gold_state.queue_order`; the Gold page's: question, pool, then `_entry_order`), read from
+    the stored rows."""
     gold_state.refresh(question_set=question_set)
     kinds = list(PENDING_KINDS)
-    states = gold_state.visible_states(question_set=question_set, viewer=viewer).filter(
-        kind__in=kinds if from_gold else gold_state.NEEDS_LEAD
-    )
-    rows = states.values_list(
-        "pool_id", "question_id", "candidate_id", "kind", "candidate__shuffle_rank"
-    )
+    visible = gold_state.visible_states(question_set=question_set, viewer=viewer)
+    if from_gold:
+        rows = visible.filter(kind__in=kinds).values_list(
+            "pool_id", "question_id", "candidate_id", "kind", "candidate__shuffle_rank"
+        )
 
-    def order(row) -> tuple:
-        pool, question, candidate, kind, rank = row
-        within = (candidate is not None, rank or 0, candidate or 0)
-        if from_gold:
-            return (question, pool, kinds.index(kind), *within)
-        return (pool, question, *within)
+        def order(row) -> tuple:
+            pool, question, candidate, kind, rank = row
+            return (
+                question,
+                pool,
+                kinds.index(kind),
+                candidate is not None,
+                rank or 0,
+                candidate or 0,
+            )
 
-    keys = [row[:3] for row in sorted(rows, key=order)]
+        keys = [row[:3] for row in sorted(rows, key=order)]
+    else:
+        ordered, _ = gold_state.queue_order(
+            visible.filter(kind__in=gold_state.NEEDS_LEAD), visible=visible
+        )
+        keys = [row[:3] for row in ordered]
     position = keys.index(current) if current in keys else -1
     rest = keys[position + 1 :] + keys[: max(position, 0)]
     following = next((key for key in rest if key != current), None)

@@ -34,6 +34,7 @@ from django.db.models.signals import post_delete, post_save
 
 from corpus.models import Membership
 from corpus.visibility import not_hidden_q
+from labelling.escalation import questions_moved, vote_distance
 from labelling.models import (
     Assignment,
     Candidate,
@@ -65,7 +66,8 @@ def mark_questions_stale(keys: Iterable[tuple[int, int]]) -> None:
 def mark_set_stale(*, question_set_id: int) -> None:
     """Every assigned question of the set (a write that touches many of them)."""
     mark_questions_stale(
-        Assignment.objects.filter(pool__question_set_id=question_set_id)
+        Assignment.objects.work()
+        .filter(pool__question_set_id=question_set_id)
         .values_list("pool_id", "question_id")
         .distinct()
     )
@@ -75,7 +77,8 @@ def mark_project_stale(*, project_id: int) -> None:
     """Every assigned question of the project: who may see which document changed, or who may
     still vote (an account deactivated, a member added or removed)."""
     mark_questions_stale(
-        Assignment.objects.filter(pool__question_set__project_id=project_id)
+        Assignment.objects.work()
+        .filter(pool__question_set__project_id=project_id)
         .values_list("pool_id", "question_id")
         .distinct()
     )
@@ -107,7 +110,9 @@ def refresh(*, question_set: QuestionSet) -> None:
     """Recompute the stored decisions of the set's stale questions (none when nothing changed),
     and of assigned questions that have none stored yet (data written before the store, or
     by a path that bypassed the services)."""
-    assigned = Assignment.objects.filter(pool__question_set=question_set)
+    # The pool's work: a calibration answer is no vote (`work_q`), and a question held only
+    # for calibration has no state to store.
+    assigned = Assignment.objects.work().filter(pool__question_set=question_set)
     unseen = set(
         assigned.filter(included_q("question__"))
         .exclude(
@@ -177,9 +182,60 @@ def _states(questions) -> list[ItemState]:
                     kind=decision.kind if isinstance(decision, Pending) else decision.source,
                     resolved=item.resolution is not None,
                     single_by_access=item.single_by_access,
+                    distance=vote_distance([j.grade for j in item.judgements]),
+                    escalated=item.escalation is not None
+                    and item.escalation.assignment_id is not None,
                 )
             )
     return rows
+
+
+# A stored entry of the adjudication queue, as `queue_order` reads it.
+QueueRow = tuple  # (pool id, question id, candidate id or None, kind, version id, rank)
+
+
+def queue_order(
+    entries: QuerySet[ItemState], *, visible: QuerySet[ItemState]
+) -> tuple[list[QueueRow], dict[tuple[int, int, int, int], int]]:
+    """The stored ``entries`` in the adjudication queue's order (`adjudication_queue`,
+    `labelling.escalation`): the widest vote distance first, then the passages that can move
+    the most questions, then as `gather_votes` reads them (pool, question, its verdict, its
+    passages as shuffled). How many questions a passage moves is counted over ``visible`` (the
+    viewer's stored decisions), on the document versions of the entries only: a passage moves
+    only questions with an undecided passage on its own version. Returns the rows in order and
+    the moves by passage, for `adjudication_queue(moved=…)` reading one page of them."""
+    rows = list(
+        entries.values_list(
+            "pool_id",
+            "question_id",
+            "candidate_id",
+            "kind",
+            "candidate__version_id",
+            "candidate__shuffle_rank",
+            "distance",
+            "candidate__start",
+            "candidate__end",
+        )
+    )
+    versions = {row[4] for row in rows if row[2] is not None}
+    moved = (
+        questions_moved(
+            visible.filter(kind__in=PENDING_KINDS, candidate__version_id__in=versions).values_list(
+                "question_id", "candidate__version_id", "candidate__start", "candidate__end"
+            )
+        )
+        if versions
+        else {}
+    )
+
+    def order(row) -> tuple:
+        pool, question, candidate, _, version, rank, distance, start, end = row
+        if candidate is None:  # a verdict: no grades apart, it moves its own question
+            return (0, -1, pool, question, False, 0, 0)
+        moves = moved.get((question, version, start, end), 0)
+        return (-distance, -moves, pool, question, True, rank, candidate)
+
+    return [row[:6] for row in sorted(rows, key=order)], moved
 
 
 def visible_states(*, question_set: QuestionSet, viewer) -> QuerySet[ItemState]:

@@ -196,11 +196,13 @@ def _write(project: Project, votes: list[ImportedVote], result: JudgementImportR
                 "shuffle_rank": Candidate.objects.filter(pool=pool, question=vote.question).count()
             },
         )
-        assignment = Assignment.objects.filter(
-            pool=pool, question=vote.question, labeller=users[vote.labeller]
-        ).first()
+        assignment = (
+            Assignment.objects.work()
+            .filter(pool=pool, question=vote.question, labeller=users[vote.labeller])
+            .first()
+        )
         if assignment is None:
-            slot = Assignment.objects.filter(pool=pool, question=vote.question).count() + 1
+            slot = Assignment.objects.work().filter(pool=pool, question=vote.question).count() + 1
             assignment = Assignment.objects.create(
                 pool=pool,
                 question=vote.question,

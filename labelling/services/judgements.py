@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Length, Substr
@@ -43,7 +44,7 @@ from labelling.models import (
     Verdict,
     VerdictOutcome,
 )
-from labelling.services import gold_state, write_lock
+from labelling.services import gold_state, leases, write_lock
 from labelling.services.completion import Progress, update_completion
 
 GRADES = {0: "Not relevant", 1: "Partly answers", 2: "Fully answers"}
@@ -117,6 +118,8 @@ class Outcome:
     judgement_saved: bool = False
     # The current guideline version when it is newer than the one the page showed.
     newer_guideline: int | None = None
+    # Until when the question stays the labeller's (None: no lease), for the status bar.
+    lease_until: datetime | None = None
 
 
 # Public services --------------------------------------------------------------------------
@@ -334,6 +337,7 @@ def record_verdict(
                 candidate=None,
                 changed=False,
                 newer_guideline=locked.newer_guideline,
+                lease_until=locked.lease_expires_at,
             )
         current = _revision(locked, ChangeSubject.VERDICT, None)
         if revision != current:
@@ -348,6 +352,7 @@ def record_verdict(
         revision=current + 1,
         progress=progress,
         newer_guideline=locked.newer_guideline,
+        lease_until=locked.lease_expires_at,
     )
 
 
@@ -412,6 +417,7 @@ def undo_last_change(
         judgement=judgement if last.subject == ChangeSubject.JUDGEMENT else None,
         judgement_saved=last.subject == ChangeSubject.JUDGEMENT,
         newer_guideline=locked.newer_guideline,
+        lease_until=locked.lease_expires_at,
     )
 
 
@@ -493,6 +499,7 @@ def _edit_judgement(
                         candidate,
                         changed=False,
                         newer_guideline=locked.newer_guideline,
+                        lease_until=locked.lease_expires_at,
                     )
                 current = candidate.revision
                 if revision != current:
@@ -526,6 +533,7 @@ def _edit_judgement(
                     judgement=judgement,
                     judgement_saved=True,
                     newer_guideline=locked.newer_guideline,
+                    lease_until=locked.lease_expires_at,
                 )
         except IntegrityError:
             # Only reachable where the database has no row locks (SQLite): the unique
@@ -539,14 +547,28 @@ def _locked(assignment: Assignment, labeller, guideline_version: int | None = No
     """The assignment, locked for this write (`write_lock`), with `write_guideline_id` (the
     guideline the write records: the version the page showed, or the current one),
     `newer_guideline` (the current version when it is newer than the page's) and
-    `verdict_outcome`, read in the same query."""
-    locked = write_lock.locked_assignment(
-        assignment_id=assignment.pk,
-        labeller_id=getattr(labeller, "pk", None),
-        guideline_version=guideline_version or 0,
-    )
+    `verdict_outcome`, read in the same query; its lease renewed (or taken back, when it
+    lapsed and nobody took the slot since)."""
+
+    def lock() -> Assignment | None:
+        return write_lock.locked_assignment(
+            assignment_id=assignment.pk,
+            labeller_id=getattr(labeller, "pk", None),
+            guideline_version=guideline_version or 0,
+        )
+
+    locked = lock()
+    # The lease lapsed and the slot went back to the pool: still free, it is theirs again
+    # (nothing lost); someone else's now, `LeaseLost`.
+    if (
+        locked is None
+        and labeller is not None
+        and leases.retake_lapsed(assignment_id=assignment.pk, labeller=labeller)
+    ):
+        locked = lock()
     if locked is None:
         raise NotInQueue("This question is not in your queue.")
+    leases.renew_lease(assignment=locked, lease_minutes=locked.lease_minutes or 0)
     current = locked.current_guideline_version
     if guideline_version is None:
         locked.write_guideline_id = locked.current_guideline_id

@@ -173,17 +173,23 @@ class AdjudicationPage:
     open_total: int
     resolved_total: int
     single_total: int
-    page: Page  # of question ids with entries
+    third_total: int
+    page: Page  # of question ids with entries, in the order of their first entry
     open_entries: list[QueueEntry]
     resolved_entries: list[QueueEntry]
     single_entries: list[QueueEntry]
+    third_entries: list[QueueEntry]  # waiting for a third labeller (escalated)
 
 
-def _split(entries: list[QueueEntry]) -> tuple[list, list, list]:
+SET_APART = ("resolved", "single_by_access", "escalated_waiting")
+
+
+def _split(entries: list[QueueEntry]) -> tuple[list, list, list, list]:
     return (
-        [e for e in entries if e.kind not in ("resolved", "single_by_access")],
+        [e for e in entries if e.kind not in SET_APART],
         [e for e in entries if e.kind == "resolved"],
         [e for e in entries if e.kind == "single_by_access"],
+        [e for e in entries if e.kind == "escalated_waiting"],
     )
 
 
@@ -196,72 +202,71 @@ def adjudication_page(
     page=None,
     stored: bool = True,
 ) -> AdjudicationPage:
-    """The Adjudication page: the totals of items waiting for a decision, resolved, and single
-    votes to review, and those of one page of questions (with ``question_id``, of that one)."""
+    """The Adjudication page: the totals of items waiting for a decision, resolved, single
+    votes to review and waiting for a third labeller, and the entries of one page of questions
+    (with ``question_id``, of that one). Entries are in the queue's order
+    (`adjudication_queue`); the questions are paged in the order of their first entry."""
     if not _stored(min_span_f1, stored):
         entries = adjudication_queue(
             question_set=question_set,
             min_span_f1=min_span_f1,
             include_resolved=True,
             include_single_by_access=True,
+            include_escalated_waiting=True,
             viewer=viewer,
         )
         if question_id is not None:
             entries = [e for e in entries if e.question.pk == question_id]
-        open_entries, resolved_entries, single_entries = _split(entries)
+        sections = _split(entries)
         questions = list(dict.fromkeys(e.question.pk for e in entries))
         shown = Paginator(questions, ADJUDICATION_QUESTIONS_PER_PAGE).get_page(page)
         on_page = set(shown.object_list)
         return AdjudicationPage(
-            open_total=len(open_entries),
-            resolved_total=len(resolved_entries),
-            single_total=len(single_entries),
-            page=shown,
-            open_entries=[e for e in open_entries if e.question.pk in on_page],
-            resolved_entries=[e for e in resolved_entries if e.question.pk in on_page],
-            single_entries=[e for e in single_entries if e.question.pk in on_page],
+            *(len(section) for section in sections),
+            shown,
+            *([e for e in section if e.question.pk in on_page] for section in sections),
         )
     gold_state.refresh(question_set=question_set)
-    states = gold_state.visible_states(question_set=question_set, viewer=viewer)
-    if question_id is not None:
-        states = states.filter(question_id=question_id)
-    needs_lead = Q(kind__in=gold_state.NEEDS_LEAD)
-    resolved = Q(resolved=True) & ~needs_lead
-    single = Q(single_by_access=True, resolved=False, kind__in=gold_state.DECIDED)
-    entries = states.filter(needs_lead | resolved | single)
+    visible = gold_state.visible_states(question_set=question_set, viewer=viewer)
+    states = visible if question_id is None else visible.filter(question_id=question_id)
+    # As `adjudication_queue` sorts its items, in its order of precedence.
+    third = Q(escalated=True, kind="waiting", candidate__isnull=False)
+    single = Q(single_by_access=True, resolved=False, kind__in=gold_state.DECIDED) & ~third
+    needs_lead = Q(kind__in=gold_state.NEEDS_LEAD) & ~third & ~single
+    resolved = Q(resolved=True) & ~needs_lead & ~third & ~single
+    entries = states.filter(needs_lead | resolved | single | third)
     totals = entries.aggregate(
         open_total=Count("pk", filter=needs_lead),
         resolved_total=Count("pk", filter=resolved),
         single_total=Count("pk", filter=single),
+        third_total=Count("pk", filter=third),
     )
-    keys = list(
-        entries.values_list("pool_id", "question_id").distinct().order_by("pool_id", "question_id")
-    )
-    questions = list(dict.fromkeys(question for _, question in keys))
+    # The whole queue's order decides which questions come first: how many questions a
+    # passage moves is counted over every undecided passage the viewer may see.
+    ordered, moved = gold_state.queue_order(entries, visible=visible)
+    questions = list(dict.fromkeys(question for _, question, *_ in ordered))
     shown = Paginator(questions, ADJUDICATION_QUESTIONS_PER_PAGE).get_page(page)
     on_page = set(shown.object_list)
-    on_page_entries = entries.filter(question_id__in=on_page)
+    on_page_rows = [row for row in ordered if row[1] in on_page]
     listed = (
         adjudication_queue(
             question_set=question_set,
             include_resolved=True,
             include_single_by_access=True,
+            include_escalated_waiting=True,
             viewer=viewer,
-            keys={key for key in keys if key[1] in on_page},
-            candidate_ids=set(
-                on_page_entries.exclude(candidate=None).values_list("candidate_id", flat=True)
-            ),
+            keys={(pool, question) for pool, question, *_ in on_page_rows},
+            candidate_ids={row[2] for row in on_page_rows if row[2] is not None},
+            moved=moved,
         )
         if on_page
         else []
     )
-    open_entries, resolved_entries, single_entries = _split(listed)
     return AdjudicationPage(
-        open_total=totals["open_total"],
-        resolved_total=totals["resolved_total"],
-        single_total=totals["single_total"],
-        page=shown,
-        open_entries=open_entries,
-        resolved_entries=resolved_entries,
-        single_entries=single_entries,
+        totals["open_total"],
+        totals["resolved_total"],
+        totals["single_total"],
+        totals["third_total"],
+        shown,
+        *_split(listed),
     )

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from corpus.models import Project
 from labelling.charts import BarChart, TimeChart, bar_chart, time_chart
-from labelling.models import Assignment, Candidate, Judgement, included_q
+from labelling.models import Assignment, Candidate, Judgement, included_q, work_q
 
 User = get_user_model()
 
@@ -59,6 +59,7 @@ def progress_plots(*, project: Project, viewer) -> ProgressPlots:
     same work draws the same picture whenever it is looked at."""
     assignments = (
         Assignment.objects.in_project(project)
+        .work()
         .filter(included_q("question__"))
         .values_list("pool__question_set__name", "assigned_at", "created_at", "completed_at")
     )
@@ -83,6 +84,7 @@ def progress_plots(*, project: Project, viewer) -> ProgressPlots:
     seen = Candidate.objects.not_hidden_from(viewer).values("pk")
     per_labeller: dict[int, list[float]] = defaultdict(list)
     for labeller_id, seconds in Judgement.objects.filter(
+        work_q("assignment__"),
         assignment__pool__question_set__project=project,
         assignment__labeller__isnull=False,
         candidate__in=seen,

@@ -25,7 +25,15 @@ from corpus.models import Document, Project
 from goldeval.text.anchoring import SIMILARITY_FLOOR, Located, locate, on_word_edges
 from goldeval.text.worddiff import FACTS_CHANGED, Piece, outcome, word_diff
 from goldset.errors import ServiceError
-from labelling.models import Assignment, Change, ChangeSubject, Span, SpanRecheck, included_q
+from labelling.models import (
+    Assignment,
+    Change,
+    ChangeSubject,
+    Span,
+    SpanRecheck,
+    included_q,
+    work_q,
+)
 
 EXCERPT = 300  # characters of the new text shown around a proposal
 
@@ -138,8 +146,10 @@ def stale_spans(*, project: Project, viewer, labeller=None, lead: bool = False) 
     spans = _stale(project, viewer)
     if labeller is not None:
         spans = spans.filter(_decidable_by(labeller, lead=lead))
-    else:
-        spans = spans.filter(_JUDGEMENT_SPAN | _RESOLUTION_SPAN)
+    else:  # everyone's: the gold's evidence, so no calibration answer's (its labeller's only)
+        spans = spans.filter(
+            (_JUDGEMENT_SPAN & work_q("judgement__assignment__")) | _RESOLUTION_SPAN
+        )
     spans = spans.select_related(
         "version__document__latest_version",
         "judgement__candidate__question",

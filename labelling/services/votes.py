@@ -36,6 +36,7 @@ from corpus.models import DocumentVersion, Membership
 from labelling.models import (
     Assignment,
     Candidate,
+    EscalatedItem,
     Guideline,
     Judgement,
     Pool,
@@ -70,6 +71,36 @@ class ItemVotes:
     unseen_by: list[str] = field(default_factory=list)  # labellers the document is hidden from
     waiting_for: list[str] = field(default_factory=list)  # who may still vote
     machine_votes: list[MachineVote] = field(default_factory=list)  # the AI judge's, for leads
+    # Set when the first two grades called for a third labeller (`labelling.escalation`).
+    escalation: EscalatedItem | None = None
+
+    @property
+    def first_judgements(self) -> list[Judgement]:
+        """The first two labellers' judgements: what agreement is computed over (a third
+        labeller's vote exists only where the first two disagreed)."""
+        return [j for j in self.judgements if not getattr(j.assignment, "is_third", False)]
+
+    @property
+    def escalation_note(self) -> str:
+        """What a lead is told about the item's escalation ("" if it was not escalated)."""
+        if self.escalation is None:
+            return ""
+        first = " and ".join(str(g) for g in self.escalation.grades)
+        if self.escalation.assignment_id is None:
+            return (
+                f"The first two grades ({first}) called for a third labeller, but no other "
+                "labeller of the project can see this document, so it came straight to a lead."
+            )
+        third = next(
+            (j for j in self.judgements if j.assignment_id == self.escalation.assignment_id),
+            None,
+        )
+        if third is None:
+            return f"The first two grades ({first}) called for a third labeller: waiting for them."
+        return (
+            f"The first two grades ({first}) called for a third labeller, who graded it "
+            f"{third.grade}. A third vote never settles an item: a lead decides."
+        )
 
     @property
     def counted_machine_vote(self) -> MachineVote | None:
@@ -192,12 +223,18 @@ def _item_voters(
     assignments: Sequence[Assignment],
     judged_by: set[int],
     sight: Sight,
+    third_for: dict[int, set[int]] | None = None,
 ) -> _Voters:
-    """Who voted on a passage, who still may, who never will (and why), who cannot see it."""
+    """Who voted on a passage, who still may, who never will (and why), who cannot see it.
+    A third labeller's slot (``third_for``: slot → its escalated candidates) is a voter on its
+    escalated passages only."""
     document_id = candidate.version.document_id
     voters = _Voters()
     holders = {a.labeller_id for a in assignments if a.labeller_id is not None}
+    third_for = third_for or {}
     for assignment in assignments:
+        if assignment.pk in third_for and candidate.pk not in third_for[assignment.pk]:
+            continue
         if assignment.pk in judged_by:
             voters.planned += 1
         elif assignment.labeller_id is None:
@@ -268,8 +305,11 @@ def gather_votes(
         keys = set(keys)
         questions = questions.filter(pk__in={question for _, question in keys})
         pools = [pool for pool in pools if pool.pk in {pool_id for pool_id, _ in keys}]
-    assigned = Assignment.objects.filter(pool__in=pools, question__in=questions)
+    # Calibration answers are no votes: their judgements find no assignment below and are
+    # skipped, as those of excluded questions are.
+    assigned = Assignment.objects.work().filter(pool__in=pools, question__in=questions)
     resolved = Resolution.objects.filter(pool__in=pools, question__in=questions)
+    escalated = EscalatedItem.objects.filter(pool__in=pools, question__in=questions)
     candidates: QuerySet = Candidate.objects.filter(pool__in=pools, question__in=questions)
     if viewer is not None:
         candidates = candidates.not_hidden_from(viewer)
@@ -278,6 +318,7 @@ def gather_votes(
         one = {"pool_id": pool_id, "question_id": question_id}
         assigned = assigned.filter(**one)
         resolved = resolved.filter(**one)
+        escalated = escalated.filter(**one)
         candidates = candidates.filter(**one)
         if candidate_id is not None:
             candidates = candidates.filter(pk=candidate_id)
@@ -313,9 +354,16 @@ def gather_votes(
         candidate.question = by_question_id[candidate.question_id]
         candidate.version = versions[candidate.version_id]
 
+    escalations = {e.candidate_id: e for e in escalated}
+    third_for: dict[int, set[int]] = defaultdict(set)
+    for escalation in escalations.values():
+        if escalation.assignment_id is not None:
+            third_for[escalation.assignment_id].add(escalation.candidate_id)
     assignments = defaultdict(list)
     by_assignment_id = {}
     for assignment in assigned.select_related("labeller", "verdict").order_by("slot"):
+        # A third labeller votes on escalated passages, never on the question's verdict.
+        assignment.is_third = assignment.pk in third_for
         assignments[(assignment.pool_id, assignment.question_id)].append(assignment)
         by_assignment_id[assignment.pk] = assignment
     items = candidates if candidate_ids is None else candidates.filter(pk__in=candidate_ids)
@@ -329,7 +377,7 @@ def gather_votes(
     judgements = defaultdict(list)
     for judgement in judged.prefetch_related(spans).order_by("assignment__slot", "pk"):
         assignment = by_assignment_id.get(judgement.assignment_id)
-        if assignment is None:  # an assignment of an excluded question
+        if assignment is None:  # an excluded question's, or a calibration answer
             continue
         judgement.assignment = assignment
         judgement.guideline = guidelines.get(judgement.guideline_id)
@@ -351,18 +399,19 @@ def gather_votes(
         if not held:
             continue
         if key not in by_question:
+            firsts = [a for a in held if not a.is_third]
             by_question[key] = QuestionVotes(
                 pool=candidate.pool,
                 question=candidate.question,
-                assignments=held,
+                assignments=firsts,
                 items=[],
                 resolution=resolutions.get((*key, None)),
-                unreachable=_verdict_unreachable(held, sight),
+                unreachable=_verdict_unreachable(firsts, sight),
             )
         if candidate_ids is not None and candidate.pk not in candidate_ids:
             continue  # its question's verdict is wanted, not this item
         votes = judgements.get(candidate.pk, [])
-        voters = _item_voters(candidate, held, {j.assignment_id for j in votes}, sight)
+        voters = _item_voters(candidate, held, {j.assignment_id for j in votes}, sight, third_for)
         resolution = resolutions.get((*key, candidate.pk))
         if voters.stopped and not (votes or voters.planned or voters.unreachable or resolution):
             continue  # every labeller stopped before it: pooled, not judged (no item to resolve)
@@ -378,6 +427,7 @@ def gather_votes(
                 unseen_by=voters.unseen,
                 waiting_for=voters.waiting,
                 machine_votes=machines.get(candidate.pk, []),
+                escalation=escalations.get(candidate.pk),
             )
         )
     return list(by_question.values())

@@ -16,6 +16,7 @@ from corpus.access import project_access
 from corpus.models import Role
 from corpus.visibility import restricted_elsewhere
 from goldset.errors import ServiceError
+from labelling import escalation
 from labelling.agreement import GUIDELINE_ALPHA_THRESHOLD
 from labelling.forms import ResolveItemForm, ResolveVerdictForm
 from labelling.highlight import highlight
@@ -96,6 +97,9 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
             "open_entries": listing.open_entries,
             "resolved_entries": listing.resolved_entries,
             "single_entries": listing.single_entries,
+            "third_entries": listing.third_entries,
+            "escalation_rule": escalation.RULE_TEXT[access.project.escalate_on],
+            "order_rule": escalation.ORDER_TEXT,
             "min_span_f1": min_f1,
             "question": question,
             "ai_vote": machine_counting(question_set=question_set),

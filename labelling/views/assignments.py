@@ -12,6 +12,8 @@ from django.core.paginator import Paginator
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.defaultfilters import pluralize
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from corpus.access import project_access
@@ -21,6 +23,7 @@ from labelling.forms import (
     AssignmentFilterForm,
     BulkReassignForm,
     ExcludeQuestionForm,
+    LeaseForm,
     PlanForm,
     ReassignForm,
     SecondLabellersForm,
@@ -37,7 +40,7 @@ from labelling.models import (
     included_q,
 )
 from labelling.services import assignments as services
-from labelling.services import exclusion
+from labelling.services import exclusion, leases
 from labelling.services.progress import progress_plots
 from labelling.views.grading import grade_url
 
@@ -117,7 +120,11 @@ ASSIGNMENTS_PER_PAGE = 100
 
 
 def _lead_context(
-    request, access, form: PlanForm | None = None, seconds: SecondLabellersForm | None = None
+    request,
+    access,
+    form: PlanForm | None = None,
+    seconds: SecondLabellersForm | None = None,
+    lease_form: LeaseForm | None = None,
 ) -> dict:
     project = access.project
     pools = (
@@ -136,7 +143,8 @@ def _lead_context(
     page = None
     if shown_pool is not None:
         assignments = (
-            Assignment.objects.filter(included_q("question__"), pool=shown_pool)
+            Assignment.objects.work()
+            .filter(included_q("question__"), pool=shown_pool)
             .select_related("question", "labeller")
             .with_progress(request.user)
         )
@@ -158,6 +166,8 @@ def _lead_context(
         or SecondLabellersForm(
             project=project, initial={"pool": shown_pool.pk if shown_pool else None}
         ),
+        "lease_form": lease_form or LeaseForm(initial={"lease_minutes": project.lease_minutes}),
+        "now": timezone.now(),
         "by_labeller": services.progress_by_labeller(project=project, viewer=request.user),
         "by_question_set": services.progress_by_question_set(project=project, viewer=request.user),
         "plots": progress_plots(project=project, viewer=request.user),
@@ -201,9 +211,9 @@ def plan_assignments(request: HttpRequest, slug: str) -> HttpResponse:
 def _lead_assignment(request, slug: str, assignment_id: int):
     access = project_access(request.user, slug, role=Role.LEAD)
     assignment = get_object_or_404(
-        Assignment.objects.in_project(access.project).select_related(
-            "pool__question_set", "question", "labeller"
-        ),
+        Assignment.objects.in_project(access.project)
+        .work()
+        .select_related("pool__question_set", "question", "labeller"),
         pk=assignment_id,
     )
     return access, assignment
@@ -228,12 +238,42 @@ def _to_pool(slug: str, pool_id: int, query: str = "") -> HttpResponse:
 
 @login_required
 @require_POST
+def edit_lease(request: HttpRequest, slug: str) -> HttpResponse:
+    """A lead sets how long a claimed question stays its labeller's without activity."""
+    access = project_access(request.user, slug, role=Role.LEAD)
+    form = LeaseForm(request.POST)
+    if not form.is_valid():
+        return render(
+            request,
+            "labelling/assignments.html",
+            _lead_context(request, access, lease_form=form),
+            status=400,
+        )
+    project = leases.set_lease_minutes(
+        project=access.project, minutes=form.cleaned_data["lease_minutes"]
+    )
+    if project.lease_minutes:
+        messages.success(
+            request,
+            f"A question a labeller claims now stays theirs for {project.lease_minutes} "
+            f"minute{pluralize(project.lease_minutes)} after their last visit or grade; if they "
+            "graded nothing on it by then, it goes back to the pool.",
+        )
+    else:
+        messages.success(request, "Claimed questions now stay their labeller's without limit.")
+    response = redirect("labelling:list-assignments", slug=slug)
+    response["Location"] += "#leases"
+    return response
+
+
+@login_required
+@require_POST
 def reassign_assignments(request: HttpRequest, slug: str, pool_id: int) -> HttpResponse:
     """Move the ticked unstarted assignments of a pool to one member, or back to the open
     slots."""
     access = project_access(request.user, slug, role=Role.LEAD)
     pool = get_object_or_404(Pool.objects.in_project(access.project), pk=pool_id)
-    in_pool = Assignment.objects.filter(pool=pool).select_related("question", "labeller")
+    in_pool = Assignment.objects.work().filter(pool=pool).select_related("question", "labeller")
     form = BulkReassignForm(
         request.POST, project=access.project, assignment_ids=in_pool.values_list("pk", flat=True)
     )
@@ -357,7 +397,7 @@ def show_assignment(request: HttpRequest, slug: str, assignment_id: int) -> Http
         .select_related("made_by", "undoes")
         .order_by("-pk")[:200]
     ]
-    others = Assignment.objects.other_slots_of(assignment).select_related("labeller")
+    others = Assignment.objects.other_slots_of(assignment).work().select_related("labeller")
     context = {
         "access": access,
         "project": access.project,

@@ -40,6 +40,7 @@ from labelling.forms import (
 )
 from labelling.grading_passages import passages_for_grading
 from labelling.highlight import Segment, highlight, whole_words
+from labelling.labeller_order import labeller_order
 from labelling.models import (
     Assignment,
     Candidate,
@@ -51,6 +52,7 @@ from labelling.models import (
 )
 from labelling.passage_html import passage_html
 from labelling.services import judgements as services
+from labelling.services import leases
 from labelling.services.completion import assignment_progress
 from labelling.services.guidelines import current_guideline, render_guideline
 from labelling.services.write_lock import held_assignment
@@ -63,6 +65,12 @@ DOCUMENT = f"{PAGE}#passage_document"
 ANSWER = f"{PAGE}#update"
 GRADE_CHOICES = list(services.GRADES.items())
 SESSION_EXPIRED = "Your session has expired. Log in again; your last action is kept."
+# The page's two views of one question: its passages as large cards with their context, in the
+# pool's shuffled order ("cards"), or as compact rows in the labeller's own order ("question").
+# `?view=` chooses; the choice is remembered in the session (`_chosen_view`).
+CARDS, QUESTION = "cards", "question"
+VIEWS = (CARDS, QUESTION)
+VIEW_KEY = "labelling.grading_view"
 OTHER_ACCOUNT = (
     "This browser is now logged in as {user}, not as the account this page was opened for, so "
     "nothing was saved. Reload the page to work as {user}."
@@ -214,12 +222,25 @@ def _assignment_for(
         access, assignment = held_assignment(
             user=request.user, slug=slug, pool_id=pool_id, question_id=question_id
         )
+        if assignment is None:
+            # Their lease lapsed: the write takes the slot back if it is still free, or says
+            # someone else has it (`labelling.services.leases`).
+            assignment = leases.lapsed_slot(
+                project=access.project,
+                labeller=request.user,
+                pool_id=pool_id,
+                question_id=question_id,
+            )
+            if assignment is not None:
+                assignment.lapsed = True  # not theirs unless the write takes it back
     if assignment is None:
         raise Http404("This question is not in your queue.")
     return access, assignment
 
 
-def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
+def _page_context(
+    access: ProjectAccess, assignment: Assignment, user, *, view: str = CARDS
+) -> dict:
     verdict_revision = services.verdict_revision(assignment)
     cards = _cards(assignment, user, slug=access.project.slug)
     verdict = _verdict_of(assignment)
@@ -230,6 +251,8 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
         passages=[card.candidate for card in cards],
         verdict=verdict.outcome if verdict else None,
     )
+    if view == QUESTION:
+        cards = _in_question_view_order(cards, assignment, user)
     own = Assignment.objects.in_project(access.project).held_by(user)
     return {
         "access": access,
@@ -245,7 +268,41 @@ def _page_context(access: ProjectAccess, assignment: Assignment, user) -> dict:
         "guideline_version": guideline.version if guideline else 0,
         "guideline_html": render_guideline(guideline.text) if guideline else "",
         "queue": own.queue_counts(),
+        "view": view,
+        "question_view": view == QUESTION,
+        "lease_until": assignment.lease_expires_at,
     }
+
+
+def _in_question_view_order(cards: list[Card], assignment: Assignment, user) -> list[Card]:
+    """The question view's order: the labeller's own (`labeller_order`), except in an adaptive
+    pool, whose judging order (`passages_for_grading` gave it) holds in both views."""
+    if not assignment.pool.adaptive:
+        cards = labeller_order(
+            cards,
+            key=lambda card: card.candidate.pk,
+            labeller_id=user.pk,
+            pool_id=assignment.pool_id,
+            question_id=assignment.question_id,
+        )
+    for position, card in enumerate(cards, start=1):
+        card.position = position
+    return cards
+
+
+def _chosen_view(request: HttpRequest) -> str:
+    """The view `?view=` asks for, remembered in the session; without a known one, the view
+    remembered, else the cards. The session, not a column: it is read for every request
+    already (no query added to the page or to a write), it belongs to one account (Django
+    empties it when another logs in), and a view is a way of looking, not project data, so no
+    table of the corpus below carries a grading page's setting."""
+    asked = request.GET.get("view")
+    if asked in VIEWS:
+        if request.session.get(VIEW_KEY) != asked:
+            request.session[VIEW_KEY] = asked
+        return asked
+    remembered = request.session.get(VIEW_KEY)
+    return remembered if remembered in VIEWS else CARDS
 
 
 def _verdict_of(assignment: Assignment) -> Verdict | None:
@@ -267,8 +324,28 @@ def _fixed_context(assignment: Assignment) -> dict:
 @login_required
 @require_GET
 def grade_question(request: HttpRequest, slug: str, pool_id: int, question_id: int) -> HttpResponse:
-    access, assignment = _assignment_for(request, slug, pool_id, question_id)
-    return render(request, PAGE, _page_context(access, assignment, request.user))
+    """The page; opening it renews the labeller's lease on the question (or takes it back
+    when it lapsed and nobody claimed it since)."""
+    try:
+        access, assignment = _assignment_for(request, slug, pool_id, question_id)
+    except Http404:
+        access = project_access(request.user, slug)
+        try:
+            retaken = leases.retake_for_page(
+                project=access.project,
+                labeller=request.user,
+                pool_id=pool_id,
+                question_id=question_id,
+            )
+        except leases.LeaseLost as exc:
+            messages.warning(request, str(exc))
+            return redirect("labelling:show-queue", slug=slug)
+        if not retaken:
+            raise
+        access, assignment = _assignment_for(request, slug, pool_id, question_id)
+    leases.renew_lease(assignment=assignment, lease_minutes=access.project.lease_minutes)
+    view = _chosen_view(request)
+    return render(request, PAGE, _page_context(access, assignment, request.user, view=view))
 
 
 @login_required_or_401
@@ -319,7 +396,16 @@ def _write(action: Callable[..., services.Outcome | HttpResponse]) -> Callable:
             if isinstance(outcome, HttpResponse):
                 return outcome
             status, message = 200, outcome.message
+        except leases.LeaseLost as exc:
+            # Nothing of the question is rendered: it is another labeller's now.
+            response = _answer(request, None, None, str(exc), status=exc.status, lease_lost=True)
+            response["X-Goldset-Refused"] = "lease-lost"
+            return response
         except services.GradingError as exc:
+            if getattr(assignment, "lapsed", False):
+                # Not taken back (the refusal undid the taking): nothing of it is shown, as it
+                # is not the labeller's.
+                return _answer(request, None, None, str(exc), status=exc.status)
             status, message = exc.status, str(exc)
             outcome = None
             if isinstance(exc, services.StaleEdit) or "candidate_id" in ids:
@@ -364,7 +450,15 @@ def _guideline_notice(outcome) -> str:
 
 
 def _answer(
-    request, access, assignment, message: str, *, status: int, outcome=None, whole=frozenset()
+    request,
+    access,
+    assignment,
+    message: str,
+    *,
+    status: int,
+    outcome=None,
+    whole=frozenset(),
+    lease_lost: bool = False,
 ) -> HttpResponse:
     notice = _guideline_notice(outcome) if status == 200 else ""
     if not request.htmx:
@@ -388,11 +482,18 @@ def _answer(
         "card": None,
         "progress": None,
         "verdict_section": False,
+        "lease_section": lease_lost,
+        "lease_lost": lease_lost,
+        "queue_url": reverse("labelling:show-queue", args=[request.resolver_match.kwargs["slug"]])
+        if lease_lost
+        else "",
     }
     subject = revision = None
     if assignment is not None and outcome is not None:
         progress = outcome.progress or assignment_progress(assignment, request.user)
         context.update(progress=progress, notice=notice)
+        if outcome.lease_until is not None:
+            context.update(lease_section=True, lease_until=outcome.lease_until)
         candidate = outcome.candidate
         if outcome.subject == ChangeSubject.JUDGEMENT and candidate is not None:
             cards = _cards(

@@ -121,7 +121,8 @@ def _copy_labels(source_pool: Pool, source: Question, pool: Pool, question: Ques
         )
         for p in Provenance.objects.filter(candidate_id__in=list(candidates))
     )
-    for assignment in Assignment.objects.filter(pool=source_pool, question=source):
+    # Calibration answers are no labels of the question: they stay behind.
+    for assignment in Assignment.objects.work().filter(pool=source_pool, question=source):
         old_assignment = assignment.pk
         assignment.pk, assignment.pool, assignment.question = None, pool, question
         assignment.save()

@@ -9,7 +9,9 @@
 //   before it may change that revision (the labeller's own change: the server says so in
 //   X-Goldset-Subject / X-Goldset-Revision), and then the waiting action is moved on top of it,
 //   so a quick "2 then 0" is saved as two changes, not refused. A 409 (an edit from another tab
-//   or window) moves nothing: what was made against the old state is refused as well.
+//   or window) moves nothing: what was made against the old state is refused as well. A 409
+//   with X-Goldset-Refused: lease-lost (the question went back to the pool and another
+//   labeller has it) is as final: never resent.
 // - Kept actions. An action that cannot be sent (offline, session expired, server unavailable)
 //   is kept, and so is every action after it, in order; they are resent by themselves when the
 //   connection returns (the `online` event, and a retry that backs off), after logging in again,
@@ -97,7 +99,7 @@
     let pumping = false; // resending kept actions, one at a time
     let retry = 0;
     let retryTimer = null;
-    let resent = { count: 0, refused: 0, reasons: {} };
+    let resent = { count: 0, refused: 0, reasons: {}, leaseLost: false };
     let idle = [];
 
     try {
@@ -285,10 +287,11 @@
       let text = resent.count ? summary(resent.count) : "";
       if (resent.refused) {
         text += (text ? " " : "") + plural(resent.refused, "kept change") +
-          (resent.refused === 1 ? " was" : " were") + " not saved: see the message on the passage.";
+          (resent.refused === 1 ? " was" : " were") + " not saved: " +
+          (resent.leaseLost ? "this question is no longer yours." : "see the message on the passage.");
       }
       onMessage(text, resent.refused ? "error" : "ok", null);
-      resent = { count: 0, refused: 0, reasons: {} };
+      resent = { count: 0, refused: 0, reasons: {}, leaseLost: false };
     }
 
     // `message` (a function, or null) says what is kept; see below for why it is a function.
@@ -439,6 +442,9 @@
         if (status < 300) resent.count += 1;
         else resent.refused += 1;
         resent.reasons[action.reason] = true;
+        // A question whose lease lapsed and that another labeller took: final, and its answer
+        // carries no passage to show a message on (the status bar says where to go next).
+        if (xhr.getResponseHeader("X-Goldset-Refused") === "lease-lost") resent.leaseLost = true;
       }
       onDone(action, status);
       changed();

@@ -6,12 +6,18 @@
 // passage out of band; this file carries over what the server cannot know: which passage is
 // current, an opened context or whole document and where it was scrolled, a selection, a note
 // being typed, the question's terms highlighted.
+//
+// The same script runs both views of the page: the passage cards, and one question on one page
+// (`.question-view`: compact rows in the labeller's own order, each passage clipped to a few
+// lines; grading_view.js). Both send the same actions to the same endpoints, whose replies
+// re-render a passage as a card; the stylesheet lays it out as a row, and this file keeps the
+// row's own state (its number in this order, the passage shown whole).
 (function () {
   "use strict";
 
   const root = document.getElementById("grading");
   if (!root || !window.htmx || !window.GoldsetActions || !window.GoldsetSelection || !window.GoldsetKeys ||
-    !window.GoldsetSaveState) return;
+    !window.GoldsetSaveState || !window.GoldsetGradingView) return;
   // Classes on this page are the page's own state (the current passage): htmx must not put a
   // swapped element's old classes back a moment after the swap.
   window.htmx.config.attributesToSettle = ["style", "width", "height"];
@@ -20,6 +26,8 @@
   const page = window.location.pathname;
   const guideline = root.dataset.guideline || "0";
   const saveState = document.getElementById("save-state");
+  const questionView = root.classList.contains("question-view");
+  const views = window.GoldsetGradingView;
 
   let current = 0;
   let currentSince = performance.now();
@@ -103,8 +111,6 @@
   }
 
   // --- the status bar: "All changes saved", or what is kept (static/goldset/save_state.js) ---
-
-  const kept = window.GoldsetSaveState.kept;
 
   function showState(state) {
     window.GoldsetSaveState.show(saveState, state);
@@ -198,12 +204,33 @@
   function nextQuestion() {
     const form = document.getElementById("next-question-form");
     if (!form) return;
-    const state = queue.state();
-    if (state.held) {
-      say("Your changes are not saved yet (" + kept(state.waiting) + "); the next question " +
-        "opens once they are.", "error");
-    }
-    queue.whenIdle().then(function () { form.submit(); });
+    views.leaveAfterSaving(queue, function () { form.submit(); }, say, "the next question");
+  }
+
+  // The other view of this question (the choice is remembered by the server).
+  function switchView() {
+    const link = views.otherView(root);
+    if (!link) return;
+    views.leaveAfterSaving(queue, function () { window.location.assign(link.href); }, say,
+      "the other view");
+  }
+
+  // The question view clips each passage to a few lines; "Show all of the passage" (x) opens it.
+  function markClipped(card) {
+    if (!questionView || !card) return;
+    const view = card.querySelector(".doc-view");
+    // Opened, with its context, or in its whole document: not clipped (it may still scroll).
+    const clamped = view && !view.classList.contains("whole") &&
+      !card.classList.contains("open") && !card.classList.contains("expanded");
+    card.classList.toggle("clipped", Boolean(clamped) && views.isClipped(view));
+  }
+
+  function toggleClip(card) {
+    if (!questionView || !card) return;
+    const open = card.classList.toggle("open");
+    const button = card.querySelector(".toggle-clip");
+    if (button) button.textContent = open ? "Clip the passage again" : "Show all of the passage";
+    markClipped(card);
   }
 
   function nextUngraded() {
@@ -252,6 +279,7 @@
     const expanded = card.classList.toggle("expanded");
     const button = card.querySelector(".toggle-context");
     if (button) button.textContent = expanded ? "Hide surrounding text" : "Show surrounding text";
+    markClipped(card); // the context lifts the clipping; hiding it may bring it back
   }
 
   // The whole document opens where the passage is and stays there; asked through the same
@@ -370,9 +398,17 @@
     const fresh = event.detail.fragment && event.detail.fragment.firstElementChild;
     if (!old || !fresh) return;
     if (old.classList.contains("candidate")) {
-      ["current", "expanded"].forEach(function (name) {
+      ["current", "expanded", "open"].forEach(function (name) {
         if (old.classList.contains(name)) fresh.classList.add(name);
       });
+      if (old.classList.contains("open")) {
+        const button = fresh.querySelector(".toggle-clip");
+        if (button) button.textContent = "Clip the passage again";
+      }
+      // A reply numbers the passage in the cards' order; a row keeps its number in this one.
+      const label = old.querySelector(".passage-label");
+      const freshLabel = fresh.querySelector(".passage-label");
+      if (questionView && label && freshLabel) freshLabel.textContent = label.textContent;
       if (old.hasAttribute("aria-current")) fresh.setAttribute("aria-current", "true");
       if (old.classList.contains("expanded")) {
         const button = fresh.querySelector(".toggle-context");
@@ -413,6 +449,7 @@
     if (!element || !element.id || !carried.has(element.id)) {
       if (element && (element.classList.contains("candidate") || element.classList.contains("doc-view"))) {
         markTerms(element.classList.contains("doc-view") ? element.parentNode : element);
+        markClipped(element.closest(".candidate"));
       }
       return;
     }
@@ -425,6 +462,7 @@
     }
     const card = element.classList.contains("candidate") ? element : element.closest(".candidate");
     markTerms(card);
+    markClipped(card);
     const view = element.classList.contains("doc-view") ? element : element.querySelector(".doc-view");
     if (view) {
       if (state.opening !== undefined) placeDocument(card, view, state);
@@ -475,6 +513,8 @@
     s: function () { markSpan(false); },
     S: function () { markSpan(true); },
     e: function () { toggleContext(currentCard()); },
+    x: function () { toggleClip(currentCard()); },
+    v: switchView,
     d: function () { toggleDocument(currentCard()); },
     h: function () { showTerms(!prefs.terms); },
     u: function () { verdict("unanswerable"); },
@@ -546,6 +586,15 @@
 
   root.addEventListener("click", function (event) {
     const target = event.target;
+    if (target.closest(".toggle-clip")) {
+      toggleClip(target.closest(".candidate"));
+      return;
+    }
+    if (target.closest(".view-switch a") && !target.closest("[aria-current]")) {
+      event.preventDefault(); // after what was already sent, as the key does
+      switchView();
+      return;
+    }
     if (target.closest(".toggle-context")) {
       toggleContext(target.closest(".candidate"));
       return;
@@ -579,6 +628,13 @@
   }
 
   markTerms(root);
+  cards().forEach(markClipped);
+  // A narrower window wraps a passage onto more lines: whether it is clipped changes with it.
+  let resizing = null;
+  window.addEventListener("resize", function () {
+    window.clearTimeout(resizing);
+    resizing = window.setTimeout(function () { cards().forEach(markClipped); }, 150);
+  });
   showTerms(prefs.terms);
   showState(queue.state());
   setCurrent(0, false);

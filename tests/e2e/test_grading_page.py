@@ -191,7 +191,9 @@ def test_a_labeller_lands_on_the_queue_and_continues_with_one_click(live_server,
     page.get_by_role("link", name="Acme gold").click()
     page.wait_for_url(f"{live_server.url}/p/acme/queue/")
     nav = page.locator("nav.project-nav")
-    expect(nav.get_by_role("link")).to_have_text(["Acme gold", "My queue", "Re-check", "Guideline"])
+    expect(nav.get_by_role("link")).to_have_text(
+        ["Acme gold", "My queue", "Re-check", "My calibration", "Guideline"]
+    )
     page.get_by_role("link", name="Continue").click()
     page.wait_for_url(f"{live_server.url}{url}")
     wait_for_keys(page)
@@ -240,7 +242,26 @@ def test_the_keys_listed_under_question_mark_all_work(live_server, browser):
     page.keyboard.press("?")
     keys = page.locator("#keys-help")
     expect(keys).to_be_visible()
-    for key in ("j", "k", "g", "0", "1", "2", "r", "s", "e", "d", "h", "u", "a", "c", "z", "n"):
+    for key in (
+        "j",
+        "k",
+        "g",
+        "0",
+        "1",
+        "2",
+        "r",
+        "s",
+        "e",
+        "d",
+        "x",
+        "v",
+        "h",
+        "u",
+        "a",
+        "c",
+        "z",
+        "n",
+    ):
         kbd = keys.locator("kbd", has_text=re.compile(rf"^{re.escape(key)}$"))
         expect(kbd.first).to_be_visible()
     page.keyboard.press("Escape")

@@ -136,6 +136,28 @@ test("a 409 (an edit elsewhere) moves nothing, and a refusal is shown, not kept"
   assert.equal(browser.localStorage.getItem(KEPT), null);
 });
 
+test("a kept action refused because the question is someone else's now is final and said so", () => {
+  const browser = new FakeBrowser();
+  const page = open(browser.tab());
+  browser.setOnline(false);
+  const first = grade(page, 11, 2);
+  grade(page, 12, 0);
+  assert.equal(stored(browser).length, 2);
+  browser.setOnline(true);
+  page.htmx.pending.answer(409, { "X-Goldset-Refused": "lease-lost" });
+  page.htmx.pending.answer(409, { "X-Goldset-Refused": "lease-lost" });
+  assert.deepEqual(page.seen.done.map((d) => d[1]), [409, 409]);
+  assert.equal(page.seen.done[0][0], first.id);
+  assert.deepEqual(lastMessage(page), [
+    "2 kept changes were not saved: this question is no longer yours.",
+    "error",
+  ]);
+  assert.deepEqual(plain(page.queue.state()), { waiting: 0, held: null, reason: null });
+  assert.equal(browser.localStorage.getItem(KEPT), null, "nothing is kept to be sent again");
+  browser.tick(120000);
+  assert.equal(page.htmx.sent.length, 2, "and nothing is retried");
+});
+
 test("an action the server cannot be reached for is kept with every later one, and resent in order", () => {
   const browser = new FakeBrowser();
   const page = open(browser.tab());

@@ -11,7 +11,12 @@ def mark_every_question_stale(apps, schema_editor):
     """Every pooled, assigned question's state is computed on the first read after this."""
     Assignment = apps.get_model("labelling", "Assignment")
     Stale = apps.get_model("labelling", "ItemStateStale")
-    keys = Assignment.objects.values_list("pool_id", "question_id").distinct()
+    # The pool's work only: a calibration question (slot 0) has no state of its own.
+    keys = (
+        Assignment.objects.filter(purpose="work")
+        .values_list("pool_id", "question_id")
+        .distinct()
+    )
     Stale.objects.bulk_create(
         [Stale(pool_id=pool, question_id=question) for pool, question in keys], batch_size=5000
     )
@@ -19,8 +24,8 @@ def mark_every_question_stale(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("corpus", "0015_one_time_password_forces_change"),
-        ("labelling", "0017_recheck_facts_changed"),
+        ("corpus", "0017_issue36_lease_minutes"),
+        ("labelling", "0020_issue36_assignment_leases"),
     ]
 
     operations = [
@@ -64,6 +69,8 @@ class Migration(migrations.Migration):
                 ("resolved", models.BooleanField(default=False)),
                 ("single_by_access", models.BooleanField(default=False)),
                 ("answerable", models.BooleanField(null=True)),
+                ("distance", models.PositiveSmallIntegerField(default=0)),
+                ("escalated", models.BooleanField(default=False)),
                 (
                     "candidate",
                     models.ForeignKey(
