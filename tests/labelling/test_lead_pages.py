@@ -5,6 +5,7 @@ stay so after each kind of write."""
 import json
 import random
 import re
+from datetime import timedelta
 
 import pytest
 from django.urls import reverse
@@ -16,6 +17,7 @@ from labelling.models import (
     Candidate,
     Change,
     ChangeSubject,
+    EscalatedItem,
     ItemState,
     ItemStateStale,
     Judgement,
@@ -24,7 +26,7 @@ from labelling.models import (
     Span,
     Verdict,
 )
-from labelling.services import adjudication, exclusion, gold_state, lead_pages
+from labelling.services import adjudication, exclusion, gold_state, lead_pages, leases
 from labelling.services import judgements as grading
 from labelling.services.gold import group_unresolved, next_to_decide, resolve_gold
 from labelling.services.judgement_import import import_judgements
@@ -339,3 +341,194 @@ def test_the_next_item_to_decide_follows_the_same_order_from_the_stored_decision
 
 def _key(entry) -> tuple:
     return (entry.pool.pk, entry.question.pk, entry.candidate.pk if entry.candidate else None)
+
+
+# Escalation, calibration and leases (main's writes since the store) ------------------------
+
+
+def _answer(assignment, labeller, grades: dict, outcome="answerable") -> None:
+    """Grade each candidate, then give the verdict that finishes the question (through the
+    services, so completion, escalation and the hook run as on the grading page)."""
+    for candidate, grade in grades.items():
+        grading.record_grade(
+            assignment=assignment,
+            candidate_id=candidate.pk,
+            labeller=labeller,
+            grade=grade,
+            revision=grading._revision(assignment, ChangeSubject.JUDGEMENT, candidate),
+        )
+    grading.record_verdict(
+        assignment=assignment,
+        labeller=labeller,
+        outcome=outcome,
+        reason="",
+        revision=grading.verdict_revision(assignment),
+    )
+    assignment.refresh_from_db()
+    assert assignment.completed_at is not None
+
+
+def _same_as_mains_queue(question_set, leads) -> None:
+    """The stored Adjudication page on one page holds main's queue (`adjudication_queue` with
+    every section, as its view reads it): the same entries, sections and order."""
+    for lead in leads:
+        queue = adjudication.adjudication_queue(
+            question_set=question_set,
+            include_resolved=True,
+            include_single_by_access=True,
+            include_escalated_waiting=True,
+            viewer=lead,
+        )
+        listing = lead_pages.adjudication_page(question_set=question_set, viewer=lead)
+        sections = lead_pages._split(queue)
+        shown = (
+            listing.open_entries,
+            listing.resolved_entries,
+            listing.single_entries,
+            listing.third_entries,
+        )
+        totals = (
+            listing.open_total,
+            listing.resolved_total,
+            listing.single_total,
+            listing.third_total,
+        )
+        for mains, stored, total in zip(sections, shown, totals, strict=True):
+            assert [_key(e) for e in stored] == [_key(e) for e in mains], lead.username
+            assert [(e.kind, e.reason, e.distance, e.moves) for e in stored] == [
+                (e.kind, e.reason, e.distance, e.moves) for e in mains
+            ]
+            assert total == len(mains)
+
+
+def _same_next(question_set, leads) -> None:
+    for lead in leads:
+        keys = [
+            _key(e) for e in adjudication.adjudication_queue(question_set=question_set, viewer=lead)
+        ]
+        for n, key in enumerate(keys):
+            expected = next((k for k in keys[n + 1 :] + keys[:n] if k != key), None)
+            found = next_to_decide(
+                question_set=question_set,
+                viewer=lead,
+                pool_id=key[0],
+                question_id=key[1],
+                candidate_id=key[2],
+            )
+            assert (found and _key(found)) == expected, (lead.username, key)
+
+
+@pytest.mark.parametrize("seed", (1, 2))
+def test_escalation_calibration_and_a_released_lease_keep_the_same_pages(
+    project, member, monkeypatch, seed
+):
+    question_set, leads, labellers = _world(project, member, seed)
+    project.escalate_on = "two_apart"
+    project.lease_minutes = 30
+    project.save(update_fields=["escalate_on", "lease_minutes"])
+    pool = Pool.objects.filter(question_set=question_set).order_by("pk").first()
+    by_doc = {d.doc_id: d.latest_version for d in Document.objects.filter(project=project)}
+    question = QuestionFactory(question_set=question_set, external_id="q-esc")
+    # c1 and c3 on a document everyone sees (overlapping other questions' passages, so the
+    # queue's "questions it can move" counts more than one), c2 on hr's (lead_out never sees).
+    c1, c2, c3 = (
+        Candidate.objects.create(
+            pool=pool, question=question, version=by_doc[doc], start=s, end=s + 60, shuffle_rank=r
+        )
+        for r, (doc, s) in enumerate((("open-a", 40), ("hr", 10), ("open-a", 150)))
+    )
+    now = timezone.now()
+    first, second = (
+        Assignment.objects.create(
+            pool=pool, question=question, slot=slot, labeller=labeller, assigned_at=now
+        )
+        for slot, labeller in ((1, labellers[1]), (2, labellers[2]))
+    )
+    key = (pool.pk, question.pk)
+
+    def wrote(what) -> None:
+        stale = set(ItemStateStale.objects.values_list("pool_id", "question_id"))
+        assert key in stale, f"{what} marked nothing stale"
+        _same_pages(project, question_set, leads, monkeypatch)
+        assert not ItemStateStale.objects.exists(), f"{what}: the page left it stale"
+        _same_as_mains_queue(question_set, leads)
+        _same_next(question_set, leads)
+
+    _same_pages(project, question_set, leads, monkeypatch)  # stores every decision
+    _answer(first, labellers[1], {c1: 0, c2: 2, c3: 1})
+    wrote("the first labeller finishing")
+    _answer(second, labellers[2], {c1: 2, c2: 0, c3: 1})
+    third = Assignment.objects.get(pool=pool, question=question, slot=3)
+    assert third.labeller == labellers[0]  # the one other labeller who sees both documents
+    assert set(EscalatedItem.objects.values_list("candidate_id", flat=True)) == {c1.pk, c2.pk}
+    wrote("the escalation (a third slot)")
+    for lead in leads:  # both passages wait for the third labeller, c2 only for who sees it
+        listing = lead_pages.adjudication_page(question_set=question_set, viewer=lead)
+        expected = {c1.pk, c2.pk} if lead == leads[0] else {c1.pk}
+        assert {e.candidate.pk for e in listing.third_entries} == expected
+
+    _answer(third, labellers[0], {c1: 1, c2: 1}, outcome="unanswerable")
+    wrote("the third vote")
+    entries = lead_pages.adjudication_page(question_set=question_set, viewer=leads[0])
+    assert not entries.third_entries
+    assert {c1.pk, c2.pk} <= {e.candidate.pk for e in entries.open_entries if e.candidate}
+
+    # The lead decides both; the question is decided (c3 agreed, the first two's verdicts).
+    for candidate in (c1, c2):
+        adjudication.resolve(
+            pool=pool, question=question, candidate=candidate, user=leads[0], grade=1
+        )
+    wrote("the resolutions")
+    verdict = ItemState.objects.get(pool=pool, question=question, candidate=None)
+    assert verdict.kind in gold_state.DECIDED
+
+    # A calibration answer on the decided question is no vote: nothing stored changes.
+    before = sorted(
+        ItemState.objects.filter(question=question).values_list(
+            "candidate_id", "kind", "resolved", "single_by_access", "distance", "escalated"
+        ),
+        key=str,
+    )
+    calibrating = Assignment.objects.create(
+        pool=pool,
+        question=question,
+        slot=0,
+        labeller=labellers[3],
+        assigned_at=now,
+        purpose="calibration",
+    )
+    _answer(calibrating, labellers[3], {c1: 2, c3: 0}, outcome="unanswerable")
+    wrote("a calibration answer")
+    after = sorted(
+        ItemState.objects.filter(question=question).values_list(
+            "candidate_id", "kind", "resolved", "single_by_access", "distance", "escalated"
+        ),
+        key=str,
+    )
+    assert after == before
+
+    # A lease that lapses with nothing graded releases its slot; taking it back holds it again.
+    lease_question = QuestionFactory(question_set=question_set, external_id="q-lease")
+    Candidate.objects.create(
+        pool=pool, question=lease_question, version=by_doc["open-a"], start=45, end=90
+    )
+    Assignment.objects.create(
+        pool=pool, question=lease_question, slot=1, labeller=labellers[1], assigned_at=now
+    )
+    held = Assignment.objects.create(
+        pool=pool,
+        question=lease_question,
+        slot=2,
+        labeller=labellers[3],
+        assigned_at=now,
+        lease_expires_at=now - timedelta(minutes=1),
+    )
+    key = (pool.pk, lease_question.pk)
+    gold_state.mark_stale(pool_id=pool.pk, question_id=lease_question.pk)
+    _same_pages(project, question_set, leads, monkeypatch)
+    assert leases.release_lapsed_leases(project=project) == 1
+    held.refresh_from_db()
+    assert held.labeller is None
+    wrote("a released lease")
+    assert leases.retake_lapsed(assignment_id=held.pk, labeller=labellers[3])
+    wrote("a lapsed slot taken back")
