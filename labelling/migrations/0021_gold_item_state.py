@@ -13,9 +13,7 @@ def mark_every_question_stale(apps, schema_editor):
     Stale = apps.get_model("labelling", "ItemStateStale")
     # The pool's work only: a calibration question (slot 0) has no state of its own.
     keys = (
-        Assignment.objects.filter(purpose="work")
-        .values_list("pool_id", "question_id")
-        .distinct()
+        Assignment.objects.filter(purpose="work").values_list("pool_id", "question_id").distinct()
     )
     Stale.objects.bulk_create(
         [Stale(pool_id=pool, question_id=question) for pool, question in keys], batch_size=5000
