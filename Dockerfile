@@ -1,6 +1,7 @@
 # Two images from one file: `web` (gunicorn, beat) without the encoder, `worker` (Celery) with it.
 # The web process never encodes (tests/test_web_without_encoder.py), so its image leaves out
-# torch, transformers, sentence-transformers, onnxruntime and the packaged model (~1 GB).
+# torch, transformers, sentence-transformers, onnxruntime, openvino and the packaged model
+# (~1.2 GB).
 FROM python:3.11-slim AS web
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
     GOLDSET_ARTIFACT_DIR=/data/artifacts GOLDSET_MODEL_CACHE_DIR=/data/model-cache

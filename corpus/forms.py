@@ -231,7 +231,11 @@ class RetrieverForm(forms.Form):
         choices=[
             ("", "the deployment's default"),
             ("torch", "torch (sentence-transformers, float32)"),
-            ("onnx-int8", "int8 ONNX build of the same model (faster; a model version of its own)"),
+            (
+                "onnx-int8",
+                "ONNX build of the same model: OpenVINO bf16 where the CPU has it, else int8 "
+                "(faster; a model version of its own)",
+            ),
         ],
     )
     model_path = forms.CharField(

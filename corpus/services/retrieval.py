@@ -63,7 +63,8 @@ MIN_ENCODE_BATCH = 64
 # What an embedding build's job says while the int8 encoder is made from the model, once per
 # model and cache folder (corpus/onnx_encoder.py).
 PREPARING_ENCODER = (
-    "Preparing the encoder (once): exporting the model to ONNX and quantizing it. This takes "
+    "Preparing the encoder (once): exporting the model to ONNX (and, without bf16 on this CPU, "
+    "quantizing it to int8). This takes "
     "a minute or more, then the passages are counted here."
 )
 

@@ -124,7 +124,14 @@ def run_judging(job: Job) -> None:
     judge, prompt, question_set = job_subjects(job)
     judging_pass = params.get("pass") or JudgingPass.FIRST
     sample = params.get("sample")
-    ids = list(set_candidates(question_set).values_list("pk", flat=True))
+    rows = list(set_candidates(question_set).values_list("pk", "version__document_id"))
+    if sample is None:
+        ids = [pk for pk, _ in rows]
+    else:
+        # A sample is drawn from what the judge may be sent: asked for 300, it judges 300 (a
+        # whole pass counts the passages it may not be sent instead).
+        may_send = sendable(judge, {document for _, document in rows})
+        ids = [pk for pk, document in rows if document in may_send]
     chosen = sample_of(ids, size=sample, seed=f"{judge.pk}:{question_set.pk}:{sample}")
     candidates = list(
         Candidate.objects.filter(pk__in=chosen)

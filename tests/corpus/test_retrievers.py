@@ -23,6 +23,7 @@ from corpus.models import (
     Job,
     Retriever,
 )
+from corpus.onnx_encoder import best_runtime
 from corpus.services import documents, projects, retrieval
 from goldeval.bm25 import BM25Index
 from goldeval.formats.runs import load_run
@@ -206,11 +207,13 @@ def test_embedding_ranks_a_paraphrase_above_unrelated_text(project, minilm):
     )
     assert hits[0].score > hits[1].score
     index = minilm.active_index
-    # New embedding retrievers use the int8 ONNX build by default (issue 19).
+    # New embedding retrievers use the ONNX build by default (issue 19), run by this machine's
+    # best runtime (issue 37: OpenVINO bf16 where the CPU has it, else onnxruntime int8).
     assert minilm.params["backend"] == "onnx-int8"
-    assert index.model_name == "sentence-transformers/all-MiniLM-L6-v2 (onnx-int8)"
+    runtime = best_runtime()
+    assert index.model_name == f"sentence-transformers/all-MiniLM-L6-v2 ({runtime})"
     assert index.dimension == 384
-    assert index.model_version.startswith("sha256:") and "+onnx-int8:" in index.model_version
+    assert index.model_version.startswith("sha256:") and f"+{runtime}:" in index.model_version
 
 
 def test_the_loaded_index_is_cached_in_process_memory(project, bm25, django_assert_num_queries):

@@ -52,7 +52,7 @@ class Command(BaseCommand):
             "--backend",
             choices=("torch", "onnx-int8"),
             default=None,
-            help="embedding: the torch model or its int8 ONNX build (default: "
+            help="embedding: the torch model or its ONNX build (OpenVINO bf16 or int8; default: "
             "GOLDSET_EMBEDDING_BACKEND)",
         )
         parser.add_argument(
