@@ -12,3 +12,8 @@ class LabellingConfig(AppConfig):
         from labelling.services.completion import refresh_completion
 
         listen_for_access_changes(refresh_completion)
+        # The stored gold decisions (labelling.services.gold_state) also depend on who is a
+        # member and whose account is active, which change outside labelling's services.
+        from labelling.services import gold_state
+
+        gold_state.connect_signals()

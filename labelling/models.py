@@ -789,3 +789,51 @@ class SpanRecheck(models.Model):
 
     def __str__(self) -> str:
         return f"{self.span}: {self.outcome}"
+
+
+# What the gold rule decided about each item, stored so the lead pages read it instead of
+# deciding 60,000 items per request (`labelling.services.gold_state` keeps it and is its one
+# writer).
+
+
+class ItemState(models.Model):
+    """The gold rule's decision on one item of a pooled, assigned question, at the default
+    span F1 minimum: a candidate's (``candidate`` and its ``document`` set) or the question's
+    verdict (both None). Viewer-independent: a page filters the rows by the documents its
+    viewer may see, at read time."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="+")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="+")
+    candidate = models.ForeignKey(
+        Candidate, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    document = models.ForeignKey(
+        Document, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    # "single", "agreed", "resolved" (decided), or a `labelling.resolution.PENDING_KINDS` key.
+    kind = models.CharField(max_length=16)
+    resolved = models.BooleanField(default=False)  # a lead's resolution exists for the item
+    single_by_access = models.BooleanField(default=False)
+    answerable = models.BooleanField(null=True)  # a decided verdict's outcome
+    # The adjudication queue's order and its third-labeller section (`labelling.escalation`):
+    # the highest grade minus the lowest among the votes, and whether a third labeller holds
+    # the passage (an `EscalatedItem` with a slot).
+    distance = models.PositiveSmallIntegerField(default=0)
+    escalated = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["pool", "question"], name="itemstate_question")]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.candidate_id or 'verdict'} of question {self.question_id}"
+
+
+class ItemStateStale(models.Model):
+    """A question whose stored `ItemState` rows may be out of date: written by every write
+    that can change its votes (one small insert), removed when the rows are recomputed."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="+")
+    question = models.ForeignKey(Question, on_delete=models.CASCADE, related_name="+")
+
+    def __str__(self) -> str:
+        return f"question {self.question_id} of pool {self.pool_id} is stale"

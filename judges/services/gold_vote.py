@@ -19,6 +19,7 @@ from django.db.models import QuerySet
 from goldset.errors import ServiceError
 from judges.models import AIJudgement, GoldVoteSwitch, Judge
 from labelling.models import QuestionSet
+from labelling.services import gold_state
 from labelling.services.machine_votes import MachineVote
 
 
@@ -48,6 +49,7 @@ def set_gold_vote(*, question_set: QuestionSet, judge: Judge, on: bool, user) ->
         return switch  # turning off a judge that is not counted changes nothing
     switch.judge, switch.on, switch.changed_by = judge, on, user
     switch.save()
+    gold_state.mark_set_stale(question_set_id=question_set.pk)
     return switch
 
 

@@ -24,6 +24,7 @@ from judges.client import Item, JudgeClient, Outcome
 from judges.models import AIJudgement, Judge, JudgePrompt, JudgingPass
 from judges.services.configuration import current_prompt, endpoint_of
 from labelling.models import Candidate, QuestionSet, included_q
+from labelling.services import gold_state
 
 BATCH = 64
 MAX_SAMPLE = 100_000
@@ -247,4 +248,5 @@ def _record(
     AIJudgement.objects.update_or_create(
         prompt=prompt, candidate=candidate, judging_pass=judging_pass, defaults=fields
     )
+    gold_state.mark_stale(pool_id=candidate.pool_id, question_id=candidate.question_id)
     return "graded" if verdict is not None else "errors"

@@ -33,7 +33,7 @@ from labelling.models import (
     QuestionSet,
     included_q,
 )
-from labelling.services import calibration, leases
+from labelling.services import calibration, gold_state, leases
 from labelling.services.votes import Sight
 
 User = get_user_model()
@@ -349,6 +349,7 @@ def _create(pool: Pool, plan) -> None:
         ],
         batch_size=2000,
     )
+    gold_state.mark_questions_stale((pool.pk, p.question) for p in plan)
 
 
 def next_assignment(
@@ -554,6 +555,9 @@ def _holder(assignment: Assignment) -> dict:
 
 
 def _record_assignment_change(assignment: Assignment, *, action: str, before, user) -> None:
+    """History of a slot's holder, and the question's stored gold decisions marked stale (who
+    may still vote changed)."""
+    gold_state.mark_stale(pool_id=assignment.pool_id, question_id=assignment.question_id)
     Change.objects.create(
         assignment=assignment,
         subject=ChangeSubject.ASSIGNMENT,

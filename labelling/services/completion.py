@@ -17,6 +17,7 @@ from django.utils import timezone
 from goldeval.pooling import StoppingRule
 from labelling.grading_passages import passages_for_grading
 from labelling.models import Assignment, Candidate, Verdict, VerdictOutcome
+from labelling.services import gold_state
 from labelling.services.escalation import escalate_if_due
 from labelling.services.judging_order import stop_reached
 
@@ -110,16 +111,21 @@ def update_completion(
     if progress.done and assignment.completed_at is None:
         assignment.completed_at = timezone.now()
         assignment.save(update_fields=["completed_at"])
+        gold_state.mark_stale(pool_id=assignment.pool_id, question_id=assignment.question_id)
         escalate_if_due(assignment=assignment)
     elif not progress.done and assignment.completed_at is not None:
         assignment.completed_at = None
         assignment.save(update_fields=["completed_at"])
+        gold_state.mark_stale(pool_id=assignment.pool_id, question_id=assignment.question_id)
     return progress
 
 
 def refresh_completion(project, user_ids: set[int] | None, document_ids: set[int] | None) -> None:
     """Recompute "done" where access changed: a revoked passage no longer waits for a grade, a
-    granted one does. Only assignments with a verdict can be done, so only they are read."""
+    granted one does. Only assignments with a verdict can be done, so only they are read.
+    Who may vote on which passage changed too, so the project's stored gold decisions are
+    marked stale (`labelling.services.gold_state`)."""
+    gold_state.mark_project_stale(project_id=project.pk)
     assignments = (
         Assignment.objects.in_project(project)
         .filter(labeller__isnull=False)

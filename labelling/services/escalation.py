@@ -38,6 +38,7 @@ from labelling.models import (
     Question,
     Resolution,
 )
+from labelling.services import gold_state
 from labelling.services.votes import Sight
 
 
@@ -136,6 +137,10 @@ def _escalate(assignment: Assignment, *, lock: bool) -> tuple[int, bool]:
             for candidate_id in disputed
         ]
     )
+    # The third slot and the escalated passages change what the gold rule decides (a vote
+    # awaited, the verdict's voters); both paths (the write's and the look after its commit)
+    # come here, in their own transaction.
+    gold_state.mark_stale(**key)
     return len(disputed), False
 
 

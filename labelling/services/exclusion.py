@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Change, ChangeSubject, Question
+from labelling.services import gold_state
 
 MAX_EXCLUSION_REASON = 500
 
@@ -35,6 +36,7 @@ def exclude_question(*, question: Question, user, reason: str = "") -> Question:
         locked.exclusion_reason = reason
         locked.save(update_fields=["excluded_at", "excluded_by", "exclusion_reason"])
         _record_question_change(locked, action="exclude question", reason=reason, user=user)
+        gold_state.mark_questions_stale(_keys(locked))
     return locked
 
 
@@ -49,7 +51,13 @@ def include_question(*, question: Question, user) -> Question:
         locked.exclusion_reason = ""
         locked.save(update_fields=["excluded_at", "excluded_by", "exclusion_reason"])
         _record_question_change(locked, action="include question", reason="", user=user)
+        gold_state.mark_questions_stale(_keys(locked))
     return locked
+
+
+def _keys(question: Question):
+    """The (pool, question) pairs the question was assigned in."""
+    return Assignment.objects.filter(question=question).values_list("pool_id", "question_id")
 
 
 def _record_question_change(question: Question, *, action: str, reason: str, user) -> None:

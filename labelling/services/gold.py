@@ -16,6 +16,7 @@ Questions a lead excluded from the set are no part of either.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 
 from django.db.models import Q
@@ -25,6 +26,8 @@ from goldeval.text.spans import merge_overlapping
 from goldeval.text.worddiff import FACTS_CHANGED, Piece, word_diff
 from labelling.models import (
     Assignment,
+    Candidate,
+    Pool,
     Question,
     QuestionSet,
     Resolution,
@@ -40,7 +43,7 @@ from labelling.resolution import (
     VerdictDecision,
     resolve_verdict,
 )
-from labelling.services import recheck
+from labelling.services import gold_state, recheck
 from labelling.services.adjudication import QueueEntry, adjudication_queue
 from labelling.services.machine_votes import MachineVote
 from labelling.services.votes import finished_outcomes, gather_votes
@@ -126,21 +129,34 @@ def resolve_gold(
     viewer=None,
     pool_id: int | None = None,
     question_id: int | None = None,
+    keys: Collection[tuple[int, int]] | None = None,
+    candidate_ids: Collection[int] | None = None,
 ) -> GoldResolution:
     """Apply the gold resolution rule (labelling/resolution.py) to every question of the set;
     with ``viewer``, to the items on documents they may see (the others do not exist here);
-    with ``pool_id`` and ``question_id``, to that one question of that pool."""
+    with ``pool_id`` and ``question_id``, to that one question of that pool; with ``keys``, to
+    those (pool id, question id) pairs (and with ``candidate_ids``, of their candidates only
+    those: a page listing some items, `gather_votes`)."""
     rows, unresolved, counted = [], [], []
-    rechecks = {
-        r.span_id: r
-        for r in SpanRecheck.objects.filter(
-            Q(span__judgement__candidate__pool__question_set=question_set)
-            | Q(span__resolution__pool__question_set=question_set)
-        ).select_related("version")
-    }
     votes = gather_votes(
-        question_set=question_set, viewer=viewer, pool_id=pool_id, question_id=question_id
+        question_set=question_set,
+        viewer=viewer,
+        pool_id=pool_id,
+        question_id=question_id,
+        keys=keys,
+        candidate_ids=candidate_ids,
     )
+    rechecked = SpanRecheck.objects.filter(
+        Q(span__judgement__candidate__pool__question_set=question_set)
+        | Q(span__resolution__pool__question_set=question_set)
+    )
+    if keys is not None:
+        questions = {question for _, question in keys}
+        rechecked = rechecked.filter(
+            Q(span__judgement__candidate__question__in=questions)
+            | Q(span__resolution__question__in=questions)
+        )
+    rechecks = {r.span_id: r for r in rechecked.select_related("version")}
     for q in votes:
         verdict = q.decide_verdict()
         if isinstance(verdict, Pending):
@@ -635,7 +651,15 @@ def next_to_decide(
     """The item a lead meets after this one (a candidate, or the verdict with None): the next
     in the adjudication queue, or among the Gold page's unresolved items ``from_gold``,
     wrapping round; None when this was the last. Read before this item is resolved, so it
-    can be found in the order."""
+    can be found in the order. At the default span F1 minimum the order comes from the stored
+    decisions (`gold_state`), not from deciding every item again."""
+    if min_span_f1 == DEFAULT_MIN_SPAN_F1:
+        return _next_stored(
+            question_set=question_set,
+            viewer=viewer,
+            current=(pool_id, question_id, candidate_id),
+            from_gold=from_gold,
+        )
     if from_gold:
         resolution = resolve_gold(question_set=question_set, min_span_f1=min_span_f1, viewer=viewer)
         order = [e for g in group_unresolved(resolution.unresolved) for e in g.entries]
@@ -651,3 +675,46 @@ def next_to_decide(
     position = next((i for i, e in enumerate(order) if key(e) == current), -1)
     rest = order[position + 1 :] + order[: max(position, 0)]
     return next((e for e in rest if key(e) != current), None)
+
+
+def _next_stored(*, question_set, viewer, current: tuple, from_gold: bool) -> QueueEntry | None:
+    """`next_to_decide` from the stored decisions: the same order (the queue's:
+    `gold_state.queue_order`; the Gold page's: question, pool, then `_entry_order`), read from
+    the stored rows."""
+    gold_state.refresh(question_set=question_set)
+    kinds = list(PENDING_KINDS)
+    visible = gold_state.visible_states(question_set=question_set, viewer=viewer)
+    if from_gold:
+        rows = visible.filter(kind__in=kinds).values_list(
+            "pool_id", "question_id", "candidate_id", "kind", "candidate__shuffle_rank"
+        )
+
+        def order(row) -> tuple:
+            pool, question, candidate, kind, rank = row
+            return (
+                question,
+                pool,
+                kinds.index(kind),
+                candidate is not None,
+                rank or 0,
+                candidate or 0,
+            )
+
+        keys = [row[:3] for row in sorted(rows, key=order)]
+    else:
+        ordered, _ = gold_state.queue_order(
+            visible.filter(kind__in=gold_state.NEEDS_LEAD), visible=visible
+        )
+        keys = [row[:3] for row in ordered]
+    position = keys.index(current) if current in keys else -1
+    rest = keys[position + 1 :] + keys[: max(position, 0)]
+    following = next((key for key in rest if key != current), None)
+    if following is None:
+        return None
+    pool_id, question_id, candidate_id = following
+    return QueueEntry(
+        pool=Pool.objects.get(pk=pool_id),
+        question=Question.objects.get(pk=question_id),
+        candidate=Candidate.objects.get(pk=candidate_id) if candidate_id else None,
+        reason="",
+    )

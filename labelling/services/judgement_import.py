@@ -20,6 +20,7 @@ from goldeval.formats.textfiles import (
 )
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Candidate, Judgement, Pool, PoolState, Question, Span
+from labelling.services import gold_state
 
 IMPORTED_POOL = "imported"
 
@@ -213,6 +214,7 @@ def _write(project: Project, votes: list[ImportedVote], result: JudgementImportR
         judgement, created = Judgement.objects.update_or_create(
             assignment=assignment, candidate=candidate, defaults={"grade": vote.grade}
         )
+        gold_state.mark_stale(pool_id=pool.pk, question_id=vote.question.pk)
         judgement.spans.all().delete()
         if vote.grade >= 1:
             Span.objects.create(

@@ -44,7 +44,7 @@ from labelling.models import (
     Verdict,
     VerdictOutcome,
 )
-from labelling.services import leases, write_lock
+from labelling.services import gold_state, leases, write_lock
 from labelling.services.completion import Progress, update_completion
 
 GRADES = {0: "Not relevant", 1: "Partly answers", 2: "Fully answers"}
@@ -704,6 +704,7 @@ def _write_judgement(
     """Make the saved judgement match ``state``; ``quotes`` holds span texts already known
     (the passage, a validated selection), the rest are read from the version text; the
     write's `history` row is written with it (None: the caller appends the change)."""
+    gold_state.mark_stale(pool_id=assignment.pool_id, question_id=assignment.question_id)
     if state is None:
         if judgement is not None:
             judgement.delete()
@@ -758,6 +759,7 @@ def _quote(version_id: int, start: int, end: int) -> str:
 def _write_verdict(
     assignment: Assignment, verdict: Verdict | None, state: VerdictState, *, revision: int
 ) -> None:
+    gold_state.mark_stale(pool_id=assignment.pool_id, question_id=assignment.question_id)
     if state is None:
         if verdict is not None:
             verdict.delete()

@@ -28,6 +28,7 @@ from django.utils import timezone
 from corpus.models import Project
 from goldset.errors import ServiceError
 from labelling.models import Assignment, Change, ChangeSubject, Judgement, Verdict
+from labelling.services import gold_state
 
 LAPSED = "lease lapsed"
 RETAKEN = "lease retaken"
@@ -139,6 +140,8 @@ def release_lapsed_leases(*, project: Project | None = None, now: datetime | Non
             Assignment.objects.filter(pk__in=[a.pk for a in gone]).update(
                 labeller=None, assigned_at=None, lease_expires_at=None
             )
+            # An open slot is a vote the gold rule still waits for (or can never get).
+            gold_state.mark_questions_stale((a.pool_id, a.question_id) for a in gone)
             Change.objects.bulk_create(
                 [
                     Change(
@@ -220,6 +223,7 @@ def retake_lapsed(*, assignment_id: int, labeller) -> bool:
     slot.assigned_at = timezone.now()
     slot.lease_expires_at = lease_end(project=project, now=slot.assigned_at)
     slot.save(update_fields=["labeller", "assigned_at", "lease_expires_at"])
+    gold_state.mark_stale(pool_id=slot.pool_id, question_id=slot.question_id)
     Change.objects.create(
         assignment=slot,
         subject=ChangeSubject.ASSIGNMENT,

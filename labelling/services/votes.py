@@ -25,7 +25,7 @@ is calibrated against.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -284,20 +284,31 @@ def gather_votes(
     question_id: int | None = None,
     candidate_id: int | None = None,
     machine: bool = True,
+    keys: Collection[tuple[int, int]] | None = None,
+    candidate_ids: Collection[int] | None = None,
 ) -> list[QuestionVotes]:
     """Every pooled, assigned question of the set with its assignments, judgements and
     resolutions, and (unless ``machine`` is False) the machine votes of its candidates; with
     ``viewer``, only the candidates on documents they may see.
 
     With ``pool_id`` and ``question_id``, only that question is read (and of its candidates
-    only ``candidate_id``, if given).
+    only ``candidate_id``, if given). With ``keys``, only those (pool id, question id) pairs
+    are read (a page of the lead pages, `labelling.services.gold_state`); with
+    ``candidate_ids`` too, each of their questions with its verdict but only those candidates
+    as items (the ones a page lists).
     """
     pools = list(question_set.pools.all())
     questions = Question.objects.filter(question_set=question_set).included()
+    if candidate_ids is not None:
+        candidate_ids = set(candidate_ids)
+    if keys is not None:
+        keys = set(keys)
+        questions = questions.filter(pk__in={question for _, question in keys})
+        pools = [pool for pool in pools if pool.pk in {pool_id for pool_id, _ in keys}]
     # Calibration answers are no votes: their judgements find no assignment below and are
     # skipped, as those of excluded questions are.
     assigned = Assignment.objects.work().filter(pool__in=pools, question__in=questions)
-    resolved = Resolution.objects.filter(pool__in=pools)
+    resolved = Resolution.objects.filter(pool__in=pools, question__in=questions)
     escalated = EscalatedItem.objects.filter(pool__in=pools, question__in=questions)
     candidates: QuerySet = Candidate.objects.filter(pool__in=pools, question__in=questions)
     if viewer is not None:
@@ -318,13 +329,23 @@ def gather_votes(
             "id", "pool_id", "question_id", "version_id", "start", "end", "shuffle_rank"
         ).order_by("pool_id", "question_id", "shuffle_rank", "pk")
     )
+    if keys is not None:
+        rows = [row for row in rows if (row.pool_id, row.question_id) in keys]
+    if candidate_ids is not None:
+        # The wanted items, and one row of each question (so its verdict is read: a question
+        # is there when the viewer may see one of its candidates).
+        first = {}
+        for row in rows:
+            first.setdefault((row.pool_id, row.question_id), row.pk)
+        wanted = candidate_ids | set(first.values())
+        rows = [row for row in rows if row.pk in wanted]
     if not rows:
         return []
     by_pool = {pool.pk: pool for pool in pools}
     by_question_id = {q.pk: q for q in questions.filter(pk__in=candidates.values("question_id"))}
     versions = {
         v.pk: v
-        for v in DocumentVersion.objects.filter(pk__in=candidates.values("version_id"))
+        for v in DocumentVersion.objects.filter(pk__in={row.version_id for row in rows})
         .select_related("document")
         .defer("minhash", "extraction")
     }
@@ -345,7 +366,8 @@ def gather_votes(
         assignment.is_third = assignment.pk in third_for
         assignments[(assignment.pool_id, assignment.question_id)].append(assignment)
         by_assignment_id[assignment.pk] = assignment
-    judged = Judgement.objects.filter(candidate__in=candidates.values("pk")).defer(
+    items = candidates if candidate_ids is None else candidates.filter(pk__in=candidate_ids)
+    judged = Judgement.objects.filter(candidate__in=items.values("pk")).defer(
         "created_at", "updated_at"
     )
     guidelines = {g.pk: g for g in Guideline.objects.filter(pk__in=judged.values("guideline_id"))}
@@ -364,9 +386,7 @@ def gather_votes(
         (r.pool_id, r.question_id, r.candidate_id): r for r in resolved.prefetch_related("spans")
     }
     machines = (
-        machine_votes(question_set=question_set, candidates=candidates.values("pk"))
-        if machine
-        else {}
+        machine_votes(question_set=question_set, candidates=items.values("pk")) if machine else {}
     )
     sight = Sight(
         project_id=question_set.project_id,
@@ -388,6 +408,8 @@ def gather_votes(
                 resolution=resolutions.get((*key, None)),
                 unreachable=_verdict_unreachable(firsts, sight),
             )
+        if candidate_ids is not None and candidate.pk not in candidate_ids:
+            continue  # its question's verdict is wanted, not this item
         votes = judgements.get(candidate.pk, [])
         voters = _item_voters(candidate, held, {j.assignment_id for j in votes}, sight, third_for)
         resolution = resolutions.get((*key, candidate.pk))

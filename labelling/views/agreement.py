@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -24,15 +23,8 @@ from labelling.highlight import highlight
 from labelling.models import Candidate, QuestionSet
 from labelling.passage_html import passage_html
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, PENDING_KINDS
-from labelling.services import adjudication
-from labelling.services.gold import (
-    changed_counts,
-    count_by_kind,
-    group_unresolved,
-    mark_current,
-    next_to_decide,
-    resolve_gold,
-)
+from labelling.services import adjudication, lead_pages
+from labelling.services.gold import next_to_decide
 from labelling.services.machine_votes import machine_counting
 
 CONTEXT_CHARS = 400
@@ -83,21 +75,16 @@ def show_agreement(request: HttpRequest, slug: str, set_id: int) -> HttpResponse
 def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access, question_set = _lead_set(request, slug, set_id)
     min_f1 = _min_span_f1(request)
-    entries = adjudication.adjudication_queue(
-        question_set=question_set,
-        min_span_f1=min_f1,
-        include_resolved=True,
-        include_single_by_access=True,
-        include_escalated_waiting=True,
-        viewer=request.user,
-    )
     question = None
     if request.GET.get("question", "").isdigit():
         question = question_set.questions.filter(pk=request.GET["question"]).first()
-        if question is not None:
-            entries = [e for e in entries if e.question.pk == question.pk]
-    set_apart = ("resolved", "single_by_access", "escalated_waiting")
-    open_entries = [e for e in entries if e.kind not in set_apart]
+    listing = lead_pages.adjudication_page(
+        question_set=question_set,
+        viewer=request.user,
+        min_span_f1=min_f1,
+        question_id=question.pk if question is not None else None,
+        page=request.GET.get("page"),
+    )
     return render(
         request,
         "labelling/list_adjudication.html",
@@ -105,10 +92,12 @@ def list_adjudication(request: HttpRequest, slug: str, set_id: int) -> HttpRespo
             "access": access,
             "project": access.project,
             "question_set": question_set,
-            "open_entries": open_entries,
-            "resolved_entries": [e for e in entries if e.kind == "resolved"],
-            "single_entries": [e for e in entries if e.kind == "single_by_access"],
-            "third_entries": [e for e in entries if e.kind == "escalated_waiting"],
+            "listing": listing,
+            "page": listing.page,
+            "open_entries": listing.open_entries,
+            "resolved_entries": listing.resolved_entries,
+            "single_entries": listing.single_entries,
+            "third_entries": listing.third_entries,
             "escalation_rule": escalation.RULE_TEXT[access.project.escalate_on],
             "order_rule": escalation.ORDER_TEXT,
             "min_span_f1": min_f1,
@@ -266,23 +255,21 @@ def resolve_verdict(
     )
 
 
-GROUPS_PER_PAGE = 25
-
-
 @login_required
 @require_GET
 def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
     access, question_set = _lead_set(request, slug, set_id)
-    gold = resolve_gold(
-        question_set=question_set, min_span_f1=_min_span_f1(request), viewer=request.user
-    )
-    spans = [span for row in gold.questions for span in row.spans]
-    mark_current(spans)
     by = "reason" if request.GET.get("group") == "reason" else "question"
     kind = request.GET.get("kind", "")
-    shown = [e for e in gold.unresolved if e.kind == kind] if kind in PENDING_KINDS else None
-    groups = group_unresolved(gold.unresolved if shown is None else shown, by=by)
-    page = Paginator(groups, GROUPS_PER_PAGE).get_page(request.GET.get("page"))
+    gold = lead_pages.gold_page(
+        question_set=question_set,
+        viewer=request.user,
+        min_span_f1=_min_span_f1(request),
+        by=by,
+        kind=kind,
+        page=request.GET.get("page"),
+        rows_page=request.GET.get("rows"),
+    )
     return render(
         request,
         "labelling/show_gold.html",
@@ -291,13 +278,14 @@ def show_gold(request: HttpRequest, slug: str, set_id: int) -> HttpResponse:
             "project": access.project,
             "question_set": question_set,
             "gold": gold,
-            "counts": count_by_kind(gold.unresolved),
-            "kind": kind if shown is not None else "",
+            "counts": gold.counts,
+            "kind": kind if kind in PENDING_KINDS else "",
             "by": by,
-            "page": page,
-            "changed": changed_counts(spans),
-            "answerable": sum(1 for row in gold.questions if row.answerable),
-            "unanswerable": sum(1 for row in gold.questions if row.answerable is False),
+            "page": gold.groups,
+            "rows": gold.rows,
+            "changed": gold.changed,
+            "answerable": gold.answerable,
+            "unanswerable": gold.unanswerable,
             "excluded": question_set.questions.excluded()
             .select_related("excluded_by")
             .order_by("excluded_at"),

@@ -1,0 +1,253 @@
+"""The gold rule's decision per item, stored, so the lead pages need not decide every item of a
+set on every request (issue 37 item 4: 60,000 candidates took 15 s a page).
+
+One row per item (`ItemState`: a candidate's grade decision or a question's verdict) says what
+`labelling.resolution` decided at the default span F1 minimum: decided ("single", "agreed",
+"resolved") or why it is pending, whether a lead resolved it, whether its one vote stands
+because the other labeller cannot see it, and a verdict's outcome. The rows do not depend on
+who reads them: each page keeps only the rows its viewer may see (`visible_states`, the
+candidate's document through `corpus.visibility`; a question's verdict when one of its
+candidates is visible, as `gather_votes` reads it), so no count leaks across users with
+different access.
+
+Keeping it current is this module's alone:
+
+- `mark_stale(pool_id=…, question_id=…)` is **the hook**: every write that can change what the
+  rule decides about a question (a grade, a span, a verdict, an undo, a resolution, an
+  exclusion, an import, an assignment's labeller or completion, an AI judge's vote) calls it
+  in its own transaction. It is one INSERT, so the grading request stays O(1 item).
+  `mark_set_stale` and `mark_project_stale` do the same for writes that touch many questions
+  at once (a plan of assignments, who may see which document, a deactivated account).
+- `refresh(question_set)` recomputes the stale questions only (read once, under a lock on the
+  set so two pages never write the same rows), before a page reads the rows; the markers it
+  read are removed in the same transaction, so a write that lands meanwhile stays marked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.signals import post_delete, post_save
+
+from corpus.models import Membership
+from corpus.visibility import not_hidden_q
+from labelling.escalation import questions_moved, vote_distance
+from labelling.models import (
+    Assignment,
+    Candidate,
+    ItemState,
+    ItemStateStale,
+    QuestionSet,
+    VerdictOutcome,
+    included_q,
+)
+from labelling.resolution import DEFAULT_MIN_SPAN_F1, PENDING_KINDS, Pending
+from labelling.services.votes import gather_votes
+
+DECIDED = ("single", "agreed", "resolved")
+NEEDS_LEAD = tuple(kind for kind in PENDING_KINDS if kind != "waiting")
+
+
+def mark_stale(*, pool_id: int, question_id: int) -> None:
+    """The hook: the stored decisions of this question of this pool may be out of date."""
+    ItemStateStale.objects.create(pool_id=pool_id, question_id=question_id)
+
+
+def mark_questions_stale(keys: Iterable[tuple[int, int]]) -> None:
+    """`mark_stale` for several (pool id, question id) pairs in one statement."""
+    ItemStateStale.objects.bulk_create(
+        [ItemStateStale(pool_id=pool, question_id=question) for pool, question in set(keys)]
+    )
+
+
+def mark_set_stale(*, question_set_id: int) -> None:
+    """Every assigned question of the set (a write that touches many of them)."""
+    mark_questions_stale(
+        Assignment.objects.work()
+        .filter(pool__question_set_id=question_set_id)
+        .values_list("pool_id", "question_id")
+        .distinct()
+    )
+
+
+def mark_project_stale(*, project_id: int) -> None:
+    """Every assigned question of the project: who may see which document changed, or who may
+    still vote (an account deactivated, a member added or removed)."""
+    mark_questions_stale(
+        Assignment.objects.work()
+        .filter(pool__question_set__project_id=project_id)
+        .values_list("pool_id", "question_id")
+        .distinct()
+    )
+
+
+def _membership_changed(sender, instance, **kwargs) -> None:
+    """A member added, removed or given another role: who may claim an open slot changed."""
+    mark_project_stale(project_id=instance.project_id)
+
+
+def _user_saved(sender, instance, update_fields=None, **kwargs) -> None:
+    """An account (de)activated: its planned votes can (no longer) come. A login's save of
+    ``last_login`` alone changes nothing."""
+    if update_fields is not None and "is_active" not in update_fields:
+        return
+    for project_id in Membership.objects.filter(user=instance).values_list("project_id", flat=True):
+        mark_project_stale(project_id=project_id)
+
+
+def connect_signals() -> None:
+    """Writes made outside labelling's services (the admin, account management) that change
+    who may vote; called once from `LabellingConfig.ready()`."""
+    post_save.connect(_membership_changed, sender=Membership, dispatch_uid="gold-state-member")
+    post_delete.connect(_membership_changed, sender=Membership, dispatch_uid="gold-state-left")
+    post_save.connect(_user_saved, sender=get_user_model(), dispatch_uid="gold-state-user-active")
+
+
+def refresh(*, question_set: QuestionSet) -> None:
+    """Recompute the stored decisions of the set's stale questions (none when nothing changed),
+    and of assigned questions that have none stored yet (data written before the store, or
+    by a path that bypassed the services)."""
+    # The pool's work: a calibration answer is no vote (`work_q`), and a question held only
+    # for calibration has no state to store.
+    assigned = Assignment.objects.work().filter(pool__question_set=question_set)
+    unseen = set(
+        assigned.filter(included_q("question__"))
+        .exclude(
+            Exists(
+                ItemState.objects.filter(
+                    pool_id=OuterRef("pool_id"),
+                    question_id=OuterRef("question_id"),
+                    candidate__isnull=True,
+                )
+            )
+        )
+        .exclude(  # a question without candidates has no state to store
+            ~Exists(
+                Candidate.objects.filter(
+                    pool_id=OuterRef("pool_id"), question_id=OuterRef("question_id")
+                )
+            )
+        )
+        .values_list("pool_id", "question_id")
+    )
+    if not unseen and not ItemStateStale.objects.filter(pool__question_set=question_set).exists():
+        return
+    with transaction.atomic():
+        # One refresh of a set at a time: two would write the same rows.
+        QuestionSet.objects.select_for_update().filter(pk=question_set.pk).exists()
+        stale = list(
+            ItemStateStale.objects.filter(pool__question_set=question_set).values_list(
+                "pk", "pool_id", "question_id"
+            )
+        )
+        keys = {(pool, question) for _, pool, question in stale} | unseen
+        if not keys:
+            return
+        rows = _states(gather_votes(question_set=question_set, keys=keys))
+        stored = ItemState.objects.filter(pool__question_set=question_set)
+        for pool_id in {pool for pool, _ in keys}:
+            stored.filter(
+                pool_id=pool_id, question_id__in=[q for p, q in keys if p == pool_id]
+            ).delete()
+        ItemState.objects.bulk_create(rows, batch_size=5000)
+        ItemStateStale.objects.filter(pk__in=[pk for pk, _, _ in stale]).delete()
+
+
+def _states(questions) -> list[ItemState]:
+    rows = []
+    for q in questions:
+        verdict = q.decide_verdict()
+        rows.append(
+            ItemState(
+                pool_id=q.pool.pk,
+                question_id=q.question.pk,
+                kind=verdict.kind if isinstance(verdict, Pending) else verdict.source,
+                resolved=q.resolution is not None and bool(q.resolution.outcome),
+                answerable=None
+                if isinstance(verdict, Pending)
+                else verdict.outcome == VerdictOutcome.ANSWERABLE,
+            )
+        )
+        for item in q.items:
+            decision = item.decide(min_span_f1=DEFAULT_MIN_SPAN_F1)
+            rows.append(
+                ItemState(
+                    pool_id=q.pool.pk,
+                    question_id=q.question.pk,
+                    candidate_id=item.candidate.pk,
+                    document_id=item.candidate.version.document_id,
+                    kind=decision.kind if isinstance(decision, Pending) else decision.source,
+                    resolved=item.resolution is not None,
+                    single_by_access=item.single_by_access,
+                    distance=vote_distance([j.grade for j in item.judgements]),
+                    escalated=item.escalation is not None
+                    and item.escalation.assignment_id is not None,
+                )
+            )
+    return rows
+
+
+# A stored entry of the adjudication queue, as `queue_order` reads it.
+QueueRow = tuple  # (pool id, question id, candidate id or None, kind, version id, rank)
+
+
+def queue_order(
+    entries: QuerySet[ItemState], *, visible: QuerySet[ItemState]
+) -> tuple[list[QueueRow], dict[tuple[int, int, int, int], int]]:
+    """The stored ``entries`` in the adjudication queue's order (`adjudication_queue`,
+    `labelling.escalation`): the widest vote distance first, then the passages that can move
+    the most questions, then as `gather_votes` reads them (pool, question, its verdict, its
+    passages as shuffled). How many questions a passage moves is counted over ``visible`` (the
+    viewer's stored decisions), on the document versions of the entries only: a passage moves
+    only questions with an undecided passage on its own version. Returns the rows in order and
+    the moves by passage, for `adjudication_queue(moved=…)` reading one page of them."""
+    rows = list(
+        entries.values_list(
+            "pool_id",
+            "question_id",
+            "candidate_id",
+            "kind",
+            "candidate__version_id",
+            "candidate__shuffle_rank",
+            "distance",
+            "candidate__start",
+            "candidate__end",
+        )
+    )
+    versions = {row[4] for row in rows if row[2] is not None}
+    moved = (
+        questions_moved(
+            visible.filter(kind__in=PENDING_KINDS, candidate__version_id__in=versions).values_list(
+                "question_id", "candidate__version_id", "candidate__start", "candidate__end"
+            )
+        )
+        if versions
+        else {}
+    )
+
+    def order(row) -> tuple:
+        pool, question, candidate, _, version, rank, distance, start, end = row
+        if candidate is None:  # a verdict: no grades apart, it moves its own question
+            return (0, -1, pool, question, False, 0, 0)
+        moves = moved.get((question, version, start, end), 0)
+        return (-distance, -moves, pool, question, True, rank, candidate)
+
+    return [row[:6] for row in sorted(rows, key=order)], moved
+
+
+def visible_states(*, question_set: QuestionSet, viewer) -> QuerySet[ItemState]:
+    """The stored decisions of the set's included questions that ``viewer`` may see: a
+    candidate's when its document is not hidden from them, a verdict's when one of the
+    question's candidates in that pool is not. Call `refresh` first."""
+    seen_candidate = Candidate.objects.filter(
+        pool_id=OuterRef("pool_id"), question_id=OuterRef("question_id")
+    ).not_hidden_from(viewer)
+    return ItemState.objects.filter(
+        included_q("question__"), pool__question_set=question_set
+    ).filter(
+        (Q(candidate__isnull=True) & Q(Exists(seen_candidate)))
+        | (Q(candidate__isnull=False) & not_hidden_q(viewer, prefix="document__"))
+    )
