@@ -11,6 +11,8 @@ from labelling.models import (
     EscalatedItem,
     Guideline,
     ImportedJudgement,
+    ItemState,
+    ItemStateStale,
     Judgement,
     Pool,
     PoolHit,
@@ -186,19 +188,36 @@ class CalibrationShareAdmin(admin.ModelAdmin):
     list_display = ["project", "percent", "updated_by", "updated_at"]
 
 
-@admin.register(EscalatedItem)
-class EscalatedItemAdmin(admin.ModelAdmin):
-    """Written by the grading write that escalates (`labelling.services.escalation`): shown,
-    never edited here, since the third slot and the votes depend on it."""
-
-    list_display = ["pk", "pool", "question", "candidate", "assignment", "grades"]
-    raw_id_fields = ["pool", "question", "candidate", "assignment"]
+class DerivedRowAdmin(admin.ModelAdmin):
+    """Rows the app derives from the votes (`labelling.services.gold_state`): shown for
+    inspection, never added or edited here (a stale mark is how they are corrected)."""
 
     def has_add_permission(self, request) -> bool:
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(ItemState)
+class ItemStateAdmin(DerivedRowAdmin):
+    list_display = ["pk", "pool", "question", "candidate", "kind", "resolved", "distance"]
+    raw_id_fields = ["pool", "question", "candidate", "document"]
+
+
+@admin.register(EscalatedItem)
+class EscalatedItemAdmin(DerivedRowAdmin):
+    """Written by the grading write that escalates (`labelling.services.escalation`); the
+    third slot and the votes depend on it."""
+
+    list_display = ["pk", "pool", "question", "candidate", "assignment", "grades"]
+    raw_id_fields = ["pool", "question", "candidate", "assignment"]
+
+
+@admin.register(ItemStateStale)
+class ItemStateStaleAdmin(DerivedRowAdmin):
+    list_display = ["pk", "pool", "question"]
+    raw_id_fields = ["pool", "question"]
 
 
 admin.site.unregister(User)
