@@ -291,13 +291,12 @@ def _read_trec(text: str, *, ties: str, float32: bool) -> RunFile:
         scanned = None if trecscan is None else trecscan.scan_run(text)
         if scanned is None:  # no compiled scanner, or a line only this reader decides
             return _read_trec_lines(text, by_docno=by_docno, float32=float32)
-        return _ranked_run(
-            {
-                question_id: RankedResults(passages=doc_ids, scores=scores, lines=lines, line=line)
-                for question_id, (doc_ids, scores, lines, line) in scanned.items()
-            },
-            by_docno=by_docno,
-            float32=float32,
+        gathered = {
+            question_id: RankedResults(passages=doc_ids, scores=scores, lines=lines, line=line)
+            for question_id, (doc_ids, scores, lines, line) in scanned.items()
+        }
+        return RunFile(
+            format="trec", rankings=_ranked_all(gathered, by_docno=by_docno, float32=float32)
         )
 
 
@@ -352,19 +351,20 @@ def _read_trec_lines(text: str, *, by_docno: bool, float32: bool) -> RunFile:
         add_doc(fields[2])
         add_score(score)
         add_line(number)
-    return _ranked_run(gathered, by_docno=by_docno, float32=float32, run=run)
+    run.rankings = _ranked_all(gathered, by_docno=by_docno, float32=float32)
+    return run
 
 
-def _ranked_run(
-    gathered: dict[str, RankedResults], *, by_docno: bool, float32: bool, run: RunFile | None = None
-) -> RunFile:
-    """``run`` (a new one if None) with each question's results, gathered in file order, ranked."""
-    run = RunFile(format="trec") if run is None else run
+def _ranked_all(
+    gathered: dict[str, RankedResults], *, by_docno: bool, float32: bool
+) -> dict[str, RankedResults]:
+    """Each question's results, gathered in file order, ranked (`_ranked`)."""
+    rankings = {}
     for question_id, results in gathered.items():
         if float32:
             results.scores = array("f", results.scores).tolist()
-        run.rankings[question_id] = _ranked(results, by_docno=by_docno)
-    return run
+        rankings[question_id] = _ranked(results, by_docno=by_docno)
+    return rankings
 
 
 def other_space_problem(space: str) -> str:

@@ -125,13 +125,13 @@ def run_judging(job: Job) -> None:
     judging_pass = params.get("pass") or JudgingPass.FIRST
     sample = params.get("sample")
     rows = list(set_candidates(question_set).values_list("pk", "version__document_id"))
+    allowed = sendable(judge, {document for _, document in rows})
     if sample is None:
         ids = [pk for pk, _ in rows]
     else:
         # A sample is drawn from what the judge may be sent: asked for 300, it judges 300 (a
         # whole pass counts the passages it may not be sent instead).
-        may_send = sendable(judge, {document for _, document in rows})
-        ids = [pk for pk, document in rows if document in may_send]
+        ids = [pk for pk, document in rows if document in allowed]
     chosen = sample_of(ids, size=sample, seed=f"{judge.pk}:{question_set.pk}:{sample}")
     candidates = list(
         Candidate.objects.filter(pk__in=chosen)
@@ -140,7 +140,6 @@ def run_judging(job: Job) -> None:
     )
     if judging_pass == JudgingPass.REVERSED:
         candidates.reverse()
-    allowed = sendable(judge, {c.version.document_id for c in candidates})
     done_before = set(
         AIJudgement.objects.filter(
             prompt=prompt, judging_pass=judging_pass, candidate_id__in=chosen, error=""
