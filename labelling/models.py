@@ -395,6 +395,9 @@ class AssignmentQuerySet(models.QuerySet):
             .exclude(models.Exists(already))
             .exclude(models.Exists(Judgement.objects.filter(assignment=models.OuterRef("pk"))))
             .exclude(models.Exists(Verdict.objects.filter(assignment=models.OuterRef("pk"))))
+            # A third labeller's slot is handed on, never claimed from the pool: it shows only
+            # disputed passages, which whoever claimed it might not be allowed to see.
+            .exclude(models.Exists(EscalatedItem.objects.filter(assignment=models.OuterRef("pk"))))
         )
 
     def started(self) -> AssignmentQuerySet:

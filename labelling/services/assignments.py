@@ -33,7 +33,7 @@ from labelling.models import (
     QuestionSet,
     included_q,
 )
-from labelling.services import calibration, gold_state, leases
+from labelling.services import calibration, escalation, gold_state, leases
 from labelling.services.votes import Sight
 
 User = get_user_model()
@@ -456,6 +456,8 @@ def reassign(*, assignment: Assignment, labeller, user) -> Assignment:
                 f"{labeller.get_username()} already labels this question; a double-labelled "
                 "question needs two different labellers."
             )
+        if escalation.is_third_slot(locked):
+            escalation.check_third_labeller(slot=locked, labeller=labeller)
         before = _holder(locked)
         locked.labeller = labeller
         locked.assigned_at = timezone.now()
@@ -465,12 +467,17 @@ def reassign(*, assignment: Assignment, labeller, user) -> Assignment:
         return locked
 
 
-def unassign(*, assignment: Assignment, user) -> Assignment:
-    """Take a not-yet-started assignment back; its slot waits to be claimed again."""
+def unassign(*, assignment: Assignment, user) -> Assignment | None:
+    """Take a not-yet-started assignment back; its slot waits to be claimed again. A third
+    labeller's slot is never left open (anyone could claim it): it goes on to the next
+    labeller who may take it, or, with nobody left, its passages go to a lead and it goes
+    (None; `labelling.services.escalation.hand_on`)."""
     with transaction.atomic():
         locked = _unstarted(assignment)
         if locked.labeller_id is None:
             return locked
+        if escalation.is_third_slot(locked):
+            return escalation.hand_on(slot=locked, user=user)
         before = _holder(locked)
         locked.labeller = None
         locked.assigned_at = None
@@ -486,6 +493,8 @@ class BulkResult:
     unchanged: int = 0
     started: int = 0  # refused: their labellers have begun them
     conflicts: list[str] = field(default_factory=list)  # refused: the labeller holds the other slot
+    # refused: a third vote's slot, and the labeller may not take it (role, or passages unseen)
+    third_votes: list[str] = field(default_factory=list)
 
     def describe(self, *, labeller=None) -> str:
         target = (
@@ -504,6 +513,13 @@ class BulkResult:
                 f"{_count(len(self.conflicts), 'assignment')} not moved: "
                 f"{labeller.get_username() if labeller else 'the labeller'} already labels "
                 f"{', '.join(sorted(set(self.conflicts)))}"
+            )
+        if self.third_votes:
+            parts.append(
+                f"{_count(len(self.third_votes), 'assignment')} not moved: "
+                f"{', '.join(sorted(set(self.third_votes)))} "
+                f"{'is a third vote' if len(self.third_votes) == 1 else 'are third votes'} "
+                "on disputed passages, for a labeller who can see them"
             )
         return "; ".join(parts) + "."
 
@@ -524,8 +540,10 @@ def reassign_many(*, assignments: Sequence[Assignment], labeller, user) -> BulkR
                 unassign(assignment=assignment, user=user)
             else:
                 reassign(assignment=assignment, labeller=labeller, user=user)
-        except (AlreadyStarted, HoldsOtherSlot) as exc:
-            if isinstance(exc, HoldsOtherSlot):
+        except (AlreadyStarted, HoldsOtherSlot, escalation.NotAThirdLabeller) as exc:
+            if isinstance(exc, escalation.NotAThirdLabeller):
+                result.third_votes.append(assignment.question.external_id)
+            elif isinstance(exc, HoldsOtherSlot):
                 result.conflicts.append(assignment.question.external_id)
             elif isinstance(exc, AlreadyStarted):
                 result.started += 1

@@ -22,11 +22,13 @@ page says why.
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from corpus.models import Membership, Role
+from goldset.errors import ServiceError
 from labelling.escalation import needs_third_vote
 from labelling.models import (
     Assignment,
@@ -40,6 +42,11 @@ from labelling.models import (
 )
 from labelling.services import gold_state
 from labelling.services.votes import Sight
+
+
+class NotAThirdLabeller(ServiceError):
+    """A third labeller's slot may go only to a project labeller who can see its passages and
+    holds no other slot of the question."""
 
 
 def escalate_if_due(*, assignment: Assignment) -> int:
@@ -173,3 +180,102 @@ def _third_labeller(
         if best_key is None or rank < best_key:
             best, best_seen, best_key = user_id, seen, rank
     return best, best_seen
+
+
+# A lead moving a third labeller's slot --------------------------------------------------------
+
+
+def is_third_slot(assignment: Assignment) -> bool:
+    """Whether ``assignment`` is a third labeller's slot (it holds escalated passages)."""
+    return assignment.slot > 2 and EscalatedItem.objects.filter(assignment=assignment).exists()
+
+
+def check_third_labeller(*, slot: Assignment, labeller) -> None:
+    """Raise NotAThirdLabeller unless ``labeller`` may take the third labeller's ``slot`` from a
+    lead: the rule that picked the first one (an active project labeller who holds no other
+    slot of the question), and one who can see every escalated passage of it, since the slot
+    shows nothing else and a passage they cannot see would wait for them forever."""
+    project = slot.pool.question_set.project
+    name = labeller.get_username()
+    if not Membership.objects.filter(
+        project=project, role=Role.LABELLER, user=labeller, user__is_active=True
+    ).exists():
+        raise NotAThirdLabeller(
+            f"{name} is not an active labeller of this project; a third vote on disputed "
+            "passages goes to a labeller."
+        )
+    documents = _documents(slot)
+    sight = Sight(project_id=project.pk, document_ids=set(documents.values()))
+    if not all(sight.sees(labeller.pk, document) for document in documents.values()):
+        raise NotAThirdLabeller(
+            f"{name} cannot see every disputed passage of this third vote; choose a labeller "
+            "who can see them."
+        )
+
+
+def hand_on(*, slot: Assignment, user) -> Assignment | None:
+    """A lead took the third labeller's ``slot`` back: give it to the next labeller the rule
+    picks, never one of its previous holders (nor anyone holding the question). Passages the new one
+    cannot see go to a lead, as at escalation; with nobody left, all of them do and the slot
+    goes (an open third slot must not be claimable from the pool, where anyone could take it,
+    nor wait for nobody). Returns the slot, or None when it went. Call inside the transaction
+    that locked ``slot``."""
+    key = {"pool_id": slot.pool_id, "question_id": slot.question_id}
+    documents = _documents(slot)
+    holders = set(Assignment.objects.filter(**key).values_list("labeller_id", flat=True))
+    project = slot.pool.question_set.project
+    third, seen = _third_labeller(project, holders | _past_holders(slot), documents)
+    before = {"labeller": slot.labeller.get_username() if slot.labeller else None}
+    EscalatedItem.objects.filter(assignment=slot).exclude(candidate_id__in=seen).update(
+        assignment=None
+    )
+    gold_state.mark_stale(**key)
+    if third is None:
+        # The slot's own history goes with it, so the question's first slot keeps the record
+        # (a lead's page; a labeller's pages never list these rows).
+        first = Assignment.objects.filter(**key).work().order_by("slot").first()
+        Change.objects.create(
+            assignment=first,
+            subject=ChangeSubject.ASSIGNMENT,
+            action="third labeller withdrawn",
+            before=before,
+            after={"passages to a lead": len(documents), "why": "nobody else can see them"},
+            made_by=user,
+        )
+        slot.delete()
+        return None
+    slot.labeller_id = third
+    slot.assigned_at = timezone.now()
+    slot.lease_expires_at = None
+    slot.save(update_fields=["labeller", "assigned_at", "lease_expires_at"])
+    slot.refresh_from_db(fields=["labeller"])
+    Change.objects.create(
+        assignment=slot,
+        subject=ChangeSubject.ASSIGNMENT,
+        action="third labeller handed on",
+        before=before,
+        after={"labeller": slot.labeller.get_username(), "passages": len(seen)},
+        made_by=user,
+    )
+    return slot
+
+
+def _documents(slot: Assignment) -> dict[int, int]:
+    """The slot's escalated candidates and their documents."""
+    return dict(
+        EscalatedItem.objects.filter(assignment=slot).values_list(
+            "candidate_id", "candidate__version__document_id"
+        )
+    )
+
+
+def _past_holders(slot: Assignment) -> set[int]:
+    """Everyone who held ``slot`` before: a lead who took it from them meant it."""
+    names = set()
+    for before, after in Change.objects.filter(
+        assignment=slot, subject=ChangeSubject.ASSIGNMENT
+    ).values_list("before", "after"):
+        for side in (before, after):
+            if isinstance(side, dict) and side.get("labeller"):
+                names.add(side["labeller"])
+    return set(get_user_model().objects.filter(username__in=names).values_list("pk", flat=True))

@@ -355,12 +355,21 @@ def reassign_assignment(request: HttpRequest, slug: str, assignment_id: int) -> 
 def unassign_assignment(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
     _, assignment = _lead_assignment(request, slug, assignment_id)
     try:
-        services.unassign(assignment=assignment, user=request.user)
-        messages.success(
-            request,
-            f"{assignment.question.external_id} (slot {assignment.slot}) is unassigned; the "
-            "next labeller to press “Next question” can claim it.",
-        )
+        moved = services.unassign(assignment=assignment, user=request.user)
+        name = f"{assignment.question.external_id} (slot {assignment.slot})"
+        if moved is None:
+            text = (
+                f"{name} was a third vote on disputed passages and no other labeller can see "
+                "them: they now wait for a lead on the Adjudication page."
+            )
+        elif moved.labeller_id is not None:
+            text = (
+                f"{name} is a third vote on disputed passages: it now belongs to "
+                f"{moved.labeller.get_username()}, the next labeller who can see them."
+            )
+        else:
+            text = f"{name} is unassigned; the next labeller to press “Next question” can claim it."
+        messages.success(request, text)
     except services.AssignmentError as exc:
         messages.error(request, str(exc))
     return _back_to_pool(slug, assignment)
