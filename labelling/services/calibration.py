@@ -30,7 +30,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from corpus import visibility
-from corpus.models import Project
+from corpus.models import Membership, Project
 from goldset.errors import ServiceError
 from labelling import calibration as stats
 from labelling.models import (
@@ -113,7 +113,8 @@ def serve(*, project: Project, labeller, rng: random.Random | None = None) -> As
         return None
     mine = Assignment.objects.in_project(project).calibration()
     if mine.open_for(labeller).exists():
-        return None  # one at a time: the open one is in their queue already
+        return None  # one at a time: the open one is in their queue already (checked again
+        # below, under a lock, for two "next"s at once)
     choices = eligible_questions(project=project, labeller=labeller)
     if not choices:
         return None
@@ -134,6 +135,12 @@ def serve(*, project: Project, labeller, rng: random.Random | None = None) -> As
     pool_id, question_id = rng.choice(near or choices)
     try:
         with transaction.atomic():
+            # The labeller's membership row serialises their parallel "next" requests, so two
+            # of them cannot each open a calibration question: the later one, let through
+            # once the first commits, finds the first one's question open.
+            Membership.objects.select_for_update().filter(project=project, user=labeller).first()
+            if mine.open_for(labeller).exists():
+                return None
             assignment = Assignment.objects.create(
                 pool_id=pool_id,
                 question_id=question_id,

@@ -4,9 +4,11 @@ counted anywhere else, and each labeller's figures against the lead's decisions.
 from __future__ import annotations
 
 import random
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
 from django.urls import reverse
 from django.utils.timezone import now
 
@@ -457,3 +459,52 @@ def test_a_leavers_unstarted_calibration_question_goes_and_no_slot_opens(project
     assert not Assignment.objects.filter(pk=served.pk).exists()
     assert not Assignment.objects.work().filter(pool=world["pool"], slot=0).exists()
     assert not Assignment.objects.filter(labeller__isnull=True, slot=0).exists()
+
+
+class Nth(Fixed):
+    """Always draws (`random()` 0), and always chooses the nth of the choices."""
+
+    def __init__(self, nth: int):
+        super().__init__(0.0)
+        self.nth = nth
+
+    def choice(self, seq):
+        return seq[self.nth % len(seq)]
+
+
+# Races: row locks, so PostgreSQL only. ------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_next_questions_at_once_open_one_calibration_question(project, people, world):
+    if connection.vendor == "sqlite":
+        pytest.skip("SQLite has no row locks; CI runs this on PostgreSQL.")
+    # A second decided question, so each request could pick a different one.
+    q2 = world["set"].questions.get(external_id="q2")
+    candidate = Candidate.objects.filter(pool=world["pool"], question=q2).first()
+    adjudication.resolve(
+        pool=world["pool"], question=q2, candidate=candidate, user=people["lead"], grade=2
+    )
+    calibration.set_share(project=project, percent=50, user=people["lead"])
+    for _ in range(4):
+        Assignment.objects.calibration().delete()
+        start = threading.Barrier(2)
+        served = []
+
+        def next_for_cara(nth, start=start, served=served):
+            try:
+                start.wait()
+                served.append(
+                    next_assignment(project=project, labeller=people["cara"], rng=Nth(nth))
+                )
+            finally:
+                connection.close()
+
+        # Each request draws a different decided question.
+        threads = [threading.Thread(target=next_for_cara, args=(n,)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert len(served) == 2
+        assert Assignment.objects.calibration().filter(labeller=people["cara"]).count() == 1
