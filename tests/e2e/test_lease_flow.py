@@ -4,6 +4,7 @@ open page, when she grades — at once, or later from actions kept while offline
 question is no longer hers, is shown nothing of omar's, and loses nothing of her own."""
 
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.utils import timezone
@@ -29,8 +30,8 @@ LOST = (
 )
 
 
-def claim_from_the_queue(browser, live_server, username):
-    context = browser.new_context()
+def claim_from_the_queue(browser, live_server, username, timezone_id="UTC"):
+    context = browser.new_context(timezone_id=timezone_id)
     page = context.new_page()
     page.set_default_timeout(20_000)
     log_in(page, live_server, username, PASSWORD)
@@ -51,11 +52,11 @@ def test_a_lapsed_question_goes_to_another_labeller_and_nothing_is_lost(live_ser
     services.plan_assignments(pool=pool, labellers=[], double_share=0)  # one slot, unclaimed
     slot = Assignment.objects.get(pool=pool)
 
-    # lina claims it: the status bar says until when it is hers.
-    lina_context, lina_page = claim_from_the_queue(browser, live_server, "lina")
+    # lina (in India) claims it: the status bar says until when it is hers, in her time.
+    lina_context, lina_page = claim_from_the_queue(browser, live_server, "lina", "Asia/Kolkata")
     slot.refresh_from_db()
     assert slot.labeller == lina
-    until = timezone.localtime(slot.lease_expires_at).strftime("%H:%M")
+    until = slot.lease_expires_at.astimezone(ZoneInfo("Asia/Kolkata")).strftime("%H:%M")
     expect(lina_page.locator("#lease")).to_have_text(f"Yours until {until}")
 
     # She leaves it without grading; her lease runs out.
@@ -64,13 +65,17 @@ def test_a_lapsed_question_goes_to_another_labeller_and_nothing_is_lost(live_ser
     )
 
     # omar presses "Next question" and gets the same slot, and grades its first passage 1.
-    omar_context, omar_page = claim_from_the_queue(browser, live_server, "omar")
+    omar_context, omar_page = claim_from_the_queue(browser, live_server, "omar", "America/New_York")
     slot.refresh_from_db()
     assert slot.labeller == omar
     expect(omar_page.locator("#lease")).to_contain_text("Yours until")
     omar_page.keyboard.press("1")
     expect(cards(omar_page).nth(0)).to_have_class(lambda_has("grade-1"))
     expect(omar_page.locator("#save-state")).to_have_text("All changes saved")
+    # The grade renewed his lease; the status bar it sent back is in his time too.
+    slot.refresh_from_db()
+    until = slot.lease_expires_at.astimezone(ZoneInfo("America/New_York")).strftime("%H:%M")
+    expect(omar_page.locator("#lease")).to_have_text(f"Yours until {until}")
 
     # lina's page, still open, grades: refused, with where to go next, and nothing of omar's.
     lina_page.keyboard.press("2")
