@@ -18,7 +18,9 @@ depth-50's relevant found, and Kendall's tau between the retrievers ranked by nD
 full qrels and on the strategy's judgements (unjudged documents not relevant). Two ways of
 asking: `per page` orders a question once when it opens (the grading page's order is fixed
 while it is open: what a labeller sees), `per judgement` asks again after every judgement (a
-reload after each grade; the literature's setting).
+reload after each grade; the literature's setting). The `cal` strategy (continuous active
+learning) learns from the candidates' texts, the title and text of each pooled document, as a
+labeller reads them; asked per page it is the fused ranks' order, as nothing is judged yet.
 
 Printed: a Markdown table, then one JSON line:
 {"strategies": {NAME: {"judgements": n, "relevant_found": share, "tau": tau, ...}, ...},
@@ -107,7 +109,7 @@ def ndcg_by_run(runs, grades: dict[str, dict[str, int]], question_ids) -> list[f
     return [evaluate_run(gold=gold, run=run, options=options).metrics["ndcg@10"] for run in runs]
 
 
-def simulate(strategy, misses, cut, relevant, *, per_judgement):
+def simulate(strategy, misses, cut, relevant, *, per_judgement, texts):
     """Every question judged in turn by ``strategy`` with the stopping rule; the judgements."""
     records = [RunRecord() for _ in next(iter(cut.values()))]
     made = {}
@@ -120,6 +122,7 @@ def simulate(strategy, misses, cut, relevant, *, per_judgement):
             rule=rule,
             prior=records,
             per_judgement=per_judgement,
+            texts=texts[question_id],
         )
         records = updated_records(records, rankings, judged)
         made[question_id] = judged
@@ -135,6 +138,9 @@ def main() -> None:
     arguments = parser.parse_args()
     started = time.perf_counter()
     queries, runs = retrievers(arguments.data, embedding=not arguments.no_embedding)
+    documents = {
+        d["id"]: f"{d['title']}\n{d['text']}" for d in read_jsonl(arguments.data / "corpus.jsonl")
+    }
     grades = qrels_of(arguments.data)
     question_ids = [
         q["id"] for q in queries if any(g >= 1 for g in grades.get(q["id"], {}).values())
@@ -148,6 +154,8 @@ def main() -> None:
     }
     relevant = {q: {d for d, g in grades[q].items() if g >= 1} for q in question_ids}
     pooled = {q: set().union(*map(set, rankings)) for q, rankings in cut.items()}
+    # What a labeller reads of each candidate (title and text): what the `cal` order learns from.
+    texts = {q: {d: documents[d] for d in sorted(pooled[q])} for q in question_ids}
     depth_judgements = sum(map(len, pooled.values()))
     depth_relevant = sum(len(pooled[q] & relevant[q]) for q in question_ids)
     reference = ndcg_by_run(runs, grades, question_ids)
@@ -181,7 +189,9 @@ def main() -> None:
 
             def share(misses, strategy=strategy, per_judgement=per_judgement, found_at=found_at):
                 if misses not in found_at:
-                    made = simulate(strategy, misses, cut, relevant, per_judgement=per_judgement)
+                    made = simulate(
+                        strategy, misses, cut, relevant, per_judgement=per_judgement, texts=texts
+                    )
                     found = sum(sum(r for _, r in judged) for judged in made.values())
                     found_at[misses] = (found / depth_relevant, made)
                 return found_at[misses][0]

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
+from goldeval.relevance_feedback import feedback_scores, text_vectors
+
 K = TypeVar("K", bound=Hashable)
 
 # How many judgements a retriever's record on earlier questions counts for at most: enough to
@@ -44,11 +46,17 @@ K = TypeVar("K", bound=Hashable)
 # judgements overrule it after a handful.
 PRIOR_WEIGHT = 10.0
 
+# ``cal``: the constant of reciprocal-rank fusion, and how much the fused rank counts beside
+# the relevance feedback's score (a mean cosine, mostly between 0 and 0.5).
+RRF_K = 10
+RANK_WEIGHT = 0.05
+
 
 class Strategy(StrEnum):
     DEPTH = "depth"
     MTF = "mtf"
     BANDIT = "bandit"
+    CAL = "cal"
 
     @property
     def label(self) -> str:
@@ -59,6 +67,7 @@ STRATEGY_LABELS = {
     Strategy.DEPTH: "Depth-k: every candidate",
     Strategy.MTF: "Adaptive: move-to-front across the retrievers",
     Strategy.BANDIT: "Adaptive: Bayesian bandit over the retrievers",
+    Strategy.CAL: "Adaptive: continuous active learning from the passages' text",
 }
 
 
@@ -115,13 +124,16 @@ def judging_order(
     strategy: Strategy | str,
     *,
     prior: Sequence[RunRecord] | None = None,
+    texts: Mapping[K, str] | None = None,
 ) -> list[K]:
     """The question's candidates not judged yet, in the order to judge them.
 
     ``rankings``: each retriever's candidates, best first (the pool's own depth-k cut; a
     candidate may appear in several). ``judged``: the candidates judged so far, in the order
     they were judged, each with whether it is relevant. ``prior``: each retriever's record on
-    earlier questions (same order as ``rankings``), or None.
+    earlier questions (same order as ``rankings``), or None. ``texts``: each candidate's text
+    (``cal`` learns from it; the other strategies ignore it; a candidate without one is known by
+    its ranks alone).
     """
     strategy = Strategy(strategy)
     if prior is not None and len(prior) != len(rankings):
@@ -132,6 +144,8 @@ def judging_order(
     remaining = [[c for c in _unique(ranking) if c not in done] for ranking in rankings]
     if strategy is Strategy.MTF:
         return _move_to_front(rankings, judged, remaining, prior)
+    if strategy is Strategy.CAL:
+        return _cal(rankings, judged, done, texts or {})
     return _bandit(rankings, judged, remaining, prior)
 
 
@@ -242,6 +256,29 @@ def _bandit(rankings, judged, remaining, prior) -> list:
     return result
 
 
+def _fused(rankings: Sequence[Sequence[K]]) -> dict:
+    """Reciprocal-rank fusion (Cormack, Clarke and Buettcher 2009) over the retrievers, scaled
+    so that the best candidate scores 1."""
+    fused: dict = {}
+    for ranking in rankings:
+        for rank, candidate in enumerate(_unique(ranking), start=1):
+            fused[candidate] = fused.get(candidate, 0.0) + 1.0 / (RRF_K + rank)
+    best = max(fused.values(), default=1.0)
+    return {candidate: score / best for candidate, score in fused.items()}
+
+
+def _cal(rankings, judged, done: set, texts: Mapping) -> list:
+    fused = _fused(rankings)
+    pooled = [c for c in fused if c in texts]
+    learned = feedback_scores(*text_vectors({c: texts[c] for c in pooled}), judged)
+    order = _by_best_rank(rankings, done)
+    place = {candidate: index for index, candidate in enumerate(order)}
+    return sorted(
+        order,
+        key=lambda c: (-(RANK_WEIGHT * fused[c] + learned.get(c, 0.0)), place[c]),
+    )
+
+
 def simulate_question(
     rankings: Sequence[Sequence[K]],
     relevant: set,
@@ -250,18 +287,19 @@ def simulate_question(
     rule: StoppingRule,
     prior: Sequence[RunRecord] | None = None,
     per_judgement: bool = True,
+    texts: Mapping[K, str] | None = None,
 ) -> list[tuple[K, bool]]:
     """The judgements a labeller makes on one question, the collection's qrels standing in for
     the labeller (``relevant``: the candidates that are relevant). With ``per_judgement`` the
     order is asked again after every judgement (a page that re-orders as it learns); without,
     once when the question opens (a page whose order is fixed while it is open)."""
     judged: list[tuple[K, bool]] = []
-    order = judging_order(rankings, judged, strategy, prior=prior)
+    order = judging_order(rankings, judged, strategy, prior=prior, texts=texts)
     while order and not rule.reached([r for _, r in judged]):
         candidate = order.pop(0)
         judged.append((candidate, candidate in relevant))
         if per_judgement:
-            order = judging_order(rankings, judged, strategy, prior=prior)
+            order = judging_order(rankings, judged, strategy, prior=prior, texts=texts)
     return judged
 
 
