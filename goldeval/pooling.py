@@ -287,18 +287,20 @@ def simulate_question(
     rule: StoppingRule,
     prior: Sequence[RunRecord] | None = None,
     per_judgement: bool = True,
+    after_relevant: bool = False,
     texts: Mapping[K, str] | None = None,
 ) -> list[tuple[K, bool]]:
     """The judgements a labeller makes on one question, the collection's qrels standing in for
     the labeller (``relevant``: the candidates that are relevant). With ``per_judgement`` the
-    order is asked again after every judgement (a page that re-orders as it learns); without,
-    once when the question opens (a page whose order is fixed while it is open)."""
+    order is asked again after every judgement (a page that re-orders as it learns); with
+    ``after_relevant`` instead, after each judgement found relevant only; with neither, once
+    when the question opens (a page whose order is fixed while it is open)."""
     judged: list[tuple[K, bool]] = []
     order = judging_order(rankings, judged, strategy, prior=prior, texts=texts)
     while order and not rule.reached([r for _, r in judged]):
         candidate = order.pop(0)
         judged.append((candidate, candidate in relevant))
-        if per_judgement:
+        if per_judgement or (after_relevant and candidate in relevant):
             order = judging_order(rankings, judged, strategy, prior=prior, texts=texts)
     return judged
 

@@ -158,4 +158,14 @@ def test_a_simulated_labeller_judging_by_cal_learns_after_each_judgement_and_sto
         per_judgement=False,
     )
     assert asked_once == [("a1", True), ("b1", False), ("a2", False)]
+    after_relevant = simulate_question(
+        CAL_RANKINGS,
+        {"a1", "b3"},
+        "cal",
+        rule=StoppingRule(misses=2),
+        texts=CAL_TEXTS,
+        per_judgement=False,
+        after_relevant=True,
+    )
+    assert after_relevant == judged
     assert len(simulate_question(CAL_RANKINGS, set(), "cal", rule=StoppingRule(budget=4))) == 4
