@@ -37,9 +37,11 @@ def text_vectors(texts: Mapping[K, str]) -> tuple[list[K], np.ndarray]:
     return list(keys), matrix
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=4)
 def _vectors(items: tuple[tuple[K, str], ...]) -> tuple[tuple[K, ...], np.ndarray]:
     # Cached: a question's candidates are ordered again after each judgement, texts unchanged.
+    # A few questions only: each matrix is candidates x terms (a pool of 100 passages with
+    # 3,000 distinct terms is 2.4 MB), and a web process keeps its cache.
     counts = [Counter(ANALYZER.tokens(text)) for _, text in items]
     vocabulary = {term: index for index, term in enumerate(sorted(set().union(*counts)))}
     matrix = np.zeros((len(items), len(vocabulary)))
