@@ -316,3 +316,40 @@ def test_passages_every_labeller_stopped_before_stay_pooled_not_judged_and_block
     world.assignment.save(update_fields=["completed_at"])
     _, unresolved = collect_gold(question_set=world.pool.question_set)
     assert [item for item in unresolved if item.question_id == ours]
+
+
+def _grade_reply(world, name, grade, revision=0):
+    client = Client()
+    client.force_login(world.ann)
+    url = reverse(
+        "labelling:grade-candidate",
+        kwargs={
+            "slug": world.project.slug,
+            "pool_id": world.pool.pk,
+            "question_id": world.question.pk,
+            "candidate_id": world.by_name[name].pk,
+        },
+    )
+    response = client.post(url, {"grade": grade, "revision": revision}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    body = response.content.decode()
+    match = re.search(r'id="question-progress"[^>]*?data-order="([\d,]*)"', body)
+    if match is None:
+        return None
+    ids = {c.pk: n for n, c in world.by_name.items()}
+    return [ids[int(pk)] for pk in match[1].split(",")]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "grade", "sent"), [("cal", 2, True), ("cal", 0, False), ("bandit", 2, False)]
+)
+def test_a_relevant_grade_in_a_cal_pool_answers_with_the_new_order_for_the_page(
+    project, strategy, grade, sent
+):
+    world = World(project, texts=CAL_TEXTS, strategy=strategy)
+    order = _grade_reply(world, "a1", grade)
+    if not sent:
+        assert order is None
+    else:
+        # The order after the write, the write included: b3 reads like a1.
+        assert order == ["a1", "b3", "b1", "a2", "b2", "a3"] == world.order()
