@@ -3,9 +3,10 @@
 A depth-k pool asks for every candidate any retriever ranked within k. Judging the likely
 relevant ones first finds most of the relevant passages with a fraction of the judgements
 (Cormack, Palmer and Clarke 1998, "move-to-front"; Losada, Parapar and Barreiro 2016-2017,
-multi-armed bandits over the pooled runs). Three strategies, each a pure function of the
-retrievers' rankings and the judgements made so far, so that the app's pools and the simulation
-in ``benchmarks/adaptive_pooling.py`` call the same code:
+multi-armed bandits over the pooled runs; Cormack and Grossman 2014-2016, continuous active
+learning). Four strategies, each a pure function of the retrievers' rankings, the judgements
+made so far and (``cal``) the candidates' texts, so that the app's pools and the simulation in
+``benchmarks/adaptive_pooling.py`` call the same code:
 
 - ``depth``: by best rank across the retrievers (then by how many retrievers found it, then by
   the first retriever's order); judgements change nothing. The depth-k order, judged whole.
@@ -21,6 +22,13 @@ in ``benchmarks/adaptive_pooling.py`` call the same code:
   Picks are shared among the arms in proportion to their posterior means (stride
   scheduling), each arm giving its candidates in rank order: the best arm is drawn from most,
   a weaker one still now and then, which is what the bandit's exploration buys.
+- ``cal``: continuous active learning. With nothing judged yet, by reciprocal-rank fusion of
+  the retrievers' ranks (``RRF_K``); after each judgement, by a model of relevance learned
+  from the question's judgements over the candidates' own texts (Rocchio feedback: toward the
+  relevant ones, a little away from the others; ``goldeval.relevance_feedback``), plus
+  ``RANK_WEIGHT`` times the fused rank score. Ties keep
+  the depth order. It learns most from a relevant judgement: the app's page re-orders what is
+  left after each one.
 
 A candidate found by several retrievers is judged once; its judgement counts for every
 retriever that ranked it. Relevant means a grade of 1 or more.
