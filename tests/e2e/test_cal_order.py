@@ -59,3 +59,28 @@ def test_a_relevant_grade_reorders_the_rest_of_the_page_by_what_reads_like_it(li
     assert "secret-a" not in body and "99.125" not in body
     assert problems == []
     context.close()
+
+
+def test_the_question_view_reorders_the_same_way(live_server, browser):
+    world = World(ProjectFactory(slug="acme"), texts=CAL_TEXTS, strategy="cal")
+    world.ann.set_password(PASSWORD)
+    world.ann.save()
+    pk = {name: candidate.pk for name, candidate in world.by_name.items()}
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    problems = watch_console(page)
+    log_in(page, live_server, "ann", PASSWORD)
+    url = f"/p/acme/grade/{world.pool.pk}/{world.question.pk}/?view=question"
+    page.goto(f"{live_server.url}{url}")
+    expect(page.locator("#grading")).to_have_class(lambda_has("question-view"))
+    wait_for_keys(page)
+    assert row_ids(page) == [pk[n] for n in ("a1", "b1", "a2", "b2", "a3", "b3")]
+    page.keyboard.press("2")
+    expect(cards(page).nth(1)).to_have_id(f"candidate-{pk['b3']}")
+    assert row_ids(page) == [pk[n] for n in ("a1", "b3", "b1", "a2", "b2", "a3")]
+    labels = [f"Passage {n} of 6" for n in range(1, 7)]
+    expect(page.locator(".passage-label")).to_have_text(labels)
+    expect(cards(page).nth(0)).to_have_class(lambda_has("current"))
+    assert problems == []
+    context.close()
