@@ -18,7 +18,11 @@ depth-50's relevant found, and Kendall's tau between the retrievers ranked by nD
 full qrels and on the strategy's judgements (unjudged documents not relevant). Two ways of
 asking: `per page` orders a question once when it opens (the grading page's order is fixed
 while it is open: what a labeller sees), `per judgement` asks again after every judgement (a
-reload after each grade; the literature's setting).
+reload after each grade; the literature's setting). The `cal` strategy (continuous active
+learning) learns from the candidates' texts, the title and text of each pooled document, as a
+labeller reads them; asked per page it is the fused ranks' order, as nothing is judged yet.
+It is also asked `after a relevant one`: again only after a judgement found relevant (a page
+that re-orders what is left when a passage is graded relevant).
 
 Printed: a Markdown table, then one JSON line:
 {"strategies": {NAME: {"judgements": n, "relevant_found": share, "tau": tau, ...}, ...},
@@ -54,6 +58,12 @@ from goldeval.text.analysis import Analyzer  # noqa: E402
 
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "cranfield"
 MAX_MISSES = 200
+# When the order is asked again, and the suffix of a strategy's name in the JSON line.
+ASKED = {
+    "per page": "",
+    "per judgement": "-per-judgement",
+    "after a relevant one": "-after-relevant",
+}
 
 
 def retrievers(data: Path, *, embedding: bool):
@@ -107,7 +117,7 @@ def ndcg_by_run(runs, grades: dict[str, dict[str, int]], question_ids) -> list[f
     return [evaluate_run(gold=gold, run=run, options=options).metrics["ndcg@10"] for run in runs]
 
 
-def simulate(strategy, misses, cut, relevant, *, per_judgement):
+def simulate(strategy, misses, cut, relevant, *, per_judgement, texts, after_relevant=False):
     """Every question judged in turn by ``strategy`` with the stopping rule; the judgements."""
     records = [RunRecord() for _ in next(iter(cut.values()))]
     made = {}
@@ -120,6 +130,8 @@ def simulate(strategy, misses, cut, relevant, *, per_judgement):
             rule=rule,
             prior=records,
             per_judgement=per_judgement,
+            after_relevant=after_relevant,
+            texts=texts[question_id],
         )
         records = updated_records(records, rankings, judged)
         made[question_id] = judged
@@ -135,6 +147,9 @@ def main() -> None:
     arguments = parser.parse_args()
     started = time.perf_counter()
     queries, runs = retrievers(arguments.data, embedding=not arguments.no_embedding)
+    documents = {
+        d["id"]: f"{d['title']}\n{d['text']}" for d in read_jsonl(arguments.data / "corpus.jsonl")
+    }
     grades = qrels_of(arguments.data)
     question_ids = [
         q["id"] for q in queries if any(g >= 1 for g in grades.get(q["id"], {}).values())
@@ -148,6 +163,8 @@ def main() -> None:
     }
     relevant = {q: {d for d, g in grades[q].items() if g >= 1} for q in question_ids}
     pooled = {q: set().union(*map(set, rankings)) for q, rankings in cut.items()}
+    # What a labeller reads of each candidate (title and text): what the `cal` order learns from.
+    texts = {q: {d: documents[d] for d in sorted(pooled[q])} for q in question_ids}
     depth_judgements = sum(map(len, pooled.values()))
     depth_relevant = sum(len(pooled[q] & relevant[q]) for q in question_ids)
     reference = ndcg_by_run(runs, grades, question_ids)
@@ -174,14 +191,24 @@ def main() -> None:
     )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for strategy in Strategy:
-        for per_judgement in (False, True):
-            if strategy is Strategy.DEPTH and per_judgement:
+        for asked in ASKED:
+            if strategy is Strategy.DEPTH and asked != "per page":
                 continue  # its order never changes
+            if strategy is not Strategy.CAL and asked == "after a relevant one":
+                continue  # only what cal learns from text changes much on a relevant one
             found_at: dict[int, tuple[float, dict]] = {}
 
-            def share(misses, strategy=strategy, per_judgement=per_judgement, found_at=found_at):
+            def share(misses, strategy=strategy, asked=asked, found_at=found_at):
                 if misses not in found_at:
-                    made = simulate(strategy, misses, cut, relevant, per_judgement=per_judgement)
+                    made = simulate(
+                        strategy,
+                        misses,
+                        cut,
+                        relevant,
+                        per_judgement=asked == "per judgement",
+                        after_relevant=asked == "after a relevant one",
+                        texts=texts,
+                    )
                     found = sum(sum(r for _, r in judged) for judged in made.values())
                     found_at[misses] = (found / depth_relevant, made)
                 return found_at[misses][0]
@@ -199,8 +226,7 @@ def main() -> None:
                 misses = low
             share(misses)
             judgements, found, tau = figures(found_at[misses][1])
-            asked = "per judgement" if per_judgement else "per page"
-            name = strategy.value if not per_judgement else f"{strategy.value}-per-judgement"
+            name = strategy.value + ASKED[asked]
             results[name] = {
                 "judgements": judgements,
                 "relevant_found": round(found, 4),

@@ -1,7 +1,7 @@
 """The grading page's requests, timed in one process (no network, no other clients):
 
     .venv/bin/python benchmarks/grading_requests.py [--passages 10] [--rounds 30]
-        [--database sqlite|postgres] [--pg-name goldset_bench_grading]
+        [--database sqlite|postgres] [--pg-name goldset_bench_grading] [--strategy depth]
 
 What a labeller's browser asks for, through Django's test client with a logged-in session: the
 grading page (GET), a grade (htmx POST, a changing grade every time), a first grade (`first`:
@@ -18,6 +18,10 @@ box vary.
 Django runs with production settings (DEBUG off) unless ``--debug``: DEBUG's WhiteNoise
 autorefresh and query log cost a web worker CPU that no deployment spends. Queries are counted by
 a light execute wrapper, not Django's debug cursor, for the same reason.
+
+`--strategy` makes the pool's judging order another than depth-k's (`goldeval.pooling`), each
+passage ranked by one retriever in the order it was pooled: the page and every write then
+order the passages, and in a `cal` pool a grade of 1 or 2 answers with the new order.
 
 The database is a temporary SQLite file, or a scratch PostgreSQL database on 127.0.0.1 that is
 dropped and created again (`--pg-name`, so parallel runs do not collide).
@@ -74,7 +78,7 @@ def configure(database: str, pg_name: str, *, debug: bool) -> None:
     call_command("migrate", verbosity=0)
 
 
-def world(passages: int):
+def world(passages: int, strategy: str = "depth"):
     from django.contrib.auth import get_user_model
 
     from corpus.extraction import assess_quality
@@ -105,7 +109,9 @@ def world(passages: int):
     question = Question.objects.create(
         question_set=question_set, external_id="q1", text="how many leave days can i carry over?"
     )
-    pool = Pool.objects.create(question_set=question_set, name="p", state="ready")
+    pool = Pool.objects.create(
+        question_set=question_set, name="p", state="ready", strategy=strategy
+    )
     candidates = []
     for rank, document in enumerate(Document.objects.filter(project=project).order_by("pk")):
         start = text.index("Section 100.")
@@ -120,7 +126,25 @@ def world(passages: int):
             )
         )
     assignment = Assignment.objects.create(pool=pool, question=question, labeller=user)
+    ranked_by_one_retriever(candidates)
     return user, assignment, candidates, text
+
+
+def ranked_by_one_retriever(candidates) -> None:
+    """Provenance for an adaptive pool: one retriever ranked the candidates in this order."""
+    from corpus.models import Retriever
+    from labelling.models import Pool, Provenance
+
+    pool = Pool.objects.select_related("question_set").get(pk=candidates[0].pool_id)
+    if pool.strategy == "depth":
+        return
+    retriever, _ = Retriever.objects.get_or_create(
+        project_id=pool.question_set.project_id, name="bm25", defaults={"kind": "bm25"}
+    )
+    Provenance.objects.bulk_create(
+        Provenance(candidate=c, retriever=retriever, rank=rank, start=c.start, end=c.end)
+        for rank, c in enumerate(candidates, start=1)
+    )
 
 
 def fresh_assignments(assignment, count: int) -> list:
@@ -155,6 +179,7 @@ def fresh_assignments(assignment, count: int) -> list:
         fresh = Assignment.objects.create(
             pool_id=assignment.pool_id, question=question, labeller_id=assignment.labeller_id
         )
+        ranked_by_one_retriever(candidates)
         made.append((fresh, candidates))
     return made
 
@@ -244,13 +269,13 @@ def timed(kind, results, send, url, data=None, *, ok=(200, 302), **headers):
     return response
 
 
-def run(passages: int, rounds: int) -> dict:
+def run(passages: int, rounds: int, strategy: str = "depth") -> dict:
     from django.test import Client
     from django.urls import reverse
 
     # No setup_test_environment(): it makes every template render send a signal that the test
     # client answers by copying the render's context, CPU a real request never spends.
-    user, assignment, candidates, text = world(passages)
+    user, assignment, candidates, text = world(passages, strategy)
     client = Client()
     client.force_login(user)
     ids = {"pool_id": assignment.pool_id, "question_id": assignment.question_id}
@@ -328,15 +353,17 @@ def main() -> None:
         "--debug", action="store_true", help="DEBUG=1, as figures before 2026-12-01"
     )
     parser.add_argument("--split", action="store_true", help="where a grade's CPU goes, by step")
+    parser.add_argument("--strategy", choices=["depth", "mtf", "bandit", "cal"], default="depth")
     args = parser.parse_args()
     configure(args.database, args.pg_name, debug=args.debug)
     logging.getLogger("django.request").setLevel(logging.ERROR)  # the floor's "Not Found" lines
     if args.split:
         time_steps()
-    results = run(args.passages, args.rounds)
+    results = run(args.passages, args.rounds, args.strategy)
     settings = "DEBUG=1" if args.debug else "production settings"
     print(
-        f"{args.passages} passages, {args.rounds} rounds, {args.database}, {settings}, one process"
+        f"{args.passages} passages, {args.rounds} rounds, {args.database}, {settings}, "
+        f"{args.strategy} order, one process"
     )
     print(
         f"{'request':<10}{'count':>7}{'p50 ms':>9}{'p95 ms':>9}{'CPU p50':>9}{'CPU mean':>9}"

@@ -3,9 +3,10 @@
 A depth-k pool asks for every candidate any retriever ranked within k. Judging the likely
 relevant ones first finds most of the relevant passages with a fraction of the judgements
 (Cormack, Palmer and Clarke 1998, "move-to-front"; Losada, Parapar and Barreiro 2016-2017,
-multi-armed bandits over the pooled runs). Three strategies, each a pure function of the
-retrievers' rankings and the judgements made so far, so that the app's pools and the simulation
-in ``benchmarks/adaptive_pooling.py`` call the same code:
+multi-armed bandits over the pooled runs; Cormack and Grossman 2014-2016, continuous active
+learning). Four strategies, each a pure function of the retrievers' rankings, the judgements
+made so far and (``cal``) the candidates' texts, so that the app's pools and the simulation in
+``benchmarks/adaptive_pooling.py`` call the same code:
 
 - ``depth``: by best rank across the retrievers (then by how many retrievers found it, then by
   the first retriever's order); judgements change nothing. The depth-k order, judged whole.
@@ -21,6 +22,13 @@ in ``benchmarks/adaptive_pooling.py`` call the same code:
   Picks are shared among the arms in proportion to their posterior means (stride
   scheduling), each arm giving its candidates in rank order: the best arm is drawn from most,
   a weaker one still now and then, which is what the bandit's exploration buys.
+- ``cal``: continuous active learning. With nothing judged yet, by reciprocal-rank fusion of
+  the retrievers' ranks (``RRF_K``); after each judgement, by a model of relevance learned
+  from the question's judgements over the candidates' own texts (Rocchio feedback: toward the
+  relevant ones, a little away from the others; ``goldeval.relevance_feedback``), plus
+  ``RANK_WEIGHT`` times the fused rank score. Ties keep
+  the depth order. It learns most from a relevant judgement: the app's page re-orders what is
+  left after each one.
 
 A candidate found by several retrievers is judged once; its judgement counts for every
 retriever that ranked it. Relevant means a grade of 1 or more.
@@ -37,6 +45,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 
+from goldeval.relevance_feedback import feedback_scores, text_vectors
+
 K = TypeVar("K", bound=Hashable)
 
 # How many judgements a retriever's record on earlier questions counts for at most: enough to
@@ -44,11 +54,17 @@ K = TypeVar("K", bound=Hashable)
 # judgements overrule it after a handful.
 PRIOR_WEIGHT = 10.0
 
+# ``cal``: the constant of reciprocal-rank fusion, and how much the fused rank counts beside
+# the relevance feedback's score (a mean cosine, mostly between 0 and 0.5).
+RRF_K = 10
+RANK_WEIGHT = 0.05
+
 
 class Strategy(StrEnum):
     DEPTH = "depth"
     MTF = "mtf"
     BANDIT = "bandit"
+    CAL = "cal"
 
     @property
     def label(self) -> str:
@@ -59,6 +75,7 @@ STRATEGY_LABELS = {
     Strategy.DEPTH: "Depth-k: every candidate",
     Strategy.MTF: "Adaptive: move-to-front across the retrievers",
     Strategy.BANDIT: "Adaptive: Bayesian bandit over the retrievers",
+    Strategy.CAL: "Adaptive: continuous active learning from the passages' text",
 }
 
 
@@ -115,13 +132,16 @@ def judging_order(
     strategy: Strategy | str,
     *,
     prior: Sequence[RunRecord] | None = None,
+    texts: Mapping[K, str] | None = None,
 ) -> list[K]:
     """The question's candidates not judged yet, in the order to judge them.
 
     ``rankings``: each retriever's candidates, best first (the pool's own depth-k cut; a
     candidate may appear in several). ``judged``: the candidates judged so far, in the order
     they were judged, each with whether it is relevant. ``prior``: each retriever's record on
-    earlier questions (same order as ``rankings``), or None.
+    earlier questions (same order as ``rankings``), or None. ``texts``: each candidate's text
+    (``cal`` learns from it; the other strategies ignore it; a candidate without one is known by
+    its ranks alone).
     """
     strategy = Strategy(strategy)
     if prior is not None and len(prior) != len(rankings):
@@ -132,6 +152,8 @@ def judging_order(
     remaining = [[c for c in _unique(ranking) if c not in done] for ranking in rankings]
     if strategy is Strategy.MTF:
         return _move_to_front(rankings, judged, remaining, prior)
+    if strategy is Strategy.CAL:
+        return _cal(rankings, judged, done, texts or {})
     return _bandit(rankings, judged, remaining, prior)
 
 
@@ -242,6 +264,29 @@ def _bandit(rankings, judged, remaining, prior) -> list:
     return result
 
 
+def _fused(rankings: Sequence[Sequence[K]]) -> dict:
+    """Reciprocal-rank fusion (Cormack, Clarke and Buettcher 2009) over the retrievers, scaled
+    so that the best candidate scores 1."""
+    fused: dict = {}
+    for ranking in rankings:
+        for rank, candidate in enumerate(_unique(ranking), start=1):
+            fused[candidate] = fused.get(candidate, 0.0) + 1.0 / (RRF_K + rank)
+    best = max(fused.values(), default=1.0)
+    return {candidate: score / best for candidate, score in fused.items()}
+
+
+def _cal(rankings, judged, done: set, texts: Mapping) -> list:
+    fused = _fused(rankings)
+    pooled = [c for c in fused if c in texts]
+    learned = feedback_scores(*text_vectors({c: texts[c] for c in pooled}), judged)
+    order = _by_best_rank(rankings, done)
+    place = {candidate: index for index, candidate in enumerate(order)}
+    return sorted(
+        order,
+        key=lambda c: (-(RANK_WEIGHT * fused[c] + learned.get(c, 0.0)), place[c]),
+    )
+
+
 def simulate_question(
     rankings: Sequence[Sequence[K]],
     relevant: set,
@@ -250,18 +295,21 @@ def simulate_question(
     rule: StoppingRule,
     prior: Sequence[RunRecord] | None = None,
     per_judgement: bool = True,
+    after_relevant: bool = False,
+    texts: Mapping[K, str] | None = None,
 ) -> list[tuple[K, bool]]:
     """The judgements a labeller makes on one question, the collection's qrels standing in for
     the labeller (``relevant``: the candidates that are relevant). With ``per_judgement`` the
-    order is asked again after every judgement (a page that re-orders as it learns); without,
-    once when the question opens (a page whose order is fixed while it is open)."""
+    order is asked again after every judgement (a page that re-orders as it learns); with
+    ``after_relevant`` instead, after each judgement found relevant only; with neither, once
+    when the question opens (a page whose order is fixed while it is open)."""
     judged: list[tuple[K, bool]] = []
-    order = judging_order(rankings, judged, strategy, prior=prior)
+    order = judging_order(rankings, judged, strategy, prior=prior, texts=texts)
     while order and not rule.reached([r for _, r in judged]):
         candidate = order.pop(0)
         judged.append((candidate, candidate in relevant))
-        if per_judgement:
-            order = judging_order(rankings, judged, strategy, prior=prior)
+        if per_judgement or (after_relevant and candidate in relevant):
+            order = judging_order(rankings, judged, strategy, prior=prior, texts=texts)
     return judged
 
 

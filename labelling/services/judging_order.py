@@ -8,7 +8,9 @@ it is given is read here:
 - each retriever's ranking of the candidates the labeller may see, from their provenance
   (which stays on the server: the page shows the order only);
 - the labeller's own judgements of the question, in the order they were first made;
-- each retriever's record in the labeller's own judgements of the pool's other questions.
+- each retriever's record in the labeller's own judgements of the pool's other questions;
+- each candidate's text (its document's title and the passage, as the page shows them), which
+  the ``cal`` order learns from.
 
 Only the labeller's own work is read, so no one's grades shape anyone else's page, not even as
 an order. The order is asked again at every page load, so a reload re-orders what is left.
@@ -25,7 +27,8 @@ from labelling.models import Judgement, Provenance
 
 
 def in_judging_order(rows: Sequence, *, assignment, user, strategy: str) -> list:
-    """``rows`` (`passages_for_grading`'s, each with ``pk`` and ``grade``) in judging order."""
+    """``rows`` (`passages_for_grading`'s, each with ``pk``, ``grade``, ``doc_title`` and
+    ``passage``) in judging order."""
     by_id = {row.pk: row for row in rows}
     rankings_by_run: dict[int, list[int]] = {}
     provenance = (
@@ -45,7 +48,10 @@ def in_judging_order(rows: Sequence, *, assignment, user, strategy: str) -> list
         .values_list("candidate_id", "grade")
     ]
     prior = _records(assignment, user, runs)
-    rest = judging_order([rankings_by_run[run] for run in runs], judged, strategy, prior=prior)
+    texts = {row.pk: f"{row.doc_title or ''}\n{row.passage or ''}" for row in rows}
+    rest = judging_order(
+        [rankings_by_run[run] for run in runs], judged, strategy, prior=prior, texts=texts
+    )
     order = [candidate_id for candidate_id, _ in judged] + rest
     placed = set(order)
     # A candidate no retriever's provenance names (none should be) keeps its shuffled place

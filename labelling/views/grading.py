@@ -28,6 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from corpus.access import ProjectAccess, project_access
 from corpus.models import DocumentVersion
+from goldeval.pooling import Strategy
 from labelling.forms import (
     GradeForm,
     GradingPageForm,
@@ -513,6 +514,8 @@ def _answer(
                     card.message, card.message_kind = progress.contradiction, "warn"
                 context.update(card=card, grades=GRADE_CHOICES)
                 subject, revision = f"candidate-{candidate.pk}", card.revision
+                if status == 200 and _learns_from_text(card):
+                    context.update(order=_order_after(assignment, request.user))
         if outcome.subject == ChangeSubject.VERDICT:
             verdict_revision = (
                 outcome.revision
@@ -534,6 +537,19 @@ def _answer(
         response["X-Goldset-Subject"] = subject
         response["X-Goldset-Revision"] = str(revision)
     return response
+
+
+def _learns_from_text(card: Card) -> bool:
+    """Whether the pool's judging order learns from a grade of 1 or 2 as soon as it is made
+    (`cal`): then the page re-orders the passages not graded yet."""
+    strategy = getattr(card.candidate, "pool_strategy", None)
+    return strategy == Strategy.CAL and card.grade is not None and card.grade >= 1
+
+
+def _order_after(assignment: Assignment, user) -> list[int]:
+    """The question's passages in judging order, the write just made included (the write's own
+    read of them came before it)."""
+    return [row.pk for row in passages_for_grading(assignment=assignment, user=user)]
 
 
 def _cleaned(form: GradingWriteForm) -> dict:

@@ -444,8 +444,43 @@
     }
   });
 
+  // A pool whose order learns from the text (cal) sends, with the answer to a grade of 1 or 2,
+  // the question's passages in the order to judge them now. The passages not graded yet after
+  // the one in hand take that order among their own places; nothing graded, and not the
+  // passage in hand, moves. Each keeps the number of its new place.
+  function reorder(order) {
+    const list = document.getElementById("candidates");
+    if (!list) return;
+    const all = cards();
+    const here = currentCard();
+    const rank = new Map(order.map(function (pk, index) { return ["candidate-" + pk, index]; }));
+    const start = here ? all.indexOf(here) + 1 : 0;
+    const places = [];
+    const moving = [];
+    all.forEach(function (card, index) {
+      if (index >= start && !card.classList.contains("graded") && rank.has(card.id)) {
+        places.push(index);
+        moving.push(card);
+      }
+    });
+    const sorted = moving.slice().sort(function (a, b) { return rank.get(a.id) - rank.get(b.id); });
+    if (sorted.every(function (card, index) { return card === moving[index]; })) return;
+    const next = all.slice();
+    places.forEach(function (place, index) { next[place] = sorted[index]; });
+    next.forEach(function (card, index) {
+      list.appendChild(card);
+      const label = card.querySelector(".passage-label");
+      if (label) label.textContent = "Passage " + (index + 1) + " of " + next.length;
+    });
+    if (here) current = next.indexOf(here);
+  }
+
   document.addEventListener("htmx:oobAfterSwap", function (event) {
     const element = event.target;
+    if (element && element.id === "question-progress" && element.dataset.order) {
+      reorder(element.dataset.order.split(","));
+      return;
+    }
     if (!element || !element.id || !carried.has(element.id)) {
       if (element && (element.classList.contains("candidate") || element.classList.contains("doc-view"))) {
         markTerms(element.classList.contains("doc-view") ? element.parentNode : element);

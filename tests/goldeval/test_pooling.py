@@ -98,3 +98,74 @@ def test_an_unknown_strategy_or_a_prior_of_the_wrong_length_is_refused():
         judging_order([["a"]], [], "random")
     with pytest.raises(ValueError, match="one prior record per ranking"):
         judging_order([["a"]], [], "mtf", prior=[])
+
+
+# ``cal``: a question's candidates' own texts; "a*" and "b*" are two retrievers' rankings.
+CAL_RANKINGS = [["a1", "a2", "a3"], ["b1", "b2", "b3"]]
+CAL_TEXTS = {
+    "a1": "supersonic flutter of thin wing panels",
+    "a2": "boundary layer transition on cones",
+    "a3": "heat transfer in hypersonic flow",
+    "b1": "stress analysis of cylindrical shells",
+    "b2": "viscous drag of slender bodies",
+    "b3": "flutter of wing panels at supersonic speed",
+}
+
+
+def test_cal_with_nothing_judged_follows_the_fused_ranks():
+    assert judging_order(CAL_RANKINGS, [], "cal", texts=CAL_TEXTS) == [
+        "a1",
+        "b1",
+        "a2",
+        "b2",
+        "a3",
+        "b3",
+    ]
+    # Without texts it knows the ranks alone.
+    assert judging_order(CAL_RANKINGS, [], "cal") == ["a1", "b1", "a2", "b2", "a3", "b3"]
+
+
+def test_cal_brings_forward_what_reads_like_the_passages_judged_relevant():
+    order = judging_order(CAL_RANKINGS, [("a1", True)], "cal", texts=CAL_TEXTS)
+    assert order == ["b3", "b1", "a2", "b2", "a3"]  # b3 was last by its ranks
+    # Judged not relevant instead: b3, like it, goes to the back.
+    order = judging_order(CAL_RANKINGS, [("a1", False)], "cal", texts=CAL_TEXTS)
+    assert order[-1] == "b3" and order[:-1] == ["b1", "a2", "b2", "a3"]
+
+
+def test_cal_never_orders_a_judged_candidate_again_and_is_deterministic():
+    judged = [("b1", False), ("a1", True), ("a3", False)]
+    first = judging_order(CAL_RANKINGS, judged, "cal", texts=CAL_TEXTS)
+    assert not set(first) & {"a1", "b1", "a3"}
+    assert sorted(first) == ["a2", "b2", "b3"]
+    shuffled = dict(reversed(list(CAL_TEXTS.items())))
+    for texts in (CAL_TEXTS, shuffled, dict(CAL_TEXTS)):
+        assert judging_order(CAL_RANKINGS, judged, "cal", texts=texts) == first
+
+
+def test_a_simulated_labeller_judging_by_cal_learns_after_each_judgement_and_stops_by_the_rule():
+    judged = simulate_question(
+        CAL_RANKINGS, {"a1", "b3"}, "cal", rule=StoppingRule(misses=2), texts=CAL_TEXTS
+    )
+    # b3 comes second once a1 is judged relevant; then two misses in a row stop the question.
+    assert judged == [("a1", True), ("b3", True), ("b1", False), ("a2", False)]
+    asked_once = simulate_question(
+        CAL_RANKINGS,
+        {"a1", "b3"},
+        "cal",
+        rule=StoppingRule(misses=2),
+        texts=CAL_TEXTS,
+        per_judgement=False,
+    )
+    assert asked_once == [("a1", True), ("b1", False), ("a2", False)]
+    after_relevant = simulate_question(
+        CAL_RANKINGS,
+        {"a1", "b3"},
+        "cal",
+        rule=StoppingRule(misses=2),
+        texts=CAL_TEXTS,
+        per_judgement=False,
+        after_relevant=True,
+    )
+    assert after_relevant == judged
+    assert len(simulate_question(CAL_RANKINGS, set(), "cal", rule=StoppingRule(budget=4))) == 4

@@ -34,7 +34,7 @@ class World:
     """One question, six candidates: retriever "a" ranks a1 a2 a3, retriever "b" ranks b1 b2
     b3. The candidates' shuffled order is the reverse of that."""
 
-    def __init__(self, project, **pool_fields):
+    def __init__(self, project, texts=None, **pool_fields):
         self.project = project
         self.ann = _user(project, username="ann")
         self.bob = _user(project, username="bob")
@@ -43,9 +43,11 @@ class World:
         )
         self.question = QuestionFactory(question_set=self.pool.question_set)
         self.other_question = QuestionFactory(question_set=self.pool.question_set)
-        version = DocumentVersionFactory(document__project=project, text="x" * 600)
-        self.by_name = {}
         names = ["a1", "a2", "a3", "b1", "b2", "b3"]
+        # Each candidate's passage is its 50 characters at the start of its 100 (``texts``).
+        text = "".join((texts or {}).get(name, "x" * 50).ljust(100) for name in names)
+        version = DocumentVersionFactory(document__project=project, text=text)
+        self.by_name = {}
         for position, name in enumerate(names):
             self.by_name[name] = PoolCandidateFactory(
                 pool=self.pool,
@@ -129,6 +131,50 @@ def test_the_page_shows_the_judging_order_and_never_the_provenance(project):
     ids = {c.pk: n for n, c in world.by_name.items()}
     assert [ids[pk] for pk in dict.fromkeys(shown)] == ["a1", "a2", "b1", "a3", "b2", "b3"]
     assert "secret-a" not in body and "99.125" not in body
+
+
+CAL_TEXTS = {
+    "a1": "supersonic flutter of thin wing panels",
+    "a2": "boundary layer transition on cones",
+    "a3": "heat transfer in hypersonic flow",
+    "b1": "stress analysis of cylindrical shells",
+    "b2": "viscous drag of slender bodies",
+    "b3": "flutter of wing panels at supersonic speed",
+}
+
+
+def test_cal_reorders_what_is_left_by_the_passages_judged_and_the_page_shows_only_the_order(
+    project,
+):
+    world = World(project, texts=CAL_TEXTS, strategy="cal", stop_misses=2)
+    assert world.order() == ["a1", "b1", "a2", "b2", "a3", "b3"]  # fused ranks: nothing judged
+    world.grade("a1", 2)
+    # b3 reads like a1, judged relevant: it comes next, though both retrievers ranked it last.
+    assert world.order() == ["a1", "b3", "b1", "a2", "b2", "a3"]
+    world.grade("b3", 1)
+    world.grade("b1", 0)
+    # Judged ones stay where they were judged, in the order they were; the rest re-ordered.
+    assert world.order()[:3] == ["a1", "b3", "b1"]
+    reference = passages_for_grading_orm(assignment=world.assignment, user=world.ann)
+    assert world.order() == world.names(reference)
+    body = world.page().content.decode()
+    shown = [int(n) for n in re.findall(r'id="candidate-(\d+)"', body)]
+    ids = {c.pk: n for n, c in world.by_name.items()}
+    assert [ids[pk] for pk in dict.fromkeys(shown)] == world.order()
+    for hidden in ("secret-a", "secret-b", "99.125", "active learning", "cal"):
+        assert not re.search(rf"\b{re.escape(hidden)}\b", body), hidden
+    # Bob's page, with none of his own judgements, is still in the fused ranks' order.
+    bobs = Assignment.objects.create(
+        pool=world.pool, question=world.question, labeller=world.bob, slot=2
+    )
+    assert world.names(passages_for_grading(assignment=bobs, user=world.bob)) == [
+        "a1",
+        "b1",
+        "a2",
+        "b2",
+        "a3",
+        "b3",
+    ]
 
 
 def test_the_order_is_the_same_through_the_orm_reference(project):
@@ -232,6 +278,7 @@ def test_the_lead_creates_an_adaptive_pool_and_a_bad_rule_is_refused(project):
     assert "greater than or equal to 1" in response.content.decode()
     page = client.get(url).content.decode()
     assert "Adaptive: Bayesian bandit over the retrievers" in page
+    assert "Adaptive: continuous active learning from the passages&#x27; text" in page
     assert not Pool.objects.filter(name="adaptive").exists()
 
 
@@ -269,3 +316,40 @@ def test_passages_every_labeller_stopped_before_stay_pooled_not_judged_and_block
     world.assignment.save(update_fields=["completed_at"])
     _, unresolved = collect_gold(question_set=world.pool.question_set)
     assert [item for item in unresolved if item.question_id == ours]
+
+
+def _grade_reply(world, name, grade, revision=0):
+    client = Client()
+    client.force_login(world.ann)
+    url = reverse(
+        "labelling:grade-candidate",
+        kwargs={
+            "slug": world.project.slug,
+            "pool_id": world.pool.pk,
+            "question_id": world.question.pk,
+            "candidate_id": world.by_name[name].pk,
+        },
+    )
+    response = client.post(url, {"grade": grade, "revision": revision}, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    body = response.content.decode()
+    match = re.search(r'id="question-progress"[^>]*?data-order="([\d,]*)"', body)
+    if match is None:
+        return None
+    ids = {c.pk: n for n, c in world.by_name.items()}
+    return [ids[int(pk)] for pk in match[1].split(",")]
+
+
+@pytest.mark.parametrize(
+    ("strategy", "grade", "sent"), [("cal", 2, True), ("cal", 0, False), ("bandit", 2, False)]
+)
+def test_a_relevant_grade_in_a_cal_pool_answers_with_the_new_order_for_the_page(
+    project, strategy, grade, sent
+):
+    world = World(project, texts=CAL_TEXTS, strategy=strategy)
+    order = _grade_reply(world, "a1", grade)
+    if not sent:
+        assert order is None
+    else:
+        # The order after the write, the write included: b3 reads like a1.
+        assert order == ["a1", "b3", "b1", "a2", "b2", "a3"] == world.order()
