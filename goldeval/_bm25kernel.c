@@ -100,6 +100,13 @@ static int best_first(const void *a, const void *b) {
 typedef struct Scratch {
     double *scores;   /* a float64 per passage */
     uint8_t *matched; /* a byte per passage; NULL when every weight is positive */
+    /* The pruned path's (NULL when it cannot run): a passage each. */
+    int32_t *touched, *candidates, *slots;
+    double *values, *sums;
+    int64_t *found;
+    uint64_t *bits; /* a bit each */
+    double *table;  /* the candidates' weights of the terms read last */
+    size_t table_size;
     struct Scratch *next;
 } Scratch;
 
@@ -107,6 +114,8 @@ typedef struct {
     const int64_t *indptr;
     const int32_t *indices;
     const float *data;
+    const double *largest; /* each term's largest weight */
+    int sorted;            /* every row's passages ascend */
     Py_ssize_t size;
     const int64_t *rows; /* the query's terms, in query order */
     const double *counts;
@@ -193,9 +202,322 @@ static Py_ssize_t select_matched(const Query *q) {
     return kept;
 }
 
+/* ---- The pruned path: every weight positive, every row ascending, up to 64 terms. ----
+ *
+ * Terms are read best first (the largest weight times count first: rare terms, short rows)
+ * into the scores, noting each passage as it is first touched. Once the terms left could add at
+ * most `rest` to any passage, and `rest` is below `floor` (the k-th best sum so far among the
+ * allowed passages, a lower bound on the final k-th best), no untouched passage can reach the
+ * top k; the touched ones whose sum plus `rest` reaches `floor` are the candidates. When finding
+ * the candidates' weights in the rows left costs less than reading those rows, they are found by
+ * a search in each (ascending) row, dropping candidates that fall behind as the floor rises and
+ * `rest` shrinks. The survivors' scores are then summed again term by term in query order, so
+ * they are bit for bit the plain path's sums, and the top k picked from them.
+ *
+ * Bounds are sums in another order than the exact scores', so they differ from them by rounding
+ * only: each comparison is widened by SLACK per term, far above that rounding, so a passage is
+ * dropped only when its exact score is certainly below the k-th best (ties kept). */
+
+#define MAX_PRUNED_TERMS 64
+/* A touched passage costs about this many postings' reading to search for in one row. */
+#define SEEK_COST 24.0
+/* The k-th best sum is taken among the first SAMPLE touched passages (the rarest terms'): the
+ * k-th best of some passages is at most the k-th best of all, so it is a safe floor. */
+#define SAMPLE 4096
+/* The most weights (8 bytes each) the candidates' table may hold. */
+#define MAX_TABLE ((size_t)1 << 21)
+#define PREFETCH_AHEAD 8
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)0)
+#endif
+
+static inline int lowest_bit(uint64_t word) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctzll(word);
+#else
+    int bit = 0;
+    while (!((word >> bit) & 1)) bit++;
+    return bit;
+#endif
+}
+
+static double slack(Py_ssize_t n_rows) { return 4.0 * (double)(n_rows + 2) * 2.220446049250313e-16; }
+
+/* The k-th largest of values[0..n), n >= k >= 1 (reorders them). */
+static double kth_largest(double *values, Py_ssize_t n, Py_ssize_t k) {
+    Py_ssize_t lo = 0, hi = n - 1, target = k - 1;
+    while (lo < hi) {
+        double a = values[lo], b = values[lo + (hi - lo) / 2], c = values[hi];
+        double pivot = a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
+        Py_ssize_t i = lo, j = hi;
+        while (i <= j) {
+            while (values[i] > pivot) i++;
+            while (values[j] < pivot) j--;
+            if (i <= j) {
+                double swap = values[i];
+                values[i++] = values[j];
+                values[j--] = swap;
+            }
+        }
+        if (target <= j)
+            hi = j;
+        else if (target >= i)
+            lo = i;
+        else
+            return values[target];
+    }
+    return values[target];
+}
+
+static double touched_floor(const Query *q, Py_ssize_t n_touched) {
+    const Scratch *s = q->scratch;
+    Py_ssize_t n = 0, m = n_touched < SAMPLE ? n_touched : SAMPLE;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        int32_t p = s->touched[i];
+        s->values[n] = s->scores[p];
+        n += q->allowed == NULL || q->allowed[p];
+    }
+    return n < q->k ? -1.0 : kth_largest(s->values, n, q->k);
+}
+
+/* The position of each (ascending) candidate in term t's row, or -1. The search starts where
+ * the candidate would be were the row's passages evenly spread (fetched ahead), then widens. */
+static void seek_all(const Query *q, Py_ssize_t t, const int32_t *candidates, Py_ssize_t n,
+                     int64_t *found) {
+    const int32_t *indices = q->indices;
+    int64_t lo = q->indptr[q->rows[t]], hi = q->indptr[q->rows[t] + 1];
+    if (lo >= hi) {
+        for (Py_ssize_t i = 0; i < n; i++) found[i] = -1;
+        return;
+    }
+    int32_t first = indices[lo], last = indices[hi - 1];
+    double scale = (double)(hi - lo) / ((double)last - (double)first + 1.0);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i + PREFETCH_AHEAD < n) {
+            int32_t ahead = candidates[i + PREFETCH_AHEAD];
+            if (ahead >= first && ahead <= last) {
+                int64_t at = lo + (int64_t)((double)(ahead - first) * scale);
+                PREFETCH(indices + (at < hi ? at : hi - 1));
+            }
+        }
+        int32_t target = candidates[i];
+        if (target < first || target > last) {
+            found[i] = -1;
+            continue;
+        }
+        int64_t guess = lo + (int64_t)((double)(target - first) * scale);
+        if (guess >= hi) guess = hi - 1;
+        /* Bracket: indices[below] < target <= indices[above] (below may be lo - 1). */
+        int64_t below, above, step = 1;
+        if (indices[guess] >= target) {
+            above = guess;
+            below = guess - 1;
+            while (below >= lo && indices[below] >= target) {
+                above = below;
+                step <<= 1;
+                below = above - step >= lo ? above - step : lo - 1;
+            }
+        } else {
+            below = guess;
+            above = guess + 1; /* indices[hi - 1] = last >= target, so above stays < hi */
+            while (indices[above] < target) {
+                below = above;
+                step <<= 1;
+                above = below + step < hi ? below + step : hi - 1;
+            }
+        }
+        while (above - below > 1) {
+            int64_t mid = below + (above - below) / 2;
+            if (indices[mid] < target)
+                below = mid;
+            else
+                above = mid;
+        }
+        found[i] = indices[above] == target ? above : -1;
+    }
+}
+
+static Py_ssize_t run_pruned(const Query *q) {
+    Scratch *s = q->scratch;
+    double *scores = s->scores;
+    int32_t *touched = s->touched, *candidates = s->candidates;
+    const int32_t *indices = q->indices;
+    const float *data = q->data;
+    Py_ssize_t n = q->n_rows, order[MAX_PRUNED_TERMS];
+    double bound[MAX_PRUNED_TERMS], rest_after[MAX_PRUNED_TERMS + 1];
+    int in_query_order = 1;
+    for (Py_ssize_t t = 0; t < n; t++) {
+        bound[t] = q->largest[q->rows[t]] * q->counts[t];
+        Py_ssize_t i = t; /* insertion sort: largest bound first, then query order */
+        while (i > 0 && bound[order[i - 1]] < bound[t]) {
+            order[i] = order[i - 1];
+            i--;
+        }
+        order[i] = t;
+        in_query_order &= i == t;
+    }
+    double widen = slack(n);
+    rest_after[n] = 0.0;
+    for (Py_ssize_t i = n - 1; i >= 0; i--) rest_after[i] = rest_after[i + 1] + bound[order[i]];
+    int64_t postings_left = 0;
+    for (Py_ssize_t t = 0; t < n; t++)
+        postings_left += q->indptr[q->rows[t] + 1] - q->indptr[q->rows[t]];
+
+    Py_ssize_t n_touched = 0, read = 0, n_candidates = -1;
+    while (read < n) {
+        Py_ssize_t t = order[read];
+        int64_t lo = q->indptr[q->rows[t]], hi = q->indptr[q->rows[t] + 1];
+        double count = q->counts[t];
+        for (int64_t j = lo; j < hi; j++) {
+            int32_t p = indices[j];
+            touched[n_touched] = p;
+            n_touched += scores[p] == 0.0;
+            scores[p] += count == 1.0 ? (double)data[j] : (double)data[j] * count;
+        }
+        read++;
+        postings_left -= hi - lo;
+        if (read < n && n_touched >= q->k && postings_left > n_touched) {
+            double floor = touched_floor(q, n_touched), rest = rest_after[read];
+            if (floor >= 0 && rest * (1 + widen) < floor * (1 - widen)) {
+                double reach = floor * (1 - widen);
+                Py_ssize_t c = 0;
+                for (Py_ssize_t i = 0; i < n_touched; i++) {
+                    int32_t p = touched[i];
+                    candidates[c] = p;
+                    c += (q->allowed == NULL || q->allowed[p]) &&
+                         (scores[p] + rest) * (1 + widen) >= reach;
+                }
+                if ((double)c * (double)(n - read) * SEEK_COST < (double)postings_left) {
+                    n_candidates = c;
+                    break;
+                }
+            }
+        }
+    }
+    Py_ssize_t kept = 0;
+    if (read == n && in_query_order) {
+        /* Every term read, in query order: the sums are the exact scores. */
+        for (Py_ssize_t i = 0; i < n_touched; i++) {
+            int32_t p = touched[i];
+            if (q->allowed == NULL || q->allowed[p]) {
+                Hit hit = {scores[p], p};
+                if (kept < q->k)
+                    heap_push(q->heap, &kept, hit);
+                else if (ranks_below(&q->heap[0], &hit))
+                    heap_replace_root(q->heap, kept, hit);
+            }
+            scores[p] = 0.0;
+        }
+        return kept;
+    }
+    if (n_candidates < 0) { /* every term read: the candidates are those that reach the floor */
+        double floor = touched_floor(q, n_touched), reach = floor * (1 - widen);
+        n_candidates = 0;
+        for (Py_ssize_t i = 0; i < n_touched; i++) {
+            int32_t p = touched[i];
+            candidates[n_candidates] = p;
+            n_candidates += (q->allowed == NULL || q->allowed[p]) &&
+                            (floor < 0 || scores[p] * (1 + widen) >= reach);
+        }
+    }
+    /* The candidates in ascending order (by their bits), with their sums so far. */
+    uint64_t *bits = s->bits;
+    for (Py_ssize_t i = 0; i < n_candidates; i++)
+        bits[candidates[i] >> 6] |= (uint64_t)1 << (candidates[i] & 63);
+    n_candidates = 0;
+    for (Py_ssize_t w = 0, words = (q->size + 63) / 64; w < words; w++) {
+        uint64_t word = bits[w];
+        bits[w] = 0;
+        while (word) {
+            candidates[n_candidates++] = (int32_t)(w * 64 + lowest_bit(word));
+            word &= word - 1;
+        }
+    }
+    double *sums = s->sums;
+    for (Py_ssize_t i = 0; i < n_candidates; i++) sums[i] = scores[candidates[i]];
+    if (n_touched > q->size / 8)
+        memset(scores, 0, (size_t)q->size * sizeof(double));
+    else
+        for (Py_ssize_t i = 0; i < n_touched; i++) scores[touched[i]] = 0.0;
+
+    /* The rows left, on the candidates only; their weights kept by slot for the exact sums. */
+    Py_ssize_t first_left = read, n_left = n - read;
+    int32_t *slots = s->slots;
+    int64_t *found = s->found;
+    double *table = NULL;
+    size_t cells = (size_t)n_candidates * (size_t)n_left;
+    if (n_left > 0 && cells <= MAX_TABLE) {
+        if (cells > s->table_size) {
+            double *grown = PyMem_RawRealloc(s->table, cells * sizeof(double));
+            if (grown != NULL) {
+                s->table = grown;
+                s->table_size = cells;
+            }
+        }
+        if (cells <= s->table_size) table = s->table;
+    }
+    for (Py_ssize_t i = 0; i < n_candidates; i++) slots[i] = (int32_t)i;
+    while (read < n) {
+        Py_ssize_t t = order[read], column = read - first_left;
+        double count = q->counts[t];
+        seek_all(q, t, candidates, n_candidates, found);
+        for (Py_ssize_t i = 0; i < n_candidates; i++) {
+            double weight = 0.0;
+            if (found[i] >= 0)
+                weight = count == 1.0 ? (double)data[found[i]] : (double)data[found[i]] * count;
+            sums[i] += weight;
+            if (table != NULL) table[(size_t)slots[i] * n_left + column] = weight;
+        }
+        read++;
+        if (n_candidates > q->k) {
+            double rest = rest_after[read], *values = s->values;
+            memcpy(values, sums, (size_t)n_candidates * sizeof(double));
+            double reach = kth_largest(values, n_candidates, q->k) * (1 - widen);
+            Py_ssize_t m = 0;
+            for (Py_ssize_t i = 0; i < n_candidates; i++) {
+                candidates[m] = candidates[i];
+                slots[m] = slots[i];
+                sums[m] = sums[i];
+                m += (sums[i] + rest) * (1 + widen) >= reach;
+            }
+            n_candidates = m;
+        }
+    }
+
+    /* The exact scores, term by term in query order. */
+    memset(sums, 0, (size_t)n_candidates * sizeof(double));
+    Py_ssize_t column_of[MAX_PRUNED_TERMS];
+    for (Py_ssize_t i = 0; i < n; i++) column_of[order[i]] = i - first_left;
+    for (Py_ssize_t t = 0; t < n; t++) {
+        if (table != NULL && column_of[t] >= 0) {
+            for (Py_ssize_t i = 0; i < n_candidates; i++)
+                sums[i] += table[(size_t)slots[i] * n_left + column_of[t]];
+        } else {
+            double count = q->counts[t];
+            seek_all(q, t, candidates, n_candidates, found);
+            for (Py_ssize_t i = 0; i < n_candidates; i++) {
+                if (found[i] >= 0)
+                    sums[i] += count == 1.0 ? (double)data[found[i]] : (double)data[found[i]] * count;
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; i < n_candidates; i++) {
+        if (kept < q->k || sums[i] > q->heap[0].score)
+            offer(q->heap, &kept, q->k, sums[i], candidates[i]);
+    }
+    return kept;
+}
+
 static Py_ssize_t run_query(const Query *q) {
-    accumulate(q);
-    Py_ssize_t kept = q->scratch->matched == NULL ? select_positive(q) : select_matched(q);
+    Py_ssize_t kept;
+    if (q->scratch->touched != NULL && q->sorted && q->n_rows <= MAX_PRUNED_TERMS) {
+        kept = run_pruned(q);
+    } else {
+        accumulate(q);
+        kept = q->scratch->matched == NULL ? select_positive(q) : select_matched(q);
+    }
     qsort(q->heap, (size_t)kept, sizeof(Hit), best_first);
     return kept;
 }
@@ -222,6 +544,8 @@ typedef struct {
     Py_buffer indptr, indices, data;
     Py_ssize_t size, n_terms;
     int positive; /* every weight above zero */
+    int sorted;   /* every row's passages ascend */
+    double *largest;
     /* Scratch not in use: one per thread that searched at the same time as others. */
     Scratch *idle;
     PyThread_type_lock lock;
@@ -230,6 +554,14 @@ typedef struct {
 static void scratch_free(Scratch *s) {
     PyMem_RawFree(s->scores);
     PyMem_RawFree(s->matched);
+    PyMem_RawFree(s->touched);
+    PyMem_RawFree(s->candidates);
+    PyMem_RawFree(s->slots);
+    PyMem_RawFree(s->values);
+    PyMem_RawFree(s->sums);
+    PyMem_RawFree(s->found);
+    PyMem_RawFree(s->bits);
+    PyMem_RawFree(s->table);
     PyMem_RawFree(s);
 }
 
@@ -239,7 +571,20 @@ static Scratch *scratch_new(Py_ssize_t size, int positive) {
     if (s == NULL) return NULL;
     s->scores = PyMem_RawCalloc(n, sizeof(double));
     if (!positive) s->matched = PyMem_RawCalloc(n, 1);
-    if (s->scores == NULL || (!positive && s->matched == NULL)) {
+    if (positive) {
+        /* One more than the passages: the branch-free loops write one past the last kept. */
+        s->touched = PyMem_RawMalloc((n + 1) * sizeof(int32_t));
+        s->candidates = PyMem_RawMalloc((n + 1) * sizeof(int32_t));
+        s->slots = PyMem_RawMalloc(n * sizeof(int32_t));
+        s->values = PyMem_RawMalloc(n * sizeof(double));
+        s->sums = PyMem_RawMalloc(n * sizeof(double));
+        s->found = PyMem_RawMalloc(n * sizeof(int64_t));
+        s->bits = PyMem_RawCalloc((n + 63) / 64, sizeof(uint64_t));
+    }
+    if (s->scores == NULL || (!positive && s->matched == NULL) ||
+        (positive && (s->touched == NULL || s->candidates == NULL || s->slots == NULL ||
+                      s->values == NULL || s->sums == NULL || s->found == NULL ||
+                      s->bits == NULL))) {
         scratch_free(s);
         return NULL;
     }
@@ -256,6 +601,7 @@ static void Postings_dealloc(Postings *self) {
         self->idle = next;
     }
     if (self->lock != NULL) PyThread_free_lock(self->lock);
+    PyMem_RawFree(self->largest);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -296,19 +642,27 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kwargs) {
     if (get_array(data, &self->data, "f", 4, nnz, "data (float32, indptr[-1] of them)") < 0)
         goto fail_indices;
     self->lock = PyThread_allocate_lock();
-    if (self->lock == NULL) {
+    self->largest = PyMem_RawCalloc((size_t)(n_terms ? n_terms : 1), sizeof(double));
+    if (self->lock == NULL || self->largest == NULL) {
         PyErr_NoMemory();
         goto fail_data;
     }
     const int32_t *passages = (const int32_t *)self->indices.buf;
     const float *weights = (const float *)self->data.buf;
     self->positive = 1;
-    for (Py_ssize_t j = 0; j < nnz; j++) {
-        if (passages[j] < 0 || passages[j] >= size) {
-            PyErr_SetString(PyExc_ValueError, "indices must be passage numbers below size");
-            goto fail_data;
+    self->sorted = 1;
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        double largest = 0.0;
+        for (int64_t j = pointers[t]; j < pointers[t + 1]; j++) {
+            if (passages[j] < 0 || passages[j] >= size) {
+                PyErr_SetString(PyExc_ValueError, "indices must be passage numbers below size");
+                goto fail_data;
+            }
+            if (j > pointers[t] && passages[j] <= passages[j - 1]) self->sorted = 0;
+            if (!(weights[j] > 0)) self->positive = 0;
+            if ((double)weights[j] > largest) largest = (double)weights[j];
         }
-        if (!(weights[j] > 0)) self->positive = 0;
+        self->largest[t] = largest;
     }
     self->size = size;
     self->n_terms = n_terms;
@@ -390,6 +744,8 @@ static PyObject *Postings_search(Postings *self, PyObject *args, PyObject *kwarg
     Query q = {.indptr = self->indptr.buf,
                .indices = self->indices.buf,
                .data = self->data.buf,
+               .largest = self->largest,
+               .sorted = self->sorted,
                .size = self->size,
                .k = k};
     Py_buffer allowed = {0};
