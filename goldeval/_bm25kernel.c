@@ -1,20 +1,25 @@
 /* The BM25 search kernel: one query's top k over the term-major weights of goldeval/bm25.py.
  *
- * Why C: at 100,000 passages a typical query reads ~170,000 postings (frequent terms have a
- * posting in most passages), so a search is one tight loop over them and one pass over the
- * passages to pick the top k. The numpy/scipy path spends most of a query on temporaries and
- * extra passes; numba (bm25s's fast backend) would put a ~210 MB dependency and seconds of
- * compile time into every CI job that installs goldeval. The module is optional: without a
- * compiler the install still works and BM25Index searches with numpy, with the same results.
+ * Why C: at 100,000 passages a typical query has ~170,000 postings (frequent terms have a
+ * posting in most passages); the numpy/scipy path spends most of a query on temporaries and
+ * extra passes over them, and numba (bm25s's fast backend) would put a ~210 MB dependency and
+ * seconds of compile time into every CI job that installs goldeval. The module is optional:
+ * without a compiler the install still works and BM25Index searches with numpy, with the same
+ * results.
+ *
+ * Two paths: with only positive weights and ascending rows (every index BM25Index builds with
+ * Lucene's IDF), run_pruned skips most postings of the frequent terms (see the comment above
+ * it); otherwise every posting is read (accumulate) and the top k picked in one pass.
  *
  * The results are exactly the numpy path's (tested on random corpora in
  * tests/goldeval/test_bm25_kernel.py):
  *
- *   - scores are summed term at a time in query-term order into a zeroed float64 buffer,
+ *   - scores are summed term at a time in query-term order from 0.0 in float64,
  *     `score[p] += weight * count`, the operations (in the same order) of the numpy path's
- *     scipy CSC matvec, so the sums are equal bit for bit. The stored float32 weights are
- *     widened to float64 exactly before any arithmetic, and floating-point contraction (a fused
- *     multiply-add) would change the bits, so it is turned off below;
+ *     scipy CSC matvec, so the sums are equal bit for bit (the pruned path sums its last
+ *     candidates again so). The stored float32 weights are widened to float64 exactly before
+ *     any arithmetic, and floating-point contraction (a fused multiply-add) would change the
+ *     bits, so it is turned off below;
  *   - a passage is matched when it holds a query term: with only positive weights, exactly when
  *     its score is above zero; otherwise a byte per passage records it (Okapi's IDF floor can
  *     give a zero or negative weight, and such a passage is still a result);
