@@ -798,11 +798,110 @@ done:
     return result;
 }
 
+/* search() of each (rows, counts) pair, with the GIL released once for them all. */
+static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"queries", "k", "allowed", NULL};
+    PyObject *queries, *allowed_object = Py_None;
+    Py_ssize_t k;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On|O", keywords, &queries, &k,
+                                     &allowed_object))
+        return NULL;
+    if (self->indptr.obj == NULL) {
+        PyErr_SetString(PyExc_TypeError, "Postings was not initialised");
+        return NULL;
+    }
+    if (!PyList_Check(queries)) {
+        PyErr_SetString(PyExc_TypeError, "queries must be a list of (rows, counts) pairs");
+        return NULL;
+    }
+    if (k < 1) {
+        PyErr_SetString(PyExc_ValueError, "k must be at least 1");
+        return NULL;
+    }
+    if (k > self->size) k = self->size;
+    Py_ssize_t n = PyList_GET_SIZE(queries), parsed = 0;
+    Py_buffer allowed = {0};
+    PyObject *result = NULL;
+    Scratch *scratch = NULL;
+    Query *each = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Query));
+    Py_ssize_t *kept = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    Hit *heaps = PyMem_RawMalloc((size_t)(n ? n : 1) * (size_t)(k ? k : 1) * sizeof(Hit));
+    if (each == NULL || kept == NULL || heaps == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (allowed_object != Py_None &&
+        get_array(allowed_object, &allowed, "?", 1, self->size, "allowed (bool)") < 0)
+        goto done;
+    for (; parsed < n; parsed++) {
+        PyObject *pair = PyList_GET_ITEM(queries, parsed);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "queries must be a list of (rows, counts) pairs");
+            goto done;
+        }
+        Query *q = &each[parsed];
+        int64_t *rows;
+        double *counts;
+        if (read_terms(self, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), &rows, &counts,
+                       &q->n_rows) < 0)
+            goto done;
+        *q = (Query){.indptr = self->indptr.buf,
+                     .indices = self->indices.buf,
+                     .data = self->data.buf,
+                     .largest = self->largest,
+                     .sorted = self->sorted,
+                     .size = self->size,
+                     .rows = rows,
+                     .counts = counts,
+                     .n_rows = q->n_rows,
+                     .allowed = allowed.obj != NULL ? allowed.buf : NULL,
+                     .k = k,
+                     .heap = heaps + parsed * k};
+    }
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    scratch = self->idle;
+    if (scratch != NULL) self->idle = scratch->next;
+    PyThread_release_lock(self->lock);
+    if (scratch == NULL && (scratch = scratch_new(self->size, self->positive)) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        each[i].scratch = scratch;
+        kept[i] = each[i].n_rows == 0 || k == 0 ? 0 : run_query(&each[i]);
+    }
+    Py_END_ALLOW_THREADS;
+    result = PyList_New(n);
+    for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
+        PyObject *hits = hits_list(each[i].heap, kept[i]);
+        if (hits == NULL) Py_CLEAR(result);
+        else PyList_SET_ITEM(result, i, hits);
+    }
+done:
+    if (scratch != NULL) {
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        scratch->next = self->idle;
+        self->idle = scratch;
+        PyThread_release_lock(self->lock);
+    }
+    for (Py_ssize_t i = 0; each != NULL && i < parsed; i++) PyMem_Free((void *)each[i].rows);
+    PyMem_Free(each);
+    PyMem_Free(kept);
+    PyMem_RawFree(heaps);
+    if (allowed.obj != NULL) PyBuffer_Release(&allowed);
+    return result;
+}
+
 static PyMethodDef Postings_methods[] = {
     {"search", (PyCFunction)(void (*)(void))Postings_search, METH_VARARGS | METH_KEYWORDS,
      "search(rows, counts, k, allowed=None): the top k (passage, score) pairs of the query whose "
      "term rows and counts are listed in query order, best first, ties to the lower passage; "
      "allowed is None or one bool per passage."},
+    {"search_many", (PyCFunction)(void (*)(void))Postings_search_many,
+     METH_VARARGS | METH_KEYWORDS,
+     "search_many(queries, k, allowed=None): search() of each (rows, counts) pair of the list, "
+     "with the GIL released once for them all."},
     {NULL, NULL, 0, NULL},
 };
 

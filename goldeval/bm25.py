@@ -170,15 +170,12 @@ class BM25Index:
         if k < 1:
             raise BM25IndexError(f"k must be at least 1, got {k}.")
         mask = self._check_allowed(allowed)
-        # Analysis holds the GIL, so it runs here; the searches release it.
+        # Analysis holds the GIL, so it runs here; each chunk's searches release it once.
         terms = [self._terms(query) for query in queries]
         chunks = [terms[i : i + _CHUNK] for i in range(0, len(terms), _CHUNK)]
-
-        def search_chunk(chunk: list[tuple[list[int], list[int]]]) -> list:
-            return [kernel.search(rows, counts, k, mask) for rows, counts in chunk]
-
         with ThreadPoolExecutor(max_workers=_THREADS) as pool:
-            return [hits for found in pool.map(search_chunk, chunks) for hits in found]
+            found = pool.map(lambda chunk: kernel.search_many(chunk, k, mask), chunks)
+            return [hits for chunk in found for hits in chunk]
 
     def _terms(self, query: str) -> tuple[list[int], list[int]]:
         """The query's known terms (rows) in query order, and how often each occurs."""
