@@ -124,6 +124,10 @@ class BM25Index:
     def __len__(self) -> int:
         return self._size
 
+    def __getstate__(self) -> dict:
+        # The kernel's hold on the arrays is per process; a copy makes its own on first search.
+        return {**self.__dict__, "_postings": None}
+
     @property
     def nbytes(self) -> int:
         arrays = {id(a): a for a in (self._indptr, self._indices, self._data, self._data64)}

@@ -145,3 +145,13 @@ def test_a_damaged_index_is_refused_not_read():
     with pytest.raises(ValueError, match="terms of the index"):
         postings.search([1], [1], 5)
     assert postings.search([0], [2], 5) == [(2, 4.0), (0, 2.0)]
+
+
+def test_a_pickled_index_searches_alike():
+    # The kernel's hold on the arrays is not copied; the copy makes its own on its first search.
+    import pickle
+
+    index = BM25Index.build(zipf_passages(500, seed=2), analyzer=Analyzer())
+    before = index.search("w0 w3 w40", k=10)
+    copy = pickle.loads(pickle.dumps(index))  # noqa: S301 - our own bytes
+    assert copy.search("w0 w3 w40", k=10) == before
