@@ -10,21 +10,32 @@ Every (term, passage) BM25 weight is computed once at build time and stored term
 row per term), so scoring a query is the sum of a few sparse rows. rank-bm25 recomputes the weights
 for every passage on every query, which is what makes it slow and large at this scale.
 Weights are stored as float32 (their rounding error is far inside the agreement with rank-bm25
-the tests pin) to halve the stored index. A process that searches holds them as float64 (one
-conversion on its first search, see _weights), so scoring adds no conversion per query.
+the tests pin) to halve the stored index.
+
+Searches run in a small C kernel (goldeval/_bm25kernel.c) when the install could compile it: the
+same sums bit for bit, the same ranking and ties, several times faster, on the float32 weights
+as stored. Without it (no C compiler at install time) they run on numpy/scipy, which widen the
+weights to float64 once (see _weights) so that scoring adds no conversion per query.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import zipfile
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse
 
 from goldeval.text.analysis import Analyzer
+
+try:  # the compiled search kernel (goldeval/_bm25kernel.c), if the install built it
+    from goldeval import _bm25kernel as bm25kernel
+except ImportError:  # pragma: no cover - an install without a C compiler
+    bm25kernel = None
 
 # rank_bm25.BM25Okapi's floor for negative IDF, as a fraction of the average IDF.
 EPSILON = 0.25
@@ -34,6 +45,11 @@ IDF_KINDS = ("lucene", "okapi")
 _BATCH = 8192
 # top_k samples before it partitions once there are more than this many candidates per place.
 _SAMPLED_CUT = 64
+# search_many runs the kernel on this many threads (it releases the GIL), in chunks of queries,
+# once a batch has at least _PARALLEL_FROM queries (below that, starting threads costs more).
+_THREADS = min(4, os.cpu_count() or 1)
+_CHUNK = 16
+_PARALLEL_FROM = 2 * _CHUNK
 
 
 class BM25IndexError(ValueError):
@@ -59,7 +75,9 @@ class BM25Index:
         # Plain arrays: slicing them per query term avoids scipy's per-call overhead.
         self._indptr = weights.indptr
         self._indices = weights.indices
-        self._data = weights.data  # float32 until the first search (_weights)
+        self._data = weights.data  # float32, as stored
+        self._data64: np.ndarray | None = None  # the numpy path's float64 copy (_weights)
+        self._postings = None  # the kernel's hold on the arrays (_kernel)
         self._size = weights.shape[1]
         # Lucene's IDF is always positive; Okapi's floor can make a weight zero or negative.
         self._positive = bool(weights.data.size == 0 or weights.data.min() > 0)
@@ -106,9 +124,14 @@ class BM25Index:
     def __len__(self) -> int:
         return self._size
 
+    def __getstate__(self) -> dict:
+        # The kernel's hold on the arrays is per process; a copy makes its own on first search.
+        return {**self.__dict__, "_postings": None}
+
     @property
     def nbytes(self) -> int:
-        return self._indptr.nbytes + self._indices.nbytes + self._data.nbytes
+        arrays = {id(a): a for a in (self._indptr, self._indices, self._data, self._data64)}
+        return sum(a.nbytes for a in arrays.values() if a is not None)
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every passage (0 where no query term occurs)."""
@@ -126,6 +149,9 @@ class BM25Index:
         if k < 1:
             raise BM25IndexError(f"k must be at least 1, got {k}.")
         mask = self._check_allowed(allowed)
+        kernel = self._kernel()
+        if kernel is not None:
+            return kernel.search(*self._terms(query), k, mask)
         scores, matched = self._score(query)
         if mask is not None:
             matched &= mask
@@ -141,9 +167,22 @@ class BM25Index:
     def search_many(
         self, queries: Sequence[str], *, k: int, allowed: np.ndarray | None = None
     ) -> list[list[tuple[int, float]]]:
-        return [self.search(query, k=k, allowed=allowed) for query in queries]
+        """search() of each query, in order; with the kernel, on several threads at once."""
+        kernel = self._kernel()
+        if kernel is None or _THREADS < 2 or len(queries) < _PARALLEL_FROM:
+            return [self.search(query, k=k, allowed=allowed) for query in queries]
+        if k < 1:
+            raise BM25IndexError(f"k must be at least 1, got {k}.")
+        mask = self._check_allowed(allowed)
+        # Analysis holds the GIL, so it runs here; each chunk's searches release it once.
+        terms = [self._terms(query) for query in queries]
+        chunks = [terms[i : i + _CHUNK] for i in range(0, len(terms), _CHUNK)]
+        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+            found = pool.map(lambda chunk: kernel.search_many(chunk, k, mask), chunks)
+            return [hits for chunk in found for hits in chunk]
 
-    def _score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+    def _terms(self, query: str) -> tuple[list[int], list[int]]:
+        """The query's known terms (rows) in query order, and how often each occurs."""
         rows, counts = [], []
         # A repeated query term counts once per occurrence, as in BM25Okapi.get_scores.
         for token, count in Counter(self.analyzer.tokens(query)).items():
@@ -151,6 +190,10 @@ class BM25Index:
             if term is not None:
                 rows.append(term)
                 counts.append(count)
+        return rows, counts
+
+    def _score(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        rows, counts = self._terms(query)
         if not rows:
             return np.zeros(self._size), np.zeros(self._size, dtype=bool)
         # The query's rows as the columns of one (passages x terms) CSC matrix times the term
@@ -177,12 +220,33 @@ class BM25Index:
         return scores, matched
 
     def _weights(self) -> np.ndarray:
-        """The weights as float64, converted once, on the first search. Stored and built as
+        """The weights as float64 for the numpy path, converted once. Stored and built as
         float32 (half the file), but scipy's matvec would copy every posting a query reads to
-        float64 first, which made the search much slower; a build never pays for this."""
-        if self._data.dtype != np.float64:
-            self._data = self._data.astype(np.float64)
-        return self._data
+        float64 first, which made the search much slower; a build never pays for this. Without
+        the kernel nothing else reads the float32 weights (to_arrays narrows back, exactly), so
+        only the float64 copy is kept."""
+        if self._data64 is None:
+            self._data64 = self._data.astype(np.float64)
+            if bm25kernel is None:
+                self._data = self._data64
+        return self._data64
+
+    def _kernel(self):
+        """The compiled kernel's hold on the weights, made on the first search; None without
+        the kernel (the numpy path)."""
+        if bm25kernel is None:
+            return None
+        if self._postings is None:
+            # All exact: the weights were float32, the row pointers and passages are integers.
+            data = self._data.astype(np.float32, copy=False)
+            self._postings = bm25kernel.Postings(
+                self._indptr.astype(np.int64, copy=False),
+                self._indices.astype(np.int32, copy=False),
+                data,
+                self._size,
+            )
+            self._data = data
+        return self._postings
 
     def _check_allowed(self, allowed: np.ndarray | None) -> np.ndarray | None:
         if allowed is None:
@@ -193,7 +257,7 @@ class BM25Index:
                 f"allowed must be a boolean mask with one entry per passage ({self._size}), "
                 f"got dtype {mask.dtype} and shape {mask.shape}."
             )
-        return mask
+        return np.ascontiguousarray(mask)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The index as named arrays: what to_bytes stores, for a caller writing its own file."""
