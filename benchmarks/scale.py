@@ -1,7 +1,7 @@
 """How BM25 and the vector index grow from 10,000 to 1,000,000 passages (a small table).
 
     .venv/bin/python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 300]
-        [--no-vectors] [--profile FILE]
+        [--no-vectors] [--profile FILE] [--compare-with CHECKOUT]
 
 Each measurement runs in a child process of its own, so its peak RSS is its own:
 
@@ -21,6 +21,10 @@ Each measurement runs in a child process of its own, so its peak RSS is its own:
   the same mask (the user's, worked out here from the rows written), and retrieve()'s time
   less that search's (its reads, the mask, the results); p50 and p95 of each, the calls
   interleaved. ``--profile FILE`` writes cProfile's table of those retrieve() calls to FILE.
+  ``--compare-with CHECKOUT`` also times the retrieve() of another checkout's
+  ``corpus/services/retrieval.py`` (e.g. main's, from ``git archive``), loaded beside this one
+  in the same process (the rest of the app is this checkout's), over the same index and
+  database, each question asked of both in turn: "before", its p50/p95.
 - The vector index with synthetic unit vectors (384 dimensions; encoding 1,000,000 passages
   would take hours here): the artifact size, loading it (indexfile.unpack from the file), peak
   RSS, and one 300-question batch of top 100 (search_many, as a pool asks).
@@ -61,7 +65,9 @@ def fake_passages(size: int) -> list[tuple[int, int, int, int, str, str]]:
     return [(i, i, 0, 100, "", "") for i in range(size)]
 
 
-def measure_bm25(size: int, queries: int, profile: str | None = None) -> dict:
+def measure_bm25(
+    size: int, queries: int, profile: str | None = None, baseline: str | None = None
+) -> dict:
     from bm25 import ANALYZER, SEED, latency_ms, synthetic_corpus
 
     from corpus import indexfile
@@ -79,7 +85,7 @@ def measure_bm25(size: int, queries: int, profile: str | None = None) -> dict:
     with tempfile.TemporaryFile() as handle:
         indexfile.pack(handle, index, fake_passages(len(index)))
         artifact_mb = handle.tell() / 2**20
-    through = through_retrieve(index, query_texts, profile)
+    through = through_retrieve(index, query_texts, profile, baseline)
     return {
         "build_s": build_s,
         "rss_mb": rss,
@@ -90,7 +96,9 @@ def measure_bm25(size: int, queries: int, profile: str | None = None) -> dict:
     }
 
 
-def through_retrieve(index, query_texts: list[str], profile: str | None = None) -> dict:
+def through_retrieve(
+    index, query_texts: list[str], profile: str | None = None, baseline: str | None = None
+) -> dict:
     """Query latency of retrieve() over ``index``, as a user hidden from half the documents,
     split into the search alone and the rest (see the module's docstring)."""
 
@@ -189,18 +197,43 @@ def through_retrieve(index, query_texts: list[str], profile: str | None = None) 
         np.fromiter(hidden, dtype=np.int64),
     )
 
-    def ask(query: str) -> None:
+    def ask(query: str, retrieve=retrieve) -> list:
         (hits,) = retrieve(retriever=retriever, questions=[query], k=K, user=user)
         assert all(int(hit.doc_id.split("-")[1]) % 2 == 0 for hit in hits)
+        return hits
+
+    before = []
+    if baseline:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "baseline_retrieval", Path(baseline) / "corpus" / "services" / "retrieval.py"
+        )
+        old = sys.modules["baseline_retrieval"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old)
+        old.retrieve(retriever=retriever, questions=query_texts[:1], k=K, user=user)
+
+    def ask_before(query: str) -> list:
+        started = time.perf_counter()
+        hits = ask(query, old.retrieve)
+        before.append((time.perf_counter() - started) * 1000)
+        return [(h.rank, h.score, h.version_id, h.doc_id, h.start, h.end) for h in hits]
 
     whole, alone = [], []
-    for query in query_texts:
+    for number, query in enumerate(query_texts):
+        # Which of the two asks first alternates, so neither always finds the caches warm.
+        expected = ask_before(query) if baseline and number % 2 else None
         started = time.perf_counter()
-        ask(query)
+        hits = ask(query)
         middle = time.perf_counter()
         index.search(query, k=K, allowed=mask)
         whole.append((middle - started) * 1000)
         alone.append((time.perf_counter() - middle) * 1000)
+        if baseline:
+            expected = expected or ask_before(query)
+            assert [(h.rank, h.score, h.version_id, h.doc_id, h.start, h.end) for h in hits] == (
+                expected
+            )
     overhead = np.subtract(whole, alone)
     if profile:
         import cProfile
@@ -221,7 +254,10 @@ def through_retrieve(index, query_texts: list[str], profile: str | None = None) 
     p50, p95 = percentiles(whole)
     search_p50, search_p95 = percentiles(alone)
     overhead_p50, overhead_p95 = percentiles(overhead)
+    before_p50, before_p95 = percentiles(before) if before else (None, None)
     return {
+        "before_p50_ms": before_p50,
+        "before_p95_ms": before_p95,
         "load_s": load_s,
         "p50_ms": p50,
         "p95_ms": p95,
@@ -269,8 +305,11 @@ def measure_vectors(size: int, queries: int) -> dict:
     }
 
 
-def child(kind: str, size: int, queries: int, profile: str | None = None) -> dict:
+def child(
+    kind: str, size: int, queries: int, profile: str | None = None, baseline: str | None = None
+) -> dict:
     extra = ["--profile", profile] if profile else []
+    extra += ["--compare-with", baseline] if baseline else []
     result = subprocess.run(
         [sys.executable, __file__, f"--{kind}", str(size), "--queries", str(queries), *extra],
         capture_output=True,
@@ -293,11 +332,16 @@ def main() -> None:
     parser.add_argument(
         "--profile", metavar="FILE", help="write cProfile's table of the retrieve() calls here"
     )
+    parser.add_argument(
+        "--compare-with",
+        metavar="CHECKOUT",
+        help="also time this checkout's retrieve() (corpus/services/retrieval.py), interleaved",
+    )
     parser.add_argument("--bm25", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--vectors", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bm25:
-        print(json.dumps(measure_bm25(args.bm25, args.queries, args.profile)))
+        print(json.dumps(measure_bm25(args.bm25, args.queries, args.profile, args.compare_with)))
         return
     if args.vectors:
         print(json.dumps(measure_vectors(args.vectors, args.queries)))
@@ -314,7 +358,13 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for size in sizes:
-        bm25 = child("bm25", size, args.queries, args.profile)
+        bm25 = child("bm25", size, args.queries, args.profile, args.compare_with)
+        if bm25["before_p50_ms"] is not None:
+            print(
+                f"before ({args.compare_with}), interleaved: p50 {bm25['before_p50_ms']:.1f} ms,"
+                f" p95 {bm25['before_p95_ms']:.1f} ms",
+                flush=True,
+            )
         line = (
             f"{size:>10,} | {bm25['build_s']:>8.1f} s {bm25['rss_mb']:>5.0f} MB "
             f"{bm25['artifact_mb']:>6.0f} MB {bm25['p50_ms']:>4.1f} ms {bm25['p95_ms']:>4.1f} ms"
