@@ -6,6 +6,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -289,11 +290,13 @@ def retrieve(
         raise ServiceError(f"{retriever.name} replays an uploaded run; it does not search.")
     if retriever.kind == RetrieverKind.HTTP:
         raise ServiceError(f"{retriever.name} searches the team's own system over HTTP.")
-    loaded = load_index(retriever)
+    # One read before searching: which index is active and what decides the mask now.
+    now = search_mask.state(retriever, user)
+    loaded = _load_active(retriever, now.index)
     if not questions:
         return []
     allowed = search_mask.allowed_passages(
-        loaded, retriever.project, user, groups=groups, with_canaries=with_canaries
+        retriever, loaded, user, groups=groups, with_canaries=with_canaries, now=now
     )
     if retriever.kind == RetrieverKind.BM25:
         found = loaded.searcher.search_many(list(questions), k=k, allowed=allowed)
@@ -344,11 +347,17 @@ def load_index(retriever: Retriever) -> LoadedIndex:
     One small query tells which index is active now (another process may have switched it);
     the artefact itself is read only when this process has not loaded that index yet.
     """
-    index_id, built_at = (
+    return _load_active(
+        retriever,
         Retriever.objects.filter(pk=retriever.pk)
         .values_list("active_index_id", "active_index__built_at")
-        .first()
-    ) or (None, None)
+        .first(),
+    )
+
+
+def _load_active(retriever: Retriever, active: tuple[int, datetime | None] | None) -> LoadedIndex:
+    """`load_index` once the active index (its id and build time; None: none) has been read."""
+    index_id, built_at = active or (None, None)
     if index_id is None:
         raise ServiceError(f"{retriever.name} has no built index yet: build it first.")
     # built_at in the key: an id alone can come back after a rolled-back transaction.

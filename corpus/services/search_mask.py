@@ -29,9 +29,14 @@ import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from corpus import visibility
 from corpus.indexfile import LoadedIndex
@@ -43,6 +48,7 @@ from corpus.models import (
     Index,
     Membership,
     Project,
+    Retriever,
 )
 from goldset.sql import identifier
 
@@ -54,44 +60,19 @@ _masks: OrderedDict[tuple, np.ndarray | None] = OrderedDict()
 _masks_lock = threading.Lock()
 
 
-def allowed_passages(
-    loaded: LoadedIndex,
-    project: Project,
-    user,
-    *,
-    groups: Collection[int] | None = None,
-    with_canaries: bool = False,
-) -> np.ndarray | None:
-    """`compute`'s mask (None: every passage), from this process's cache when nothing it reads
-    has changed since it was worked out. The mask is read-only: it is shared."""
-    call = (
-        loaded.index_id,
-        loaded.built_at,
-        project.pk,
-        None if user is None else (user.pk, user.is_authenticated),
-        None if groups is None else frozenset(groups),
-        with_canaries,
-    )
-    state = _state(loaded, project, user)
-    if state is not None:
-        with _masks_lock:
-            if (call, state) in _masks:
-                _masks.move_to_end((call, state))
-                return _masks[call, state]
-    mask = compute(loaded, project, user, groups=groups, with_canaries=with_canaries)
-    if mask is not None:
-        mask.flags.writeable = False
-    if state is not None and _state(loaded, project, user) == state:
-        with _masks_lock:
-            _masks[call, state] = mask
-            while len(_masks) > CACHED_MASKS:
-                _masks.popitem(last=False)
-    return mask
+@dataclass(frozen=True)
+class State:
+    """What decides a retriever's masks now: its active index (id, build time; None without
+    one) and the summaries of the rows `compute` reads for that index and user."""
+
+    index: tuple[int, datetime | None] | None
+    summaries: tuple
 
 
-def _state(loaded: LoadedIndex, project: Project, user) -> tuple | None:
-    """What `compute` reads, summarised in one query (see the module's docstring); None when
-    the index has no row (nothing is cached for it then).
+def state(retriever: Retriever, user) -> State:
+    """The retriever's `State` for ``user`` (None: no user), in one query: it also names the
+    active index, so a search needs no other read before it searches (`load_index`'s
+    ``active``).
 
     Written as SQL: the same summaries as ORM subqueries took 9-10 ms of CPU per search to
     build, the query itself 0.03 ms (`tests/corpus/test_search_mask.py` checks it against the
@@ -99,15 +80,68 @@ def _state(loaded: LoadedIndex, project: Project, user) -> tuple | None:
     user_id = user.pk if user is not None and user.is_authenticated else None
     with connection.cursor() as cursor:
         cursor.execute(
-            _state_sql(), {"index": loaded.index_id, "project": project.pk, "user": user_id}
+            _state_sql(),
+            {"retriever": retriever.pk, "project": retriever.project_id, "user": user_id},
         )
         row = cursor.fetchone()
-    return tuple(row) if row[0] else None
+    if row is None or row[0] is None:
+        return State(index=None, summaries=())
+    return State(index=(row[0], _as_datetime(row[1])), summaries=tuple(row[2:]))
+
+
+def _as_datetime(value) -> datetime | None:
+    """A timestamp as the ORM reads it: SQLite's driver gives the stored UTC time without its
+    zone (or as text)."""
+    if value is None:
+        return None
+    moment = value if isinstance(value, datetime) else parse_datetime(value)
+    if settings.USE_TZ and timezone.is_naive(moment):
+        return timezone.make_aware(moment, UTC)
+    return moment
+
+
+def allowed_passages(
+    retriever: Retriever,
+    loaded: LoadedIndex,
+    user,
+    *,
+    groups: Collection[int] | None = None,
+    with_canaries: bool = False,
+    now: State | None = None,
+) -> np.ndarray | None:
+    """`compute`'s mask (None: every passage) for the retriever's ``loaded`` index, from this
+    process's cache when nothing it reads has changed since it was worked out; ``now`` is the
+    `state` just read, if the caller has it. The mask is read-only: it is shared."""
+    project = retriever.project
+    call = (
+        retriever.pk,
+        project.pk,
+        None if user is None else (user.pk, user.is_authenticated),
+        None if groups is None else frozenset(groups),
+        with_canaries,
+    )
+    now = now or state(retriever, user)
+    if now.index != (loaded.index_id, loaded.built_at):
+        # Another index became active meanwhile: work this one's mask out, and keep nothing.
+        return compute(loaded, project, user, groups=groups, with_canaries=with_canaries)
+    with _masks_lock:
+        if (call, now) in _masks:
+            _masks.move_to_end((call, now))
+            return _masks[call, now]
+    mask = compute(loaded, project, user, groups=groups, with_canaries=with_canaries)
+    if mask is not None:
+        mask.flags.writeable = False
+    if state(retriever, user) == now:
+        with _masks_lock:
+            _masks[call, now] = mask
+            while len(_masks) > CACHED_MASKS:
+                _masks.popitem(last=False)
+    return mask
 
 
 @functools.cache
 def _state_sql() -> str:
-    """The SQL of `_state`: only table and column names are written into it."""
+    """The SQL of `state`: only table and column names are written into it."""
 
     links, theirs = Document.access_groups.through, AccessGroup.members.through
 
@@ -120,7 +154,16 @@ def _state_sql() -> str:
     # Every table's key is the same column ("id"); checked rather than assumed.
     (pk,) = {
         identifier(model._meta.pk.column)
-        for model in (links, theirs, Index, AccessGroup, Document, DocumentVersion, DuplicateGroup)
+        for model in (
+            links,
+            theirs,
+            Retriever,
+            Index,
+            AccessGroup,
+            Document,
+            DocumentVersion,
+            DuplicateGroup,
+        )
     }
 
     index, group, document = table(Index), table(AccessGroup), table(Document)
@@ -135,10 +178,13 @@ def _state_sql() -> str:
     duplicate_group = column(Document, "duplicate_group")
     representative = column(DuplicateGroup, "representative")
     built = column(Index, "built_at")
+    retriever, active = table(Retriever), column(Retriever, "active_index")
     # Each summary is an aggregate without GROUP BY, so one row; their cross join is one row.
     return f"""
         SELECT * FROM
-        (SELECT COUNT(*) FROM {index} WHERE {pk} = %(index)s) AS present,
+        (SELECT r.{active}, i.{built}
+           FROM {retriever} r LEFT JOIN {index} i ON i.{pk} = r.{active}
+          WHERE r.{pk} = %(retriever)s) AS active,
         (SELECT COUNT(*), MAX(l.{pk}), SUM(l.{link_document}), SUM(l.{link_group}),
                 SUM(l.{link_document} * l.{link_group})
            FROM {table(links)} l JOIN {group} g ON g.{pk} = l.{link_group}
@@ -146,7 +192,8 @@ def _state_sql() -> str:
         (SELECT COUNT(*), MAX({pk}), SUM({version_document}) FROM {version}
           WHERE {flagged} AND {accepted} IS NULL) AS held_back,
         (SELECT COUNT(*), MAX({pk}), SUM({version_document}) FROM {version}
-          WHERE {created} > (SELECT {built} FROM {index} WHERE {pk} = %(index)s)) AS newer,
+          WHERE {created} > (SELECT i.{built} FROM {index} i JOIN {retriever} r
+                               ON r.{active} = i.{pk} WHERE r.{pk} = %(retriever)s)) AS newer,
         (SELECT COUNT(*), MAX(d.{pk}), SUM(d.{duplicate_group}), SUM(g.{representative}),
                 COUNT(g.{representative}), SUM(d.{pk} * d.{duplicate_group})
            FROM {document} d JOIN {duplicates} g ON g.{pk} = d.{duplicate_group}
