@@ -2,25 +2,28 @@
 
 `compute` works the mask out from the rows that decide it: the rule of
 ``Document.objects.searchable()`` and ``.visible_to(user)`` (`corpus.visibility`), plus "the
-newest version only". At 1,000,000 passages that is six queries and passes over every passage
-per search, about as long as the search itself (`benchmarks/scale.py`), so `allowed_passages`
-keeps the masks it worked out, per process, under a key that names everything `compute` reads:
+newest version only". That is six queries and, at 1,000,000 passages, passes over every passage:
+per search, most of what `retrieve()` spent besides the search itself (`benchmarks/scale.py`).
+So `allowed_passages` keeps the masks it worked out, per process, under a key that names
+everything `compute` reads:
 
-- the call: the loaded index (its id and build time), the project, the user, the test user's
-  groups and whether canaries may come back;
-- the *state* (`_state`): one query, one row, of small summaries (count, largest id, sums of
-  ids) of each set of rows `compute` reads: the user's membership of the project and their
-  access group memberships in it, the (document, access group) links of the project's groups,
-  held-back versions, versions newer than the index, the members of the project's
-  near-duplicate groups with their representatives, and the project's canaries.
+- the call: the retriever, the project, the user, the test user's groups and whether canaries
+  may come back;
+- the `State`, read by one query (`state`): the retriever's active index (id and build time),
+  and small summaries (count, largest id, sums of ids) of each set of rows `compute` reads: the
+  user's membership of the project and their access group memberships in it, the (document,
+  access group) links of the project's groups, held-back versions, versions newer than the
+  index, the members of the project's near-duplicate groups with their representatives, and
+  the project's canaries.
 
 A row is added (ids only grow, so the largest id moves), deleted (the count moves) or changed
 in place (a sum over the changed column moves; a swap between two rows moves a sum of
-products). So a write that could change a mask changes the state: a document's new access
-group, a member leaving a group, an accepted version, a new version, a regrouped
-near-duplicate, a planted canary each make the next search work its mask out again, in every
-process, at once. A mask is filed only if the state read again after working it out is the
-same (a write landing in between would otherwise file the new mask under the old state).
+products). So a write that could change a mask changes the state, whichever way it is written
+(a service, the admin, a bulk insert or an update that sends no signal): a document's new
+access group, a member leaving a group, an accepted version, a new version, a regrouped
+near-duplicate, a planted canary each make the next search, in every process, work its mask
+out again. A mask is filed only if the state read again after working it out is the same (a
+write landing in between would otherwise file the new mask under the old state).
 """
 
 from __future__ import annotations
@@ -71,8 +74,7 @@ class State:
 
 def state(retriever: Retriever, user) -> State:
     """The retriever's `State` for ``user`` (None: no user), in one query: it also names the
-    active index, so a search needs no other read before it searches (`load_index`'s
-    ``active``).
+    active index, so a search needs no other read before it searches.
 
     Written as SQL: the same summaries as ORM subqueries took 9-10 ms of CPU per search to
     build, the query itself 0.03 ms (`tests/corpus/test_search_mask.py` checks it against the
