@@ -114,10 +114,9 @@ def allowed_passages(
     """`compute`'s mask (None: every passage) for the retriever's ``loaded`` index, from this
     process's cache when nothing it reads has changed since it was worked out; ``now`` is the
     `state` just read, if the caller has it. The mask is read-only: it is shared."""
-    project = retriever.project
     call = (
         retriever.pk,
-        project.pk,
+        retriever.project_id,
         None if user is None else (user.pk, user.is_authenticated),
         None if groups is None else frozenset(groups),
         with_canaries,
@@ -125,12 +124,12 @@ def allowed_passages(
     now = now or state(retriever, user)
     if now.index != (loaded.index_id, loaded.built_at):
         # Another index became active meanwhile: work this one's mask out, and keep nothing.
-        return compute(loaded, project, user, groups=groups, with_canaries=with_canaries)
+        return compute(loaded, retriever.project, user, groups=groups, with_canaries=with_canaries)
     with _masks_lock:
         if (call, now) in _masks:
             _masks.move_to_end((call, now))
             return _masks[call, now]
-    mask = compute(loaded, project, user, groups=groups, with_canaries=with_canaries)
+    mask = compute(loaded, retriever.project, user, groups=groups, with_canaries=with_canaries)
     if mask is not None:
         mask.flags.writeable = False
     if state(retriever, user) == now:
