@@ -24,7 +24,8 @@ Each measurement runs in a child process of its own, so its peak RSS is its own:
   ``--compare-with CHECKOUT`` also times the retrieve() of another checkout's
   ``corpus/services/retrieval.py`` (e.g. main's, from ``git archive``), loaded beside this one
   in the same process (the rest of the app is this checkout's), over the same index and
-  database, each question asked of both in turn: "before", its p50/p95.
+  database, each question asked of both in turn: "before", its p50/p95, and its overhead (its
+  time less the same question's search).
 - The vector index with synthetic unit vectors (384 dimensions; encoding 1,000,000 passages
   would take hours here): the artifact size, loading it (indexfile.unpack from the file), peak
   RSS, and one 300-question batch of top 100 (search_many, as a pool asks).
@@ -255,9 +256,12 @@ def through_retrieve(
     search_p50, search_p95 = percentiles(alone)
     overhead_p50, overhead_p95 = percentiles(overhead)
     before_p50, before_p95 = percentiles(before) if before else (None, None)
+    before_overhead = percentiles(np.subtract(before, alone)) if before else (None, None)
     return {
         "before_p50_ms": before_p50,
         "before_p95_ms": before_p95,
+        "before_overhead_p50_ms": before_overhead[0],
+        "before_overhead_p95_ms": before_overhead[1],
         "load_s": load_s,
         "p50_ms": p50,
         "p95_ms": p95,
@@ -362,7 +366,9 @@ def main() -> None:
         if bm25["before_p50_ms"] is not None:
             print(
                 f"before ({args.compare_with}), interleaved: p50 {bm25['before_p50_ms']:.1f} ms,"
-                f" p95 {bm25['before_p95_ms']:.1f} ms",
+                f" p95 {bm25['before_p95_ms']:.1f} ms; overhead p50"
+                f" {bm25['before_overhead_p50_ms']:.2f} ms,"
+                f" p95 {bm25['before_overhead_p95_ms']:.2f} ms",
                 flush=True,
             )
         line = (
