@@ -1,6 +1,7 @@
 """How BM25 and the vector index grow from 10,000 to 1,000,000 passages (a small table).
 
     .venv/bin/python benchmarks/scale.py [--sizes 10000,100000,1000000] [--queries 300]
+        [--no-vectors] [--profile FILE] [--compare-with CHECKOUT]
 
 Each measurement runs in a child process of its own, so its peak RSS is its own:
 
@@ -15,7 +16,16 @@ Each measurement runs in a child process of its own, so its peak RSS is its own:
   retrieve() reads passages from the artifact and asks the database only which documents and
   versions it must hide and the doc ids of what it returns, and ingesting 1,000,000 passages of
   text takes longer than this machine gives a benchmark. "index p95" is the loaded index's own
-  search with a 50% passage mask, for comparison.
+  search with a 50% passage mask, for comparison. "search" and "overhead" split each
+  retrieve() call: right after it, the loaded index's own search for the same question with
+  the same mask (the user's, worked out here from the rows written), and retrieve()'s time
+  less that search's (its reads, the mask, the results); p50 and p95 of each, the calls
+  interleaved. ``--profile FILE`` writes cProfile's table of those retrieve() calls to FILE.
+  ``--compare-with CHECKOUT`` also times the retrieve() of another checkout's
+  ``corpus/services/retrieval.py`` (e.g. main's, from ``git archive``), loaded beside this one
+  in the same process (the rest of the app is this checkout's), over the same index and
+  database, each question asked of both in turn: "before", its p50/p95, and its overhead (its
+  time less the same question's search).
 - The vector index with synthetic unit vectors (384 dimensions; encoding 1,000,000 passages
   would take hours here): the artifact size, loading it (indexfile.unpack from the file), peak
   RSS, and one 300-question batch of top 100 (search_many, as a pool asks).
@@ -56,7 +66,9 @@ def fake_passages(size: int) -> list[tuple[int, int, int, int, str, str]]:
     return [(i, i, 0, 100, "", "") for i in range(size)]
 
 
-def measure_bm25(size: int, queries: int) -> dict:
+def measure_bm25(
+    size: int, queries: int, profile: str | None = None, baseline: str | None = None
+) -> dict:
     from bm25 import ANALYZER, SEED, latency_ms, synthetic_corpus
 
     from corpus import indexfile
@@ -74,7 +86,7 @@ def measure_bm25(size: int, queries: int) -> dict:
     with tempfile.TemporaryFile() as handle:
         indexfile.pack(handle, index, fake_passages(len(index)))
         artifact_mb = handle.tell() / 2**20
-    through = through_retrieve(index, query_texts)
+    through = through_retrieve(index, query_texts, profile, baseline)
     return {
         "build_s": build_s,
         "rss_mb": rss,
@@ -85,9 +97,11 @@ def measure_bm25(size: int, queries: int) -> dict:
     }
 
 
-def through_retrieve(index, query_texts: list[str]) -> dict:
-    """Query latency of retrieve() over ``index``, as a user hidden from half the documents."""
-    from bm25 import latency_ms
+def through_retrieve(
+    index, query_texts: list[str], profile: str | None = None, baseline: str | None = None
+) -> dict:
+    """Query latency of retrieve() over ``index``, as a user hidden from half the documents,
+    split into the search alone and the rest (see the module's docstring)."""
 
     (REPO / "benchmarks" / "out").mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(dir=REPO / "benchmarks" / "out"))
@@ -177,16 +191,86 @@ def through_retrieve(index, query_texts: list[str]) -> dict:
     retrieve(retriever=retriever, questions=query_texts[:1], k=K, user=user)
     load_s = time.perf_counter() - started
 
-    def ask(query: str) -> None:
+    hidden = {d.pk for d in documents[1::2]}
+    loaded_ids = np.array([d.pk for d in documents], dtype=np.int64)
+    mask = ~np.isin(
+        loaded_ids[np.arange(len(index)) // PASSAGES_PER_DOCUMENT % count],
+        np.fromiter(hidden, dtype=np.int64),
+    )
+
+    def ask(query: str, retrieve=retrieve) -> list:
         (hits,) = retrieve(retriever=retriever, questions=[query], k=K, user=user)
         assert all(int(hit.doc_id.split("-")[1]) % 2 == 0 for hit in hits)
+        return hits
 
-    p50, p95 = latency_ms(ask, query_texts)
+    before = []
+    if baseline:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "baseline_retrieval", Path(baseline) / "corpus" / "services" / "retrieval.py"
+        )
+        old = sys.modules["baseline_retrieval"] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(old)
+        old.retrieve(retriever=retriever, questions=query_texts[:1], k=K, user=user)
+
+    def ask_before(query: str) -> list:
+        started = time.perf_counter()
+        hits = ask(query, old.retrieve)
+        before.append((time.perf_counter() - started) * 1000)
+        return [(h.rank, h.score, h.version_id, h.doc_id, h.start, h.end) for h in hits]
+
+    whole, alone = [], []
+    for number, query in enumerate(query_texts):
+        # Which of the two asks first alternates, so neither always finds the caches warm.
+        expected = ask_before(query) if baseline and number % 2 else None
+        started = time.perf_counter()
+        hits = ask(query)
+        middle = time.perf_counter()
+        index.search(query, k=K, allowed=mask)
+        whole.append((middle - started) * 1000)
+        alone.append((time.perf_counter() - middle) * 1000)
+        if baseline:
+            expected = expected or ask_before(query)
+            assert [(h.rank, h.score, h.version_id, h.doc_id, h.start, h.end) for h in hits] == (
+                expected
+            )
+    overhead = np.subtract(whole, alone)
+    if profile:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.runcall(lambda: [ask(query) for query in query_texts])
+        with open(profile, "w") as out:
+            pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(40)
     started = time.perf_counter()
     retrieve(retriever=retriever, questions=query_texts, k=K, user=user)
     queries_s = time.perf_counter() - started
     shutil.rmtree(folder, ignore_errors=True)  # the artifact is 690 MB at 1,000,000 passages
-    return {"load_s": load_s, "p50_ms": p50, "p95_ms": p95, "queries_s": queries_s}
+
+    def percentiles(timings) -> tuple[float, float]:
+        return float(np.percentile(timings, 50)), float(np.percentile(timings, 95))
+
+    p50, p95 = percentiles(whole)
+    search_p50, search_p95 = percentiles(alone)
+    overhead_p50, overhead_p95 = percentiles(overhead)
+    before_p50, before_p95 = percentiles(before) if before else (None, None)
+    before_overhead = percentiles(np.subtract(before, alone)) if before else (None, None)
+    return {
+        "before_p50_ms": before_p50,
+        "before_p95_ms": before_p95,
+        "before_overhead_p50_ms": before_overhead[0],
+        "before_overhead_p95_ms": before_overhead[1],
+        "load_s": load_s,
+        "p50_ms": p50,
+        "p95_ms": p95,
+        "search_p50_ms": search_p50,
+        "search_p95_ms": search_p95,
+        "overhead_p50_ms": overhead_p50,
+        "overhead_p95_ms": overhead_p95,
+        "queries_s": queries_s,
+    }
 
 
 def measure_vectors(size: int, queries: int) -> dict:
@@ -225,9 +309,13 @@ def measure_vectors(size: int, queries: int) -> dict:
     }
 
 
-def child(kind: str, size: int, queries: int) -> dict:
+def child(
+    kind: str, size: int, queries: int, profile: str | None = None, baseline: str | None = None
+) -> dict:
+    extra = ["--profile", profile] if profile else []
+    extra += ["--compare-with", baseline] if baseline else []
     result = subprocess.run(
-        [sys.executable, __file__, f"--{kind}", str(size), "--queries", str(queries)],
+        [sys.executable, __file__, f"--{kind}", str(size), "--queries", str(queries), *extra],
         capture_output=True,
         text=True,
         check=False,
@@ -242,34 +330,61 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument(
+        "--no-vectors", action="store_true", help="measure BM25 only (no vector index)"
+    )
+    parser.add_argument(
+        "--profile", metavar="FILE", help="write cProfile's table of the retrieve() calls here"
+    )
+    parser.add_argument(
+        "--compare-with",
+        metavar="CHECKOUT",
+        help="also time this checkout's retrieve() (corpus/services/retrieval.py), interleaved",
+    )
     parser.add_argument("--bm25", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--vectors", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.bm25:
-        print(json.dumps(measure_bm25(args.bm25, args.queries)))
+        print(json.dumps(measure_bm25(args.bm25, args.queries, args.profile, args.compare_with)))
         return
     if args.vectors:
         print(json.dumps(measure_vectors(args.vectors, args.queries)))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{args.queries} queries, top {K}, half the documents hidden; 2 cores", flush=True)
-    print("BM25 p50/p95: through retrieve(); index p95: the loaded index's search alone")
+    print("BM25 p50/p95: through retrieve(); search: the index's search in it, with the same mask;")
+    print("overhead: retrieve() less its search; index p95: the loaded index's search alone")
     header = (
         f"{'passages':>10} | {'BM25 build':>10} {'RSS':>8} {'artifact':>9} {'p50':>7} {'p95':>7}"
-        f" {'index p95':>9}"
+        f" {'search p50/p95':>15} {'overhead p50/p95':>17} {'index p95':>9}"
         f" | {'vec artifact':>12} {'load':>6} {'RSS':>8} {'300 batch':>9} | {'pool 300':>8}"
     )
     print(header)
     print("-" * len(header))
     for size in sizes:
-        bm25 = child("bm25", size, args.queries)
+        bm25 = child("bm25", size, args.queries, args.profile, args.compare_with)
+        if bm25["before_p50_ms"] is not None:
+            print(
+                f"before ({args.compare_with}), interleaved: p50 {bm25['before_p50_ms']:.1f} ms,"
+                f" p95 {bm25['before_p95_ms']:.1f} ms; overhead p50"
+                f" {bm25['before_overhead_p50_ms']:.2f} ms,"
+                f" p95 {bm25['before_overhead_p95_ms']:.2f} ms",
+                flush=True,
+            )
+        line = (
+            f"{size:>10,} | {bm25['build_s']:>8.1f} s {bm25['rss_mb']:>5.0f} MB "
+            f"{bm25['artifact_mb']:>6.0f} MB {bm25['p50_ms']:>4.1f} ms {bm25['p95_ms']:>4.1f} ms"
+            f" {bm25['search_p50_ms']:>6.2f} / {bm25['search_p95_ms']:>5.2f} ms"
+            f" {bm25['overhead_p50_ms']:>7.2f} / {bm25['overhead_p95_ms']:>5.2f} ms"
+            f" {bm25['index_p95_ms']:>6.1f} ms"
+        )
+        if args.no_vectors:
+            print(line, flush=True)
+            continue
         vectors = child("vectors", size, args.queries)
         pool = bm25["queries_s"] + vectors["batch_s"]
         print(
-            f"{size:>10,} | {bm25['build_s']:>8.1f} s {bm25['rss_mb']:>5.0f} MB "
-            f"{bm25['artifact_mb']:>6.0f} MB {bm25['p50_ms']:>4.1f} ms {bm25['p95_ms']:>4.1f} ms"
-            f" {bm25['index_p95_ms']:>6.1f} ms"
-            f" | {vectors['artifact_mb']:>9.0f} MB {vectors['load_s']:>4.1f} s "
+            f"{line} | {vectors['artifact_mb']:>9.0f} MB {vectors['load_s']:>4.1f} s "
             f"{vectors['rss_mb']:>5.0f} MB {vectors['batch_s']:>7.1f} s | {pool:>6.1f} s",
             flush=True,
         )

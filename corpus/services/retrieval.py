@@ -6,6 +6,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from django.db.models import Count, F
 from django.utils import timezone
 from django.utils.text import slugify
 
-from corpus import indexfile, jobs, visibility
+from corpus import indexfile, jobs
 from corpus.embedding import (
     VECTOR_PRECISIONS,
     Encoder,
@@ -35,14 +36,13 @@ from corpus.models import (
     IndexState,
     Job,
     JobState,
-    Membership,
     Project,
     Retriever,
     RetrieverKind,
 )
 from corpus.onnx_encoder import BACKEND as ONNX_BACKEND
 from corpus.onnx_encoder import OnnxEncoder
-from corpus.services import artifacts
+from corpus.services import artifacts, search_mask
 from corpus.services.http_retrieval import check_endpoint, endpoint_of
 from goldeval.bm25 import IDF_KINDS, BM25Index
 from goldeval.text.analysis import Analyzer
@@ -290,11 +290,13 @@ def retrieve(
         raise ServiceError(f"{retriever.name} replays an uploaded run; it does not search.")
     if retriever.kind == RetrieverKind.HTTP:
         raise ServiceError(f"{retriever.name} searches the team's own system over HTTP.")
-    loaded = load_index(retriever)
+    # One read before searching: which index is active and what decides the mask now.
+    now = search_mask.state(retriever, user)
+    loaded = _load_active(retriever, now.index)
     if not questions:
         return []
-    allowed = _allowed_passages(
-        loaded, retriever.project, user, groups=groups, with_canaries=with_canaries
+    allowed = search_mask.allowed_passages(
+        retriever, loaded, user, groups=groups, with_canaries=with_canaries, now=now
     )
     if retriever.kind == RetrieverKind.BM25:
         found = loaded.searcher.search_many(list(questions), k=k, allowed=allowed)
@@ -345,11 +347,17 @@ def load_index(retriever: Retriever) -> LoadedIndex:
     One small query tells which index is active now (another process may have switched it);
     the artefact itself is read only when this process has not loaded that index yet.
     """
-    index_id, built_at = (
+    return _load_active(
+        retriever,
         Retriever.objects.filter(pk=retriever.pk)
         .values_list("active_index_id", "active_index__built_at")
-        .first()
-    ) or (None, None)
+        .first(),
+    )
+
+
+def _load_active(retriever: Retriever, active: tuple[int, datetime | None] | None) -> LoadedIndex:
+    """`load_index` once the active index (its id and build time; None: none) has been read."""
+    index_id, built_at = active or (None, None)
     if index_id is None:
         raise ServiceError(f"{retriever.name} has no built index yet: build it first.")
     # built_at in the key: an id alone can come back after a rolled-back transaction.
@@ -532,90 +540,6 @@ def _embed(
             advance(sum(uses[text_hash] for text_hash in batch))
     matrix = np.stack([vectors[text_hash] for *_, text_hash, _ in passages]).astype(np.float32)
     return VectorIndex(matrix, info=info, stored=retriever.params.get("vectors", "float32"))
-
-
-def _allowed_passages(
-    loaded: LoadedIndex,
-    project: Project,
-    user,
-    *,
-    groups: Collection[int] | None = None,
-    with_canaries: bool = False,
-) -> np.ndarray | None:
-    """Which passages may be returned (None: all of them).
-
-    The rule of ``Document.objects.searchable()`` and ``.visible_to(user)``, plus "the newest
-    version only", worked out from the few rows that block something (held-back versions,
-    hidden near-duplicates, versions newer than the index, restricted documents) instead of
-    from every document, which on SQLite is far dearer at scale (benchmarks/scale.py; see
-    tests/corpus/test_retrievers.py and tests/corpus/test_visibility.py for the agreement).
-    """
-    if user is not None and not (
-        user.is_authenticated and Membership.objects.filter(project=project, user=user).exists()
-    ):
-        return np.zeros(len(loaded), dtype=bool)
-    # Not narrowed to the project: joining documents makes SQLite scan them all, while these
-    # indexed lookups return a few rows, and rows of other projects match no passage here.
-    versions = DocumentVersion.objects.order_by()
-    blocked_versions = set(
-        versions.filter(quality_flagged=True, quality_accepted_at__isnull=True).values_list(
-            "pk", flat=True
-        )
-    )
-    # A document with a version newer than the index has only stale passages in it.
-    newer = dict(
-        versions.filter(created_at__gt=loaded.built_at).values_list("document_id", "pk")
-        if loaded.built_at is not None
-        else []
-    )
-    hidden: set[int] = set()
-    if user is not None or groups is not None:
-        # One query: each round trip costs a search a noticeable share of its time.
-        hidden = {
-            document_id
-            for (document_id,) in visibility.hidden_document_ids(
-                project=project, user=user, groups=groups
-            )
-        }
-    blocked_documents = hidden | _hidden_duplicates(project, hidden)
-    if not with_canaries:
-        blocked_documents |= set(
-            # Unordered, so SQLite reads the canaries' partial index, not every document's row.
-            Document.objects.filter(project=project, is_canary=True)
-            .order_by()
-            .values_list("pk", flat=True)
-        )
-    if not (blocked_versions or blocked_documents or newer):
-        return None
-    blocked = loaded.of_versions(blocked_versions) | loaded.of_documents(blocked_documents)
-    if newer:
-        blocked |= loaded.of_documents(newer.keys()) & ~loaded.of_versions(newer.values())
-    mask = ~blocked
-    return None if mask.all() else mask
-
-
-def _hidden_duplicates(project: Project, hidden: set[int]) -> set[int]:
-    """Members of near-duplicate groups that are not their group's searchable copy. For a user
-    the representative is hidden from, the group's first member they may see (lowest pk) stands
-    in for it (the rule of `DocumentQuerySet.searchable_for`)."""
-    members: dict[int, list[int]] = {}
-    representative: dict[int, int | None] = {}
-    # Unordered in SQL: ORDER BY pk made PostgreSQL walk every document of the project in pk
-    # order to join it to the (few or no) groups.
-    for pk, group_id, representative_id in (
-        Document.objects.filter(duplicate_group__project=project)
-        .order_by()
-        .values_list("pk", "duplicate_group_id", "duplicate_group__representative_id")
-    ):
-        members.setdefault(group_id, []).append(pk)
-        representative[group_id] = representative_id
-    blocked: set[int] = set()
-    for group_id, pks in members.items():
-        kept = representative[group_id]
-        if kept in hidden:
-            kept = min((pk for pk in pks if pk not in hidden), default=None)
-        blocked.update(pk for pk in pks if pk != kept)
-    return blocked
 
 
 def visible_passage_count(*, index: Index, user) -> int:

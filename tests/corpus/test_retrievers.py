@@ -24,7 +24,7 @@ from corpus.models import (
     Retriever,
 )
 from corpus.onnx_encoder import best_runtime
-from corpus.services import documents, projects, retrieval
+from corpus.services import documents, projects, retrieval, search_mask
 from goldeval.bm25 import BM25Index
 from goldeval.formats.runs import load_run
 from goldset.errors import ServiceError
@@ -570,13 +570,13 @@ def test_the_access_filter_agrees_with_the_document_querysets(project, scheme, m
             allowed = docs.searchable_for(user).visible_to(user)
         newest = set(allowed.values_list("latest_version_id", flat=True))
         expected = np.isin(loaded.version_ids, list(newest))
-        mask = retrieval._allowed_passages(loaded, project, user)
+        mask = search_mask.allowed_passages(retriever, loaded, user)
         assert np.array_equal(np.ones(len(loaded), bool) if mask is None else mask, expected)
     # A test user is a set of groups (permission replays, index evaluations): the same filter
     # as a member with exactly those groups, and with a user as well, the groups both have.
     hr = AccessGroup.objects.get(project=project, name="hr-confidential").pk
-    as_outsider = retrieval._allowed_passages(loaded, project, outsider)
-    as_insider = retrieval._allowed_passages(loaded, project, insider)
+    as_outsider = search_mask.allowed_passages(retriever, loaded, outsider)
+    as_insider = search_mask.allowed_passages(retriever, loaded, insider)
     assert as_outsider is not None and not np.array_equal(as_outsider, as_insider)
     for user, groups, same_as in [
         (None, (), as_outsider),
@@ -585,5 +585,5 @@ def test_the_access_filter_agrees_with_the_document_querysets(project, scheme, m
         (insider, {hr}, as_insider),
         (outsider, {hr}, as_outsider),
     ]:
-        mask = retrieval._allowed_passages(loaded, project, user, groups=groups)
+        mask = search_mask.allowed_passages(retriever, loaded, user, groups=groups)
         assert np.array_equal(mask, same_as), (user, groups)

@@ -30,7 +30,7 @@ from corpus.models import (
     Project,
     Role,
 )
-from corpus.services import retrieval
+from corpus.services import search_mask
 from corpus.services.documents import Importer
 from evaluation.services.permission_replays import snapshot_of
 from goldeval.scoring.permission_replay import AccessSnapshot, TestUser
@@ -210,9 +210,7 @@ def test_the_search_mask_follows_the_rule_and_then_narrows(world):
         for user in world.users:
             expected = _expected(world, user)
             for with_canaries in (False, True):
-                mask = retrieval._allowed_passages(
-                    loaded, project, user, with_canaries=with_canaries
-                )
+                mask = search_mask.compute(loaded, project, user, with_canaries=with_canaries)
                 allowed = np.ones(len(loaded), bool) if mask is None else mask
                 passed = {d for (_, d), ok in zip(versions, allowed, strict=True) if ok}
                 assert passed <= expected
@@ -223,9 +221,7 @@ def test_the_search_mask_follows_the_rule_and_then_narrows(world):
                 assert {v for (v, _), ok in zip(versions, allowed, strict=True) if ok} == newest
             # A test user's groups alone: the rule with exactly those groups.
             for groups in _group_choices(project):
-                mask = retrieval._allowed_passages(
-                    loaded, project, None, groups=groups, with_canaries=True
-                )
+                mask = search_mask.compute(loaded, project, None, groups=groups, with_canaries=True)
                 allowed = np.ones(len(loaded), bool) if mask is None else mask
                 passed = {d for (_, d), ok in zip(versions, allowed, strict=True) if ok}
                 doc_groups = visibility.groups_of_documents(docs.values_list("pk", flat=True))

@@ -1,0 +1,294 @@
+"""Which passages of a loaded index a search may return: the mask, and its cache per state.
+
+`compute` works the mask out from the rows that decide it: the rule of
+``Document.objects.searchable()`` and ``.visible_to(user)`` (`corpus.visibility`), plus "the
+newest version only". That is six queries and, at 1,000,000 passages, passes over every passage:
+per search, most of what `retrieve()` spent besides the search itself (`benchmarks/scale.py`).
+So `allowed_passages` keeps the masks it worked out, per process, under a key that names
+everything `compute` reads:
+
+- the call: the retriever, the project, the user, the test user's groups and whether canaries
+  may come back;
+- the `State`, read by one query (`state`): the retriever's active index (id and build time),
+  and small summaries (count, largest id, sums of ids) of each set of rows `compute` reads: the
+  user's membership of the project and their access group memberships in it, the (document,
+  access group) links of the project's groups, held-back versions, versions newer than the
+  index, the members of the project's near-duplicate groups with their representatives, and
+  the project's canaries.
+
+A row is added (ids only grow, so the largest id moves), deleted (the count moves) or changed
+in place (a sum over the changed column moves; a swap between two rows moves a sum of
+products). So a write that could change a mask changes the state, whichever way it is written
+(a service, the admin, a bulk insert or an update that sends no signal): a document's new
+access group, a member leaving a group, an accepted version, a new version, a regrouped
+near-duplicate, a planted canary each make the next search, in every process, work its mask
+out again. A mask is filed only if the state read again after working it out is the same (a
+write landing in between would otherwise file the new mask under the old state).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from corpus import visibility
+from corpus.indexfile import LoadedIndex
+from corpus.models import (
+    AccessGroup,
+    Document,
+    DocumentVersion,
+    DuplicateGroup,
+    Index,
+    Membership,
+    Project,
+    Retriever,
+)
+from goldset.sql import identifier
+
+# Masks kept per process (one bool per passage each: 1 MB at 1,000,000 passages): a handful of
+# indexes times the few distinct users searching them at a time.
+CACHED_MASKS = 16
+
+_masks: OrderedDict[tuple, np.ndarray | None] = OrderedDict()
+_masks_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class State:
+    """What decides a retriever's masks now: its active index (id, build time; None without
+    one) and the summaries of the rows `compute` reads for that index and user."""
+
+    index: tuple[int, datetime | None] | None
+    summaries: tuple
+
+
+def state(retriever: Retriever, user) -> State:
+    """The retriever's `State` for ``user`` (None: no user), in one query: it also names the
+    active index, so a search needs no other read before it searches.
+
+    Written as SQL: the same summaries as ORM subqueries took 9-10 ms of CPU per search to
+    build, the query itself 0.03 ms (`tests/corpus/test_search_mask.py` checks it against the
+    ORM's answer)."""
+    user_id = user.pk if user is not None and user.is_authenticated else None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _state_sql(),
+            {"retriever": retriever.pk, "project": retriever.project_id, "user": user_id},
+        )
+        row = cursor.fetchone()
+    if row is None or row[0] is None:
+        return State(index=None, summaries=())
+    return State(index=(row[0], _as_datetime(row[1])), summaries=tuple(row[2:]))
+
+
+def _as_datetime(value) -> datetime | None:
+    """A timestamp as the ORM reads it: SQLite's driver gives the stored UTC time without its
+    zone (or as text)."""
+    if value is None:
+        return None
+    moment = value if isinstance(value, datetime) else parse_datetime(value)
+    if settings.USE_TZ and timezone.is_naive(moment):
+        return timezone.make_aware(moment, UTC)
+    return moment
+
+
+def allowed_passages(
+    retriever: Retriever,
+    loaded: LoadedIndex,
+    user,
+    *,
+    groups: Collection[int] | None = None,
+    with_canaries: bool = False,
+    now: State | None = None,
+) -> np.ndarray | None:
+    """`compute`'s mask (None: every passage) for the retriever's ``loaded`` index, from this
+    process's cache when nothing it reads has changed since it was worked out; ``now`` is the
+    `state` just read, if the caller has it. The mask is read-only: it is shared."""
+    call = (
+        retriever.pk,
+        retriever.project_id,
+        None if user is None else (user.pk, user.is_authenticated),
+        None if groups is None else frozenset(groups),
+        with_canaries,
+    )
+    now = now or state(retriever, user)
+    if now.index != (loaded.index_id, loaded.built_at):
+        # Another index became active meanwhile: work this one's mask out, and keep nothing.
+        return compute(loaded, retriever.project, user, groups=groups, with_canaries=with_canaries)
+    with _masks_lock:
+        if (call, now) in _masks:
+            _masks.move_to_end((call, now))
+            return _masks[call, now]
+    mask = compute(loaded, retriever.project, user, groups=groups, with_canaries=with_canaries)
+    if mask is not None:
+        mask.flags.writeable = False
+    if state(retriever, user) == now:
+        with _masks_lock:
+            _masks[call, now] = mask
+            while len(_masks) > CACHED_MASKS:
+                _masks.popitem(last=False)
+    return mask
+
+
+@functools.cache
+def _state_sql() -> str:
+    """The SQL of `state`: only table and column names are written into it."""
+
+    links, theirs = Document.access_groups.through, AccessGroup.members.through
+
+    def table(model) -> str:
+        return identifier(model._meta.db_table)
+
+    def column(model, field: str) -> str:
+        return identifier(model._meta.get_field(field).column)
+
+    # Every table's key is the same column ("id"); checked rather than assumed.
+    (pk,) = {
+        identifier(model._meta.pk.column)
+        for model in (
+            links,
+            theirs,
+            Retriever,
+            Index,
+            AccessGroup,
+            Document,
+            DocumentVersion,
+            DuplicateGroup,
+        )
+    }
+
+    index, group, document = table(Index), table(AccessGroup), table(Document)
+    version, duplicates = table(DocumentVersion), table(DuplicateGroup)
+    link_document, link_group = column(links, "document"), column(links, "accessgroup")
+    their_group, their_user = column(theirs, "accessgroup"), column(theirs, "user")
+    group_project = column(AccessGroup, "project")
+    version_document = column(DocumentVersion, "document")
+    flagged = column(DocumentVersion, "quality_flagged")
+    accepted = column(DocumentVersion, "quality_accepted_at")
+    created = column(DocumentVersion, "created_at")
+    duplicate_group = column(Document, "duplicate_group")
+    representative = column(DuplicateGroup, "representative")
+    built = column(Index, "built_at")
+    retriever, active = table(Retriever), column(Retriever, "active_index")
+    # Each summary is an aggregate without GROUP BY, so one row; their cross join is one row.
+    return f"""
+        SELECT * FROM
+        (SELECT r.{active}, i.{built}
+           FROM {retriever} r LEFT JOIN {index} i ON i.{pk} = r.{active}
+          WHERE r.{pk} = %(retriever)s) AS active,
+        (SELECT COUNT(*), MAX(l.{pk}), SUM(l.{link_document}), SUM(l.{link_group}),
+                SUM(l.{link_document} * l.{link_group})
+           FROM {table(links)} l JOIN {group} g ON g.{pk} = l.{link_group}
+          WHERE g.{group_project} = %(project)s) AS links,
+        (SELECT COUNT(*), MAX({pk}), SUM({version_document}) FROM {version}
+          WHERE {flagged} AND {accepted} IS NULL) AS held_back,
+        (SELECT COUNT(*), MAX({pk}), SUM({version_document}) FROM {version}
+          WHERE {created} > (SELECT i.{built} FROM {index} i JOIN {retriever} r
+                               ON r.{active} = i.{pk} WHERE r.{pk} = %(retriever)s)) AS newer,
+        (SELECT COUNT(*), MAX(d.{pk}), SUM(d.{duplicate_group}), SUM(g.{representative}),
+                COUNT(g.{representative}), SUM(d.{pk} * d.{duplicate_group})
+           FROM {document} d JOIN {duplicates} g ON g.{pk} = d.{duplicate_group}
+          WHERE g.{column(DuplicateGroup, "project")} = %(project)s) AS duplicates,
+        (SELECT COUNT(*), MAX({pk}), SUM({pk}) FROM {document}
+          WHERE {column(Document, "project")} = %(project)s
+            AND {column(Document, "is_canary")}) AS canaries,
+        (SELECT COUNT(*) FROM {table(Membership)}
+          WHERE {column(Membership, "project")} = %(project)s
+            AND {column(Membership, "user")} = %(user)s) AS member,
+        (SELECT COUNT(*), MAX(m.{pk}), SUM(m.{their_group})
+           FROM {table(theirs)} m JOIN {group} g ON g.{pk} = m.{their_group}
+          WHERE g.{group_project} = %(project)s AND m.{their_user} = %(user)s) AS their_groups
+    """  # noqa: S608 (names only: every value is a parameter)
+
+
+def compute(
+    loaded: LoadedIndex,
+    project: Project,
+    user,
+    *,
+    groups: Collection[int] | None = None,
+    with_canaries: bool = False,
+) -> np.ndarray | None:
+    """Which passages may be returned (None: all of them).
+
+    The rule of ``Document.objects.searchable()`` and ``.visible_to(user)``, plus "the newest
+    version only", worked out from the few rows that block something (held-back versions,
+    hidden near-duplicates, versions newer than the index, restricted documents) instead of
+    from every document, which on SQLite is far dearer at scale (benchmarks/scale.py; see
+    tests/corpus/test_retrievers.py and tests/corpus/test_visibility.py for the agreement).
+    """
+    if user is not None and not (
+        user.is_authenticated and Membership.objects.filter(project=project, user=user).exists()
+    ):
+        return np.zeros(len(loaded), dtype=bool)
+    # Not narrowed to the project: joining documents makes SQLite scan them all, while these
+    # indexed lookups return a few rows, and rows of other projects match no passage here.
+    versions = DocumentVersion.objects.order_by()
+    blocked_versions = set(
+        versions.filter(quality_flagged=True, quality_accepted_at__isnull=True).values_list(
+            "pk", flat=True
+        )
+    )
+    # A document with a version newer than the index has only stale passages in it.
+    newer = dict(
+        versions.filter(created_at__gt=loaded.built_at).values_list("document_id", "pk")
+        if loaded.built_at is not None
+        else []
+    )
+    hidden: set[int] = set()
+    if user is not None or groups is not None:
+        hidden = {
+            document_id
+            for (document_id,) in visibility.hidden_document_ids(
+                project=project, user=user, groups=groups
+            )
+        }
+    blocked_documents = hidden | _hidden_duplicates(project, hidden)
+    if not with_canaries:
+        blocked_documents |= set(
+            # Unordered, so SQLite reads the canaries' partial index, not every document's row.
+            Document.objects.filter(project=project, is_canary=True)
+            .order_by()
+            .values_list("pk", flat=True)
+        )
+    if not (blocked_versions or blocked_documents or newer):
+        return None
+    blocked = loaded.of_versions(blocked_versions) | loaded.of_documents(blocked_documents)
+    if newer:
+        blocked |= loaded.of_documents(newer.keys()) & ~loaded.of_versions(newer.values())
+    mask = ~blocked
+    return None if mask.all() else mask
+
+
+def _hidden_duplicates(project: Project, hidden: set[int]) -> set[int]:
+    """Members of near-duplicate groups that are not their group's searchable copy. For a user
+    the representative is hidden from, the group's first member they may see (lowest pk) stands
+    in for it (the rule of `DocumentQuerySet.searchable_for`)."""
+    members: dict[int, list[int]] = {}
+    representative: dict[int, int | None] = {}
+    # Unordered in SQL: ORDER BY pk made PostgreSQL walk every document of the project in pk
+    # order to join it to the (few or no) groups.
+    for pk, group_id, representative_id in (
+        Document.objects.filter(duplicate_group__project=project)
+        .order_by()
+        .values_list("pk", "duplicate_group_id", "duplicate_group__representative_id")
+    ):
+        members.setdefault(group_id, []).append(pk)
+        representative[group_id] = representative_id
+    blocked: set[int] = set()
+    for group_id, pks in members.items():
+        kept = representative[group_id]
+        if kept in hidden:
+            kept = min((pk for pk in pks if pk not in hidden), default=None)
+        blocked.update(pk for pk in pks if pk != kept)
+    return blocked
