@@ -251,3 +251,9 @@ def visible_states(*, question_set: QuestionSet, viewer) -> QuerySet[ItemState]:
         (Q(candidate__isnull=True) & Q(Exists(seen_candidate)))
         | (Q(candidate__isnull=False) & not_hidden_q(viewer, prefix="document__"))
     )
+
+
+def all_states(*, question_set: QuestionSet) -> QuerySet[ItemState]:
+    """The stored decisions of the set's included questions, whoever reads them (a command
+    line's view: `visible_states` for a user). Call `refresh` first."""
+    return ItemState.objects.filter(included_q("question__"), pool__question_set=question_set)
