@@ -86,12 +86,9 @@ def agreement_report(
     # is always of a question with two slots or more: one labeller who cannot see it, one who
     # votes.)
     gold_state.refresh(question_set=question_set)
-    states = (
-        gold_state.visible_states(question_set=question_set, viewer=viewer)
-        if viewer is not None
-        else gold_state.all_states(question_set=question_set)
+    report["single_by_access"] = gold_state.single_by_access_count(
+        question_set=question_set, viewer=viewer
     )
-    report["single_by_access"] = states.filter(single_by_access=True).count()
     return report
 
 

@@ -151,6 +151,8 @@ def _lead_context(
         page = Paginator(filters.apply(assignments), ASSIGNMENTS_PER_PAGE).get_page(
             request.GET.get("page")
         )
+    # Every judgement's seconds, read once for the two tables and the speed plot.
+    seconds = services.judgement_seconds(project=project, viewer=request.user)
     return {
         "access": access,
         "project": project,
@@ -168,9 +170,13 @@ def _lead_context(
         ),
         "lease_form": lease_form or LeaseForm(initial={"lease_minutes": project.lease_minutes}),
         "now": timezone.now(),
-        "by_labeller": services.progress_by_labeller(project=project, viewer=request.user),
-        "by_question_set": services.progress_by_question_set(project=project, viewer=request.user),
-        "plots": progress_plots(project=project, viewer=request.user),
+        "by_labeller": services.progress_by_labeller(
+            project=project, viewer=request.user, seconds=seconds
+        ),
+        "by_question_set": services.progress_by_question_set(
+            project=project, viewer=request.user, seconds=seconds
+        ),
+        "plots": progress_plots(project=project, viewer=request.user, seconds=seconds),
     }
 
 
