@@ -152,7 +152,7 @@ def _lead_context(
             request.GET.get("page")
         )
     # Every judgement's seconds, read once for the two tables and the speed plot.
-    seconds = services.judgement_seconds(project=project, viewer=request.user)
+    spent = services.judgement_seconds(project=project, viewer=request.user)
     return {
         "access": access,
         "project": project,
@@ -171,12 +171,12 @@ def _lead_context(
         "lease_form": lease_form or LeaseForm(initial={"lease_minutes": project.lease_minutes}),
         "now": timezone.now(),
         "by_labeller": services.progress_by_labeller(
-            project=project, viewer=request.user, seconds=seconds
+            project=project, viewer=request.user, seconds=spent
         ),
         "by_question_set": services.progress_by_question_set(
-            project=project, viewer=request.user, seconds=seconds
+            project=project, viewer=request.user, seconds=spent
         ),
-        "plots": progress_plots(project=project, viewer=request.user, seconds=seconds),
+        "plots": progress_plots(project=project, viewer=request.user, seconds=spent),
     }
 
 
