@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/lead_pages.py [--questions 300] [--passages 200]
         [--labellers 20] [--double 10] [--resolutions 500] [--requests 20]
-        [--db-name goldset_lead_pages] [--only Gold,Adjudication]
+        [--db-name goldset_lead_pages] [--only Gold,Adjudication] [--analyze]
 
 The script (re)creates a scratch PostgreSQL database (`--db-name`, on 127.0.0.1 as postgres),
 migrates it and builds the world with bulk_create: 2,000 documents of policy-like text (one in
@@ -17,6 +17,10 @@ questions excluded from the set. The set is also a production sample's: one logg
 question (its production ranking: ten of the question's candidates and two other paragraphs,
 as the misses report reads them), drawn uniformly from a population of 20 times as many, so
 the Misses page reads the whole set's gold; it adds no candidate, judgement or resolution.
+
+With `--analyze`, the database's planner statistics are gathered once the world is built (an
+`ANALYZE`, as autovacuum does on a server that runs it; the development server here runs
+without, so by default every plan is made on a table it has no statistics of).
 
 Then a lead, logged in through Django's test client, opens each lead page once (warm-up,
 untimed; a page that is not 200 is reported and skipped) and `--requests` times more; printed
@@ -254,7 +258,7 @@ def production_sample(rng, *, project, question_set, lead, paragraphs):
 
     from corpus.models import DocumentVersion
     from labelling.models import Candidate
-    from production.models import SampledTrace, Sample, SamplingRule, Trace
+    from production.models import Sample, SampledTrace, SamplingRule, Trace
 
     now = timezone.now()
     doc_of = dict(DocumentVersion.objects.values_list("pk", "document__doc_id"))
@@ -335,6 +339,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--db-name", default="goldset_lead_pages")
     parser.add_argument("--only", default="", help="comma-separated page names")
+    parser.add_argument("--analyze", action="store_true", help="ANALYZE once the world is built")
     args = parser.parse_args()
     configure(args.db_name)
     from django.db import connection
@@ -349,6 +354,9 @@ def main() -> None:
         f"({time.perf_counter() - started:.0f} s)",
         flush=True,
     )
+    if args.analyze:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
     client = Client()
     client.force_login(built["lead"])
     only = {name.strip() for name in args.only.split(",") if name.strip()}
