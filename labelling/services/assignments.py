@@ -613,15 +613,16 @@ def judgement_seconds(*, project: Project, viewer) -> list[tuple[int | None, int
     """(labeller id, question set id, seconds spent) of every judgement of the project's work
     on a passage ``viewer`` may see: what the lead's progress tables and speed plot count,
     read once for the three of them (`progress_by_labeller`, `progress_by_question_set`,
-    `labelling.services.progress.progress_plots`). Hidden documents are left out by their ids
-    (`corpus.visibility.hidden_document_ids`), so the visibility rule is one anti-join, not a
-    test per judgement."""
+    `labelling.services.progress.progress_plots`). The candidates on documents hidden from
+    the viewer are left out by their ids (`corpus.visibility.hidden_document_ids`), so the
+    visibility rule is one anti-join, not a test per judgement."""
     hidden = visibility.hidden_document_ids(project=project, user=viewer)
+    unseen = Candidate.objects.filter(version__document_id__in=hidden).values("pk")
     return list(
         Judgement.objects.filter(
             work_q("assignment__"), assignment__pool__question_set__project=project
         )
-        .exclude(candidate__version__document_id__in=hidden)
+        .exclude(candidate_id__in=unseen)
         .values_list(
             "assignment__labeller_id", "assignment__pool__question_set_id", "seconds_spent"
         )

@@ -54,7 +54,7 @@ def show_queue(request: HttpRequest, slug: str) -> HttpResponse:
     own = Assignment.objects.in_project(access.project).held_by(request.user)
     rows = (
         own.select_related("pool__question_set", "question")
-        .with_progress(request.user)
+        .with_progress(request.user, project=access.project)
         .in_queue_order()
     )
     rows = [(a, grade_url(a, slug)) for a in rows]
@@ -146,7 +146,7 @@ def _lead_context(
             Assignment.objects.work()
             .filter(included_q("question__"), pool=shown_pool)
             .select_related("question", "labeller")
-            .with_progress(request.user)
+            .with_progress(request.user, project=project)
         )
         page = Paginator(filters.apply(assignments), ASSIGNMENTS_PER_PAGE).get_page(
             request.GET.get("page")
