@@ -98,10 +98,13 @@ def _agreement_figures(paired: PairedVotes, *, n_boot: int) -> dict:
     report = agreement.pairwise_report(pairs, n_boot=n_boot)
     # Krippendorff's alpha over every labeller, with missing values, not only one pair.
     labellers = sorted({v.labeller_id for i in double for v in i.votes})
-    matrix = [
-        [next((v.grade for v in i.votes if v.labeller_id == lab), None) for i in double]
-        for lab in labellers
-    ]
+    grade_of = []  # per item, each labeller's (first) grade
+    for item in double:
+        grades: dict = {}
+        for vote in item.votes:
+            grades.setdefault(vote.labeller_id, vote.grade)
+        grade_of.append(grades)
+    matrix = [[grades.get(lab) for grades in grade_of] for lab in labellers]
     if len(labellers) > 2:
         for level in ("ordinal", "nominal"):
             alpha = agreement.krippendorff_alpha(matrix, level=level, n_boot=n_boot)
