@@ -200,7 +200,7 @@ def _resample_blocks(n_items: int, n_boot: int, seed: int) -> list[FloatArray]:
     """The bootstrap's resample counts, block by block (`_RESAMPLE_CELLS_PER_BLOCK`), as a
     generator seeded with ``seed`` draws them. They depend on nothing else, so one block's
     worth (the common page: up to 2,000 items at 1,000 resamples, 16 MB) is also kept for
-    the process's next reports (`_one_block`, the two last asked for)."""
+    the process's next reports (`_one_block`, the four last asked for: a report asks for three)."""
     if n_boot * n_items <= _RESAMPLE_CELLS_PER_BLOCK:
         return [_one_block(n_items, n_boot, seed)]
     shared = _SHARED.get()
@@ -218,7 +218,7 @@ def _resample_blocks(n_items: int, n_boot: int, seed: int) -> list[FloatArray]:
     return blocks
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=4)
 def _one_block(n_items: int, n_boot: int, seed: int) -> FloatArray:
     counts = _resample_counts(np.random.default_rng(seed), n_items, n_boot).astype(np.float64)
     counts.flags.writeable = False  # shared by every report that asks for the same
