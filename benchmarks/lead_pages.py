@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/lead_pages.py [--questions 300] [--passages 200]
         [--labellers 20] [--double 10] [--resolutions 500] [--requests 20]
-        [--db-name goldset_lead_pages] [--only Gold,Adjudication]
+        [--db-name goldset_lead_pages] [--only Gold,Adjudication] [--analyze]
 
 The script (re)creates a scratch PostgreSQL database (`--db-name`, on 127.0.0.1 as postgres),
 migrates it and builds the world with bulk_create: 2,000 documents of policy-like text (one in
@@ -13,7 +13,14 @@ labellers the lead is not in, so every read path filters by the lead's visibilit
 candidate graded by its labeller (0, 1 or 2, a span with 1 and 2), the first `--double`
 questions double-labelled (10 × 200 = 2,000 items, about a third of them disagreeing)
 and `--resolutions` of those disagreements resolved by the lead, and five
-questions excluded from the set.
+questions excluded from the set. The set is also a production sample's: one logged trace per
+question (its production ranking: ten of the question's candidates and two other paragraphs,
+as the misses report reads them), drawn uniformly from a population of 20 times as many, so
+the Misses page reads the whole set's gold; it adds no candidate, judgement or resolution.
+
+With `--analyze`, the database's planner statistics are gathered once the world is built (an
+`ANALYZE`, as autovacuum does on a server that runs it; the development server here runs
+without, so by default every plan is made on a table it has no statistics of).
 
 Then a lead, logged in through Django's test client, opens each lead page once (warm-up,
 untimed; a page that is not 200 is reported and skipped) and `--requests` times more; printed
@@ -22,8 +29,8 @@ stored gold decisions exist (`labelling.services.gold_state`), "Gold after a gra
 random question stale before each request, as a labeller's grade does, so each request also
 recomputes that question.
 The pages: Gold, Adjudication, Agreement, Assignments, Evaluation, Answers (the set's answer
-runs), Index health and Permissions (the replays list). Misses needs a production sample and is
-not in this world.
+runs), Index health, Misses (the sample's stored report: its job, which computes the figures,
+runs in the warm-up request, in process) and Permissions (the replays list).
 """
 
 from __future__ import annotations
@@ -228,15 +235,76 @@ def world(args) -> dict:  # noqa: PLR0915 - one straight build
     Question.objects.filter(pk__in=[q.pk for q in questions[-5:]]).update(
         excluded_at=now, excluded_by=lead, exclusion_reason="off topic"
     )
+    sample = production_sample(
+        rng, project=project, question_set=question_set, lead=lead, paragraphs=paragraphs
+    )
     return {
         "project": project,
         "question_set": question_set,
+        "sample": sample,
         "lead": lead,
         "candidates": len(questions) * args.passages,
         "judgements": len(judgements),
         "disputed": len(disputed),
         "resolutions": min(len(disputed), args.resolutions),
     }
+
+
+def production_sample(rng, *, project, question_set, lead, paragraphs):
+    """The set as a production sample: one trace per question, drawn uniformly."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from corpus.models import DocumentVersion
+    from labelling.models import Candidate
+    from production.models import Sample, SampledTrace, SamplingRule, Trace
+
+    now = timezone.now()
+    doc_of = dict(DocumentVersion.objects.values_list("pk", "document__doc_id"))
+    by_question: dict[int, list] = {}
+    for question_id, version_id, start, end in (
+        Candidate.objects.filter(pool__question_set=question_set)
+        .order_by("question_id", "shuffle_rank")
+        .values_list("question_id", "version_id", "start", "end")
+    ):
+        by_question.setdefault(question_id, []).append((version_id, start, end))
+    questions = list(question_set.questions.order_by("pk"))
+    traces = Trace.objects.bulk_create(
+        [
+            Trace(
+                project=project,
+                trace_id=f"t{n:05d}",
+                occurred_at=now - timedelta(hours=n),
+                question=q.text,
+                retrieved=[
+                    {"doc_id": doc_of[v], "start": s, "end": e, "rank": rank + 1}
+                    for rank, (v, s, e) in enumerate(
+                        by_question[q.pk][:10] + rng.sample(paragraphs, 2)
+                    )
+                ],
+                answer="An answer.",
+            )
+            for n, q in enumerate(questions)
+        ]
+    )
+    rule = SamplingRule.objects.create(project=project, name="weekly", size=len(questions))
+    sample = Sample.objects.create(
+        project=project,
+        rule=rule,
+        window_start=now - timedelta(days=7),
+        window_end=now,
+        population=20 * len(questions),
+        question_set=question_set,
+        drawn_by=lead,
+    )
+    SampledTrace.objects.bulk_create(
+        [
+            SampledTrace(sample=sample, trace=t, question=q, inclusion_probability=1 / 20)
+            for t, q in zip(traces, questions, strict=True)
+        ]
+    )
+    return sample
 
 
 def pages(built: dict) -> dict[str, str]:
@@ -251,6 +319,7 @@ def pages(built: dict) -> dict[str, str]:
         "Evaluation": reverse("evaluation:show-evaluation", args=[slug]),
         "Answers": reverse("answers:list-answer-runs", args=[slug, set_id]),
         "Index health": reverse("health:show-index-health", args=[slug]),
+        "Misses": reverse("production:show-misses", args=[slug, built["sample"].pk]),
         "Permissions": reverse("evaluation:list-permission-replays", args=[slug]),
     }
 
@@ -270,6 +339,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--db-name", default="goldset_lead_pages")
     parser.add_argument("--only", default="", help="comma-separated page names")
+    parser.add_argument("--analyze", action="store_true", help="ANALYZE once the world is built")
     args = parser.parse_args()
     configure(args.db_name)
     from django.db import connection
@@ -284,6 +354,9 @@ def main() -> None:
         f"({time.perf_counter() - started:.0f} s)",
         flush=True,
     )
+    if args.analyze:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
     client = Client()
     client.force_login(built["lead"])
     only = {name.strip() for name in args.only.split(",") if name.strip()}
@@ -313,7 +386,7 @@ def main() -> None:
             if name.endswith("after a grade")
             else (lambda: None)
         )
-        response = client.get(url)
+        response = client.get(url, follow=True)  # Misses: its job, then the stored report
         if response.status_code != 200:
             print(f"{name:<14} {url}: {response.status_code}, skipped", flush=True)
             results[name] = {"status": response.status_code}

@@ -15,8 +15,11 @@ Input shapes:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -103,6 +106,13 @@ def _encode_pairs(
 ) -> tuple[IntArray, IntArray]:
     """Turn `(first, second)` labels into two arrays of indices into `labels`."""
     index_of = _label_indices(labels)
+    try:  # the common case in one pass; anything amiss is found and named by the loop below
+        first = np.fromiter((index_of[a] for a, _ in pairs), dtype=np.int64, count=len(pairs))
+        second = np.fromiter((index_of[b] for _, b in pairs), dtype=np.int64, count=len(pairs))
+    except (KeyError, TypeError, ValueError):
+        pass
+    else:
+        return first, second
     first = np.empty(len(pairs), dtype=np.int64)
     second = np.empty(len(pairs), dtype=np.int64)
     for position, pair in enumerate(pairs):
@@ -168,6 +178,53 @@ def _resample_counts(rng: np.random.Generator, n_items: int, n_boot: int) -> Int
     return flat.reshape(n_boot, n_items)
 
 
+# Within `shared_resamples`, the resample counts drawn for one (seed, items, resamples) are kept
+# and handed to every later statistic asking for the same: they are what a fresh generator with
+# that seed draws again, so the figures are the same, without drawing them once per statistic.
+_SHARED: contextvars.ContextVar[dict | None] = contextvars.ContextVar("resamples", default=None)
+
+
+@contextlib.contextmanager
+def shared_resamples() -> Iterator[None]:
+    """Draw each (seed, items, resamples) bootstrap once inside the block: a report computing
+    several statistics over the same items (`pairwise_report`, the agreement page) resamples
+    them once instead of once per statistic. The figures do not change."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _resample_blocks(n_items: int, n_boot: int, seed: int) -> list[FloatArray]:
+    """The bootstrap's resample counts, block by block (`_RESAMPLE_CELLS_PER_BLOCK`), as a
+    generator seeded with ``seed`` draws them. They depend on nothing else, so one block's
+    worth (the common page: up to 2,000 items at 1,000 resamples, 16 MB) is also kept for
+    the process's next reports (`_one_block`, the four last asked for: a report asks for three)."""
+    if n_boot * n_items <= _RESAMPLE_CELLS_PER_BLOCK:
+        return [_one_block(n_items, n_boot, seed)]
+    shared = _SHARED.get()
+    key = (seed, n_items, n_boot)
+    if shared is not None and key in shared:
+        return shared[key]
+    rng = np.random.default_rng(seed)
+    block = max(1, _RESAMPLE_CELLS_PER_BLOCK // n_items)
+    blocks = [
+        _resample_counts(rng, n_items, min(block, n_boot - done)).astype(np.float64)
+        for done in range(0, n_boot, block)
+    ]
+    if shared is not None:
+        shared[key] = blocks
+    return blocks
+
+
+@functools.lru_cache(maxsize=4)
+def _one_block(n_items: int, n_boot: int, seed: int) -> FloatArray:
+    counts = _resample_counts(np.random.default_rng(seed), n_items, n_boot).astype(np.float64)
+    counts.flags.writeable = False  # shared by every report that asks for the same
+    return counts
+
+
 def _with_interval(point: Statistic, resampled: FloatArray, defined: BoolArray) -> Statistic:
     """Attach the percentile interval of the resampled values to a point estimate.
 
@@ -200,12 +257,9 @@ def _bootstrap(
     n_items = per_item.shape[0]
     if n_items < 2:
         return Statistic(value=point.value, reason="a single item cannot be resampled")
-    rng = np.random.default_rng(seed)
     rows = per_item.reshape(n_items, -1)
-    block = max(1, _RESAMPLE_CELLS_PER_BLOCK // n_items)
     values, defined = [], []
-    for done in range(0, n_boot, block):
-        counts = _resample_counts(rng, n_items, min(block, n_boot - done))
+    for counts in _resample_blocks(n_items, n_boot, seed):
         block_values, block_defined = batch(counts @ rows)
         values.append(block_values)
         defined.append(block_defined)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 
 from corpus import visibility
 from corpus.models import Document, DocumentVersion, Job, Project, Retriever
@@ -156,15 +157,26 @@ class PoolQuerySet(models.QuerySet):
         return self.annotate(question_count=models.Count("question_set__questions", distinct=True))
 
     def with_slot_counts(self) -> PoolQuerySet:
-        """Each pool with its `questions`, assignment `slots` and `unclaimed` slots."""
+        """Each pool with its `questions`, assignment `slots` and `unclaimed` slots (counted
+        apart, each by its own index, not over a join of questions and slots)."""
+        slots = (
+            Assignment.objects.filter(work_q(), pool=models.OuterRef("pk"))
+            .order_by()
+            .values("pool")
+        )
+        questions = (
+            Question.objects.filter(question_set=models.OuterRef("question_set"))
+            .order_by()
+            .values("question_set")
+        )
+
+        def count(rows) -> models.Func:
+            return Coalesce(models.Subquery(rows.annotate(n=models.Count("pk")).values("n")), 0)
+
         return self.annotate(
-            questions=models.Count("question_set__questions", distinct=True),
-            slots=models.Count("assignments", filter=work_q("assignments__"), distinct=True),
-            unclaimed=models.Count(
-                "assignments",
-                filter=Q(assignments__labeller__isnull=True) & work_q("assignments__"),
-                distinct=True,
-            ),
+            questions=count(questions),
+            slots=count(slots),
+            unclaimed=count(slots.filter(labeller__isnull=True)),
         )
 
 
@@ -421,15 +433,31 @@ class AssignmentQuerySet(models.QuerySet):
             pool_id=assignment.pool_id, question_id=assignment.question_id
         ).exclude(pk=assignment.pk)
 
-    def with_progress(self, viewer) -> AssignmentQuerySet:
+    def with_progress(self, viewer, project=None) -> AssignmentQuerySet:
         """Each assignment with `graded` (its judgements on passages ``viewer`` may see now)
         and `has_verdict`. A count must not reveal a restricted document, nor keep counting a
-        passage whose access group was revoked."""
-        seen = Candidate.objects.not_hidden_from(viewer).values("pk")
-        return self.annotate(
-            graded=models.Count(
-                "judgements", filter=Q(judgements__candidate__in=seen), distinct=True
+        passage whose access group was revoked.
+
+        Counted per assignment by a subquery, so a page of them counts its own rows only. With
+        ``project`` (the assignments' own), the candidates on its documents hidden from the
+        viewer are left out by their ids (`visibility.hidden_document_ids`), without a test
+        per judgement: the same rule, a cheaper plan whatever the planner knows."""
+        judgements = Judgement.objects.filter(assignment=models.OuterRef("pk"))
+        if project is not None:
+            hidden = visibility.hidden_document_ids(project=project, user=viewer)
+            unseen = Candidate.objects.filter(version__document_id__in=hidden).values("pk")
+            judgements = judgements.exclude(candidate_id__in=unseen)
+        else:
+            judgements = judgements.filter(
+                visibility.not_hidden_q(viewer, prefix="candidate__version__document__")
             )
+        graded = (
+            judgements.order_by().values("assignment").annotate(n=models.Count("pk")).values("n")
+        )
+        return self.annotate(
+            graded=Coalesce(models.Subquery(graded), 0)
+            if viewer.is_authenticated
+            else models.Value(0)  # for whom every restricted document is hidden: nothing seen
         ).annotate(
             has_verdict=models.Exists(Verdict.objects.filter(assignment=models.OuterRef("pk")))
         )

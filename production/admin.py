@@ -8,6 +8,7 @@ from production.models import (
     ApiToken,
     ProductionReport,
     PromotedQuestion,
+    ReportMissedQuestion,
     Sample,
     SampledTrace,
     SamplingRule,
@@ -55,5 +56,14 @@ class ProductionReportAdmin(ReadOnlyAdmin):
     """Metadata only: the report quotes passages an access group may hide."""
 
     list_display = ["sample", "key", "created_at"]
+    fields = list_display
+    readonly_fields = fields
+
+
+@admin.register(ReportMissedQuestion)
+class ReportMissedQuestionAdmin(ReadOnlyAdmin):
+    """Metadata only, as its report: the misses quote passages an access group may hide."""
+
+    list_display = ["report", "position"]
     fields = list_display
     readonly_fields = fields

@@ -281,3 +281,24 @@ class ProductionReport(models.Model):
 
     def __str__(self) -> str:
         return f"misses report of sample {self.sample_id} ({self.key[:8]})"
+
+
+class ReportMissedQuestion(models.Model):
+    """One missed question of a stored `ProductionReport` (its text, recall and the gold spans
+    production missed), kept apart from the report's content: at a real project's size the
+    misses run to megabytes, and a page reads only the questions it shows
+    (`production.services.reports.report_page`)."""
+
+    report = models.ForeignKey(ProductionReport, on_delete=models.CASCADE, related_name="missed")
+    position = models.PositiveIntegerField(help_text="Its place in the report's list.")
+    content = models.JSONField()
+
+    class Meta:
+        db_table = "evaluation_reportmissedquestion"
+        ordering = ["report", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["report", "position"], name="one_missed_per_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"missed question {self.position} of {self.report}"

@@ -14,12 +14,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Count
 
 from goldset.errors import ServiceError
 from labelling import agreement, escalation
 from labelling.models import (
-    Assignment,
     Candidate,
     Pool,
     Question,
@@ -30,23 +28,26 @@ from labelling.models import (
 )
 from labelling.resolution import DEFAULT_MIN_SPAN_F1, Pending, union
 from labelling.services import gold_state
-from labelling.services.votes import ItemVotes, QuestionVotes, gather_votes
+from labelling.services.votes import (
+    ItemVotes,
+    PairedItem,
+    PairedVotes,
+    QuestionVotes,
+    double_labelled_keys,
+    gather_votes,
+    paired_from_votes,
+    paired_votes,
+)
 
 # Agreement ---------------------------------------------------------------------------------
 
 
-def _pair_key(item: ItemVotes) -> str:
-    names = sorted(
-        j.assignment.labeller.get_username() for j in item.first_judgements if j.assignment.labeller
-    )
-    return " & ".join(names)
+def _pair_key(item: PairedItem) -> str:
+    return " & ".join(sorted(v.labeller for v in item.votes if v.labeller is not None))
 
 
-def _guideline_key(item: ItemVotes) -> str:
-    versions = sorted(
-        {f"v{j.guideline.version}" if j.guideline else "none" for j in item.first_judgements}
-    )
-    return " + ".join(versions)
+def _guideline_key(item: PairedItem) -> str:
+    return " + ".join(sorted({v.guideline for v in item.votes}))
 
 
 def agreement_report(
@@ -55,34 +56,55 @@ def agreement_report(
     min_span_f1: float = DEFAULT_MIN_SPAN_F1,
     n_boot: int = 1000,
     viewer=None,
+    rows: bool = True,
 ) -> dict:
     """Every agreement statistic for the double-labelled items of a question set, JSON-able;
     with ``viewer``, over the items on documents they may see.
 
     Every figure here is about questions with two assignments or more in a pool (two votes on
     an item, a passage one of two labellers cannot see, two verdicts), so only those are read:
-    a set of 60,000 candidates with 2,000 double-labelled items reads 2,000."""
-    double_keys = (
-        Assignment.objects.work()
-        .filter(pool__question_set=question_set)
-        .values("pool_id", "question_id")
-        .annotate(slots=Count("pk"))
-        .filter(slots__gte=2)
-        .values_list("pool_id", "question_id")
+    a set of 60,000 candidates with 2,000 double-labelled items reads 2,000, as rows
+    (`votes.paired_votes`; ``rows=False`` reads them through `gather_votes`, the reference).
+    The passages one labeller of two cannot see are counted from the stored decisions
+    (`gold_state`)."""
+    if not rows:
+        questions = gather_votes(
+            question_set=question_set, viewer=viewer, keys=set(double_labelled_keys(question_set))
+        )
+        with agreement.shared_resamples():
+            report = _agreement_figures(paired_from_votes(questions), n_boot=n_boot)
+        report["single_by_access"] = sum(
+            1 for q in questions for i in q.items if i.single_by_access
+        )
+        return report
+    with agreement.shared_resamples():
+        report = _agreement_figures(
+            paired_votes(question_set=question_set, viewer=viewer), n_boot=n_boot
+        )
+    # Passages of double-labelled questions that one of the two labellers cannot see: their
+    # one vote is the gold, and they are missing from every statistic here. (Such a passage
+    # is always of a question with two slots or more: one labeller who cannot see it, one who
+    # votes.)
+    gold_state.refresh(question_set=question_set)
+    report["single_by_access"] = gold_state.single_by_access_count(
+        question_set=question_set, viewer=viewer
     )
-    questions = gather_votes(question_set=question_set, viewer=viewer, keys=set(double_keys))
-    double = [i for q in questions for i in q.items if len(i.first_judgements) == 2]
-    pairs = [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in double]
+    return report
+
+
+def _agreement_figures(paired: PairedVotes, *, n_boot: int) -> dict:
+    double = paired.items
+    pairs = [i.grades for i in double]
     report = agreement.pairwise_report(pairs, n_boot=n_boot)
     # Krippendorff's alpha over every labeller, with missing values, not only one pair.
-    labellers = sorted({j.assignment.labeller_id for i in double for j in i.first_judgements})
-    matrix = [
-        [
-            next((j.grade for j in i.first_judgements if j.assignment.labeller_id == lab), None)
-            for i in double
-        ]
-        for lab in labellers
-    ]
+    labellers = sorted({v.labeller_id for i in double for v in i.votes})
+    grade_of = []  # per item, each labeller's (first) grade
+    for item in double:
+        grades: dict = {}
+        for vote in item.votes:
+            grades.setdefault(vote.labeller_id, vote.grade)
+        grade_of.append(grades)
+    matrix = [[grades.get(lab) for grades in grade_of] for lab in labellers]
     if len(labellers) > 2:
         for level in ("ordinal", "nominal"):
             alpha = agreement.krippendorff_alpha(matrix, level=level, n_boot=n_boot)
@@ -93,55 +115,31 @@ def agreement_report(
             and report["alpha_ordinal"] < agreement.GUIDELINE_ALPHA_THRESHOLD
         )
     report["labellers"] = len(labellers)
-    # Passages of double-labelled questions that one of the two labellers cannot see: their
-    # one vote is the gold, and they are missing from every statistic here.
-    report["single_by_access"] = sum(1 for q in questions for i in q.items if i.single_by_access)
     report["pairs"] = [
-        {
-            "labellers": key,
-            **agreement.pairwise_report(
-                [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in items],
-                n_boot=0,
-            ),
-        }
+        {"labellers": key, **agreement.pairwise_report([i.grades for i in items], n_boot=0)}
         for key, items in _grouped(double, _pair_key).items()
     ]
     report["per_guideline_version"] = [
-        {
-            "guideline": key,
-            **agreement.pairwise_report(
-                [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in items],
-                n_boot=0,
-            ),
-        }
+        {"guideline": key, **agreement.pairwise_report([i.grades for i in items], n_boot=0)}
         for key, items in _grouped(double, _guideline_key).items()
     ]
+    of_question = _grouped_in_order(double)
     report["per_question"] = [
         {
-            "question_id": q.question.external_id,
-            "question_pk": q.question.pk,
-            "question": q.question.text,
+            "question_id": q.external_id,
+            "question_pk": q.question_id,
+            "question": q.text,
             "items": len(items),
-            "disagreements": sum(
-                1 for i in items if i.first_judgements[0].grade != i.first_judgements[1].grade
-            ),
-            "percent": agreement.percent_agreement(
-                [(i.first_judgements[0].grade, i.first_judgements[1].grade) for i in items],
-                n_boot=0,
-            ).value,
+            "disagreements": sum(1 for i in items if i.grades[0] != i.grades[1]),
+            "percent": agreement.percent_agreement([i.grades for i in items], n_boot=0).value,
         }
-        for q in questions
-        if (items := [i for i in q.items if len(i.first_judgements) == 2])
+        for q in paired.questions
+        if (items := of_question.get((q.pool_id, q.question_id)))
     ]
     report["per_question"].sort(key=lambda row: (-row["disagreements"], row["question_id"]))
     f1 = agreement.mean_span_f1(
         [
-            tuple(
-                agreement.GradedSpans(
-                    grade=j.grade, spans=tuple((s.start, s.end) for s in j.span_list)
-                )
-                for j in i.first_judgements
-            )
+            tuple(agreement.GradedSpans(grade=v.grade, spans=v.spans) for v in i.votes)
             for i in double
         ],
         n_boot=n_boot,
@@ -151,31 +149,37 @@ def agreement_report(
     if f1.reason:
         report["reasons"]["span_f1"] = f1.reason
     verdict_pairs = [
-        tuple(q.outcomes) for q in questions if len(q.assignments) == 2 and len(q.outcomes) == 2
+        q.outcomes for q in paired.questions if q.first_slots == 2 and len(q.outcomes) == 2
     ]
     report["verdicts"] = agreement.verdict_report(verdict_pairs, n_boot=n_boot)
+    text_of = {(q.pool_id, q.question_id): q for q in paired.questions}
     report["disagreements"] = [
         {
-            "question_id": i.question.external_id,
-            "question_pk": i.question.pk,
-            "pool": i.pool.pk,
-            "candidate": i.candidate.pk,
-            "doc_id": i.candidate.version.document.doc_id,
-            "grades": [j.grade for j in i.first_judgements],
+            "question_id": text_of[(i.pool_id, i.question_id)].external_id,
+            "question_pk": i.question_id,
+            "pool": i.pool_id,
+            "candidate": i.candidate_id,
+            "doc_id": i.doc_id,
+            "grades": list(i.grades),
         }
-        for i in sorted(
-            double, key=lambda i: -abs(i.first_judgements[0].grade - i.first_judgements[1].grade)
-        )
-        if i.first_judgements[0].grade != i.first_judgements[1].grade
+        for i in sorted(double, key=lambda i: -abs(i.grades[0] - i.grades[1]))
+        if i.grades[0] != i.grades[1]
     ]
     return report
 
 
-def _grouped(items: Sequence[ItemVotes], key) -> dict[str, list[ItemVotes]]:
-    groups: dict[str, list[ItemVotes]] = defaultdict(list)
+def _grouped(items: Sequence[PairedItem], key) -> dict[str, list[PairedItem]]:
+    groups: dict[str, list[PairedItem]] = defaultdict(list)
     for item in items:
         groups[key(item)].append(item)
     return dict(sorted(groups.items()))
+
+
+def _grouped_in_order(items: Sequence[PairedItem]) -> dict[tuple[int, int], list[PairedItem]]:
+    groups: dict[tuple[int, int], list[PairedItem]] = defaultdict(list)
+    for item in items:
+        groups[(item.pool_id, item.question_id)].append(item)
+    return groups
 
 
 # Adjudication ------------------------------------------------------------------------------

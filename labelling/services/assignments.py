@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from corpus import visibility
 from corpus.models import Membership, Project
 from goldset.errors import ServiceError
 from labelling import assignment_plan as strategy
@@ -32,6 +33,7 @@ from labelling.models import (
     PoolState,
     QuestionSet,
     included_q,
+    work_q,
 )
 from labelling.services import calibration, escalation, gold_state, leases
 from labelling.services.votes import Sight
@@ -625,26 +627,90 @@ def queue_progress(assignments: AssignmentQuerySet, *, viewer) -> QueueProgress:
     )
 
 
-def progress_by_labeller(*, project: Project, viewer) -> list[tuple[object, QueueProgress]]:
+def judgement_seconds(*, project: Project, viewer) -> list[tuple[int | None, int, float]]:
+    """(labeller id, question set id, seconds spent) of every judgement of the project's work
+    on a passage ``viewer`` may see: what the lead's progress tables and speed plot count,
+    read once for the three of them (`progress_by_labeller`, `progress_by_question_set`,
+    `labelling.services.progress.progress_plots`). The candidates on documents hidden from
+    the viewer are left out by their ids (`corpus.visibility.hidden_document_ids`), so the
+    visibility rule is one anti-join, not a test per judgement."""
+    hidden = visibility.hidden_document_ids(project=project, user=viewer)
+    unseen = Candidate.objects.filter(version__document_id__in=hidden).values("pk")
+    return list(
+        Judgement.objects.filter(
+            work_q("assignment__"), assignment__pool__question_set__project=project
+        )
+        .exclude(candidate_id__in=unseen)
+        .values_list(
+            "assignment__labeller_id", "assignment__pool__question_set_id", "seconds_spent"
+        )
+    )
+
+
+def _progress(counts: dict, seconds: list[float]) -> QueueProgress:
+    return QueueProgress(
+        assigned=counts.get("assigned", 0),
+        done=counts.get("done", 0),
+        judgements=len(seconds),
+        median_seconds=statistics.median(seconds) if seconds else None,
+    )
+
+
+def progress_by_labeller(
+    *, project: Project, viewer, seconds: list[tuple] | None = None
+) -> list[tuple[object, QueueProgress]]:
     """Each labeller's progress on the project's work (calibration questions left out: they
-    are no pool's work; the Calibration page has them)."""
+    are no pool's work; the Calibration page has them); ``seconds``: `judgement_seconds`, if
+    read already."""
+    if seconds is None:
+        seconds = judgement_seconds(project=project, viewer=viewer)
     assignments = Assignment.objects.in_project(project).work()
-    labeller_ids = assignments.filter(labeller__isnull=False).values("labeller")
+    counts = {
+        row["labeller"]: row
+        for row in assignments.filter(labeller__isnull=False)
+        .values("labeller")
+        .annotate(assigned=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False)))
+        .order_by()
+    }
+    per_labeller: dict[int, list[float]] = defaultdict(list)
+    for labeller_id, _, spent in seconds:
+        per_labeller[labeller_id].append(spent)
     return [
-        (labeller, queue_progress(assignments.filter(labeller=labeller), viewer=viewer))
-        for labeller in User.objects.filter(pk__in=labeller_ids).order_by("username")
+        (labeller, _progress(counts[labeller.pk], per_labeller.get(labeller.pk, [])))
+        for labeller in User.objects.filter(pk__in=list(counts)).order_by("username")
     ]
 
 
 def progress_by_question_set(
-    *, project: Project, viewer
+    *, project: Project, viewer, seconds: list[tuple] | None = None
 ) -> list[tuple[QuestionSet, QueueProgress, int]]:
-    """Per question set: progress over all its slots, and how many slots wait to be claimed."""
-    rows = []
-    for question_set in QuestionSet.objects.filter(
+    """Per question set: progress over all its slots, and how many slots wait to be claimed;
+    ``seconds``: `judgement_seconds`, if read already."""
+    if seconds is None:
+        seconds = judgement_seconds(project=project, viewer=viewer)
+    sets = QuestionSet.objects.filter(
         project=project, pools__assignments__purpose=AssignmentPurpose.WORK
-    ).distinct():
-        assignments = Assignment.objects.work().filter(pool__question_set=question_set)
-        progress = queue_progress(assignments, viewer=viewer)
-        rows.append((question_set, progress, assignments.unclaimed().count()))
-    return rows
+    ).distinct()
+    counts = {
+        row["pool__question_set"]: row
+        for row in Assignment.objects.work()
+        .filter(pool__question_set__project=project)
+        .values("pool__question_set")
+        .annotate(
+            assigned=Count("pk"),
+            done=Count("pk", filter=Q(completed_at__isnull=False)),
+            unclaimed=Count("pk", filter=Q(labeller__isnull=True)),
+        )
+        .order_by()
+    }
+    per_set: dict[int, list[float]] = defaultdict(list)
+    for _, set_id, spent in seconds:
+        per_set[set_id].append(spent)
+    return [
+        (
+            question_set,
+            _progress(counts[question_set.pk], per_set.get(question_set.pk, [])),
+            counts[question_set.pk]["unclaimed"],
+        )
+        for question_set in sets
+    ]

@@ -1,6 +1,6 @@
 """The lead's progress plots: questions done over time per question set, and each labeller's
 speed. Read as the viewer may see them: judgements on documents an access group hides from
-the viewer count nowhere (`Candidate.objects.not_hidden_from`)."""
+the viewer count nowhere (`labelling.services.assignments.judgement_seconds`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from corpus.models import Project
 from labelling.charts import BarChart, TimeChart, bar_chart, time_chart
-from labelling.models import Assignment, Candidate, Judgement, included_q, work_q
+from labelling.models import Assignment, included_q
+from labelling.services.assignments import judgement_seconds
 
 User = get_user_model()
 
@@ -54,9 +55,12 @@ class ProgressPlots:
         return f"Labelling progress over time: {done}"
 
 
-def progress_plots(*, project: Project, viewer) -> ProgressPlots:
+def progress_plots(
+    *, project: Project, viewer, seconds: list[tuple] | None = None
+) -> ProgressPlots:
     """The plots end at the last finished question, not at the moment of the request: the
-    same work draws the same picture whenever it is looked at."""
+    same work draws the same picture whenever it is looked at. ``seconds``:
+    `labelling.services.assignments.judgement_seconds`, if read already."""
     assignments = (
         Assignment.objects.in_project(project)
         .work()
@@ -81,15 +85,12 @@ def progress_plots(*, project: Project, viewer) -> ProgressPlots:
         ends.append(done[-1])
     progress = time_chart(series, start=min(starts), end=max(ends)) if series else None
 
-    seen = Candidate.objects.not_hidden_from(viewer).values("pk")
+    if seconds is None:
+        seconds = judgement_seconds(project=project, viewer=viewer)
     per_labeller: dict[int, list[float]] = defaultdict(list)
-    for labeller_id, seconds in Judgement.objects.filter(
-        work_q("assignment__"),
-        assignment__pool__question_set__project=project,
-        assignment__labeller__isnull=False,
-        candidate__in=seen,
-    ).values_list("assignment__labeller_id", "seconds_spent"):
-        per_labeller[labeller_id].append(seconds)
+    for labeller_id, _, spent in seconds:
+        if labeller_id is not None:
+            per_labeller[labeller_id].append(spent)
     names = dict(User.objects.filter(pk__in=per_labeller).values_list("pk", "username"))
     speeds = []
     for labeller_id, all_seconds in sorted(per_labeller.items(), key=lambda i: names[i[0]]):

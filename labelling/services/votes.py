@@ -29,7 +29,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
 
 from corpus import visibility
 from corpus.models import DocumentVersion, Membership
@@ -431,3 +431,207 @@ def gather_votes(
             )
         )
     return list(by_question.values())
+
+
+# The double-labelled items alone, for the agreement statistics ------------------------------
+
+
+@dataclass(frozen=True)
+class PairedVote:
+    """One of the first two labellers' judgements of a double-labelled item."""
+
+    labeller_id: int | None
+    labeller: str | None  # the username; None for a vote whose labeller is gone
+    grade: int
+    guideline: str  # "v3", or "none" when the judgement names no guideline version
+    spans: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class PairedItem:
+    """A candidate the first two labellers of its question both graded: the unit of agreement."""
+
+    pool_id: int
+    question_id: int
+    candidate_id: int
+    doc_id: str
+    votes: tuple[PairedVote, PairedVote]  # in slot order
+
+    @property
+    def grades(self) -> tuple[int, int]:
+        return (self.votes[0].grade, self.votes[1].grade)
+
+
+@dataclass(frozen=True)
+class PairedQuestion:
+    pool_id: int
+    question_id: int
+    external_id: str
+    text: str
+    outcomes: tuple[str, ...]  # the first labellers' verdicts (`finished_outcomes`)
+    first_slots: int  # the question's slots bar a third labeller's
+
+
+@dataclass(frozen=True)
+class PairedVotes:
+    """What `gather_votes` gives of the double-labelled questions, reduced to what agreement
+    reads: the questions (pool, question order) with a candidate the viewer may see, and the
+    items the first two labellers both graded, in `gather_votes`' order (so the bootstrap draws
+    the same resamples)."""
+
+    questions: list[PairedQuestion]
+    items: list[PairedItem]
+
+
+def double_labelled_keys(question_set: QuestionSet) -> QuerySet:
+    """(pool id, question id) of the set's questions with two slots of work or more."""
+    return (
+        Assignment.objects.work()
+        .filter(pool__question_set=question_set)
+        .values("pool_id", "question_id")
+        .annotate(slots=Count("pk"))
+        .filter(slots__gte=2)
+        .values_list("pool_id", "question_id")
+    )
+
+
+def paired_from_votes(questions: Iterable[QuestionVotes]) -> PairedVotes:
+    """`PairedVotes` from `gather_votes`' questions (the reference `paired_votes` is checked
+    against)."""
+    paired_questions, items = [], []
+    for q in questions:
+        paired_questions.append(
+            PairedQuestion(
+                pool_id=q.pool.pk,
+                question_id=q.question.pk,
+                external_id=q.question.external_id,
+                text=q.question.text,
+                outcomes=tuple(q.outcomes),
+                first_slots=len(q.assignments),
+            )
+        )
+        for item in q.items:
+            if len(item.first_judgements) != 2:
+                continue
+            votes = tuple(
+                PairedVote(
+                    labeller_id=j.assignment.labeller_id,
+                    labeller=j.assignment.labeller.get_username()
+                    if j.assignment.labeller
+                    else None,
+                    grade=j.grade,
+                    guideline=f"v{j.guideline.version}" if j.guideline else "none",
+                    spans=tuple(sorted((s.start, s.end) for s in j.span_list)),
+                )
+                for j in item.first_judgements
+            )
+            items.append(
+                PairedItem(
+                    pool_id=q.pool.pk,
+                    question_id=q.question.pk,
+                    candidate_id=item.candidate.pk,
+                    doc_id=item.candidate.version.document.doc_id,
+                    votes=votes,
+                )
+            )
+    return PairedVotes(questions=paired_questions, items=items)
+
+
+def paired_votes(*, question_set: QuestionSet, viewer=None) -> PairedVotes:
+    """`paired_from_votes(gather_votes(...))` over the double-labelled questions, read as rows:
+    the judgements of the first two slots of work on candidates the viewer may see, their
+    spans, and the questions' verdicts. The agreement page reads a set's 2,000 double-labelled
+    items this way, without building a model object per vote (`tests/labelling/
+    test_agreement_reads.py` checks the two agree on generated worlds, for every viewer)."""
+    double = Assignment.objects.work().filter(
+        pool__question_set=question_set,
+        question__question_set=question_set,
+        question__excluded_at__isnull=True,
+    )
+    double = double.filter(
+        Exists(
+            Assignment.objects.work()
+            .filter(pool_id=OuterRef("pool_id"), question_id=OuterRef("question_id"))
+            .exclude(pk=OuterRef("pk"))
+        )
+    )
+    # A third labeller's slot votes on escalated passages only, never in agreement.
+    third = EscalatedItem.objects.filter(
+        pool__question_set=question_set, assignment__isnull=False
+    ).values("assignment_id")
+    firsts = double.exclude(pk__in=third)
+    seen = Candidate.objects.filter(pool__question_set=question_set)
+    if viewer is not None:
+        seen = seen.not_hidden_from(viewer)
+    shown = seen.filter(pool_id=OuterRef("pool_id"), question_id=OuterRef("question_id"))
+    question_rows = list(
+        double.filter(Exists(shown))
+        .values_list("pool_id", "question_id", "question__external_id", "question__text")
+        .distinct()
+        .order_by("pool_id", "question_id")
+    )
+    # The slots are read first, by id: a judgement on a candidate the viewer may see is of one
+    # of them, and the judgements' index then reads theirs alone, whatever the planner guesses.
+    slots: dict[tuple[int, int], list[Assignment]] = defaultdict(list)
+    for assignment in firsts.filter(Exists(shown)).select_related("verdict").order_by("slot"):
+        slots[(assignment.pool_id, assignment.question_id)].append(assignment)
+    questions = [
+        PairedQuestion(
+            pool_id=pool_id,
+            question_id=question_id,
+            external_id=external_id,
+            text=text,
+            outcomes=tuple(finished_outcomes(slots[(pool_id, question_id)])),
+            first_slots=len(slots[(pool_id, question_id)]),
+        )
+        for pool_id, question_id, external_id, text in question_rows
+    ]
+    slot_ids = [a.pk for held in slots.values() for a in held]
+    judged = Judgement.objects.filter(assignment_id__in=slot_ids)
+    if viewer is not None:  # on the rows read, not as a set of every candidate seen
+        judged = judged.filter(
+            visibility.not_hidden_q(viewer, prefix="candidate__version__document__")
+        )
+    spans: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for judgement_id, start, end in Span.objects.filter(
+        judgement__assignment_id__in=slot_ids
+    ).values_list("judgement_id", "start", "end"):
+        spans[judgement_id].append((start, end))
+    votes: dict[int, list] = defaultdict(list)
+    where: dict[int, tuple] = {}
+    for row in judged.order_by("assignment__slot", "pk").values_list(
+        "pk",
+        "candidate_id",
+        "candidate__pool_id",
+        "candidate__question_id",
+        "candidate__shuffle_rank",
+        "candidate__version__document__doc_id",
+        "assignment__labeller_id",
+        "assignment__labeller__username",
+        "grade",
+        "guideline__version",
+    ):
+        pk, candidate_id, pool_id, question_id, rank, doc_id, labeller_id, name, grade, g = row
+        votes[candidate_id].append(
+            PairedVote(
+                labeller_id=labeller_id,
+                labeller=name,
+                grade=grade,
+                guideline="none" if g is None else f"v{g}",
+                spans=tuple(sorted(spans.get(pk, ()))),
+            )
+        )
+        where[candidate_id] = (pool_id, question_id, rank, doc_id)
+    items = [
+        PairedItem(
+            pool_id=where[c][0],
+            question_id=where[c][1],
+            candidate_id=c,
+            doc_id=where[c][3],
+            votes=tuple(pair),
+        )
+        for c, pair in votes.items()
+        if len(pair) == 2
+    ]
+    items.sort(key=lambda i: (i.pool_id, i.question_id, where[i.candidate_id][2], i.candidate_id))
+    return PairedVotes(questions=questions, items=items)

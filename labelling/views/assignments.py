@@ -54,7 +54,7 @@ def show_queue(request: HttpRequest, slug: str) -> HttpResponse:
     own = Assignment.objects.in_project(access.project).held_by(request.user)
     rows = (
         own.select_related("pool__question_set", "question")
-        .with_progress(request.user)
+        .with_progress(request.user, project=access.project)
         .in_queue_order()
     )
     rows = [(a, grade_url(a, slug)) for a in rows]
@@ -146,11 +146,13 @@ def _lead_context(
             Assignment.objects.work()
             .filter(included_q("question__"), pool=shown_pool)
             .select_related("question", "labeller")
-            .with_progress(request.user)
+            .with_progress(request.user, project=project)
         )
         page = Paginator(filters.apply(assignments), ASSIGNMENTS_PER_PAGE).get_page(
             request.GET.get("page")
         )
+    # Every judgement's seconds, read once for the two tables and the speed plot.
+    spent = services.judgement_seconds(project=project, viewer=request.user)
     return {
         "access": access,
         "project": project,
@@ -168,9 +170,13 @@ def _lead_context(
         ),
         "lease_form": lease_form or LeaseForm(initial={"lease_minutes": project.lease_minutes}),
         "now": timezone.now(),
-        "by_labeller": services.progress_by_labeller(project=project, viewer=request.user),
-        "by_question_set": services.progress_by_question_set(project=project, viewer=request.user),
-        "plots": progress_plots(project=project, viewer=request.user),
+        "by_labeller": services.progress_by_labeller(
+            project=project, viewer=request.user, seconds=spent
+        ),
+        "by_question_set": services.progress_by_question_set(
+            project=project, viewer=request.user, seconds=spent
+        ),
+        "plots": progress_plots(project=project, viewer=request.user, seconds=spent),
     }
 
 

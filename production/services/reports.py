@@ -26,6 +26,7 @@ import json
 from collections.abc import Callable
 from datetime import datetime
 
+from django.core.paginator import Page, Paginator
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q, Sum
 from django.urls import reverse
@@ -33,6 +34,7 @@ from django.utils import timezone
 
 from corpus import jobs
 from corpus.models import AccessGroup, Document, DocumentVersion, Job, JobState
+from corpus.visibility import hidden_document_ids
 from goldeval.scoring.misses import report_content
 from goldset.errors import ServiceError
 from labelling.models import (
@@ -46,7 +48,7 @@ from labelling.models import (
     Span,
     Verdict,
 )
-from production.models import ProductionReport, Sample
+from production.models import ProductionReport, ReportMissedQuestion, Sample
 from production.services.misses import TREND_SAMPLES, sample_misses
 
 KIND = "misses_report"
@@ -74,36 +76,57 @@ def visibility_of(*, project, viewer) -> str:
 
 
 def label_state(*, sample: Sample, viewer) -> dict:
-    """What the report reads, summed up over the rows the viewer may see (see the module)."""
+    """What the report reads, summed up over the rows the viewer may see (see the module).
+
+    The viewer's hidden documents, and the candidates on them, are left out by their ids
+    (`corpus.visibility.hidden_document_ids`: one anti-join per aggregate) rather than by
+    testing each candidate's document, so a request sums the rows without a test per row."""
     project = sample.project
     sets = sorted({s.question_set_id for s in trend_samples(project)} | {sample.question_set_id})
-    candidates = Candidate.objects.filter(pool__question_set__in=sets).not_hidden_from(viewer)
-    visible = candidates.values("pk")
+    hidden = hidden_document_ids(project=project, user=viewer)
+    candidates = Candidate.objects.filter(pool__question_set__in=sets).exclude(
+        version__document_id__in=hidden
+    )
+    # The candidates on hidden documents, by id: rows that name a candidate leave those out
+    # without a join through every candidate.
+    unseen = Candidate.objects.filter(
+        pool__question_set__in=sets, version__document_id__in=hidden
+    ).values("pk")
     assignments = Assignment.objects.filter(pool__question_set__in=sets)
-    on_visible = Q(candidate__isnull=True) | Q(candidate__in=visible)
+    on_visible = Q(candidate__isnull=True) | ~Q(candidate_id__in=unseen)
 
     def rows(queryset, **aggregates) -> dict:
         return queryset.aggregate(n=Count("pk"), **aggregates)
 
     documents = Document.objects.visible_to(viewer).filter(project=project).values("pk")
+    # Spans on the viewer's documents, of the sets' judgements and of their resolutions: the
+    # two apart, each by its own join (one OR over both joins reads every span).
+    spans = Span.objects.exclude(version__document_id__in=hidden)
+    judged = rows(
+        spans.filter(judgement__assignment__pool__question_set__in=sets),
+        top=Max("pk"),
+        sum=Sum("pk"),
+    )
+    resolved = rows(
+        spans.filter(resolution__pool__question_set__in=sets), top=Max("pk"), sum=Sum("pk")
+    )
     return {
         "k": project.k_sent_to_model,
         "samples": [s.pk for s in trend_samples(project)] + [sample.pk],
         "candidates": rows(candidates, top=Max("pk"), sum=Sum("pk")),
-        "ranks": rows(Provenance.objects.filter(candidate__in=visible), top=Max("pk")),
+        "ranks": rows(
+            Provenance.objects.filter(candidate__pool__question_set__in=sets).exclude(
+                candidate_id__in=unseen
+            ),
+            top=Max("pk"),
+        ),
         "judgements": rows(
-            Judgement.objects.filter(candidate__in=visible),
+            Judgement.objects.filter(assignment__in=assignments).exclude(candidate_id__in=unseen),
             at=Max("updated_at"),
             revisions=Sum("revision"),
             grades=Sum("grade"),
         ),
-        "spans": rows(
-            Span.objects.filter(
-                Q(judgement__candidate__in=visible) | Q(resolution__candidate__in=visible)
-            ),
-            top=Max("pk"),
-            sum=Sum("pk"),
-        ),
+        "spans": {"judgements": judged, "resolutions": resolved},
         "verdicts": rows(Verdict.objects.filter(assignment__in=assignments), at=Max("updated_at")),
         "resolutions": rows(
             Resolution.objects.filter(pool__question_set__in=sets).filter(on_visible),
@@ -134,7 +157,8 @@ def report_key(*, sample: Sample, viewer) -> tuple[str, str]:
 
 
 def stored_report(*, sample: Sample, key: str) -> ProductionReport | None:
-    return ProductionReport.objects.filter(sample=sample, key=key).first()
+    """The report of ``key``, its content not read (`report_page` reads what a page shows)."""
+    return ProductionReport.objects.filter(sample=sample, key=key).defer("content").first()
 
 
 def latest_report(*, sample: Sample, visibility: str) -> ProductionReport | None:
@@ -142,6 +166,7 @@ def latest_report(*, sample: Sample, visibility: str) -> ProductionReport | None
     the current one is being computed)."""
     return (
         ProductionReport.objects.filter(sample=sample, visibility=visibility)
+        .defer("content")
         .order_by("-created_at", "-pk")
         .first()
     )
@@ -205,13 +230,28 @@ def compute_report(
         trend.append(_trend_point(other, content))
         if progress:
             progress(1)
-    content = {"report": shown, "trend": trend}
+    # The missed questions are rows of their own; the content keeps how many misses each has,
+    # so a page reads only its questions (`report_page`).
+    missed = shown["missed"]
+    content = {
+        "report": {key: value for key, value in shown.items() if key != "missed"},
+        "trend": trend,
+        "missed_counts": [len(row["misses"]) for row in missed],
+    }
     try:
         with transaction.atomic():
             report, _ = ProductionReport.objects.update_or_create(
                 sample=sample,
                 key=key,
                 defaults={"visibility": visibility, "content": content},
+            )
+            ReportMissedQuestion.objects.filter(report=report).delete()
+            ReportMissedQuestion.objects.bulk_create(
+                [
+                    ReportMissedQuestion(report=report, position=n, content=row)
+                    for n, row in enumerate(missed)
+                ],
+                batch_size=500,
             )
     except IntegrityError:  # another job stored the same figures first
         report = ProductionReport.objects.get(sample=sample, key=key)
@@ -245,3 +285,57 @@ def run_misses_report(job: Job) -> None:
 
 def trend_dates(trend: list[dict]) -> list[tuple[dict, datetime]]:
     return [(point, datetime.fromisoformat(point["window_end"])) for point in trend]
+
+
+MISSES_PER_PAGE = 100  # gold spans production missed, on one page of the misses report
+# What the page shows of a stored report besides the misses.
+REPORT_KEYS = (
+    "k",
+    "questions",
+    "decided",
+    "answerable",
+    "unanswerable",
+    "unplaced",
+    "recall",
+    "mrr",
+    "answered_unanswerable",
+)
+
+
+def report_page(report: ProductionReport, number) -> tuple[dict, list[dict], Page]:
+    """(the report's figures, the trend, one page of its missed gold) as the page shows them:
+    a report's misses run to megabytes at a real project's size, so they are rows of their own
+    (`ReportMissedQuestion`) and a request reads the questions of its page only.
+
+    A page holds at most `MISSES_PER_PAGE` misses: its questions, each with its misses on the
+    page (``continued`` when some were on the page before), so no page grows with the gold's
+    density. (A report stored before the counts were kept is read whole.)"""
+    found = (
+        ProductionReport.objects.filter(pk=report.pk)
+        .values("content__report", "content__trend", "content__missed_counts")
+        .get()
+    )
+    counts = found["content__missed_counts"]
+    whole = None
+    if counts is None:  # stored before the missed questions were rows of their own
+        whole = found["content__report"]["missed"]
+        counts = [len(row["misses"]) for row in whole]
+    figures = {key: found["content__report"][key] for key in REPORT_KEYS}
+    flat = [(n, m) for n, count in enumerate(counts) for m in range(count)]
+    page = Paginator(flat, MISSES_PER_PAGE).get_page(number)
+    wanted = sorted({n for n, _ in page.object_list})
+    if whole is not None:
+        missed = {n: whole[n] for n in wanted}
+    else:
+        missed = dict(
+            ReportMissedQuestion.objects.filter(report=report, position__in=wanted).values_list(
+                "position", "content"
+            )
+        )
+    shown: dict[int, dict] = {}
+    for n, m in page.object_list:
+        if n not in shown:
+            shown[n] = {**missed[n], "misses": [], "continued": m > 0}
+        shown[n]["misses"].append(missed[n]["misses"][m])
+    page.object_list = list(shown.values())
+    return figures, found["content__trend"], page

@@ -47,11 +47,13 @@ def show_misses(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse
         if stored is None and (url := jobs.next_url(context["job"])):
             return redirect(url)  # no broker: the job ran in-process, the figures are there
     if stored is not None:
-        content = stored.content
+        report, trend, missed = reports.report_page(stored, request.GET.get("page"))
         context.update(
-            report=content["report"],
-            trend=content["trend"],
-            chart=_trend_chart(content["report"]["k"], content["trend"]),
+            report=report,
+            missed=missed,
+            page=missed,
+            trend=trend,
+            chart=_trend_chart(report["k"], trend),
             computed_at=stored.created_at,
         )
     return render(request, "production/show_misses.html", context)

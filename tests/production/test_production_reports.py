@@ -11,7 +11,7 @@ from corpus import jobs
 from corpus.models import Document, Job
 from corpus.services import projects
 from labelling.models import Assignment, Candidate, Judgement, Span
-from production.models import ProductionReport
+from production.models import ProductionReport, ReportMissedQuestion
 from production.services import reports as production_reports
 from tests.factories import SALARY_TEXT, MembershipFactory, UserFactory, add_documents, login
 from tests.production.test_production_misses import labelled  # noqa: F401 (fixture)
@@ -135,3 +135,37 @@ def test_an_outsider_lead_gets_the_same_bytes_with_a_restricted_document_labelle
     assert seen(leo) == before[leo]
     visibilities = set(ProductionReport.objects.values_list("visibility", flat=True))
     assert len(visibilities) == 2  # leo's report is never the insider's
+
+
+def test_a_page_lists_at_most_its_share_of_misses_in_order_whatever_the_questions_hold(
+    world, monkeypatch
+):
+    """The missed questions are rows of their own; each page reads its questions only and
+    lists at most `MISSES_PER_PAGE` misses, a question running over pages marked continued.
+    Read page by page, the misses are the report's, in its order, each once."""
+    browser = login(world["lead"])
+    browser.get(world["url"])
+    run_queued()
+    (stored,) = ProductionReport.objects.all()
+    missed = [row.content for row in ReportMissedQuestion.objects.filter(report=stored)]
+    assert missed and "missed" not in stored.content["report"]
+    # A question with many misses, another with a few: three pages of two.
+    many = {**missed[0], "misses": missed[0]["misses"] * 5}
+    ReportMissedQuestion.objects.filter(report=stored).delete()
+    for n, row in enumerate([many, missed[0]]):
+        ReportMissedQuestion.objects.create(report=stored, position=n, content=row)
+    stored.content["missed_counts"] = [len(many["misses"]), len(missed[0]["misses"])]
+    stored.save(update_fields=["content"])
+    monkeypatch.setattr(production_reports, "MISSES_PER_PAGE", 2)
+    total = len(many["misses"]) + len(missed[0]["misses"])
+    read, continued = [], []
+    for number in range(1, (total + 1) // 2 + 1):
+        _, _, page = production_reports.report_page(stored, number)
+        assert sum(len(row["misses"]) for row in page) <= 2
+        for row in page:
+            read.extend(row["misses"])
+            continued.append(row["continued"])
+    assert read == many["misses"] + missed[0]["misses"]
+    assert continued[0] is False and True in continued
+    response = browser.get(world["url"] + "?page=2")
+    assert response.status_code == 200 and "continued" in response.content.decode()
