@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from django.db import connection
 from django.db.models import Count, F, Max, Sum
 
 from corpus.models import AccessGroup, Document, DocumentVersion, DuplicateGroup, Membership
@@ -220,5 +221,38 @@ def test_the_state_query_says_what_the_orm_says(project, member, bm25):
         ]
         now = search_mask.state(bm25, someone)
         assert now.index == (loaded.index_id, loaded.built_at)
-        assert int_or_none(now.summaries) == int_or_none(expected)
+        # On PostgreSQL the rows' hashes follow (`_fingerprints`), one per summary.
+        assert int_or_none(now.summaries[: len(expected)]) == int_or_none(expected)
+        assert len(now.summaries) - len(expected) == (6 if connection.vendor == "postgresql" else 0)
     assert expected[0] == 2 and expected[5] == 1 and expected[8] == 1  # rows to summarise
+
+
+def test_a_rotation_that_keeps_every_sum_still_changes_the_state(project, member, bm25):
+    """Three documents and three groups with evenly spaced ids: moving each document from the
+    next group to the one after keeps the links' count, largest id, both sums and the sum of
+    products; on PostgreSQL the rows' hashes still tell, so the next search works the mask out
+    again."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite keeps the sums alone (search_mask._fingerprints); CI is PostgreSQL.")
+    groups = [AccessGroup.objects.create(project=project, name=f"rot{i}") for i in range(3)]
+    add_documents(project, *[(f"rot{i}", f"Rotation {i}\n\nVPN per year {i}.") for i in range(3)])
+    docs = [Document.objects.get(project=project, doc_id=f"rot{i}") for i in range(3)]
+    links = Document.access_groups.through.objects
+    rows = links.bulk_create(
+        [
+            Document.access_groups.through(document=docs[i], accessgroup=groups[(i + 1) % 3])
+            for i in range(3)
+        ]
+    )
+    user = member("labeller")
+    groups[0].members.add(user)
+    before = search_mask.state(bm25, user)
+    for i, row in enumerate(rows):
+        links.filter(pk=row.pk).update(accessgroup=groups[(i + 2) % 3])
+    after = search_mask.state(bm25, user)
+    doc_steps = {docs[1].pk - docs[0].pk, docs[2].pk - docs[1].pk}
+    group_steps = {groups[1].pk - groups[0].pk, groups[2].pk - groups[1].pk}
+    if len(doc_steps) == 1 and len(group_steps) == 1:  # the sums alone cannot tell
+        assert before.summaries[:5] == after.summaries[:5]
+    assert before != after
+    agrees(bm25, user)
