@@ -820,6 +820,11 @@ class ItemState(models.Model):
     # the passage (an `EscalatedItem` with a slot).
     distance = models.PositiveSmallIntegerField(default=0)
     escalated = models.BooleanField(default=False)
+    # What the Gold and Adjudication pages show of the item beyond its kind, as the votes gave
+    # it when the row was computed (`gold_state.SHOWN`): a decided item's grade and spans, why a
+    # pending one waits, who it waits for, its labellers' grades, and so on; empty keys left
+    # out. Derived like the rest of the row, so a stale mark corrects it.
+    shown = models.JSONField(default=dict, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["pool", "question"], name="itemstate_question")]

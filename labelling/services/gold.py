@@ -248,16 +248,40 @@ def resolve_gold(
         if isinstance(verdict, VerdictDecision):
             answerable = verdict.outcome == VerdictOutcome.ANSWERABLE
         rows.append(
-            GoldQuestionRow(
+            gold_question_row(
                 question=q.question,
                 answerable=answerable,
-                spans=coalesce_spans(spans, texts) if answerable is not False else [],
-                judged=judged,
                 verdict_source=verdict.source if isinstance(verdict, VerdictDecision) else "",
+                spans=spans,
+                texts=texts,
+                judged=judged,
                 single_by_access=single,
             )
         )
     return GoldResolution(questions=rows, unresolved=unresolved, machine_votes=counted)
+
+
+def gold_question_row(
+    *,
+    question: Question,
+    answerable: bool | None,
+    verdict_source: str,
+    spans: list[GoldSpanRow],
+    texts: dict[int, str],
+    judged: list[tuple[str, int, int, int]],
+    single_by_access: list,
+) -> GoldQuestionRow:
+    """A question's row of the gold from its decided items' gold spans (in the order of its
+    passages): overlapping ones merged (`coalesce_spans`), none when it is unanswerable.
+    ``texts`` holds the text of each version the spans are on."""
+    return GoldQuestionRow(
+        question=question,
+        answerable=answerable,
+        spans=coalesce_spans(spans, texts) if answerable is not False else [],
+        judged=judged,
+        verdict_source=verdict_source,
+        single_by_access=single_by_access,
+    )
 
 
 def question_gold_spans(*, question: Question, viewer=None) -> list[GoldSpanRow]:

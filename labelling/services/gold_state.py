@@ -169,6 +169,13 @@ def _states(questions) -> list[ItemState]:
                 answerable=None
                 if isinstance(verdict, Pending)
                 else verdict.outcome == VerdictOutcome.ANSWERABLE,
+                shown=_shown(
+                    reason=verdict.reason if isinstance(verdict, Pending) else "",
+                    waiting_for=q.waiting_for,
+                    outcome=q.resolution.get_outcome_display()
+                    if q.resolution is not None and q.resolution.outcome
+                    else "",
+                ),
             )
         )
         for item in q.items:
@@ -185,9 +192,50 @@ def _states(questions) -> list[ItemState]:
                     distance=vote_distance([j.grade for j in item.judgements]),
                     escalated=item.escalation is not None
                     and item.escalation.assignment_id is not None,
+                    shown=_item_shown(item, decision),
                 )
             )
     return rows
+
+
+def _shown(**shown) -> dict:
+    """`ItemState.shown`, its empty keys left out (`SHOWN` says what each key holds)."""
+    return {key: value for key, value in shown.items() if value not in (None, "", [])}
+
+
+# What `ItemState.shown` holds, for the Gold and Adjudication pages (read by
+# `labelling.services.lead_pages`, given to templates through `QueueEntry`):
+SHOWN = {
+    "grade": "a decided item's grade",
+    "spans": "a decided item's gold spans, [start, end] pairs (before merging across items)",
+    "reason": "why a pending item or verdict waits (`Pending.reason`)",
+    "waiting_for": "the labellers (or open slots) it still waits for",
+    "unseen_by": "the labellers of the question who cannot see the passage's document",
+    "votes": "the labellers' grades, [grade, username] in slot order",
+    "machine": "the grade of the AI judge's vote the rule counts, if any",
+    "note": "what a lead is told about the item's escalation",
+    "resolution_grade": "the grade of a lead's resolution of the item",
+    "outcome": "a verdict's resolution, as displayed",
+}
+
+
+def _item_shown(item, decision) -> dict:
+    counted = item.counted_machine_vote
+    decided = not isinstance(decision, Pending)
+    return _shown(
+        grade=decision.grade if decided else None,
+        spans=[list(span) for span in decision.spans] if decided else [],
+        reason="" if decided else decision.reason,
+        waiting_for=item.waiting_for,
+        unseen_by=item.unseen_by,
+        votes=[
+            [j.grade, j.assignment.labeller.get_username() if j.assignment.labeller else ""]
+            for j in item.judgements
+        ],
+        machine=counted.grade if counted is not None else None,
+        note=item.escalation_note,
+        resolution_grade=item.resolution.grade if item.resolution is not None else None,
+    )
 
 
 # A stored entry of the adjudication queue, as `queue_order` reads it.
