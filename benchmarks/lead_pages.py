@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/lead_pages.py [--questions 300] [--passages 200]
         [--labellers 20] [--double 10] [--resolutions 500] [--requests 20]
-        [--db-name goldset_lead_pages] [--only Gold,Adjudication]
+        [--db-name goldset_lead_pages] [--only Gold,Adjudication] [--analyze]
 
 The script (re)creates a scratch PostgreSQL database (`--db-name`, on 127.0.0.1 as postgres),
 migrates it and builds the world with bulk_create: 2,000 documents of policy-like text (one in
@@ -14,6 +14,10 @@ candidate graded by its labeller (0, 1 or 2, a span with 1 and 2), the first `--
 questions double-labelled (10 × 200 = 2,000 items, about a third of them disagreeing)
 and `--resolutions` of those disagreements resolved by the lead, and five
 questions excluded from the set.
+
+With ``--analyze``, the database is analyzed once the world is built (and the stored decisions
+filled), as autovacuum would have done on a real project: without it PostgreSQL plans with
+its default guesses for tables it has no statistics of.
 
 Then a lead, logged in through Django's test client, opens each lead page once (warm-up,
 untimed; a page that is not 200 is reported and skipped) and `--requests` times more; printed
@@ -270,6 +274,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--db-name", default="goldset_lead_pages")
     parser.add_argument("--only", default="", help="comma-separated page names")
+    parser.add_argument(
+        "--analyze",
+        action="store_true",
+        help="ANALYZE the database after the world is built and the stored decisions are filled "
+        "(as autovacuum does on a real project's tables), so PostgreSQL plans with real row "
+        "counts (and compiles a query it prices high: JIT)",
+    )
     args = parser.parse_args()
     configure(args.db_name)
     from django.db import connection
@@ -299,6 +310,11 @@ def main() -> None:
         built["question_set"].pools.values_list("pk", "assignments__question_id").distinct()
     )
     rng = random.Random(11)
+    if args.analyze:
+        if gold_state is not None:  # the stored decisions, as the first lead page fills them
+            gold_state.refresh(question_set=built["question_set"])
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
     for name, url in urls.items():
         if only and name.removesuffix(" after a grade") not in only:
             continue
@@ -343,6 +359,7 @@ def main() -> None:
                 "judgements": built["judgements"],
                 "resolutions": built["resolutions"],
                 "requests": args.requests,
+                "analyzed": args.analyze,
                 "pages": results,
             }
         )

@@ -10,6 +10,7 @@ from corpus import visibility
 from corpus.models import Document, DocumentVersion, Job, Project, Retriever
 from goldeval.pooling import StoppingRule, Strategy
 from goldset.sql import identifier
+from labelling.resolution import PENDING_KINDS
 
 # Answer runs and reference answers live in their own module; named here, Django finds them.
 # What came in from files lives in its own module; re-exported so labelling.models stays the
@@ -827,7 +828,19 @@ class ItemState(models.Model):
     shown = models.JSONField(default=dict, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["pool", "question"], name="itemstate_question")]
+        indexes = [
+            models.Index(fields=["pool", "question"], name="itemstate_question"),
+            # The rows the Adjudication page and the Gold page's counts read across a whole
+            # set (`gold_state.QUEUE`): pending, resolved, single votes, escalated.
+            models.Index(
+                fields=["pool", "question"],
+                name="itemstate_queue",
+                condition=Q(kind__in=list(PENDING_KINDS))
+                | Q(resolved=True)
+                | Q(single_by_access=True)
+                | Q(escalated=True),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.candidate_id or 'verdict'} of question {self.question_id}"

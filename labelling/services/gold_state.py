@@ -5,7 +5,7 @@ One row per item (`ItemState`: a candidate's grade decision or a question's verd
 `labelling.resolution` decided at the default span F1 minimum: decided ("single", "agreed",
 "resolved") or why it is pending, whether a lead resolved it, whether its one vote stands
 because the other labeller cannot see it, and a verdict's outcome. The rows do not depend on
-who reads them: each page keeps only the rows its viewer may see (`visible_states`, the
+who reads them: each page keeps only the rows its viewer may see (`visible`, the
 candidate's document through `corpus.visibility`; a question's verdict when one of its
 candidates is visible, as `gather_votes` reads it), so no count leaks across users with
 different access.
@@ -26,13 +26,14 @@ Keeping it current is this module's alone:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.signals import post_delete, post_save
 
-from corpus.models import Membership
+from corpus.models import Document, Membership
 from corpus.visibility import not_hidden_q
 from labelling.escalation import questions_moved, vote_distance
 from labelling.models import (
@@ -238,34 +239,61 @@ def _item_shown(item, decision) -> dict:
     )
 
 
-# A stored entry of the adjudication queue, as `queue_order` reads it.
-QueueRow = tuple  # (pool id, question id, candidate id or None, kind, version id, rank)
+# The stored rows that can be entries of the Adjudication page (a superset: `queue_kind`
+# says which are and in which section); a partial index holds them (`itemstate_queue`), so the
+# whole queue is read without scanning every decided item of the set.
+QUEUE = (
+    Q(kind__in=list(PENDING_KINDS))
+    | Q(resolved=True)
+    | Q(single_by_access=True)
+    | Q(escalated=True)
+)
+
+# The columns `queue_order` reads of each row (`QuerySet.values`).
+QUEUE_COLUMNS = (
+    "pool_id",
+    "question_id",
+    "candidate_id",
+    "kind",
+    "distance",
+    "candidate__version_id",
+    "candidate__shuffle_rank",
+    "candidate__start",
+    "candidate__end",
+)
+
+
+def queue_kind(row: dict) -> str | None:
+    """The kind of Adjudication page entry a stored row (``kind``, ``candidate_id``,
+    ``resolved``, ``single_by_access``, ``escalated``) is, as `adjudication_queue` with every
+    section gives it, in its order of precedence: "escalated_waiting" (a third labeller holds
+    the passage and has not graded it), "single_by_access" (one vote stands, not resolved), a
+    pending kind that needs a lead, "resolved" (a lead's resolution; a resolved item still
+    pending keeps its pending kind); None when it is no entry."""
+    kind = row["kind"]
+    if row["candidate_id"] is not None:
+        if row["escalated"] and kind == "waiting":
+            return "escalated_waiting"
+        if row["single_by_access"] and not row["resolved"] and kind in DECIDED:
+            return "single_by_access"
+    if kind in NEEDS_LEAD:
+        return kind
+    if row["resolved"]:
+        return kind if kind in PENDING_KINDS else "resolved"
+    return None
 
 
 def queue_order(
-    entries: QuerySet[ItemState], *, visible: QuerySet[ItemState]
-) -> tuple[list[QueueRow], dict[tuple[int, int, int, int], int]]:
-    """The stored ``entries`` in the adjudication queue's order (`adjudication_queue`,
-    `labelling.escalation`): the widest vote distance first, then the passages that can move
-    the most questions, then as `gather_votes` reads them (pool, question, its verdict, its
-    passages as shuffled). How many questions a passage moves is counted over ``visible`` (the
-    viewer's stored decisions), on the document versions of the entries only: a passage moves
-    only questions with an undecided passage on its own version. Returns the rows in order and
-    the moves by passage, for `adjudication_queue(moved=…)` reading one page of them."""
-    rows = list(
-        entries.values_list(
-            "pool_id",
-            "question_id",
-            "candidate_id",
-            "kind",
-            "candidate__version_id",
-            "candidate__shuffle_rank",
-            "distance",
-            "candidate__start",
-            "candidate__end",
-        )
-    )
-    versions = {row[4] for row in rows if row[2] is not None}
+    entries: list[dict], *, visible: QuerySet[ItemState]
+) -> tuple[list[dict], dict[tuple[int, int, int, int], int]]:
+    """The stored ``entries`` (rows with `QUEUE_COLUMNS`) in the adjudication queue's order
+    (`adjudication_queue`, `labelling.escalation`): the widest vote distance first, then the
+    passages that can move the most questions, then as `gather_votes` reads them (pool,
+    question, its verdict, its passages as shuffled). How many questions a passage moves is
+    counted over ``visible`` (the viewer's stored passages, `Visible.items`), on the document
+    versions of the entries only: a passage moves only questions with an undecided passage on
+    its own version. Returns the rows in order and the moves by passage."""
+    versions = {row["candidate__version_id"] for row in entries if row["candidate_id"]}
     moved = (
         questions_moved(
             visible.filter(kind__in=PENDING_KINDS, candidate__version_id__in=versions).values_list(
@@ -276,26 +304,57 @@ def queue_order(
         else {}
     )
 
-    def order(row) -> tuple:
-        pool, question, candidate, _, version, rank, distance, start, end = row
+    def order(row: dict) -> tuple:
+        pool, question, candidate = row["pool_id"], row["question_id"], row["candidate_id"]
         if candidate is None:  # a verdict: no grades apart, it moves its own question
             return (0, -1, pool, question, False, 0, 0)
-        moves = moved.get((question, version, start, end), 0)
-        return (-distance, -moves, pool, question, True, rank, candidate)
+        passage = (question, row["candidate__version_id"])
+        moves = moved.get((*passage, row["candidate__start"], row["candidate__end"]), 0)
+        return (
+            -row["distance"],
+            -moves,
+            pool,
+            question,
+            True,
+            row["candidate__shuffle_rank"],
+            candidate,
+        )
 
-    return [row[:6] for row in sorted(rows, key=order)], moved
+    return sorted(entries, key=order), moved
 
 
-def visible_states(*, question_set: QuestionSet, viewer) -> QuerySet[ItemState]:
-    """The stored decisions of the set's included questions that ``viewer`` may see: a
-    candidate's when its document is not hidden from them, a verdict's when one of the
-    question's candidates in that pool is not. Call `refresh` first."""
+@dataclass
+class Visible:
+    """The stored decisions of a set's included questions that a viewer may see, as two
+    querysets: ``items``, the passages on documents not hidden from them, and ``verdicts``,
+    the questions' verdicts where one of the question's candidates in that pool is not (as
+    `gather_votes` reads them). Kept apart because one query over both (an OR of the two
+    conditions) keeps PostgreSQL from joining: it tests each of a set's rows against the
+    access subqueries, which at 60,000 rows it prices high enough to compile the query (JIT),
+    seconds a request. Call `refresh` first."""
+
+    items: QuerySet[ItemState]
+    verdicts: QuerySet[ItemState]
+
+    def both(self) -> tuple[QuerySet[ItemState], QuerySet[ItemState]]:
+        return self.verdicts, self.items
+
+    def filter(self, *args, **kwargs) -> Visible:
+        return Visible(
+            items=self.items.filter(*args, **kwargs), verdicts=self.verdicts.filter(*args, **kwargs)
+        )
+
+
+def visible(*, question_set: QuestionSet, viewer) -> Visible:
+    """The stored decisions ``viewer`` may see (`Visible`)."""
+    included = ItemState.objects.filter(included_q("question__"), pool__question_set=question_set)
+    documents = Document.objects.filter(project_id=question_set.project_id).filter(
+        not_hidden_q(viewer)
+    )
     seen_candidate = Candidate.objects.filter(
         pool_id=OuterRef("pool_id"), question_id=OuterRef("question_id")
     ).not_hidden_from(viewer)
-    return ItemState.objects.filter(
-        included_q("question__"), pool__question_set=question_set
-    ).filter(
-        (Q(candidate__isnull=True) & Q(Exists(seen_candidate)))
-        | (Q(candidate__isnull=False) & not_hidden_q(viewer, prefix="document__"))
+    return Visible(
+        items=included.filter(candidate__isnull=False, document__in=documents.values("pk")),
+        verdicts=included.filter(candidate__isnull=True).filter(Exists(seen_candidate)),
     )

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.core.paginator import Page, Paginator
-from django.db.models import BooleanField, Count, ExpressionWrapper, F, Q
+from django.db import DEFAULT_DB_ALIAS
+from django.db.models import Count, F
 
 from corpus.models import Document, DocumentVersion
 from labelling.models import Candidate, Question, QuestionSet
@@ -86,22 +87,21 @@ def gold_page(
             rows_page=rows_page,
         )
     gold_state.refresh(question_set=question_set)
-    states = gold_state.visible_states(question_set=question_set, viewer=viewer)
-    # Every figure, the questions with unresolved items and the keys of the rows, in one pass
-    # over the viewer's stored decisions: a count per question, kind and verdict outcome.
-    summary = list(
-        states.values(
-            "pool_id",
-            "question_id",
-            "kind",
-            "answerable",
-            verdict=ExpressionWrapper(Q(candidate__isnull=True), output_field=BooleanField()),
+    states = gold_state.visible(question_set=question_set, viewer=viewer)
+    # Every figure, the questions with unresolved items and the keys of the rows: the
+    # verdicts (one a question), and the unresolved passages counted per question and kind.
+    verdicts = [
+        {"pool_id": pool, "question_id": question, "kind": kind, "answerable": answerable, "n": 1}
+        for pool, question, kind, answerable in states.verdicts.values_list(
+            "pool_id", "question_id", "kind", "answerable"
         )
+    ]
+    pending = [row for row in verdicts if row["kind"] in PENDING_KINDS] + list(
+        states.items.filter(kind__in=PENDING_KINDS)
+        .values("question_id", "kind")
         .annotate(n=Count("pk"))
         .order_by()
     )
-    verdicts = [row for row in summary if row["verdict"]]
-    pending = [row for row in summary if row["kind"] in PENDING_KINDS]
     by_kind: dict[str, int] = {}
     for row in pending:
         by_kind[row["kind"]] = by_kind.get(row["kind"], 0) + row["n"]
@@ -130,7 +130,7 @@ def gold_page(
     )
     changed_keys = (
         set(
-            states.filter(kind__in=gold_state.DECIDED, candidate__version__in=superseded)
+            states.items.filter(kind__in=gold_state.DECIDED, candidate__version__in=superseded)
             .values_list("pool_id", "question_id")
             .distinct()
         )
@@ -168,9 +168,9 @@ def gold_page(
         ]
     )
     return GoldPage(
-        questions=sum(row["n"] for row in verdicts),
-        answerable=sum(row["n"] for row in verdicts if row["answerable"] is True),
-        unanswerable=sum(row["n"] for row in verdicts if row["answerable"] is False),
+        questions=len(verdicts),
+        answerable=sum(1 for row in verdicts if row["answerable"] is True),
+        unanswerable=sum(1 for row in verdicts if row["answerable"] is False),
         unresolved=sum(by_kind.values()),
         counts=counts,
         groups=groups,
@@ -201,24 +201,26 @@ STORED = (
 )
 
 
-def _read(states) -> list[dict]:
+def _read(states: gold_state.Visible) -> list[dict]:
     """The stored rows as plain values, each question's verdict first, then its passages in
     the order `gather_votes` reads them (as shuffled)."""
-    return list(
-        states.values(*STORED).order_by(
-            "pool_id",
-            "question_id",
-            F("candidate__shuffle_rank").asc(nulls_first=True),
-            F("candidate_id").asc(nulls_first=True),
+    rows = [row for queryset in states.both() for row in queryset.values(*STORED)]
+    rows.sort(
+        key=lambda row: (
+            row["pool_id"],
+            row["question_id"],
+            row["candidate_id"] is not None,
+            row["candidate__shuffle_rank"] or 0,
+            row["candidate_id"] or 0,
         )
     )
+    return rows
 
 
-def _objects(question_set, rows: list[dict], *, texts: bool) -> tuple[dict, dict, dict]:
-    """The pools, questions and candidates of ``rows``, as the templates read them: each
-    candidate with its version and document (and, with ``texts``, the version's text)."""
-    pools = {pool.pk: pool for pool in question_set.pools.all()}
-    questions = Question.objects.in_bulk({row["question_id"] for row in rows})
+def _candidates(rows: list[dict], *, texts: bool) -> dict[int, Candidate]:
+    """The candidates of ``rows`` as the templates read them: each with its version and
+    document (and, with ``texts``, the version's text), built from the values read
+    (`Model.from_db` with only those fields: the rest are deferred, never read)."""
     version_ids = {row["candidate__version_id"] for row in rows if row["candidate_id"]}
     text_of = (
         dict(DocumentVersion.objects.filter(pk__in=version_ids).values_list("pk", "text"))
@@ -232,26 +234,36 @@ def _objects(question_set, rows: list[dict], *, texts: bool) -> tuple[dict, dict
             continue
         version_id = row["candidate__version_id"]
         if version_id not in versions:
-            version = DocumentVersion(
-                pk=version_id,
-                document_id=row["document_id"],
-                version=row["candidate__version__version"],
-                text=text_of.get(version_id, ""),
+            version = DocumentVersion.from_db(
+                DEFAULT_DB_ALIAS,
+                ["id", "document_id", "version", "text"],
+                (
+                    version_id,
+                    row["document_id"],
+                    row["candidate__version__version"],
+                    text_of.get(version_id, ""),
+                ),
             )
-            version.document = Document(pk=row["document_id"], doc_id=row["document__doc_id"])
+            version.document = Document.from_db(
+                DEFAULT_DB_ALIAS, ["id", "doc_id"], (row["document_id"], row["document__doc_id"])
+            )
             versions[version_id] = version
-        candidate = Candidate(
-            pk=row["candidate_id"],
-            pool_id=row["pool_id"],
-            question_id=row["question_id"],
-            version_id=version_id,
-            start=row["candidate__start"],
-            end=row["candidate__end"],
-            shuffle_rank=row["candidate__shuffle_rank"],
+        candidate = Candidate.from_db(
+            DEFAULT_DB_ALIAS,
+            ["id", "pool_id", "question_id", "version_id", "start", "end", "shuffle_rank"],
+            (
+                row["candidate_id"],
+                row["pool_id"],
+                row["question_id"],
+                version_id,
+                row["candidate__start"],
+                row["candidate__end"],
+                row["candidate__shuffle_rank"],
+            ),
         )
         candidate.version = versions[version_id]
         candidates[candidate.pk] = candidate
-    return pools, questions, candidates
+    return candidates
 
 
 def _entries(
@@ -262,26 +274,19 @@ def _entries(
     Adjudication page's, as `adjudication_queue` gives them: "escalated_waiting",
     "single_by_access" or "resolved" for the sections it sets apart, and the queue's distance
     and moves."""
-    pools, questions, candidates = _objects(question_set, rows, texts=texts)
+    pools = {pool.pk: pool for pool in question_set.pools.all()}
+    questions = Question.objects.in_bulk({row["question_id"] for row in rows})
+    candidates = _candidates(rows, texts=texts)
     entries = []
     for row in rows:
         shown = row["shown"]
         candidate = candidates.get(row["candidate_id"])
-        if moved is None:
-            kind, reason = row["kind"], shown.get("reason", "")
-        elif candidate is not None and row["escalated"] and row["kind"] == "waiting":
-            kind, reason = "escalated_waiting", THIRD_WAITING_REASON
-        elif (
-            candidate is not None
-            and row["single_by_access"]
-            and not row["resolved"]
-            and row["kind"] in gold_state.DECIDED
-        ):
-            kind, reason = "single_by_access", single_vote_reason(shown.get("unseen_by", []))
-        elif row["kind"] in PENDING_KINDS:
-            kind, reason = row["kind"], shown.get("reason", "")
-        else:
-            kind, reason = "resolved", "resolved"
+        kind = row["kind"] if moved is None else gold_state.queue_kind(row)
+        reason = {
+            "escalated_waiting": THIRD_WAITING_REASON,
+            "single_by_access": single_vote_reason(shown.get("unseen_by", [])),
+            "resolved": "resolved",
+        }.get(kind) or shown.get("reason", "")
         entry = QueueEntry(
             pool=pools[row["pool_id"]],
             question=questions[row["question_id"]],
@@ -311,7 +316,7 @@ def _entries(
 def _gold_rows(question_set, rows: list[dict], *, keys: list[tuple[int, int]]) -> list:
     """The gold per question (`GoldQuestionRow`, as `resolve_gold` gives it) of ``keys`` from
     their stored rows, none of them on a changed document."""
-    _, questions, _ = _objects(question_set, rows, texts=False)
+    questions = Question.objects.in_bulk({key[1] for key in keys})
     spanned = {
         row["candidate__version_id"]
         for row in rows
@@ -444,37 +449,25 @@ def adjudication_page(
             *([e for e in section if e.question.pk in on_page] for section in sections),
         )
     gold_state.refresh(question_set=question_set)
-    visible = gold_state.visible_states(question_set=question_set, viewer=viewer)
+    visible = gold_state.visible(question_set=question_set, viewer=viewer)
     states = visible if question_id is None else visible.filter(question_id=question_id)
-    # As `adjudication_queue` sorts its items, in its order of precedence.
-    third = Q(escalated=True, kind="waiting", candidate__isnull=False)
-    single = Q(single_by_access=True, resolved=False, kind__in=gold_state.DECIDED) & ~third
-    needs_lead = Q(kind__in=gold_state.NEEDS_LEAD) & ~third & ~single
-    resolved = Q(resolved=True) & ~needs_lead & ~third & ~single
-    entries = states.filter(needs_lead | resolved | single | third)
-    totals = entries.aggregate(
-        open_total=Count("pk", filter=needs_lead),
-        resolved_total=Count("pk", filter=resolved),
-        single_total=Count("pk", filter=single),
-        third_total=Count("pk", filter=third),
-    )
+    rows = [row for row in _read(states.filter(gold_state.QUEUE)) if gold_state.queue_kind(row)]
+    kinds = [gold_state.queue_kind(row) for row in rows]
+    totals = {
+        "open_total": sum(1 for kind in kinds if kind not in SET_APART),
+        "resolved_total": kinds.count("resolved"),
+        "single_total": kinds.count("single_by_access"),
+        "third_total": kinds.count("escalated_waiting"),
+    }
     # The whole queue's order decides which questions come first: how many questions a
     # passage moves is counted over every undecided passage the viewer may see.
-    ordered, moved = gold_state.queue_order(entries, visible=visible)
-    questions = list(dict.fromkeys(question for _, question, *_ in ordered))
+    ordered, moved = gold_state.queue_order(rows, visible=visible.items)
+    questions = list(dict.fromkeys(row["question_id"] for row in ordered))
     shown = Paginator(questions, ADJUDICATION_QUESTIONS_PER_PAGE).get_page(page)
     on_page = set(shown.object_list)
-    listed = []
-    if on_page:
-        stored = {
-            (row["pool_id"], row["question_id"], row["candidate_id"]): row
-            for row in _read(entries.filter(question_id__in=on_page))
-        }
-        listed = _entries(
-            question_set,
-            [stored[tuple(row[:3])] for row in ordered if row[1] in on_page],
-            moved=moved,
-        )
+    listed = _entries(
+        question_set, [row for row in ordered if row["question_id"] in on_page], moved=moved
+    )
     return AdjudicationPage(
         totals["open_total"],
         totals["resolved_total"],

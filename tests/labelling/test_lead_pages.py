@@ -180,8 +180,8 @@ def test_stored_decisions_show_the_same_pages_as_deciding_everything_again(
     assert ItemState.objects.filter(pool__question_set=question_set).exists()
     hidden = Document.objects.get(project=project, doc_id="board")
     for lead in leads:
-        states = gold_state.visible_states(question_set=question_set, viewer=lead)
-        assert not states.filter(document=hidden).exists()
+        states = gold_state.visible(question_set=question_set, viewer=lead)
+        assert not states.items.filter(document=hidden).exists()
 
 
 def _a_judged_item(question_set):
