@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/lead_pages.py [--questions 300] [--passages 200]
         [--labellers 20] [--double 10] [--resolutions 500] [--requests 20]
-        [--db-name goldset_lead_pages] [--only Gold,Adjudication] [--analyze]
+        [--db-name goldset_lead_pages] [--only Gold,Adjudication] [--analyze] [--reuse]
 
 The script (re)creates a scratch PostgreSQL database (`--db-name`, on 127.0.0.1 as postgres),
 migrates it and builds the world with bulk_create: 2,000 documents of policy-like text (one in
@@ -18,13 +18,15 @@ question (its production ranking: ten of the question's candidates and two other
 as the misses report reads them), drawn uniformly from a population of 20 times as many, so
 the Misses page reads the whole set's gold; it adds no candidate, judgement or resolution.
 
-With `--analyze`, the database's planner statistics are gathered once the world is built (an
-`ANALYZE`, as autovacuum does on a server that runs it; the development server here runs
-without, so by default every plan is made on a table it has no statistics of).
+With ``--analyze``, the database is analyzed once the world is built (and the stored decisions
+filled), as autovacuum would have done on a real project: without it PostgreSQL plans with
+its default guesses for tables it has no statistics of.
 
 Then a lead, logged in through Django's test client, opens each lead page once (warm-up,
 untimed; a page that is not 200 is reported and skipped) and `--requests` times more; printed
-per page: p50, p95 and the SQL queries of the last request, and one JSON line last. Where the
+per page: p50 and p95 of the wall time and of this process's CPU time, the SQL queries of the
+last request, and one JSON line last. ``--reuse`` measures the world an earlier run left in
+``--db-name`` (for interleaving trees on the same data). Where the
 stored gold decisions exist (`labelling.services.gold_state`), "Gold after a grade" marks one
 random question stale before each request, as a labeller's grade does, so each request also
 recomputes that question.
@@ -55,16 +57,17 @@ WORDS = str.split(
 DOCUMENTS = 2000
 
 
-def configure(db_name: str) -> None:
+def configure(db_name: str, *, reuse: bool = False) -> None:
     import psycopg
 
     if not db_name.replace("_", "").isalnum():
         raise SystemExit(f"--db-name is letters, digits and _, not {db_name!r}")
-    with psycopg.connect(
-        "host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True
-    ) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {db_name} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {db_name}")
+    if not reuse:
+        with psycopg.connect(
+            "host=127.0.0.1 port=5432 user=postgres dbname=postgres", autocommit=True
+        ) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {db_name} WITH (FORCE)")
+            conn.execute(f"CREATE DATABASE {db_name}")
     os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db_name}"
     os.environ["DEBUG"] = "1"
     os.environ.pop("REDIS_URL", None)
@@ -307,6 +310,26 @@ def production_sample(rng, *, project, question_set, lead, paragraphs):
     return sample
 
 
+def built_before() -> dict:
+    """The world an earlier run built (`--reuse`), as `world` describes it."""
+    from django.contrib.auth import get_user_model
+
+    from corpus.models import Project
+    from labelling.models import Candidate, Judgement, QuestionSet, Resolution
+
+    project = Project.objects.get(slug="bench")
+    question_set = QuestionSet.objects.get(project=project)
+    return {
+        "project": project,
+        "question_set": question_set,
+        "lead": get_user_model().objects.get(username="lead"),
+        "candidates": Candidate.objects.filter(pool__question_set=question_set).count(),
+        "judgements": Judgement.objects.filter(candidate__pool__question_set=question_set).count(),
+        "disputed": 0,  # not stored: the build counts it
+        "resolutions": Resolution.objects.filter(pool__question_set=question_set).count(),
+    }
+
+
 def pages(built: dict) -> dict[str, str]:
     from django.urls import reverse
 
@@ -339,24 +362,32 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--db-name", default="goldset_lead_pages")
     parser.add_argument("--only", default="", help="comma-separated page names")
-    parser.add_argument("--analyze", action="store_true", help="ANALYZE once the world is built")
+    parser.add_argument(
+        "--analyze",
+        action="store_true",
+        help="ANALYZE the database after the world is built and the stored decisions are filled "
+        "(as autovacuum does on a real project's tables), so PostgreSQL plans with real row "
+        "counts (and compiles a query it prices high: JIT)",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="measure the world an earlier run left in --db-name instead of building it again",
+    )
     args = parser.parse_args()
-    configure(args.db_name)
+    configure(args.db_name, reuse=args.reuse)
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
     started = time.perf_counter()
-    built = world(args)
+    built = built_before() if args.reuse else world(args)
     print(
         f"world: {built['candidates']:,} candidates, {built['judgements']:,} judgements, "
         f"{built['disputed']:,} disputed items, {built['resolutions']:,} resolutions "
         f"({time.perf_counter() - started:.0f} s)",
         flush=True,
     )
-    if args.analyze:
-        with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
     client = Client()
     client.force_login(built["lead"])
     only = {name.strip() for name in args.only.split(",") if name.strip()}
@@ -372,6 +403,11 @@ def main() -> None:
         built["question_set"].pools.values_list("pk", "assignments__question_id").distinct()
     )
     rng = random.Random(11)
+    if args.analyze:
+        if gold_state is not None:  # the stored decisions, as the first lead page fills them
+            gold_state.refresh(question_set=built["question_set"])
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE")
     for name, url in urls.items():
         if only and name.removesuffix(" after a grade") not in only:
             continue
@@ -391,22 +427,27 @@ def main() -> None:
             print(f"{name:<14} {url}: {response.status_code}, skipped", flush=True)
             results[name] = {"status": response.status_code}
             continue
-        times = []
+        times, cpu = [], []
         for _ in range(args.requests):
             before()
             with CaptureQueriesContext(connection) as queries:
-                began = time.perf_counter()
+                began, used = time.perf_counter(), time.process_time()
                 response = client.get(url)
                 times.append((time.perf_counter() - began) * 1000)
+                cpu.append((time.process_time() - used) * 1000)
             assert response.status_code == 200, (name, response.status_code)
         results[name] = {
             "p50_ms": round(statistics.median(times), 1),
             "p95_ms": round(percentile(times, 0.95), 1),
+            # This process's CPU (the web side; PostgreSQL's is not in it), less moved by load.
+            "cpu_p50_ms": round(statistics.median(cpu), 1),
+            "cpu_p95_ms": round(percentile(cpu, 0.95), 1),
             "queries": len(queries),
         }
         print(
             f"{name:<14} p50 {results[name]['p50_ms']:8.1f} ms  p95 {results[name]['p95_ms']:8.1f}"
-            f" ms  {len(queries)} queries",
+            f" ms  CPU p50 {results[name]['cpu_p50_ms']:7.1f} ms  p95"
+            f" {results[name]['cpu_p95_ms']:7.1f} ms  {len(queries)} queries",
             flush=True,
         )
     print(
@@ -416,6 +457,7 @@ def main() -> None:
                 "judgements": built["judgements"],
                 "resolutions": built["resolutions"],
                 "requests": args.requests,
+                "analyzed": args.analyze,
                 "pages": results,
             }
         )

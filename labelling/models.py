@@ -11,6 +11,7 @@ from corpus import visibility
 from corpus.models import Document, DocumentVersion, Job, Project, Retriever
 from goldeval.pooling import StoppingRule, Strategy
 from goldset.sql import identifier
+from labelling.resolution import PENDING_KINDS
 
 # Answer runs and reference answers live in their own module; named here, Django finds them.
 # What came in from files lives in its own module; re-exported so labelling.models stays the
@@ -851,9 +852,26 @@ class ItemState(models.Model):
     # the passage (an `EscalatedItem` with a slot).
     distance = models.PositiveSmallIntegerField(default=0)
     escalated = models.BooleanField(default=False)
+    # What the Gold and Adjudication pages show of the item beyond its kind, as the votes gave
+    # it when the row was computed (`gold_state.SHOWN`): a decided item's grade and spans, why a
+    # pending one waits, who it waits for, its labellers' grades, and so on; empty keys left
+    # out. Derived like the rest of the row, so a stale mark corrects it.
+    shown = models.JSONField(default=dict, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["pool", "question"], name="itemstate_question")]
+        indexes = [
+            models.Index(fields=["pool", "question"], name="itemstate_question"),
+            # The rows the Adjudication page and the Gold page's counts read across a whole
+            # set (`gold_state.QUEUE`): pending, resolved, single votes, escalated.
+            models.Index(
+                fields=["pool", "question"],
+                name="itemstate_queue",
+                condition=Q(kind__in=list(PENDING_KINDS))
+                | Q(resolved=True)
+                | Q(single_by_access=True)
+                | Q(escalated=True),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.candidate_id or 'verdict'} of question {self.question_id}"

@@ -198,13 +198,67 @@ class QueueEntry:
     # questions' figures the passage can move.
     distance: int = 0
     moves: int = 0
+    # Read from the stored decisions instead of the votes (`labelling.services.lead_pages`):
+    # what the pages show of the item (`ItemState.shown`, keys in `gold_state.SHOWN`); None
+    # when ``item`` or ``question_votes`` hold the votes themselves.
+    shown: dict | None = None
 
     @property
     def waiting_for(self) -> list[str]:
         """The labellers (or open slots) whose vote the entry still waits for."""
+        if self.shown is not None:
+            return self.shown.get("waiting_for", [])
         if self.item is not None:
             return self.item.waiting_for
         return self.question_votes.waiting_for if self.question_votes else []
+
+    @property
+    def graders(self) -> list[tuple[int, str]]:
+        """Each labeller's grade of the passage and their username, in slot order."""
+        if self.shown is not None:
+            return [(grade, name) for grade, name in self.shown.get("votes", [])]
+        if self.item is None:
+            return []
+        return [
+            (j.grade, j.assignment.labeller.get_username() if j.assignment.labeller else "")
+            for j in self.item.judgements
+        ]
+
+    @property
+    def grades(self) -> list[int]:
+        return [grade for grade, _ in self.graders]
+
+    @property
+    def machine_grade(self) -> int | None:
+        """The grade of the AI judge's vote the gold rule counts for the passage, if any."""
+        if self.shown is not None:
+            return self.shown.get("machine")
+        counted = self.item.counted_machine_vote if self.item is not None else None
+        return counted.grade if counted is not None else None
+
+    @property
+    def escalation_note(self) -> str:
+        if self.shown is not None:
+            return self.shown.get("note", "")
+        return self.item.escalation_note if self.item is not None else ""
+
+    @property
+    def resolved_grade(self) -> int | None:
+        """The grade a lead's resolution gave the passage."""
+        if self.shown is not None:
+            return self.shown.get("resolution_grade")
+        resolution = self.item.resolution if self.item is not None else None
+        return resolution.grade if resolution is not None else None
+
+    @property
+    def resolved_outcome(self) -> str:
+        """The verdict a lead's resolution gave the question, as displayed."""
+        if self.shown is not None:
+            return self.shown.get("outcome", "")
+        votes = self.question_votes
+        if votes is None or votes.resolution is None:
+            return ""
+        return votes.resolution.get_outcome_display()
 
 
 def adjudication_queue(
@@ -272,7 +326,7 @@ def adjudication_queue(
                         candidate=item.candidate,
                         item=item,
                         question_votes=q,
-                        reason="waiting for a third labeller",
+                        reason=THIRD_WAITING_REASON,
                         kind="escalated_waiting",
                     )
                 )
@@ -289,8 +343,7 @@ def adjudication_queue(
                         candidate=item.candidate,
                         item=item,
                         question_votes=q,
-                        reason=f"one vote stands: {', '.join(item.unseen_by)} cannot see this "
-                        "document",
+                        reason=single_vote_reason(item.unseen_by),
                         kind="single_by_access",
                     )
                 )
@@ -321,12 +374,20 @@ def adjudication_queue(
     return entries
 
 
+def single_vote_reason(unseen_by: Sequence[str]) -> str:
+    """Why a passage's one vote stands (kind "single_by_access")."""
+    return f"one vote stands: {', '.join(unseen_by)} cannot see this document"
+
+
+THIRD_WAITING_REASON = "waiting for a third labeller"  # kind "escalated_waiting"
+
+
 def resolve_item_reason(item: ItemVotes, *, min_span_f1: float) -> str:
     decision = item.decide(min_span_f1=min_span_f1)
     if isinstance(decision, Pending):
         return decision.reason
     if decision.source == "single" and item.single_by_access:
-        return f"one vote stands: {', '.join(item.unseen_by)} cannot see this document"
+        return single_vote_reason(item.unseen_by)
     return f"settled ({decision.source})"
 
 

@@ -248,16 +248,40 @@ def resolve_gold(
         if isinstance(verdict, VerdictDecision):
             answerable = verdict.outcome == VerdictOutcome.ANSWERABLE
         rows.append(
-            GoldQuestionRow(
+            gold_question_row(
                 question=q.question,
                 answerable=answerable,
-                spans=coalesce_spans(spans, texts) if answerable is not False else [],
-                judged=judged,
                 verdict_source=verdict.source if isinstance(verdict, VerdictDecision) else "",
+                spans=spans,
+                texts=texts,
+                judged=judged,
                 single_by_access=single,
             )
         )
     return GoldResolution(questions=rows, unresolved=unresolved, machine_votes=counted)
+
+
+def gold_question_row(
+    *,
+    question: Question,
+    answerable: bool | None,
+    verdict_source: str,
+    spans: list[GoldSpanRow],
+    texts: dict[int, str],
+    judged: list[tuple[str, int, int, int]],
+    single_by_access: list,
+) -> GoldQuestionRow:
+    """A question's row of the gold from its decided items' gold spans (in the order of its
+    passages): overlapping ones merged (`coalesce_spans`), none when it is unanswerable.
+    ``texts`` holds the text of each version the spans are on."""
+    return GoldQuestionRow(
+        question=question,
+        answerable=answerable,
+        spans=coalesce_spans(spans, texts) if answerable is not False else [],
+        judged=judged,
+        verdict_source=verdict_source,
+        single_by_access=single_by_access,
+    )
 
 
 def question_gold_spans(*, question: Question, viewer=None) -> list[GoldSpanRow]:
@@ -683,11 +707,15 @@ def _next_stored(*, question_set, viewer, current: tuple, from_gold: bool) -> Qu
     the stored rows."""
     gold_state.refresh(question_set=question_set)
     kinds = list(PENDING_KINDS)
-    visible = gold_state.visible_states(question_set=question_set, viewer=viewer)
+    visible = gold_state.visible(question_set=question_set, viewer=viewer)
     if from_gold:
-        rows = visible.filter(kind__in=kinds).values_list(
-            "pool_id", "question_id", "candidate_id", "kind", "candidate__shuffle_rank"
-        )
+        rows = [
+            row
+            for queryset in visible.filter(kind__in=kinds).both()
+            for row in queryset.values_list(
+                "pool_id", "question_id", "candidate_id", "kind", "candidate__shuffle_rank"
+            )
+        ]
 
         def order(row) -> tuple:
             pool, question, candidate, kind, rank = row
@@ -702,10 +730,16 @@ def _next_stored(*, question_set, viewer, current: tuple, from_gold: bool) -> Qu
 
         keys = [row[:3] for row in sorted(rows, key=order)]
     else:
+        entries = visible.filter(kind__in=gold_state.NEEDS_LEAD)
         ordered, _ = gold_state.queue_order(
-            visible.filter(kind__in=gold_state.NEEDS_LEAD), visible=visible
+            [
+                row
+                for queryset in entries.both()
+                for row in queryset.values(*gold_state.QUEUE_COLUMNS)
+            ],
+            visible=visible.items,
         )
-        keys = [row[:3] for row in ordered]
+        keys = [(row["pool_id"], row["question_id"], row["candidate_id"]) for row in ordered]
     position = keys.index(current) if current in keys else -1
     rest = keys[position + 1 :] + keys[: max(position, 0)]
     following = next((key for key in rest if key != current), None)

@@ -5,7 +5,7 @@ One row per item (`ItemState`: a candidate's grade decision or a question's verd
 `labelling.resolution` decided at the default span F1 minimum: decided ("single", "agreed",
 "resolved") or why it is pending, whether a lead resolved it, whether its one vote stands
 because the other labeller cannot see it, and a verdict's outcome. The rows do not depend on
-who reads them: each page keeps only the rows its viewer may see (`visible_states`, the
+who reads them: each page keeps only the rows its viewer may see (`visible`, the
 candidate's document through `corpus.visibility`; a question's verdict when one of its
 candidates is visible, as `gather_votes` reads it), so no count leaks across users with
 different access.
@@ -26,14 +26,15 @@ Keeping it current is this module's alone:
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.signals import post_delete, post_save
 
-from corpus.models import Membership
-from corpus.visibility import hidden_document_ids, not_hidden_q
+from corpus.models import Document, Membership
+from corpus.visibility import hidden_document_ids, hidden_q
 from labelling.escalation import questions_moved, vote_distance
 from labelling.models import (
     Assignment,
@@ -169,6 +170,13 @@ def _states(questions) -> list[ItemState]:
                 answerable=None
                 if isinstance(verdict, Pending)
                 else verdict.outcome == VerdictOutcome.ANSWERABLE,
+                shown=_shown(
+                    reason=verdict.reason if isinstance(verdict, Pending) else "",
+                    waiting_for=q.waiting_for,
+                    outcome=q.resolution.get_outcome_display()
+                    if q.resolution is not None and q.resolution.outcome
+                    else "",
+                ),
             )
         )
         for item in q.items:
@@ -185,39 +193,107 @@ def _states(questions) -> list[ItemState]:
                     distance=vote_distance([j.grade for j in item.judgements]),
                     escalated=item.escalation is not None
                     and item.escalation.assignment_id is not None,
+                    shown=_item_shown(item, decision),
                 )
             )
     return rows
 
 
-# A stored entry of the adjudication queue, as `queue_order` reads it.
-QueueRow = tuple  # (pool id, question id, candidate id or None, kind, version id, rank)
+def _shown(**shown) -> dict:
+    """`ItemState.shown`, its empty keys left out (`SHOWN` says what each key holds)."""
+    return {key: value for key, value in shown.items() if value not in (None, "", [])}
+
+
+# What `ItemState.shown` holds, for the Gold and Adjudication pages (read by
+# `labelling.services.lead_pages`, given to templates through `QueueEntry`):
+SHOWN = {
+    "grade": "a decided item's grade",
+    "spans": "a decided item's gold spans, [start, end] pairs (before merging across items)",
+    "reason": "why a pending item or verdict waits (`Pending.reason`)",
+    "waiting_for": "the labellers (or open slots) it still waits for",
+    "unseen_by": "the labellers of the question who cannot see the passage's document",
+    "votes": "the labellers' grades, [grade, username] in slot order",
+    "machine": "the grade of the AI judge's vote the rule counts, if any",
+    "note": "what a lead is told about the item's escalation",
+    "resolution_grade": "the grade of a lead's resolution of the item",
+    "outcome": "a verdict's resolution, as displayed",
+}
+
+
+def _item_shown(item, decision) -> dict:
+    counted = item.counted_machine_vote
+    decided = not isinstance(decision, Pending)
+    return _shown(
+        grade=decision.grade if decided else None,
+        spans=[list(span) for span in decision.spans] if decided else [],
+        reason="" if decided else decision.reason,
+        waiting_for=item.waiting_for,
+        unseen_by=item.unseen_by,
+        votes=[
+            [j.grade, j.assignment.labeller.get_username() if j.assignment.labeller else ""]
+            for j in item.judgements
+        ],
+        machine=counted.grade if counted is not None else None,
+        note=item.escalation_note,
+        resolution_grade=item.resolution.grade if item.resolution is not None else None,
+    )
+
+
+# The stored rows that can be entries of the Adjudication page (a superset: `queue_kind`
+# says which are and in which section); a partial index holds them (`itemstate_queue`), so the
+# whole queue is read without scanning every decided item of the set.
+QUEUE = (
+    Q(kind__in=list(PENDING_KINDS))
+    | Q(resolved=True)
+    | Q(single_by_access=True)
+    | Q(escalated=True)
+)
+
+# The columns `queue_order` reads of each row (`QuerySet.values`).
+QUEUE_COLUMNS = (
+    "pool_id",
+    "question_id",
+    "candidate_id",
+    "kind",
+    "distance",
+    "candidate__version_id",
+    "candidate__shuffle_rank",
+    "candidate__start",
+    "candidate__end",
+)
+
+
+def queue_kind(row: dict) -> str | None:
+    """The kind of Adjudication page entry a stored row (``kind``, ``candidate_id``,
+    ``resolved``, ``single_by_access``, ``escalated``) is, as `adjudication_queue` with every
+    section gives it, in its order of precedence: "escalated_waiting" (a third labeller holds
+    the passage and has not graded it), "single_by_access" (one vote stands, not resolved), a
+    pending kind that needs a lead, "resolved" (a lead's resolution; a resolved item still
+    pending keeps its pending kind); None when it is no entry."""
+    kind = row["kind"]
+    if row["candidate_id"] is not None:
+        if row["escalated"] and kind == "waiting":
+            return "escalated_waiting"
+        if row["single_by_access"] and not row["resolved"] and kind in DECIDED:
+            return "single_by_access"
+    if kind in NEEDS_LEAD:
+        return kind
+    if row["resolved"]:
+        return kind if kind in PENDING_KINDS else "resolved"
+    return None
 
 
 def queue_order(
-    entries: QuerySet[ItemState], *, visible: QuerySet[ItemState]
-) -> tuple[list[QueueRow], dict[tuple[int, int, int, int], int]]:
-    """The stored ``entries`` in the adjudication queue's order (`adjudication_queue`,
-    `labelling.escalation`): the widest vote distance first, then the passages that can move
-    the most questions, then as `gather_votes` reads them (pool, question, its verdict, its
-    passages as shuffled). How many questions a passage moves is counted over ``visible`` (the
-    viewer's stored decisions), on the document versions of the entries only: a passage moves
-    only questions with an undecided passage on its own version. Returns the rows in order and
-    the moves by passage, for `adjudication_queue(moved=…)` reading one page of them."""
-    rows = list(
-        entries.values_list(
-            "pool_id",
-            "question_id",
-            "candidate_id",
-            "kind",
-            "candidate__version_id",
-            "candidate__shuffle_rank",
-            "distance",
-            "candidate__start",
-            "candidate__end",
-        )
-    )
-    versions = {row[4] for row in rows if row[2] is not None}
+    entries: list[dict], *, visible: QuerySet[ItemState]
+) -> tuple[list[dict], dict[tuple[int, int, int, int], int]]:
+    """The stored ``entries`` (rows with `QUEUE_COLUMNS`) in the adjudication queue's order
+    (`adjudication_queue`, `labelling.escalation`): the widest vote distance first, then the
+    passages that can move the most questions, then as `gather_votes` reads them (pool,
+    question, its verdict, its passages as shuffled). How many questions a passage moves is
+    counted over ``visible`` (the viewer's stored passages, `Visible.items`), on the document
+    versions of the entries only: a passage moves only questions with an undecided passage on
+    its own version. Returns the rows in order and the moves by passage."""
+    versions = {row["candidate__version_id"] for row in entries if row["candidate_id"]}
     moved = (
         questions_moved(
             visible.filter(kind__in=PENDING_KINDS, candidate__version_id__in=versions).values_list(
@@ -228,28 +304,67 @@ def queue_order(
         else {}
     )
 
-    def order(row) -> tuple:
-        pool, question, candidate, _, version, rank, distance, start, end = row
+    def order(row: dict) -> tuple:
+        pool, question, candidate = row["pool_id"], row["question_id"], row["candidate_id"]
         if candidate is None:  # a verdict: no grades apart, it moves its own question
             return (0, -1, pool, question, False, 0, 0)
-        moves = moved.get((question, version, start, end), 0)
-        return (-distance, -moves, pool, question, True, rank, candidate)
+        passage = (question, row["candidate__version_id"])
+        moves = moved.get((*passage, row["candidate__start"], row["candidate__end"]), 0)
+        return (
+            -row["distance"],
+            -moves,
+            pool,
+            question,
+            True,
+            row["candidate__shuffle_rank"],
+            candidate,
+        )
 
-    return [row[:6] for row in sorted(rows, key=order)], moved
+    return sorted(entries, key=order), moved
 
 
-def visible_states(*, question_set: QuestionSet, viewer) -> QuerySet[ItemState]:
-    """The stored decisions of the set's included questions that ``viewer`` may see: a
-    candidate's when its document is not hidden from them, a verdict's when one of the
-    question's candidates in that pool is not. Call `refresh` first."""
+@dataclass
+class Visible:
+    """The stored decisions of a set's included questions that a viewer may see, as two
+    querysets: ``items``, the passages on documents not hidden from them, and ``verdicts``,
+    the questions' verdicts where one of the question's candidates in that pool is not (as
+    `gather_votes` reads them). Kept apart because one query over both (an OR of the two
+    conditions) keeps PostgreSQL from joining: it tests each of a set's rows against the
+    access subqueries, which at 60,000 rows it prices high enough to compile the query (JIT),
+    seconds a request. Call `refresh` first."""
+
+    items: QuerySet[ItemState]
+    verdicts: QuerySet[ItemState]
+
+    def both(self) -> tuple[QuerySet[ItemState], QuerySet[ItemState]]:
+        return self.verdicts, self.items
+
+    def filter(self, *args, **kwargs) -> Visible:
+        return Visible(
+            items=self.items.filter(*args, **kwargs), verdicts=self.verdicts.filter(*args, **kwargs)
+        )
+
+
+def visible(*, question_set: QuestionSet, viewer) -> Visible:
+    """The stored decisions ``viewer`` may see (`Visible`). The documents hidden from them
+    (`corpus.visibility.hidden_q`) are read first, as a list of ids: the rows are then kept
+    by a plain test that PostgreSQL plans well with or without statistics of the tables (a
+    subquery on access there was planned, before the tables were analyzed, as a nested loop
+    testing every document against the access groups once per question: seconds a page)."""
+    included = ItemState.objects.filter(included_q("question__"), pool__question_set=question_set)
+    if not viewer.is_authenticated:
+        return Visible(items=included.none(), verdicts=included.none())
+    hidden = list(
+        Document.objects.filter(project_id=question_set.project_id)
+        .filter(hidden_q(viewer))
+        .values_list("pk", flat=True)
+    )
     seen_candidate = Candidate.objects.filter(
         pool_id=OuterRef("pool_id"), question_id=OuterRef("question_id")
-    ).not_hidden_from(viewer)
-    return ItemState.objects.filter(
-        included_q("question__"), pool__question_set=question_set
-    ).filter(
-        (Q(candidate__isnull=True) & Q(Exists(seen_candidate)))
-        | (Q(candidate__isnull=False) & not_hidden_q(viewer, prefix="document__"))
+    ).exclude(version__document_id__in=hidden)
+    return Visible(
+        items=included.filter(candidate__isnull=False).exclude(document_id__in=hidden),
+        verdicts=included.filter(candidate__isnull=True).filter(Exists(seen_candidate)),
     )
 
 
@@ -257,7 +372,7 @@ def single_by_access_count(*, question_set: QuestionSet, viewer=None) -> int:
     """How many stored passages of the set one labeller of two cannot see (their one vote
     stands), on documents ``viewer`` may see (without one, all). Call `refresh` first.
 
-    `visible_states`' candidate rule, with the viewer's hidden documents taken out by their
+    `visible`'s rule for passages, with the viewer's hidden documents taken out by their
     ids (`corpus.visibility.hidden_document_ids`): a test per stored row makes PostgreSQL
     expect a costly scan and compile it (JIT) for longer than the count takes."""
     states = ItemState.objects.filter(

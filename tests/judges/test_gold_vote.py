@@ -22,6 +22,7 @@ from labelling.services import adjudication
 from labelling.services.gold import resolve_gold
 from tests.factories import QuestionSetFactory, login
 from tests.judges.world import build_world
+from tests.labelling.test_lead_pages import _same_pages as same_pages
 
 pytestmark = pytest.mark.usefixtures("allow_local", "inline_jobs")
 
@@ -195,7 +196,7 @@ def test_off_by_default_the_gold_set_is_byte_for_byte_the_labellers(people, labe
     assert again.manifest["ai_judge_vote"] == {"counted": False}
 
 
-def test_turned_on_the_judges_vote_counts_and_the_manifest_says_so(people, labelled):
+def test_turned_on_the_judges_vote_counts_and_the_manifest_says_so(people, labelled, monkeypatch):
     lead, admin, world = people["lead"], people["admin"], labelled
     # The judge agrees with every item but one of ann's alone (q1: she says 2, it says 1).
     disputed = world.candidates[4]
@@ -218,6 +219,8 @@ def test_turned_on_the_judges_vote_counts_and_the_manifest_says_so(people, label
     slug, set_id = world.question_set.project.slug, world.question_set.pk
     listing = browser.get(reverse("labelling:list-adjudication", args=[slug, set_id]))
     assert "2 vs the AI judge's 1" in listing.content.decode()
+    # The stored decisions (with the counted vote's grade) show what deciding again shows.
+    same_pages(world.question_set.project, world.question_set, [lead], monkeypatch)
     gold_page = browser.get(reverse("labelling:show-gold", args=[slug, set_id])).content.decode()
     assert "counts the vote of the AI judge <strong>qwen</strong>" in gold_page
     resolve_page = browser.get(resolve_url(world, disputed)).content.decode()

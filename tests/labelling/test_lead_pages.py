@@ -26,7 +26,7 @@ from labelling.models import (
     Span,
     Verdict,
 )
-from labelling.services import adjudication, exclusion, gold_state, lead_pages, leases
+from labelling.services import adjudication, exclusion, gold, gold_state, lead_pages, leases
 from labelling.services import judgements as grading
 from labelling.services.gold import group_unresolved, next_to_decide, resolve_gold
 from labelling.services.judgement_import import import_judgements
@@ -180,8 +180,8 @@ def test_stored_decisions_show_the_same_pages_as_deciding_everything_again(
     assert ItemState.objects.filter(pool__question_set=question_set).exists()
     hidden = Document.objects.get(project=project, doc_id="board")
     for lead in leads:
-        states = gold_state.visible_states(question_set=question_set, viewer=lead)
-        assert not states.filter(document=hidden).exists()
+        states = gold_state.visible(question_set=question_set, viewer=lead)
+        assert not states.items.filter(document=hidden).exists()
 
 
 def _a_judged_item(question_set):
@@ -532,3 +532,23 @@ def test_escalation_calibration_and_a_released_lease_keep_the_same_pages(
     wrote("a released lease")
     assert leases.retake_lapsed(assignment_id=held.pk, labeller=labellers[3])
     wrote("a lapsed slot taken back")
+
+
+def test_the_stored_pages_never_read_the_votes_once_nothing_is_stale(project, member, monkeypatch):
+    """With every decision stored and no document changed, a Gold or Adjudication page is built
+    from the stored rows alone: the votes' reader (`gather_votes`) is not called, whatever the
+    set's size."""
+    question_set, leads, _ = _world(project, member, 1)  # odd seed: no document changed
+    _same_pages(project, question_set, leads, monkeypatch)  # stores every decision
+    assert not ItemStateStale.objects.exists()
+
+    def no_votes(**kwargs):
+        raise AssertionError("a stored page read the votes")
+
+    for module in (gold, adjudication):
+        monkeypatch.setattr(module, "gather_votes", no_votes)
+    for lead in leads:
+        client = login(lead)
+        for name, query in QUERIES:
+            url = reverse(f"labelling:{name}", args=[project.slug, question_set.pk]) + query
+            assert client.get(url).status_code == 200, url
