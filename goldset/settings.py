@@ -147,6 +147,15 @@ elif os.environ.get("DB_PREPARED_STATEMENTS", "1") != "0":
     # Django leaves both off for connection poolers in transaction mode: behind one that does
     # not keep prepared statements (PgBouncer before 1.21), set DB_PREPARED_STATEMENTS=0.
     DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 5}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and (
+    os.environ.get("DB_JIT", "0") != "1"
+):
+    # PostgreSQL's JIT compiles a query it prices high, which takes longer than the query: a
+    # lead page's read over a whole set (60,000 stored rows) cost seconds of compiling once the
+    # tables were analyzed (benchmarks/lead_pages.py --analyze). A web app's queries gain
+    # nothing from it, so sessions start with it off (libpq's documented `options`). A pooler
+    # that refuses startup options: set DB_JIT=1 and turn it off on the role instead.
+    DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c jit=off"
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from django.conf import settings
 from django.contrib.sessions.backends.db import SessionStore
 from django.test import Client
@@ -148,6 +149,19 @@ def test_postgresql_binds_on_the_server_and_prepares_statements_unless_told_not_
 
     postgres = "postgres://goldset@127.0.0.1:5432/goldset"
     prepared = {"server_side_binding": True, "prepare_threshold": 5}
-    assert options(postgres) == prepared
-    assert options(postgres, DB_PREPARED_STATEMENTS="0") == {}
-    assert "server_side_binding" not in options("sqlite:///goldset.sqlite3")
+    no_jit = {"options": "-c jit=off"}
+    assert options(postgres) == prepared | no_jit
+    assert options(postgres, DB_PREPARED_STATEMENTS="0") == no_jit
+    assert options(postgres, DB_JIT="1") == prepared
+    sqlite = options("sqlite:///goldset.sqlite3")
+    assert "server_side_binding" not in sqlite and "options" not in sqlite
+
+
+def test_postgresql_sessions_run_without_jit(db):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL only; CI runs it.")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
