@@ -174,12 +174,15 @@ class BM25Index:
         if k < 1:
             raise BM25IndexError(f"k must be at least 1, got {k}.")
         mask = self._check_allowed(allowed)
-        # Analysis holds the GIL, so it runs here; each chunk's searches release it once.
-        terms = [self._terms(query) for query in queries]
-        chunks = [terms[i : i + _CHUNK] for i in range(0, len(terms), _CHUNK)]
+        # Each thread analyses its own chunk (holding the GIL) and then searches it (releasing
+        # it once), so one thread's analysis overlaps another's search.
+        chunks = [queries[i : i + _CHUNK] for i in range(0, len(queries), _CHUNK)]
+
+        def run(chunk: Sequence[str]) -> list[list[tuple[int, float]]]:
+            return kernel.search_many([self._terms(query) for query in chunk], k, mask)
+
         with ThreadPoolExecutor(max_workers=_THREADS) as pool:
-            found = pool.map(lambda chunk: kernel.search_many(chunk, k, mask), chunks)
-            return [hits for chunk in found for hits in chunk]
+            return [hits for found in pool.map(run, chunks) for hits in found]
 
     def _terms(self, query: str) -> tuple[list[int], list[int]]:
         """The query's known terms (rows) in query order, and how often each occurs."""
