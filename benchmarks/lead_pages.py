@@ -57,7 +57,7 @@ WORDS = str.split(
 DOCUMENTS = 2000
 
 
-def configure(db_name: str, *, reuse: bool = False) -> None:
+def configure(db_name: str, *, reuse: bool = False, debug: bool = False) -> None:
     import psycopg
 
     if not db_name.replace("_", "").isalnum():
@@ -69,7 +69,14 @@ def configure(db_name: str, *, reuse: bool = False) -> None:
             conn.execute(f"DROP DATABASE IF EXISTS {db_name} WITH (FORCE)")
             conn.execute(f"CREATE DATABASE {db_name}")
     os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db_name}"
-    os.environ["DEBUG"] = "1"
+    if debug:
+        os.environ["DEBUG"] = "1"
+    else:
+        # As deployed: DEBUG off (no query log, no template debug data), over plain HTTP here.
+        os.environ["DEBUG"] = "0"
+        os.environ["SECRET_KEY"] = "lead-pages-benchmark-only"  # noqa: S105 - a scratch database
+        os.environ["ALLOWED_HOSTS"] = "testserver"
+        os.environ["SECURE_SSL_REDIRECT"] = "0"
     os.environ.pop("REDIS_URL", None)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "goldset.settings")
     import django
@@ -316,6 +323,7 @@ def built_before() -> dict:
 
     from corpus.models import Project
     from labelling.models import Candidate, Judgement, QuestionSet, Resolution
+    from production.models import Sample
 
     project = Project.objects.get(slug="bench")
     question_set = QuestionSet.objects.get(project=project)
@@ -327,6 +335,7 @@ def built_before() -> dict:
         "judgements": Judgement.objects.filter(candidate__pool__question_set=question_set).count(),
         "disputed": 0,  # not stored: the build counts it
         "resolutions": Resolution.objects.filter(pool__question_set=question_set).count(),
+        "sample": Sample.objects.get(project=project),
     }
 
 
@@ -370,12 +379,18 @@ def main() -> None:
         "counts (and compiles a query it prices high: JIT)",
     )
     parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="run the pages with DEBUG on (figures before 2026-12-07 were); by default as "
+        "deployed, DEBUG off",
+    )
+    parser.add_argument(
         "--reuse",
         action="store_true",
         help="measure the world an earlier run left in --db-name instead of building it again",
     )
     args = parser.parse_args()
-    configure(args.db_name, reuse=args.reuse)
+    configure(args.db_name, reuse=args.reuse, debug=args.debug)
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
@@ -458,6 +473,7 @@ def main() -> None:
                 "resolutions": built["resolutions"],
                 "requests": args.requests,
                 "analyzed": args.analyze,
+                "debug": args.debug,
                 "pages": results,
             }
         )
