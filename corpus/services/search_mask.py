@@ -19,7 +19,7 @@ everything `compute` reads:
 A row is added (ids only grow, so the largest id moves), deleted (the count moves) or changed
 in place (a sum over the changed column moves; a swap between two rows moves a sum of
 products; on PostgreSQL, any change moves a sum of 64-bit hashes of the rows,
-`_fingerprints`). So a write that could change a mask changes the state, whichever way it is
+`_hashed`). So a write that could change a mask changes the state, whichever way it is
 written (a service, the admin, a bulk insert or an update that sends no signal): a document's
 new access group, a member leaving a group, an accepted version, a new version, a regrouped
 near-duplicate, a planted canary each make the next search, in every process, work its mask
@@ -87,9 +87,14 @@ def state(retriever: Retriever, user) -> State:
             {"retriever": retriever.pk, "project": retriever.project_id, "user": user_id},
         )
         row = cursor.fetchone()
+        names = [column[0] for column in cursor.description]
     if row is None or row[0] is None:
         return State(index=None, summaries=())
-    return State(index=(row[0], _as_datetime(row[1])), summaries=tuple(row[2:]))
+    # The rows' hashes (`_hashed`) last, so the other summaries keep their places.
+    values = list(zip(names[2:], row[2:], strict=True))
+    summaries = [v for name, v in values if not name.startswith(_HASHED)]
+    summaries += [v for name, v in values if name.startswith(_HASHED)]
+    return State(index=(row[0], _as_datetime(row[1])), summaries=tuple(summaries))
 
 
 def _as_datetime(value) -> datetime | None:
@@ -141,6 +146,22 @@ def allowed_passages(
     return mask
 
 
+# The name each summary's rows' hash goes by in `state`'s query (PostgreSQL only, `_hashed`).
+_HASHED = "hashed_"
+
+
+def _hashed(name: str, *values: str) -> str:
+    """On PostgreSQL, one more column for a summary: the sum of a 64-bit hash of each of its
+    rows' ``values``. Counts, largest ids and (products of) sums miss an in-place rotation
+    that keeps them all: three links whose documents' and groups' ids are evenly spaced, each
+    moved to the next group, keep every one of them (`tests/corpus/test_search_mask.py`); a
+    hash per row does not. SQLite (the quickstart, whose writes never change these rows in
+    place) has no such function and keeps the sums alone."""
+    if connection.vendor != "postgresql":
+        return ""
+    return f", SUM(hashtextextended(concat_ws(':', {', '.join(values)}), 0)) AS {_HASHED}{name}"
+
+
 @functools.cache
 def _state_sql() -> str:
     """The SQL of `state`: only table and column names are written into it."""
@@ -189,85 +210,32 @@ def _state_sql() -> str:
           WHERE r.{pk} = %(retriever)s) AS active,
         (SELECT COUNT(*), MAX(l.{pk}), SUM(l.{link_document}), SUM(l.{link_group}),
                 SUM(l.{link_document} * l.{link_group})
+                {_hashed("links", f"l.{link_document}", f"l.{link_group}")}
            FROM {table(links)} l JOIN {group} g ON g.{pk} = l.{link_group}
           WHERE g.{group_project} = %(project)s) AS links,
-        (SELECT COUNT(*), MAX({pk}), SUM({version_document}) FROM {version}
+        (SELECT COUNT(*), MAX({pk}), SUM({version_document})
+                {_hashed("held_back", pk, version_document)} FROM {version}
           WHERE {flagged} AND {accepted} IS NULL) AS held_back,
-        (SELECT COUNT(*), MAX({pk}), SUM({version_document}) FROM {version}
+        (SELECT COUNT(*), MAX({pk}), SUM({version_document})
+                {_hashed("newer", pk, version_document)} FROM {version}
           WHERE {created} > (SELECT i.{built} FROM {index} i JOIN {retriever} r
                                ON r.{active} = i.{pk} WHERE r.{pk} = %(retriever)s)) AS newer,
         (SELECT COUNT(*), MAX(d.{pk}), SUM(d.{duplicate_group}), SUM(g.{representative}),
                 COUNT(g.{representative}), SUM(d.{pk} * d.{duplicate_group})
+                {_hashed("duplicates", f"d.{pk}", f"d.{duplicate_group}", f"g.{representative}")}
            FROM {document} d JOIN {duplicates} g ON g.{pk} = d.{duplicate_group}
           WHERE g.{column(DuplicateGroup, "project")} = %(project)s) AS duplicates,
-        (SELECT COUNT(*), MAX({pk}), SUM({pk}) FROM {document}
+        (SELECT COUNT(*), MAX({pk}), SUM({pk}) {_hashed("canaries", pk)} FROM {document}
           WHERE {column(Document, "project")} = %(project)s
             AND {column(Document, "is_canary")}) AS canaries,
         (SELECT COUNT(*) FROM {table(Membership)}
           WHERE {column(Membership, "project")} = %(project)s
             AND {column(Membership, "user")} = %(user)s) AS member,
         (SELECT COUNT(*), MAX(m.{pk}), SUM(m.{their_group})
+                {_hashed("their_groups", f"m.{pk}", f"m.{their_group}")}
            FROM {table(theirs)} m JOIN {group} g ON g.{pk} = m.{their_group}
           WHERE g.{group_project} = %(project)s AND m.{their_user} = %(user)s) AS their_groups
-        {_fingerprints() if connection.vendor == "postgresql" else ""}
     """  # noqa: S608 (names only: every value is a parameter)
-
-
-def _fingerprints() -> str:
-    """PostgreSQL only: each summarised set of rows also as the sum of a 64-bit hash of each
-    row's values. Counts, largest ids and (products of) sums miss an in-place rotation that
-    keeps them all: three links whose documents' and groups' ids are evenly spaced, each moved
-    to the next group, keep every one of them (`tests/corpus/test_search_mask.py`); a hash per
-    row does not. SQLite (the quickstart, whose writes never change these rows in place) has
-    no such function and keeps the sums alone."""
-    links, theirs = Document.access_groups.through, AccessGroup.members.through
-
-    def table(model) -> str:
-        return identifier(model._meta.db_table)
-
-    def column(model, field: str) -> str:
-        return identifier(model._meta.get_field(field).column)
-
-    pk = identifier(Document._meta.pk.column)
-    group, document = table(AccessGroup), table(Document)
-    version, duplicates, index = table(DocumentVersion), table(DuplicateGroup), table(Index)
-    retriever, active = table(Retriever), column(Retriever, "active_index")
-    group_project = column(AccessGroup, "project")
-    version_document = column(DocumentVersion, "document")
-
-    def rows(*values: str) -> str:
-        return f"SUM(hashtextextended(concat_ws(':', {', '.join(values)}), 0))"
-
-    return f""",
-        (SELECT
-          (SELECT {rows(f"l.{column(links, 'document')}", f"l.{column(links, 'accessgroup')}")}
-             FROM {table(links)} l JOIN {group} g ON g.{pk} = l.{column(links, "accessgroup")}
-            WHERE g.{group_project} = %(project)s),
-          (SELECT {rows(pk, version_document)} FROM {version}
-            WHERE {column(DocumentVersion, "quality_flagged")}
-              AND {column(DocumentVersion, "quality_accepted_at")} IS NULL),
-          (SELECT {rows(pk, version_document)} FROM {version}
-            WHERE {column(DocumentVersion, "created_at")} > (
-              SELECT i.{column(Index, "built_at")} FROM {index} i JOIN {retriever} r
-                ON r.{active} = i.{pk} WHERE r.{pk} = %(retriever)s)),
-          (SELECT {
-        rows(
-            f"d.{pk}",
-            f"d.{column(Document, 'duplicate_group')}",
-            f"g.{column(DuplicateGroup, 'representative')}",
-        )
-    }
-             FROM {document} d JOIN {duplicates} g
-               ON g.{pk} = d.{column(Document, "duplicate_group")}
-            WHERE g.{column(DuplicateGroup, "project")} = %(project)s),
-          (SELECT {rows(pk)} FROM {document}
-            WHERE {column(Document, "project")} = %(project)s
-              AND {column(Document, "is_canary")}),
-          (SELECT {rows(f"m.{pk}", f"m.{column(theirs, 'accessgroup')}")}
-             FROM {table(theirs)} m JOIN {group} g ON g.{pk} = m.{column(theirs, "accessgroup")}
-            WHERE g.{group_project} = %(project)s
-              AND m.{column(theirs, "user")} = %(user)s)
-        ) AS fingerprints"""  # noqa: S608 (names only: every value is a parameter)
 
 
 def compute(

@@ -221,7 +221,7 @@ def test_the_state_query_says_what_the_orm_says(project, member, bm25):
         ]
         now = search_mask.state(bm25, someone)
         assert now.index == (loaded.index_id, loaded.built_at)
-        # On PostgreSQL the rows' hashes follow (`_fingerprints`), one per summary.
+        # On PostgreSQL the rows' hashes follow (`search_mask._hashed`), one per summary.
         assert int_or_none(now.summaries[: len(expected)]) == int_or_none(expected)
         assert len(now.summaries) - len(expected) == (6 if connection.vendor == "postgresql" else 0)
     assert expected[0] == 2 and expected[5] == 1 and expected[8] == 1  # rows to summarise
@@ -233,7 +233,7 @@ def test_a_rotation_that_keeps_every_sum_still_changes_the_state(project, member
     products; on PostgreSQL the rows' hashes still tell, so the next search works the mask out
     again."""
     if connection.vendor != "postgresql":
-        pytest.skip("SQLite keeps the sums alone (search_mask._fingerprints); CI is PostgreSQL.")
+        pytest.skip("SQLite keeps the sums alone (search_mask._hashed); CI is PostgreSQL.")
     groups = [AccessGroup.objects.create(project=project, name=f"rot{i}") for i in range(3)]
     add_documents(project, *[(f"rot{i}", f"Rotation {i}\n\nVPN per year {i}.") for i in range(3)])
     docs = [Document.objects.get(project=project, doc_id=f"rot{i}") for i in range(3)]
