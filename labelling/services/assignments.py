@@ -619,12 +619,7 @@ def queue_progress(assignments: AssignmentQuerySet, *, viewer) -> QueueProgress:
             candidate__in=Candidate.objects.not_hidden_from(viewer).values("pk"),
         ).values_list("seconds_spent", flat=True)
     )
-    return QueueProgress(
-        assigned=counts["assigned"],
-        done=counts["done"],
-        judgements=len(seconds),
-        median_seconds=statistics.median(seconds) if seconds else None,
-    )
+    return _progress(counts, seconds)
 
 
 def judgement_seconds(*, project: Project, viewer) -> list[tuple[int | None, int, float]]:
@@ -648,6 +643,7 @@ def judgement_seconds(*, project: Project, viewer) -> list[tuple[int | None, int
 
 
 def _progress(counts: dict, seconds: list[float]) -> QueueProgress:
+    """Slot counts (``assigned``, ``done``) and the seconds of their judgements, as progress."""
     return QueueProgress(
         assigned=counts.get("assigned", 0),
         done=counts.get("done", 0),
