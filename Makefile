@@ -26,8 +26,13 @@ run: export DEBUG ?= 1
 run: $(STAMP)
 	@$(BIN)/python manage.py quickstart
 
+# pytest in PYTEST_WORKERS processes (pytest-xdist; whole files to a process, so a module's
+# fixtures are built once), then the tests marked `serial` (they stop a service every process
+# shares) in one process; pytest's 5 means that run selected none.
+PYTEST_WORKERS ?= 2
 test: $(STAMP) test-js
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "not serial" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m serial $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

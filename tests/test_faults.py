@@ -143,6 +143,7 @@ def _answers(client: redis.Redis) -> bool:
 
 
 @needs_queue
+@pytest.mark.serial  # every test process's broker, cache and worker go down with it
 def test_redis_restarted_empty_loses_queued_jobs_and_the_reconciler_requeues_every_one(
     worker, project
 ):
