@@ -360,16 +360,17 @@ def pages(built: dict) -> dict[str, str]:
     }
 
 
-def timed_full_collections(into: list[float]):
-    """A `gc.callbacks` hook appending each full (generation 2) collection's duration in ms."""
+def timed_full_collections(into: list[float], timing: list[bool]):
+    """A `gc.callbacks` hook appending the duration in ms of each full (generation 2)
+    collection that starts while ``timing[0]`` is true (inside a timed request)."""
     began = [0.0]
 
     def hook(phase: str, info: dict) -> None:
         if info["generation"] != 2:
             return
         if phase == "start":
-            began[0] = time.perf_counter()
-        else:
+            began[0] = time.perf_counter() if timing[0] else 0.0
+        elif began[0]:
             into.append((time.perf_counter() - began[0]) * 1000)
 
     return hook
@@ -444,8 +445,9 @@ def main() -> None:
         built["question_set"].pools.values_list("pk", "assignments__question_id").distinct()
     )
     rng = random.Random(11)
-    full_collections: list[float] = []  # ms each, of the page being measured
-    gc.callbacks.append(timed_full_collections(full_collections))
+    full_collections: list[float] = []  # ms each, in the timed requests of the page measured
+    timing = [False]
+    gc.callbacks.append(timed_full_collections(full_collections, timing))
     if args.analyze:
         if gold_state is not None:  # the stored decisions, as the first lead page fills them
             gold_state.refresh(question_set=built["question_set"])
@@ -480,7 +482,9 @@ def main() -> None:
             before()
             with CaptureQueriesContext(connection) as queries:
                 began, used = time.perf_counter(), time.process_time()
+                timing[0] = True
                 response = client.get(url)
+                timing[0] = False
                 times.append((time.perf_counter() - began) * 1000)
                 cpu.append((time.process_time() - used) * 1000)
             assert response.status_code == 200, (name, response.status_code)

@@ -9,6 +9,7 @@ votes make the gold of a question set is `labelling.services.gold`.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -91,8 +92,10 @@ def agreement_report(
     return report
 
 
-# The figures of the last reports this process computed (`_kept_figures`), oldest first.
-_KEPT: OrderedDict[tuple, tuple[tuple[int, int], dict]] = OrderedDict()
+# The figures of the last reports this process computed (`_kept_figures`), oldest first, with
+# the state they were computed at; one lock, for a server that runs requests in threads.
+_KEPT: OrderedDict[tuple, tuple[tuple, dict]] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
 KEPT_REPORTS = 16
 
 
@@ -107,9 +110,11 @@ def _kept_figures(*, question_set: QuestionSet, viewer, n_boot: int) -> dict:
     set's stored version (`gold_state.version`, read after `refresh`), which every write that
     changes a vote moves (the hook marks its question stale, and the refresh rewrites its
     rows), and the votes' own rows (`votes.paired_state`), which a write bypassing the hook
-    (the admin, a bulk delete) moves too. Figures are kept
-    only when the version read again after computing them is unchanged, so a vote that
-    lands meanwhile is never hidden behind them. Do not change what it returns."""
+    (the admin, a bulk delete) moves too. The state is read before the votes, so a vote
+    that lands while they are read moves it for the next request; figures are kept only
+    when the state read again after computing them is unchanged, so a vote changed and
+    changed back meanwhile is not kept either. Callers copy what it returns before
+    changing it: it is shared."""
     hidden = (
         None
         if viewer is None
@@ -121,19 +126,21 @@ def _kept_figures(*, question_set: QuestionSet, viewer, n_boot: int) -> dict:
     )
     key = (question_set.pk, n_boot, hidden)
     state = _state(question_set)
-    kept = _KEPT.get(key)
-    if kept is not None and kept[0] == state:
-        _KEPT.move_to_end(key)
-        return kept[1]
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if kept is not None and kept[0] == state:
+            _KEPT.move_to_end(key)
+            return kept[1]
     with agreement.shared_resamples():
         figures = _agreement_figures(
             paired_votes(question_set=question_set, viewer=viewer), n_boot=n_boot
         )
     if _state(question_set) == state:
-        _KEPT[key] = (state, figures)
-        _KEPT.move_to_end(key)
-        while len(_KEPT) > KEPT_REPORTS:
-            _KEPT.popitem(last=False)
+        with _KEPT_LOCK:
+            _KEPT[key] = (state, figures)
+            _KEPT.move_to_end(key)
+            while len(_KEPT) > KEPT_REPORTS:
+                _KEPT.popitem(last=False)
     return figures
 
 
