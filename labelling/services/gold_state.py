@@ -164,7 +164,9 @@ def version(*, question_set: QuestionSet) -> tuple[int, int]:
     refresh that inserts moves the largest id and one that only deletes moves the count. A
     figure computed from the set's votes after `refresh` stays true while this is unchanged
     (the hook: every write that changes a vote marks its question stale). Read from the
-    verdicts' own index (`itemstate_verdict`), a few hundred entries."""
+    verdicts' own index (`itemstate_verdict`), a few hundred entries: an index-only scan once
+    the table is vacuumed (0.2 ms at 60,000 rows; through the candidate index and the table
+    before, 1.6-6 ms)."""
     verdicts = ItemState.objects.filter(
         pool__question_set=question_set, candidate__isnull=True
     ).aggregate(n=Count("pk"), last=Max("pk"))
