@@ -4,7 +4,7 @@ A lead page of a real project's size makes tens of thousands of Python objects p
 Each request's survivors raise the count that triggers CPython's full (generation 2) garbage
 collection, and a full collection walks every object the process holds: the modules, classes
 and functions of the whole app (~250,000 objects once every view is imported). Measured on a
-lead page, such a collection took 200-300 ms and landed in one request in every five to ten:
+lead page, such a collection took 200-500 ms and landed in one request in every five to ten:
 it set the pages' p95 (docs/benchmarks.md, lead pages). So the worker imports everything a
 request would import first (the URLconf, hence every view and what the views import), then
 moves what it holds to the collector's permanent generation (`gc.freeze`, as the CPython
