@@ -60,15 +60,6 @@ def list_answer_runs(request: HttpRequest, slug: str, set_id: int) -> HttpRespon
             error = str(exc)
         else:
             return redirect("corpus:show-job", slug=slug, job_id=job.pk)
-    questions = (
-        question_set.questions.included()
-        .order_by("pk")
-        .prefetch_related("reference_answers__facts")
-    )
-    rows = []
-    for question in questions:
-        references = sorted(question.reference_answers.all(), key=lambda r: -r.version)
-        rows.append({"question": question, "reference": references[0] if references else None})
     status = 400 if request.method == "POST" else 200
     return render(
         request,
@@ -78,7 +69,7 @@ def list_answer_runs(request: HttpRequest, slug: str, set_id: int) -> HttpRespon
             "project": access.project,
             "question_set": question_set,
             "runs": question_set.answer_runs.order_by("-created_at"),
-            "rows": rows,
+            "rows": services.reference_rows(question_set=question_set),
             "changed_links": changed_fact_links(question_set=question_set, viewer=request.user),
             "form": form,
             "plan_form": AnswerReviewPlanForm(question_set=question_set),

@@ -23,9 +23,12 @@ filled), as autovacuum would have done on a real project: without it PostgreSQL 
 its default guesses for tables it has no statistics of.
 
 Then a lead, logged in through Django's test client, opens each lead page once (warm-up,
-untimed; a page that is not 200 is reported and skipped) and `--requests` times more; printed
+untimed; a page that is not 200 is reported and skipped) and `--requests` times more, after
+what a web worker does before its first request (`goldset.worker_start.settle`; not with
+``--no-settle``); printed
 per page: p50 and p95 of the wall time and of this process's CPU time, the SQL queries of the
-last request, and one JSON line last. ``--reuse`` measures the world an earlier run left in
+last request, the full garbage collections that ran in the timed requests (and the longest),
+and one JSON line last. ``--reuse`` measures the world an earlier run left in
 ``--db-name`` (for interleaving trees on the same data). Where the
 stored gold decisions exist (`labelling.services.gold_state`), "Gold after a grade" marks one
 random question stale before each request, as a labeller's grade does, so each request also
@@ -38,6 +41,7 @@ runs in the warm-up request, in process) and Permissions (the replays list).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -356,6 +360,22 @@ def pages(built: dict) -> dict[str, str]:
     }
 
 
+def timed_full_collections(into: list[float], timing: list[bool]):
+    """A `gc.callbacks` hook appending the duration in ms of each full (generation 2)
+    collection that starts while ``timing[0]`` is true (inside a timed request)."""
+    began = [0.0]
+
+    def hook(phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            began[0] = time.perf_counter() if timing[0] else 0.0
+        elif began[0]:
+            into.append((time.perf_counter() - began[0]) * 1000)
+
+    return hook
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -383,6 +403,13 @@ def main() -> None:
         action="store_true",
         help="run the pages with DEBUG on (figures before 2026-12-07 were); by default as "
         "deployed, DEBUG off",
+    )
+    parser.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="skip what a web worker does before its first request (goldset.worker_start: "
+        "import every view, freeze the collector's long-lived objects); figures before "
+        "2026-12-07 03:00 were measured without it",
     )
     parser.add_argument(
         "--reuse",
@@ -418,11 +445,18 @@ def main() -> None:
         built["question_set"].pools.values_list("pk", "assignments__question_id").distinct()
     )
     rng = random.Random(11)
+    full_collections: list[float] = []  # ms each, in the timed requests of the page measured
+    timing = [False]
+    gc.callbacks.append(timed_full_collections(full_collections, timing))
     if args.analyze:
         if gold_state is not None:  # the stored decisions, as the first lead page fills them
             gold_state.refresh(question_set=built["question_set"])
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
+    if not args.no_settle:  # as `goldset.wsgi` does once the app has loaded
+        from goldset.worker_start import settle
+
+        settle()
     for name, url in urls.items():
         if only and name.removesuffix(" after a grade") not in only:
             continue
@@ -443,11 +477,14 @@ def main() -> None:
             results[name] = {"status": response.status_code}
             continue
         times, cpu = [], []
+        full_collections.clear()
         for _ in range(args.requests):
             before()
             with CaptureQueriesContext(connection) as queries:
                 began, used = time.perf_counter(), time.process_time()
+                timing[0] = True
                 response = client.get(url)
+                timing[0] = False
                 times.append((time.perf_counter() - began) * 1000)
                 cpu.append((time.process_time() - used) * 1000)
             assert response.status_code == 200, (name, response.status_code)
@@ -458,11 +495,15 @@ def main() -> None:
             "cpu_p50_ms": round(statistics.median(cpu), 1),
             "cpu_p95_ms": round(percentile(cpu, 0.95), 1),
             "queries": len(queries),
+            # Full garbage collections during the timed requests and the longest of them.
+            "full_gcs": len(full_collections),
+            "full_gc_max_ms": round(max(full_collections, default=0), 1),
         }
         print(
             f"{name:<14} p50 {results[name]['p50_ms']:8.1f} ms  p95 {results[name]['p95_ms']:8.1f}"
             f" ms  CPU p50 {results[name]['cpu_p50_ms']:7.1f} ms  p95"
-            f" {results[name]['cpu_p95_ms']:7.1f} ms  {len(queries)} queries",
+            f" {results[name]['cpu_p95_ms']:7.1f} ms  {len(queries)} queries  full GCs"
+            f" {len(full_collections)} (longest {results[name]['full_gc_max_ms']} ms)",
             flush=True,
         )
     print(

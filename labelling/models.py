@@ -871,6 +871,11 @@ class ItemState(models.Model):
                 | Q(single_by_access=True)
                 | Q(escalated=True),
             ),
+            # The questions' verdicts alone (one a question, not one a candidate): the set's
+            # stored version (`gold_state.version`) is read from them, by the index alone.
+            models.Index(
+                fields=["pool", "id"], name="itemstate_verdict", condition=Q(candidate=None)
+            ),
         ]
 
     def __str__(self) -> str:

@@ -9,12 +9,14 @@ votes make the gold of a question set is `labelling.services.gold`.
 
 from __future__ import annotations
 
-from collections import defaultdict
+import threading
+from collections import OrderedDict, defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
 
+from corpus.visibility import hidden_document_ids
 from goldset.errors import ServiceError
 from labelling import agreement, escalation
 from labelling.models import (
@@ -36,6 +38,7 @@ from labelling.services.votes import (
     double_labelled_keys,
     gather_votes,
     paired_from_votes,
+    paired_state,
     paired_votes,
 )
 
@@ -77,19 +80,68 @@ def agreement_report(
             1 for q in questions for i in q.items if i.single_by_access
         )
         return report
-    with agreement.shared_resamples():
-        report = _agreement_figures(
-            paired_votes(question_set=question_set, viewer=viewer), n_boot=n_boot
-        )
+    gold_state.refresh(question_set=question_set)
+    report = dict(_kept_figures(question_set=question_set, viewer=viewer, n_boot=n_boot))
     # Passages of double-labelled questions that one of the two labellers cannot see: their
     # one vote is the gold, and they are missing from every statistic here. (Such a passage
     # is always of a question with two slots or more: one labeller who cannot see it, one who
     # votes.)
-    gold_state.refresh(question_set=question_set)
     report["single_by_access"] = gold_state.single_by_access_count(
         question_set=question_set, viewer=viewer
     )
     return report
+
+
+# The figures of the last reports this process computed (`_kept_figures`), oldest first, with
+# the state they were computed at; one lock, for a server that runs requests in threads.
+_KEPT: OrderedDict[tuple, tuple[tuple, dict]] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+KEPT_REPORTS = 16
+
+
+def _state(question_set: QuestionSet) -> tuple:
+    return gold_state.version(question_set=question_set), paired_state(question_set=question_set)
+
+
+def _kept_figures(*, question_set: QuestionSet, viewer, n_boot: int) -> dict:
+    """`_agreement_figures` of the set's votes as ``viewer`` may see them, computed once per
+    change of the votes: kept in this process by the documents hidden from the viewer (the
+    only way two viewers' figures differ) and the state of what they are computed from: the
+    set's stored version (`gold_state.version`, read after `refresh`), which every write that
+    changes a vote moves (the hook marks its question stale, and the refresh rewrites its
+    rows), and the votes' own rows (`votes.paired_state`), which a write bypassing the hook
+    (the admin, a bulk delete) moves too. The state is read before the votes, so a vote
+    that lands while they are read moves it for the next request; figures are kept only
+    when the state read again after computing them is unchanged, so a vote changed and
+    changed back meanwhile is not kept either. Callers copy what it returns before
+    changing it: it is shared."""
+    hidden = (
+        None
+        if viewer is None
+        else frozenset(
+            hidden_document_ids(project=question_set.project, user=viewer).values_list(
+                "document_id", flat=True
+            )
+        )
+    )
+    key = (question_set.pk, n_boot, hidden)
+    state = _state(question_set)
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if kept is not None and kept[0] == state:
+            _KEPT.move_to_end(key)
+            return kept[1]
+    with agreement.shared_resamples():
+        figures = _agreement_figures(
+            paired_votes(question_set=question_set, viewer=viewer), n_boot=n_boot
+        )
+    if _state(question_set) == state:
+        with _KEPT_LOCK:
+            _KEPT[key] = (state, figures)
+            _KEPT.move_to_end(key)
+            while len(_KEPT) > KEPT_REPORTS:
+                _KEPT.popitem(last=False)
+    return figures
 
 
 def _agreement_figures(paired: PairedVotes, *, n_boot: int) -> dict:

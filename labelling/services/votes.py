@@ -29,7 +29,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, QuerySet
+from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from corpus import visibility
 from corpus.models import DocumentVersion, Membership
@@ -537,12 +538,9 @@ def paired_from_votes(questions: Iterable[QuestionVotes]) -> PairedVotes:
     return PairedVotes(questions=paired_questions, items=items)
 
 
-def paired_votes(*, question_set: QuestionSet, viewer=None) -> PairedVotes:
-    """`paired_from_votes(gather_votes(...))` over the double-labelled questions, read as rows:
-    the judgements of the first two slots of work on candidates the viewer may see, their
-    spans, and the questions' verdicts. The agreement page reads a set's 2,000 double-labelled
-    items this way, without building a model object per vote (`tests/labelling/
-    test_agreement_reads.py` checks the two agree on generated worlds, for every viewer)."""
+def _double_labelled(question_set: QuestionSet) -> tuple[QuerySet, QuerySet]:
+    """The work assignments of the set's included questions held by two or more, and of
+    those the first slots (not a third labeller's): the votes agreement reads."""
     double = Assignment.objects.work().filter(
         pool__question_set=question_set,
         question__question_set=question_set,
@@ -559,7 +557,41 @@ def paired_votes(*, question_set: QuestionSet, viewer=None) -> PairedVotes:
     third = EscalatedItem.objects.filter(
         pool__question_set=question_set, assignment__isnull=False
     ).values("assignment_id")
-    firsts = double.exclude(pk__in=third)
+    return double, double.exclude(pk__in=third)
+
+
+def paired_state(*, question_set: QuestionSet) -> tuple:
+    """What moves when any vote `paired_votes` reads is inserted, deleted or changed in place,
+    by any path (a service, the admin, a bulk write that marks nothing stale): the first
+    slots' judgements and spans, each as its count, largest id and sums of its values
+    weighted by id. Three small queries, the slots read first by id as `paired_votes` does.
+    For figures kept between requests (`adjudication.agreement_report`); the rest of what
+    they read (slots, access, exclusions) moves `gold_state.version` through the hook."""
+    _, firsts = _double_labelled(question_set)
+    slot_ids = sorted(firsts.values_list("pk", flat=True))
+    judgements = Judgement.objects.filter(assignment_id__in=slot_ids).aggregate(
+        n=Count("pk"),
+        last=Max("pk"),
+        grades=Sum(F("pk") * (F("grade") + 1)),
+        guidelines=Sum(F("pk") * Coalesce("guideline_id", 0)),
+    )
+    spans = Span.objects.filter(judgement__assignment_id__in=slot_ids).aggregate(
+        n=Count("pk"),
+        last=Max("pk"),
+        starts=Sum(F("pk") * F("start")),
+        ends=Sum(F("pk") * F("end")),
+        owners=Sum(F("pk") * F("judgement_id")),
+    )
+    return tuple(slot_ids), tuple(judgements.values()), tuple(spans.values())
+
+
+def paired_votes(*, question_set: QuestionSet, viewer=None) -> PairedVotes:
+    """`paired_from_votes(gather_votes(...))` over the double-labelled questions, read as rows:
+    the judgements of the first two slots of work on candidates the viewer may see, their
+    spans, and the questions' verdicts. The agreement page reads a set's 2,000 double-labelled
+    items this way, without building a model object per vote (`tests/labelling/
+    test_agreement_reads.py` checks the two agree on generated worlds, for every viewer)."""
+    double, firsts = _double_labelled(question_set)
     seen = Candidate.objects.filter(pool__question_set=question_set)
     if viewer is not None:
         seen = seen.not_hidden_from(viewer)

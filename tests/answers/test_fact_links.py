@@ -95,3 +95,33 @@ def test_no_fact_link_section_without_changes(project, member):
     url = reverse("answers:list-answer-runs", args=[project.slug, question_set.pk])
     html = login(people["lead"]).get(url).content.decode()
     assert "reference-fact link" not in html
+
+
+def test_the_answers_page_lists_each_included_question_with_its_newest_reference(project, member):
+    people, question_set, questions = _world(project, member)
+    runs.record_reference_answer(
+        question=questions["q1"],
+        facts=[runs.FactInput(text="Half."), runs.FactInput(text="Yearly.", vital=False)],
+        user=people["lead"],
+    )
+    rows = runs.reference_rows(question_set=question_set)
+    shown = {row["question"]["external_id"]: row["reference"] for row in rows}
+    assert [row["question"]["pk"] for row in rows] == sorted(
+        q.pk for q in question_set.questions.included()
+    )
+    newest = runs.current_reference(questions["q1"])
+    assert shown["q1"] == {
+        "question_id": questions["q1"].pk,
+        "version": newest.version,
+        "facts": newest.facts.count(),
+    }
+    assert (shown["q1"]["version"], shown["q1"]["facts"]) == (2, 2)
+    assert shown["q3"]["version"] == 1 and shown["q3"]["facts"] == 1
+    assert all(
+        shown[q.external_id] is None
+        for q in question_set.questions.included()
+        if q.external_id not in ("q1", "q3")
+    )
+    url = reverse("answers:list-answer-runs", args=[project.slug, question_set.pk])
+    html = login(people["lead"]).get(url).content.decode()
+    assert "<td>2</td>\n  <td>v2</td>" in html  # q1: two facts, version 2

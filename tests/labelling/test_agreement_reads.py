@@ -3,6 +3,8 @@ the passages one labeller of two cannot see from the stored decisions (`gold_sta
 figures must be exactly those read through `gather_votes`, for every viewer, with a third
 labeller's and a calibration answer's votes about, and after each kind of write."""
 
+from contextlib import contextmanager
+
 import pytest
 from django.urls import reverse
 from django.utils import timezone
@@ -35,6 +37,27 @@ def _same_figures(question_set, viewers) -> None:
             question_set=question_set, viewer=viewer, n_boot=40, rows=False
         )
         assert rows == again, getattr(viewer, "username", None)
+        # Asked again with nothing written, the figures are the ones kept, not computed again;
+        # the next call after a write (the tests below make one of each kind) must see it.
+        with _counted_figures() as computed:
+            kept = adjudication.agreement_report(
+                question_set=question_set, viewer=viewer, n_boot=40
+            )
+        assert kept == again and computed == [], getattr(viewer, "username", None)
+
+
+@contextmanager
+def _counted_figures():
+    """The calls that compute agreement figures (rather than read kept ones) in the block."""
+    computed = []
+    figures = adjudication._agreement_figures
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(
+            adjudication,
+            "_agreement_figures",
+            lambda *args, **kwargs: computed.append(1) or figures(*args, **kwargs),
+        )
+        yield computed
 
 
 def _third_labeller_and_calibration(question_set, labellers) -> None:
@@ -153,6 +176,31 @@ def test_the_figures_follow_every_kind_of_write(project, member):
     _same_figures(question_set, viewers)
     Span.objects.filter(judgement__assignment=assignment).delete()  # bypassing the services
     _same_figures(question_set, viewers)
+
+
+def test_figures_read_while_a_vote_changes_are_not_kept(project, member):
+    """A vote changed (by a path that calls no hook) between the state read and the votes
+    read, and changed back afterwards: the state is the one read before, but the figures
+    hold the change, so they must not be kept."""
+    question_set, leads, _ = _world(project, member, 5)
+    lead = leads[0]
+    judgement = (
+        Judgement.objects.filter(assignment__question__assignments__slot=2)
+        .filter(assignment__pool__question_set=question_set, assignment__slot__lte=2)
+        .order_by("pk")
+        .first()
+    )
+    read = adjudication.paired_votes
+
+    def a_vote_lands_then_read(**kwargs):
+        Judgement.objects.filter(pk=judgement.pk).update(grade=(judgement.grade + 1) % 3)
+        return read(**kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(adjudication, "paired_votes", a_vote_lands_then_read)
+        adjudication.agreement_report(question_set=question_set, viewer=lead, n_boot=40)
+    Judgement.objects.filter(pk=judgement.pk).update(grade=judgement.grade)
+    _same_figures(question_set, [lead])
 
 
 def test_the_page_shows_the_same_figures_read_either_way(project, member, monkeypatch):

@@ -552,3 +552,26 @@ def test_the_stored_pages_never_read_the_votes_once_nothing_is_stale(project, me
         for name, query in QUERIES:
             url = reverse(f"labelling:{name}", args=[project.slug, question_set.pk]) + query
             assert client.get(url).status_code == 200, url
+
+
+def test_the_stored_version_moves_with_every_refresh_that_writes(project, member):
+    question_set, _, _ = _world(project, member, 3)
+    gold_state.refresh(question_set=question_set)
+    first = gold_state.version(question_set=question_set)
+    gold_state.refresh(question_set=question_set)  # nothing stale: nothing written
+    assert gold_state.version(question_set=question_set) == first
+    pool_id, question_id = (
+        ItemState.objects.filter(pool__question_set=question_set, candidate__isnull=True)
+        .order_by("pk")
+        .values_list("pool_id", "question_id")
+        .first()
+    )
+    gold_state.mark_stale(pool_id=pool_id, question_id=question_id)
+    gold_state.refresh(question_set=question_set)  # the same rows again, new ids
+    rewritten = gold_state.version(question_set=question_set)
+    assert rewritten[0] == first[0] and rewritten[1] > first[1]
+    # A refresh that only deletes (the question is no longer assigned) moves the count.
+    Assignment.objects.filter(pool_id=pool_id, question_id=question_id).delete()
+    gold_state.mark_stale(pool_id=pool_id, question_id=question_id)
+    gold_state.refresh(question_set=question_set)
+    assert gold_state.version(question_set=question_set)[0] == first[0] - 1
