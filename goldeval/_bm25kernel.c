@@ -115,6 +115,16 @@ typedef struct Scratch {
     struct Scratch *next;
 } Scratch;
 
+/* The long rows' bitmaps (see seek_all): for each term, its number among them or -1; for each
+ * of them a bit per passage (words of 64) and, per word, how many of the row's passages come
+ * before it. */
+typedef struct {
+    int32_t *number;
+    uint64_t *words;
+    uint32_t *before;
+    Py_ssize_t n_words;
+} Dense;
+
 typedef struct {
     const int64_t *indptr;
     const int32_t *indices;
@@ -122,6 +132,7 @@ typedef struct {
     const double *largest; /* each term's largest weight */
     int sorted;            /* every row's passages ascend */
     Py_ssize_t size;
+    const Dense *dense;
     const int64_t *rows; /* the query's terms, in query order */
     const double *counts;
     Py_ssize_t n_rows;
@@ -225,13 +236,21 @@ static Py_ssize_t select_matched(const Query *q) {
 
 #define MAX_PRUNED_TERMS 64
 /* A touched passage costs about this many postings' reading to search for in one row. */
+#ifndef SEEK_COST
 #define SEEK_COST 24.0
+#endif
+/* ... and this many in a row with a bitmap. */
+#ifndef DENSE_SEEK_COST
+#define DENSE_SEEK_COST 4.0
+#endif
 /* The k-th best sum is taken among the first SAMPLE touched passages (the rarest terms'): the
  * k-th best of some passages is at most the k-th best of all, so it is a safe floor. */
 #define SAMPLE 4096
 /* The most weights (8 bytes each) the candidates' table may hold. */
 #define MAX_TABLE ((size_t)1 << 21)
 #define PREFETCH_AHEAD 8
+/* A row of at least 1/DENSE_SHARE of the passages gets a bitmap (by default). */
+#define DENSE_SHARE 32
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(address) __builtin_prefetch(address)
 #else
@@ -250,8 +269,8 @@ static inline int lowest_bit(uint64_t word) {
 
 static double slack(Py_ssize_t n_rows) { return 4.0 * (double)(n_rows + 2) * 2.220446049250313e-16; }
 
-/* The k-th largest of values[0..n), n >= k >= 1 (reorders them). */
-static double kth_largest(double *values, Py_ssize_t n, Py_ssize_t k) {
+/* The k-th largest of values[0..n), n >= k >= 1, by quickselect (reorders them). */
+static double select_kth(double *values, Py_ssize_t n, Py_ssize_t k) {
     Py_ssize_t lo = 0, hi = n - 1, target = k - 1;
     while (lo < hi) {
         double a = values[lo], b = values[lo + (hi - lo) / 2], c = values[hi];
@@ -276,6 +295,38 @@ static double kth_largest(double *values, Py_ssize_t n, Py_ssize_t k) {
     return values[target];
 }
 
+/* Buckets of the first pass of kth_largest. */
+#define BUCKETS 256
+
+/* The k-th largest of values[0..n), n >= k >= 1 (reorders them). Many values are first counted
+ * into buckets of equal width between the least and the largest: the bucket that holds the k-th
+ * largest is found from the counts, and only its values are selected from. A value's bucket
+ * never decreases as the value grows (each step rounds monotonically), so every value of a
+ * higher bucket is above every value of that one: the answer is exactly select_kth's, at a
+ * fraction of its cost (its partitioning branches are mispredicted half the time). */
+static double kth_largest(double *values, Py_ssize_t n, Py_ssize_t k) {
+    if (n < 512 || n < 4 * k) return select_kth(values, n, k);
+    double low = values[0], high = values[0];
+    for (Py_ssize_t i = 1; i < n; i++) {
+        low = values[i] < low ? values[i] : low;
+        high = values[i] > high ? values[i] : high;
+    }
+    if (!(high > low)) return high;
+    double scale = (BUCKETS - 1) / (high - low);
+    Py_ssize_t counts[BUCKETS] = {0};
+    for (Py_ssize_t i = 0; i < n; i++) counts[(int)((values[i] - low) * scale)]++;
+    Py_ssize_t above = 0;
+    int bucket = BUCKETS - 1;
+    while (above + counts[bucket] < k) above += counts[bucket--];
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double value = values[i];
+        values[m] = value;
+        m += (int)((value - low) * scale) == bucket;
+    }
+    return select_kth(values, m, k - above);
+}
+
 static double touched_floor(const Query *q, Py_ssize_t n_touched) {
     const Scratch *s = q->scratch;
     Py_ssize_t n = 0, m = n_touched < SAMPLE ? n_touched : SAMPLE;
@@ -287,12 +338,37 @@ static double touched_floor(const Query *q, Py_ssize_t n_touched) {
     return n < q->k ? -1.0 : kth_largest(s->values, n, q->k);
 }
 
-/* The position of each (ascending) candidate in term t's row, or -1. The search starts where
- * the candidate would be were the row's passages evenly spread (fetched ahead), then widens. */
+/* The set bits of a word, in a few arithmetic steps: the builtin is a library call on CPUs
+ * the build cannot assume have a popcount instruction. */
+static inline int64_t bit_count(uint64_t word) {
+    word -= (word >> 1) & 0x5555555555555555ULL;
+    word = (word & 0x3333333333333333ULL) + ((word >> 2) & 0x3333333333333333ULL);
+    word = (word + (word >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return (int64_t)((word * 0x0101010101010101ULL) >> 56);
+}
+
+/* The position of each (ascending) candidate in term t's row, or -1. A long row (one with a
+ * bitmap) answers from its bit and the count of the row's passages before it, with no search in
+ * the row; another row is searched from where the candidate would be were the row's passages
+ * evenly spread (fetched ahead), widening from there. The weights found are fetched ahead for
+ * the caller. */
 static void seek_all(const Query *q, Py_ssize_t t, const int32_t *candidates, Py_ssize_t n,
                      int64_t *found) {
     const int32_t *indices = q->indices;
     int64_t lo = q->indptr[q->rows[t]], hi = q->indptr[q->rows[t] + 1];
+    int32_t number = q->dense->number[q->rows[t]];
+    if (number >= 0) {
+        const uint64_t *words = q->dense->words + (size_t)number * (size_t)q->dense->n_words;
+        const uint32_t *before = q->dense->before + (size_t)number * (size_t)q->dense->n_words;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t p = candidates[i];
+            uint64_t word = words[p >> 6], below = word & (((uint64_t)1 << (p & 63)) - 1);
+            int64_t at = lo + before[p >> 6] + bit_count(below);
+            found[i] = (word >> (p & 63)) & 1 ? at : -1;
+            PREFETCH(q->data + at);
+        }
+        return;
+    }
     if (lo >= hi) {
         for (Py_ssize_t i = 0; i < n; i++) found[i] = -1;
         return;
@@ -366,6 +442,12 @@ static Py_ssize_t run_pruned(const Query *q) {
     double widen = slack(n);
     rest_after[n] = 0.0;
     for (Py_ssize_t i = n - 1; i >= 0; i--) rest_after[i] = rest_after[i + 1] + bound[order[i]];
+    /* What finding a passage in every row left costs, in postings read. */
+    double seek_after[MAX_PRUNED_TERMS + 1];
+    seek_after[n] = 0.0;
+    for (Py_ssize_t i = n - 1; i >= 0; i--)
+        seek_after[i] = seek_after[i + 1] +
+                        (q->dense->number[q->rows[order[i]]] >= 0 ? DENSE_SEEK_COST : SEEK_COST);
     int64_t postings_left = 0;
     for (Py_ssize_t t = 0; t < n; t++)
         postings_left += q->indptr[q->rows[t] + 1] - q->indptr[q->rows[t]];
@@ -394,7 +476,7 @@ static Py_ssize_t run_pruned(const Query *q) {
                     c += (q->allowed == NULL || q->allowed[p]) &&
                          (scores[p] + rest) * (1 + widen) >= reach;
                 }
-                if ((double)c * (double)(n - read) * SEEK_COST < (double)postings_left) {
+                if ((double)c * seek_after[read] < (double)postings_left) {
                     n_candidates = c;
                     break;
                 }
@@ -551,6 +633,7 @@ typedef struct {
     int positive; /* every weight above zero */
     int sorted;   /* every row's passages ascend */
     double *largest;
+    Dense dense;
     /* Scratch not in use: one per thread that searched at the same time as others. */
     Scratch *idle;
     PyThread_type_lock lock;
@@ -607,17 +690,51 @@ static void Postings_dealloc(Postings *self) {
     }
     if (self->lock != NULL) PyThread_free_lock(self->lock);
     PyMem_RawFree(self->largest);
+    PyMem_RawFree(self->dense.number);
+    PyMem_RawFree(self->dense.words);
+    PyMem_RawFree(self->dense.before);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The bitmaps of the rows of at least `dense_from` passages (ascending), for seek_all. */
+static int make_dense(Dense *dense, const int64_t *pointers, const int32_t *passages,
+                      Py_ssize_t n_terms, Py_ssize_t size, Py_ssize_t dense_from) {
+    Py_ssize_t n_words = (size + 63) / 64, n_dense = 0;
+    dense->n_words = n_words;
+    dense->number = PyMem_RawMalloc((size_t)(n_terms ? n_terms : 1) * sizeof(int32_t));
+    if (dense->number == NULL) return -1;
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        int64_t length = pointers[t + 1] - pointers[t];
+        dense->number[t] = length > 0 && length >= dense_from ? (int32_t)n_dense++ : -1;
+    }
+    if (n_dense == 0) return 0;
+    size_t cells = (size_t)n_dense * (size_t)n_words;
+    dense->words = PyMem_RawCalloc(cells, sizeof(uint64_t));
+    dense->before = PyMem_RawMalloc(cells * sizeof(uint32_t));
+    if (dense->words == NULL || dense->before == NULL) return -1;
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        if (dense->number[t] < 0) continue;
+        uint64_t *words = dense->words + (size_t)dense->number[t] * (size_t)n_words;
+        uint32_t *before = dense->before + (size_t)dense->number[t] * (size_t)n_words;
+        for (int64_t j = pointers[t]; j < pointers[t + 1]; j++)
+            words[passages[j] >> 6] |= (uint64_t)1 << (passages[j] & 63);
+        uint32_t count = 0;
+        for (Py_ssize_t w = 0; w < n_words; w++) {
+            before[w] = count;
+            count += (uint32_t)bit_count(words[w]);
+        }
+    }
+    return 0;
 }
 
 /* The arrays are checked once here (rows in bounds, passages below size), so a search can
  * trust them: a damaged index file is refused, never read out of bounds. */
 static int Postings_init(Postings *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"indptr", "indices", "data", "size", NULL};
+    static char *keywords[] = {"indptr", "indices", "data", "size", "dense_from", NULL};
     PyObject *indptr, *indices, *data;
-    Py_ssize_t size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOn", keywords, &indptr, &indices, &data,
-                                     &size))
+    Py_ssize_t size, dense_from = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOn|n", keywords, &indptr, &indices, &data,
+                                     &size, &dense_from))
         return -1;
     if (self->indptr.obj != NULL) {
         PyErr_SetString(PyExc_TypeError, "Postings is initialised once");
@@ -668,6 +785,12 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kwargs) {
             if ((double)weights[j] > largest) largest = (double)weights[j];
         }
         self->largest[t] = largest;
+    }
+    if (dense_from < 0) dense_from = size / DENSE_SHARE > 0 ? size / DENSE_SHARE : 1;
+    if (make_dense(&self->dense, pointers, passages, n_terms, size,
+                   self->positive && self->sorted ? dense_from : PY_SSIZE_T_MAX) < 0) {
+        PyErr_NoMemory();
+        goto fail_data;
     }
     self->size = size;
     self->n_terms = n_terms;
@@ -751,6 +874,7 @@ static PyObject *Postings_search(Postings *self, PyObject *args, PyObject *kwarg
                .data = self->data.buf,
                .largest = self->largest,
                .sorted = self->sorted,
+               .dense = &self->dense,
                .size = self->size,
                .k = k};
     Py_buffer allowed = {0};
@@ -850,6 +974,7 @@ static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *
                      .data = self->data.buf,
                      .largest = self->largest,
                      .sorted = self->sorted,
+                     .dense = &self->dense,
                      .size = self->size,
                      .rows = rows,
                      .counts = counts,
