@@ -95,10 +95,14 @@ static inline void offer(Hit *heap, Py_ssize_t *kept, Py_ssize_t k, double score
         heap_replace_root(heap, *kept, hit);
 }
 
-static int best_first(const void *a, const void *b) {
-    const Hit *x = (const Hit *)a, *y = (const Hit *)b;
-    if (x->score != y->score) return x->score > y->score ? -1 : 1;
-    return x->index < y->index ? -1 : (x->index > y->index);
+/* The heap's hits, best first: the lowest-ranked is moved to the end, again and again (a
+ * heapsort; qsort's comparisons through a function pointer cost more). */
+static void heap_sort(Hit *heap, Py_ssize_t kept) {
+    for (Py_ssize_t end = kept - 1; end > 0; end--) {
+        Hit last = heap[end];
+        heap[end] = heap[0];
+        heap_replace_root(heap, end, last);
+    }
 }
 
 /* One thread's working memory: zero between searches. */
@@ -605,7 +609,7 @@ static Py_ssize_t run_query(const Query *q) {
         accumulate(q);
         kept = q->scratch->matched == NULL ? select_positive(q) : select_matched(q);
     }
-    qsort(q->heap, (size_t)kept, sizeof(Hit), best_first);
+    heap_sort(q->heap, kept);
     return kept;
 }
 
@@ -839,15 +843,26 @@ fail:
     return -1;
 }
 
+/* The hits as a list of (passage, score) tuples. A tuple of an int and a float can hold no
+ * reference cycle, so it is taken out of the garbage collector's view at once (as the collector
+ * itself would on its first pass over it): a batch makes a hundred thousand of them, and each
+ * collection they trigger would otherwise walk them all. */
 static PyObject *hits_list(const Hit *heap, Py_ssize_t kept) {
     PyObject *hits = PyList_New(kept);
     if (hits == NULL) return NULL;
     for (Py_ssize_t i = 0; i < kept; i++) {
-        PyObject *hit = Py_BuildValue("(Ld)", (long long)heap[i].index, heap[i].score);
-        if (hit == NULL) {
+        PyObject *hit = PyTuple_New(2), *index = PyLong_FromLongLong((long long)heap[i].index),
+                 *score = PyFloat_FromDouble(heap[i].score);
+        if (hit == NULL || index == NULL || score == NULL) {
+            Py_XDECREF(hit);
+            Py_XDECREF(index);
+            Py_XDECREF(score);
             Py_DECREF(hits);
             return NULL;
         }
+        PyTuple_SET_ITEM(hit, 0, index);
+        PyTuple_SET_ITEM(hit, 1, score);
+        PyObject_GC_UnTrack(hit);
         PyList_SET_ITEM(hits, i, hit);
     }
     return hits;
