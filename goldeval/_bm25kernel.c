@@ -240,13 +240,9 @@ static Py_ssize_t select_matched(const Query *q) {
 
 #define MAX_PRUNED_TERMS 64
 /* A touched passage costs about this many postings' reading to search for in one row. */
-#ifndef SEEK_COST
 #define SEEK_COST 24.0
-#endif
-/* ... and this many in a row with a bitmap. */
-#ifndef DENSE_SEEK_COST
-#define DENSE_SEEK_COST 4.0
-#endif
+/* ... and this many in a row with a bitmap (its weight is still a cache miss). */
+#define DENSE_SEEK_COST 12.0
 /* The k-th best sum is taken among the first SAMPLE touched passages (the rarest terms'): the
  * k-th best of some passages is at most the k-th best of all, so it is a safe floor. */
 #define SAMPLE 4096
@@ -457,19 +453,30 @@ static Py_ssize_t run_pruned(const Query *q) {
         postings_left += q->indptr[q->rows[t] + 1] - q->indptr[q->rows[t]];
 
     Py_ssize_t n_touched = 0, read = 0, n_candidates = -1;
+    double read_bound = 0.0; /* what the terms read could add to a passage, at most */
     while (read < n) {
         Py_ssize_t t = order[read];
         int64_t lo = q->indptr[q->rows[t]], hi = q->indptr[q->rows[t] + 1];
         double count = q->counts[t];
-        for (int64_t j = lo; j < hi; j++) {
-            int32_t p = indices[j];
-            touched[n_touched] = p;
-            n_touched += scores[p] == 0.0;
-            scores[p] += count == 1.0 ? (double)data[j] : (double)data[j] * count;
+        if (read == 0) { /* every passage of the first row is new: 0.0 + weight is the weight */
+            memcpy(touched, indices + lo, (size_t)(hi - lo) * sizeof(int32_t));
+            n_touched = hi - lo;
+            for (int64_t j = lo; j < hi; j++)
+                scores[indices[j]] = count == 1.0 ? (double)data[j] : (double)data[j] * count;
+        } else {
+            for (int64_t j = lo; j < hi; j++) {
+                int32_t p = indices[j];
+                touched[n_touched] = p;
+                n_touched += scores[p] == 0.0;
+                scores[p] += count == 1.0 ? (double)data[j] : (double)data[j] * count;
+            }
         }
+        read_bound += bound[t];
         read++;
         postings_left -= hi - lo;
-        if (read < n && n_touched >= q->k && postings_left > n_touched) {
+        /* The floor (the k-th best sum) is at most read_bound: below `rest`, it cannot stop. */
+        if (read < n && n_touched >= q->k && postings_left > n_touched &&
+            rest_after[read] < read_bound) {
             double floor = touched_floor(q, n_touched), rest = rest_after[read];
             if (floor >= 0 && rest * (1 + widen) < floor * (1 - widen)) {
                 double reach = floor * (1 - widen);
