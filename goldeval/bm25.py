@@ -169,11 +169,14 @@ class BM25Index:
     ) -> list[list[tuple[int, float]]]:
         """search() of each query, in order; with the kernel, on several threads at once."""
         kernel = self._kernel()
-        if kernel is None or _THREADS < 2 or len(queries) < _PARALLEL_FROM:
+        if kernel is None:
             return [self.search(query, k=k, allowed=allowed) for query in queries]
         if k < 1:
             raise BM25IndexError(f"k must be at least 1, got {k}.")
         mask = self._check_allowed(allowed)
+        if _THREADS < 2 or len(queries) < _PARALLEL_FROM:
+            # One call for them all: the GIL is released once, not per query.
+            return kernel.search_many([self._terms(query) for query in queries], k, mask)
         # Each thread analyses its own chunk (holding the GIL) and then searches it (releasing
         # it once), so one thread's analysis overlaps another's search.
         chunks = [queries[i : i + _CHUNK] for i in range(0, len(queries), _CHUNK)]

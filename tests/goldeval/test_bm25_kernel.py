@@ -174,7 +174,10 @@ def test_okapi_zero_and_negative_weights_still_match():
 
 
 @needs_kernel
-def test_search_many_on_threads_equals_search():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_search_many_on_threads_equals_search(threads, monkeypatch):
+    # One thread: a single call for the whole batch; more: chunks of it on each thread.
+    monkeypatch.setattr(bm25_module, "_THREADS", threads)
     passages = zipf_passages(3000, seed=5)
     index = BM25Index.build(passages, analyzer=Analyzer())
     rng = np.random.default_rng(8)
