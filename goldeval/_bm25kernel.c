@@ -28,7 +28,9 @@
  *
  * Each search borrows a scratch buffer (a float64 per passage) from its Postings object and
  * leaves it zeroed, so no query clears or allocates 800 KB; the work runs without the GIL, so
- * threads search queries at once (BM25Index.search_many), each with its own scratch.
+ * threads search queries at once (BM25Index.search_many), each with its own scratch. The long
+ * rows (a 32nd of the passages or more) get a bitmap when the Postings object is made, 12 bytes
+ * per 64 passages each (about 6 MB beside a 69 MB index of 100,000 passages).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -229,9 +231,9 @@ static Py_ssize_t select_matched(const Query *q) {
  * most `rest` to any passage, and `rest` is below `floor` (the k-th best sum so far among the
  * allowed passages, a lower bound on the final k-th best), no untouched passage can reach the
  * top k; the touched ones whose sum plus `rest` reaches `floor` are the candidates. When finding
- * the candidates' weights in the rows left costs less than reading those rows, they are found by
- * a search in each (ascending) row, dropping candidates that fall behind as the floor rises and
- * `rest` shrinks. The survivors' scores are then summed again term by term in query order, so
+ * the candidates' weights in the rows left costs less than reading those rows, they are found in
+ * each row (a long row answers from its bitmap, another by a search in the ascending row),
+ * dropping candidates that fall behind as the floor rises and `rest` shrinks. The survivors' scores are then summed again term by term in query order, so
  * they are bit for bit the plain path's sums, and the top k picked from them.
  *
  * Bounds are sums in another order than the exact scores', so they differ from them by rounding
