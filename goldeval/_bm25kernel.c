@@ -947,13 +947,64 @@ done:
     return result;
 }
 
-/* search() of each (rows, counts) pair, with the GIL released once for them all. */
+/* A batch's queries, taken one at a time by each of its threads. */
+typedef struct {
+    Query *each;
+    Py_ssize_t n, next;
+    Py_ssize_t *kept;
+    uint8_t *finished;
+    PyThread_type_lock lock;
+} Batch;
+
+/* Searches the batch's next queries (up to `most`, any number when most < 0) with `scratch`;
+ * the number searched. Needs no GIL. */
+static Py_ssize_t search_next(Batch *batch, Scratch *scratch, Py_ssize_t most) {
+    Py_ssize_t searched = 0;
+    while (most < 0 || searched < most) {
+        PyThread_acquire_lock(batch->lock, WAIT_LOCK);
+        Py_ssize_t i = batch->next < batch->n ? batch->next++ : -1;
+        PyThread_release_lock(batch->lock);
+        if (i < 0) break;
+        Query *q = &batch->each[i];
+        q->scratch = scratch;
+        Py_ssize_t kept = q->n_rows == 0 || q->k == 0 ? 0 : run_query(q);
+        PyThread_acquire_lock(batch->lock, WAIT_LOCK);
+        batch->kept[i] = kept;
+        batch->finished[i] = 1;
+        PyThread_release_lock(batch->lock);
+        searched++;
+    }
+    return searched;
+}
+
+/* A helper thread of a batch: plain C, it never touches a Python object. */
+typedef struct {
+    Batch *batch;
+    Scratch *scratch;
+    PyThread_type_lock exited; /* held until the helper is done with the batch */
+} Helper;
+
+static void helper_run(void *argument) {
+    Helper *helper = argument;
+    search_next(helper->batch, helper->scratch, -1);
+    PyThread_release_lock(helper->exited); /* the last touch: the caller may free it all now */
+}
+
+/* The calling thread searches this many queries between the GIL's returns, when it turns the
+ * queries finished so far (by any thread) into their lists. */
+#define BUILD_EVERY 16
+/* The most threads a batch runs on. */
+#define MAX_THREADS 16
+
+/* search() of each (rows, counts) pair, on `threads` threads: the caller's and helpers that
+ * hold no GIL, so the GIL is free for the whole search but for the calling thread's short
+ * returns to build the finished queries' lists (which overlaps the helpers' searching). */
 static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"queries", "k", "allowed", NULL};
+    static char *keywords[] = {"queries", "k", "allowed", "threads", NULL};
     PyObject *queries, *allowed_object = Py_None;
-    Py_ssize_t k;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On|O", keywords, &queries, &k,
-                                     &allowed_object))
+    Py_ssize_t k, threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On|On", keywords, &queries, &k,
+                                     &allowed_object, &threads))
         return NULL;
     if (self->indptr.obj == NULL) {
         PyErr_SetString(PyExc_TypeError, "Postings was not initialised");
@@ -968,14 +1019,21 @@ static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *
         return NULL;
     }
     if (k > self->size) k = self->size;
-    Py_ssize_t n = PyList_GET_SIZE(queries), parsed = 0;
+    Py_ssize_t n = PyList_GET_SIZE(queries), parsed = 0, n_helpers = 0, started = 0;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads > n) threads = n;
     Py_buffer allowed = {0};
     PyObject *result = NULL;
-    Scratch *scratch = NULL;
-    Query *each = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Query));
-    Py_ssize_t *kept = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
-    Hit *heaps = PyMem_RawMalloc((size_t)(n ? n : 1) * (size_t)(k ? k : 1) * sizeof(Hit));
-    if (each == NULL || kept == NULL || heaps == NULL) {
+    Scratch *scratch[MAX_THREADS] = {NULL};
+    Helper helpers[MAX_THREADS];
+    Batch batch = {.n = n};
+    batch.each = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Query));
+    batch.kept = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    batch.finished = PyMem_Calloc((size_t)(n ? n : 1), 1);
+    batch.lock = PyThread_allocate_lock();
+    Hit *heaps = PyMem_RawMalloc((size_t)(n ? n : 1) * (size_t)k * sizeof(Hit));
+    if (batch.each == NULL || batch.kept == NULL || batch.finished == NULL ||
+        batch.lock == NULL || heaps == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -988,7 +1046,7 @@ static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *
             PyErr_SetString(PyExc_TypeError, "queries must be a list of (rows, counts) pairs");
             goto done;
         }
-        Query *q = &each[parsed];
+        Query *q = &batch.each[parsed];
         int64_t *rows;
         double *counts;
         if (read_terms(self, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), &rows, &counts,
@@ -1008,36 +1066,65 @@ static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *
                      .k = k,
                      .heap = heaps + parsed * k};
     }
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    scratch = self->idle;
-    if (scratch != NULL) self->idle = scratch->next;
-    PyThread_release_lock(self->lock);
-    if (scratch == NULL && (scratch = scratch_new(self->size, self->positive)) == NULL) {
+    if ((result = PyList_New(n)) == NULL) goto done;
+    /* A scratch for each thread; without memory for another, fewer threads. */
+    for (Py_ssize_t t = 0; t < (threads > 1 ? threads : 1); t++) {
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        scratch[t] = self->idle;
+        if (scratch[t] != NULL) self->idle = scratch[t]->next;
+        PyThread_release_lock(self->lock);
+        if (scratch[t] == NULL) scratch[t] = scratch_new(self->size, self->positive);
+        if (scratch[t] == NULL) break;
+    }
+    if (scratch[0] == NULL) {
+        Py_CLEAR(result);
         PyErr_NoMemory();
         goto done;
     }
-    Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        each[i].scratch = scratch;
-        kept[i] = each[i].n_rows == 0 || k == 0 ? 0 : run_query(&each[i]);
+    for (; n_helpers + 1 < threads && scratch[n_helpers + 1] != NULL; n_helpers++) {
+        Helper *helper = &helpers[n_helpers];
+        *helper = (Helper){.batch = &batch, .scratch = scratch[n_helpers + 1]};
+        if ((helper->exited = PyThread_allocate_lock()) == NULL) break;
+        PyThread_acquire_lock(helper->exited, WAIT_LOCK);
+        if (PyThread_start_new_thread(helper_run, helper) == PYTHREAD_INVALID_THREAD_ID) {
+            PyThread_free_lock(helper->exited);
+            break;
+        }
+        started++;
     }
-    Py_END_ALLOW_THREADS;
-    result = PyList_New(n);
-    for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
-        PyObject *hits = hits_list(each[i].heap, kept[i]);
-        if (hits == NULL) Py_CLEAR(result);
-        else PyList_SET_ITEM(result, i, hits);
+    Py_ssize_t built = 0;
+    for (;;) {
+        Py_ssize_t searched;
+        Py_BEGIN_ALLOW_THREADS;
+        searched = search_next(&batch, scratch[0], BUILD_EVERY);
+        if (searched == 0) /* nothing left to take: wait for the helpers' last queries */
+            for (Py_ssize_t h = 0; h < started; h++) PyThread_acquire_lock(helpers[h].exited, WAIT_LOCK);
+        Py_END_ALLOW_THREADS;
+        for (; result != NULL && built < n; built++) {
+            PyThread_acquire_lock(batch.lock, WAIT_LOCK);
+            int finished = batch.finished[built];
+            PyThread_release_lock(batch.lock);
+            if (!finished) break;
+            PyObject *hits = hits_list(batch.each[built].heap, batch.kept[built]);
+            if (hits == NULL) Py_CLEAR(result); /* the helpers still finish before we return */
+            else PyList_SET_ITEM(result, built, hits);
+        }
+        if (searched == 0) break;
     }
+    for (Py_ssize_t h = 0; h < started; h++) PyThread_free_lock(helpers[h].exited);
 done:
-    if (scratch != NULL) {
+    for (Py_ssize_t t = 0; t < MAX_THREADS && scratch[t] != NULL; t++) {
         PyThread_acquire_lock(self->lock, WAIT_LOCK);
-        scratch->next = self->idle;
-        self->idle = scratch;
+        scratch[t]->next = self->idle;
+        self->idle = scratch[t];
         PyThread_release_lock(self->lock);
     }
-    for (Py_ssize_t i = 0; each != NULL && i < parsed; i++) PyMem_Free((void *)each[i].rows);
-    PyMem_Free(each);
-    PyMem_Free(kept);
+    for (Py_ssize_t i = 0; batch.each != NULL && i < parsed; i++)
+        PyMem_Free((void *)batch.each[i].rows);
+    PyMem_Free(batch.each);
+    PyMem_Free(batch.kept);
+    PyMem_Free(batch.finished);
+    if (batch.lock != NULL) PyThread_free_lock(batch.lock);
     PyMem_RawFree(heaps);
     if (allowed.obj != NULL) PyBuffer_Release(&allowed);
     return result;
@@ -1050,8 +1137,9 @@ static PyMethodDef Postings_methods[] = {
      "allowed is None or one bool per passage."},
     {"search_many", (PyCFunction)(void (*)(void))Postings_search_many,
      METH_VARARGS | METH_KEYWORDS,
-     "search_many(queries, k, allowed=None): search() of each (rows, counts) pair of the list, "
-     "with the GIL released once for them all."},
+     "search_many(queries, k, allowed=None, threads=1): search() of each (rows, counts) pair of "
+     "the list, on `threads` threads that hold no GIL (the caller's thread takes it back now and "
+     "then to build the finished queries' lists)."},
     {NULL, NULL, 0, NULL},
 };
 

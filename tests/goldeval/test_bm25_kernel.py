@@ -174,9 +174,10 @@ def test_okapi_zero_and_negative_weights_still_match():
 
 
 @needs_kernel
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, 3])
 def test_search_many_on_threads_equals_search(threads, monkeypatch):
-    # One thread: a single call for the whole batch; more: chunks of it on each thread.
+    # The kernel's threads take the queries one at a time, while the calling thread builds
+    # the lists of those finished, in order.
     monkeypatch.setattr(bm25_module, "_THREADS", threads)
     passages = zipf_passages(3000, seed=5)
     index = BM25Index.build(passages, analyzer=Analyzer())
@@ -187,6 +188,24 @@ def test_search_many_on_threads_equals_search(threads, monkeypatch):
     for mask in (None, allowed):
         many = index.search_many(queries, k=20, allowed=mask)
         assert many == [exhaustive(index, q, 20, mask) for q in queries]
+
+
+@needs_kernel
+def test_search_many_on_more_threads_than_queries():
+    index = BM25Index.build(zipf_passages(400, seed=4), analyzer=Analyzer())
+    held = postings(index, None)
+    pairs = [query_terms(index, q) for q in ("w0 w2", "w9", "nothing", "w1 w1 w30")]
+    alone = [held.search(rows, counts, 7) for rows, counts in pairs]
+    for threads in (1, 2, 4, 16, 99):
+        assert held.search_many(pairs, 7, None, threads) == alone
+        assert held.search_many([], 7, None, threads) == []
+    empty = kernel.Postings(
+        np.array([0, 0], dtype=np.int64),
+        np.array([], dtype=np.int32),
+        np.array([], dtype=np.float32),
+        0,
+    )
+    assert empty.search_many([([0], [1])] * 40, 5, None, 2) == [[]] * 40
 
 
 @needs_kernel
