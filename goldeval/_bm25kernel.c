@@ -28,7 +28,10 @@
  *
  * Each search borrows a scratch buffer (a float64 per passage) from its Postings object and
  * leaves it zeroed, so no query clears or allocates 800 KB; the work runs without the GIL, so
- * threads search queries at once (BM25Index.search_many), each with its own scratch.
+ * threads search queries at once (BM25Index.search_many), each with its own scratch. The long
+ * rows (a 16th of the passages or more) get a bitmap when the Postings object is made, 12 bytes
+ * per 64 passages each (about 3 MB beside a 69 MB index of 100,000 passages; a 32nd or a 64th
+ * searched no faster).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -95,10 +98,14 @@ static inline void offer(Hit *heap, Py_ssize_t *kept, Py_ssize_t k, double score
         heap_replace_root(heap, *kept, hit);
 }
 
-static int best_first(const void *a, const void *b) {
-    const Hit *x = (const Hit *)a, *y = (const Hit *)b;
-    if (x->score != y->score) return x->score > y->score ? -1 : 1;
-    return x->index < y->index ? -1 : (x->index > y->index);
+/* The heap's hits, best first: the lowest-ranked is moved to the end, again and again (a
+ * heapsort; qsort's comparisons through a function pointer cost more). */
+static void heap_sort(Hit *heap, Py_ssize_t kept) {
+    for (Py_ssize_t end = kept - 1; end > 0; end--) {
+        Hit last = heap[end];
+        heap[end] = heap[0];
+        heap_replace_root(heap, end, last);
+    }
 }
 
 /* One thread's working memory: zero between searches. */
@@ -115,6 +122,16 @@ typedef struct Scratch {
     struct Scratch *next;
 } Scratch;
 
+/* The long rows' bitmaps (see seek_all): for each term, its number among them or -1; for each
+ * of them a bit per passage (words of 64) and, per word, how many of the row's passages come
+ * before it. */
+typedef struct {
+    int32_t *number;
+    uint64_t *words;
+    uint32_t *before;
+    Py_ssize_t n_words;
+} Dense;
+
 typedef struct {
     const int64_t *indptr;
     const int32_t *indices;
@@ -122,6 +139,7 @@ typedef struct {
     const double *largest; /* each term's largest weight */
     int sorted;            /* every row's passages ascend */
     Py_ssize_t size;
+    const Dense *dense;
     const int64_t *rows; /* the query's terms, in query order */
     const double *counts;
     Py_ssize_t n_rows;
@@ -214,9 +232,9 @@ static Py_ssize_t select_matched(const Query *q) {
  * most `rest` to any passage, and `rest` is below `floor` (the k-th best sum so far among the
  * allowed passages, a lower bound on the final k-th best), no untouched passage can reach the
  * top k; the touched ones whose sum plus `rest` reaches `floor` are the candidates. When finding
- * the candidates' weights in the rows left costs less than reading those rows, they are found by
- * a search in each (ascending) row, dropping candidates that fall behind as the floor rises and
- * `rest` shrinks. The survivors' scores are then summed again term by term in query order, so
+ * the candidates' weights in the rows left costs less than reading those rows, they are found in
+ * each row (a long row answers from its bitmap, another by a search in the ascending row),
+ * dropping candidates that fall behind as the floor rises and `rest` shrinks. The survivors' scores are then summed again term by term in query order, so
  * they are bit for bit the plain path's sums, and the top k picked from them.
  *
  * Bounds are sums in another order than the exact scores', so they differ from them by rounding
@@ -226,12 +244,16 @@ static Py_ssize_t select_matched(const Query *q) {
 #define MAX_PRUNED_TERMS 64
 /* A touched passage costs about this many postings' reading to search for in one row. */
 #define SEEK_COST 24.0
+/* ... and this many in a row with a bitmap (its weight is still a cache miss). */
+#define DENSE_SEEK_COST 12.0
 /* The k-th best sum is taken among the first SAMPLE touched passages (the rarest terms'): the
  * k-th best of some passages is at most the k-th best of all, so it is a safe floor. */
 #define SAMPLE 4096
 /* The most weights (8 bytes each) the candidates' table may hold. */
 #define MAX_TABLE ((size_t)1 << 21)
 #define PREFETCH_AHEAD 8
+/* A row of at least 1/DENSE_SHARE of the passages gets a bitmap (by default). */
+#define DENSE_SHARE 16
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(address) __builtin_prefetch(address)
 #else
@@ -250,8 +272,8 @@ static inline int lowest_bit(uint64_t word) {
 
 static double slack(Py_ssize_t n_rows) { return 4.0 * (double)(n_rows + 2) * 2.220446049250313e-16; }
 
-/* The k-th largest of values[0..n), n >= k >= 1 (reorders them). */
-static double kth_largest(double *values, Py_ssize_t n, Py_ssize_t k) {
+/* The k-th largest of values[0..n), n >= k >= 1, by quickselect (reorders them). */
+static double select_kth(double *values, Py_ssize_t n, Py_ssize_t k) {
     Py_ssize_t lo = 0, hi = n - 1, target = k - 1;
     while (lo < hi) {
         double a = values[lo], b = values[lo + (hi - lo) / 2], c = values[hi];
@@ -276,6 +298,38 @@ static double kth_largest(double *values, Py_ssize_t n, Py_ssize_t k) {
     return values[target];
 }
 
+/* Buckets of the first pass of kth_largest. */
+#define BUCKETS 256
+
+/* The k-th largest of values[0..n), n >= k >= 1 (reorders them). Many values are first counted
+ * into buckets of equal width between the least and the largest: the bucket that holds the k-th
+ * largest is found from the counts, and only its values are selected from. A value's bucket
+ * never decreases as the value grows (each step rounds monotonically), so every value of a
+ * higher bucket is above every value of that one: the answer is exactly select_kth's, at a
+ * fraction of its cost (its partitioning branches are mispredicted half the time). */
+static double kth_largest(double *values, Py_ssize_t n, Py_ssize_t k) {
+    if (n < 512 || n < 4 * k) return select_kth(values, n, k);
+    double low = values[0], high = values[0];
+    for (Py_ssize_t i = 1; i < n; i++) {
+        low = values[i] < low ? values[i] : low;
+        high = values[i] > high ? values[i] : high;
+    }
+    if (!(high > low)) return high;
+    double scale = (BUCKETS - 1) / (high - low);
+    Py_ssize_t counts[BUCKETS] = {0};
+    for (Py_ssize_t i = 0; i < n; i++) counts[(int)((values[i] - low) * scale)]++;
+    Py_ssize_t above = 0;
+    int bucket = BUCKETS - 1;
+    while (above + counts[bucket] < k) above += counts[bucket--];
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double value = values[i];
+        values[m] = value;
+        m += (int)((value - low) * scale) == bucket;
+    }
+    return select_kth(values, m, k - above);
+}
+
 static double touched_floor(const Query *q, Py_ssize_t n_touched) {
     const Scratch *s = q->scratch;
     Py_ssize_t n = 0, m = n_touched < SAMPLE ? n_touched : SAMPLE;
@@ -287,12 +341,37 @@ static double touched_floor(const Query *q, Py_ssize_t n_touched) {
     return n < q->k ? -1.0 : kth_largest(s->values, n, q->k);
 }
 
-/* The position of each (ascending) candidate in term t's row, or -1. The search starts where
- * the candidate would be were the row's passages evenly spread (fetched ahead), then widens. */
+/* The set bits of a word, in a few arithmetic steps: the builtin is a library call on CPUs
+ * the build cannot assume have a popcount instruction. */
+static inline int64_t bit_count(uint64_t word) {
+    word -= (word >> 1) & 0x5555555555555555ULL;
+    word = (word & 0x3333333333333333ULL) + ((word >> 2) & 0x3333333333333333ULL);
+    word = (word + (word >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return (int64_t)((word * 0x0101010101010101ULL) >> 56);
+}
+
+/* The position of each (ascending) candidate in term t's row, or -1. A long row (one with a
+ * bitmap) answers from its bit and the count of the row's passages before it, with no search in
+ * the row; another row is searched from where the candidate would be were the row's passages
+ * evenly spread (fetched ahead), widening from there. The weights found are fetched ahead for
+ * the caller. */
 static void seek_all(const Query *q, Py_ssize_t t, const int32_t *candidates, Py_ssize_t n,
                      int64_t *found) {
     const int32_t *indices = q->indices;
     int64_t lo = q->indptr[q->rows[t]], hi = q->indptr[q->rows[t] + 1];
+    int32_t number = q->dense->number[q->rows[t]];
+    if (number >= 0) {
+        const uint64_t *words = q->dense->words + (size_t)number * (size_t)q->dense->n_words;
+        const uint32_t *before = q->dense->before + (size_t)number * (size_t)q->dense->n_words;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t p = candidates[i];
+            uint64_t word = words[p >> 6], below = word & (((uint64_t)1 << (p & 63)) - 1);
+            int64_t at = lo + before[p >> 6] + bit_count(below);
+            found[i] = (word >> (p & 63)) & 1 ? at : -1;
+            PREFETCH(q->data + at);
+        }
+        return;
+    }
     if (lo >= hi) {
         for (Py_ssize_t i = 0; i < n; i++) found[i] = -1;
         return;
@@ -366,24 +445,41 @@ static Py_ssize_t run_pruned(const Query *q) {
     double widen = slack(n);
     rest_after[n] = 0.0;
     for (Py_ssize_t i = n - 1; i >= 0; i--) rest_after[i] = rest_after[i + 1] + bound[order[i]];
+    /* What finding a passage in every row left costs, in postings read. */
+    double seek_after[MAX_PRUNED_TERMS + 1];
+    seek_after[n] = 0.0;
+    for (Py_ssize_t i = n - 1; i >= 0; i--)
+        seek_after[i] = seek_after[i + 1] +
+                        (q->dense->number[q->rows[order[i]]] >= 0 ? DENSE_SEEK_COST : SEEK_COST);
     int64_t postings_left = 0;
     for (Py_ssize_t t = 0; t < n; t++)
         postings_left += q->indptr[q->rows[t] + 1] - q->indptr[q->rows[t]];
 
     Py_ssize_t n_touched = 0, read = 0, n_candidates = -1;
+    double read_bound = 0.0; /* what the terms read could add to a passage, at most */
     while (read < n) {
         Py_ssize_t t = order[read];
         int64_t lo = q->indptr[q->rows[t]], hi = q->indptr[q->rows[t] + 1];
         double count = q->counts[t];
-        for (int64_t j = lo; j < hi; j++) {
-            int32_t p = indices[j];
-            touched[n_touched] = p;
-            n_touched += scores[p] == 0.0;
-            scores[p] += count == 1.0 ? (double)data[j] : (double)data[j] * count;
+        if (read == 0) { /* every passage of the first row is new: 0.0 + weight is the weight */
+            memcpy(touched, indices + lo, (size_t)(hi - lo) * sizeof(int32_t));
+            n_touched = hi - lo;
+            for (int64_t j = lo; j < hi; j++)
+                scores[indices[j]] = count == 1.0 ? (double)data[j] : (double)data[j] * count;
+        } else {
+            for (int64_t j = lo; j < hi; j++) {
+                int32_t p = indices[j];
+                touched[n_touched] = p;
+                n_touched += scores[p] == 0.0;
+                scores[p] += count == 1.0 ? (double)data[j] : (double)data[j] * count;
+            }
         }
+        read_bound += bound[t];
         read++;
         postings_left -= hi - lo;
-        if (read < n && n_touched >= q->k && postings_left > n_touched) {
+        /* The floor (the k-th best sum) is at most read_bound: below `rest`, it cannot stop. */
+        if (read < n && n_touched >= q->k && postings_left > n_touched &&
+            rest_after[read] < read_bound) {
             double floor = touched_floor(q, n_touched), rest = rest_after[read];
             if (floor >= 0 && rest * (1 + widen) < floor * (1 - widen)) {
                 double reach = floor * (1 - widen);
@@ -394,7 +490,7 @@ static Py_ssize_t run_pruned(const Query *q) {
                     c += (q->allowed == NULL || q->allowed[p]) &&
                          (scores[p] + rest) * (1 + widen) >= reach;
                 }
-                if ((double)c * (double)(n - read) * SEEK_COST < (double)postings_left) {
+                if ((double)c * seek_after[read] < (double)postings_left) {
                     n_candidates = c;
                     break;
                 }
@@ -523,7 +619,7 @@ static Py_ssize_t run_query(const Query *q) {
         accumulate(q);
         kept = q->scratch->matched == NULL ? select_positive(q) : select_matched(q);
     }
-    qsort(q->heap, (size_t)kept, sizeof(Hit), best_first);
+    heap_sort(q->heap, kept);
     return kept;
 }
 
@@ -551,6 +647,7 @@ typedef struct {
     int positive; /* every weight above zero */
     int sorted;   /* every row's passages ascend */
     double *largest;
+    Dense dense;
     /* Scratch not in use: one per thread that searched at the same time as others. */
     Scratch *idle;
     PyThread_type_lock lock;
@@ -607,17 +704,51 @@ static void Postings_dealloc(Postings *self) {
     }
     if (self->lock != NULL) PyThread_free_lock(self->lock);
     PyMem_RawFree(self->largest);
+    PyMem_RawFree(self->dense.number);
+    PyMem_RawFree(self->dense.words);
+    PyMem_RawFree(self->dense.before);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The bitmaps of the rows of at least `dense_from` passages (ascending), for seek_all. */
+static int make_dense(Dense *dense, const int64_t *pointers, const int32_t *passages,
+                      Py_ssize_t n_terms, Py_ssize_t size, Py_ssize_t dense_from) {
+    Py_ssize_t n_words = (size + 63) / 64, n_dense = 0;
+    dense->n_words = n_words;
+    dense->number = PyMem_RawMalloc((size_t)(n_terms ? n_terms : 1) * sizeof(int32_t));
+    if (dense->number == NULL) return -1;
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        int64_t length = pointers[t + 1] - pointers[t];
+        dense->number[t] = length > 0 && length >= dense_from ? (int32_t)n_dense++ : -1;
+    }
+    if (n_dense == 0) return 0;
+    size_t cells = (size_t)n_dense * (size_t)n_words;
+    dense->words = PyMem_RawCalloc(cells, sizeof(uint64_t));
+    dense->before = PyMem_RawMalloc(cells * sizeof(uint32_t));
+    if (dense->words == NULL || dense->before == NULL) return -1;
+    for (Py_ssize_t t = 0; t < n_terms; t++) {
+        if (dense->number[t] < 0) continue;
+        uint64_t *words = dense->words + (size_t)dense->number[t] * (size_t)n_words;
+        uint32_t *before = dense->before + (size_t)dense->number[t] * (size_t)n_words;
+        for (int64_t j = pointers[t]; j < pointers[t + 1]; j++)
+            words[passages[j] >> 6] |= (uint64_t)1 << (passages[j] & 63);
+        uint32_t count = 0;
+        for (Py_ssize_t w = 0; w < n_words; w++) {
+            before[w] = count;
+            count += (uint32_t)bit_count(words[w]);
+        }
+    }
+    return 0;
 }
 
 /* The arrays are checked once here (rows in bounds, passages below size), so a search can
  * trust them: a damaged index file is refused, never read out of bounds. */
 static int Postings_init(Postings *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"indptr", "indices", "data", "size", NULL};
+    static char *keywords[] = {"indptr", "indices", "data", "size", "dense_from", NULL};
     PyObject *indptr, *indices, *data;
-    Py_ssize_t size;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOn", keywords, &indptr, &indices, &data,
-                                     &size))
+    Py_ssize_t size, dense_from = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOn|n", keywords, &indptr, &indices, &data,
+                                     &size, &dense_from))
         return -1;
     if (self->indptr.obj != NULL) {
         PyErr_SetString(PyExc_TypeError, "Postings is initialised once");
@@ -669,6 +800,12 @@ static int Postings_init(Postings *self, PyObject *args, PyObject *kwargs) {
         }
         self->largest[t] = largest;
     }
+    if (dense_from < 0) dense_from = size / DENSE_SHARE > 0 ? size / DENSE_SHARE : 1;
+    if (make_dense(&self->dense, pointers, passages, n_terms, size,
+                   self->positive && self->sorted ? dense_from : PY_SSIZE_T_MAX) < 0) {
+        PyErr_NoMemory();
+        goto fail_data;
+    }
     self->size = size;
     self->n_terms = n_terms;
     return 0;
@@ -716,15 +853,26 @@ fail:
     return -1;
 }
 
+/* The hits as a list of (passage, score) tuples. A tuple of an int and a float can hold no
+ * reference cycle, so it is taken out of the garbage collector's view at once (as the collector
+ * itself would on its first pass over it): a batch makes a hundred thousand of them, and each
+ * collection they trigger would otherwise walk them all. */
 static PyObject *hits_list(const Hit *heap, Py_ssize_t kept) {
     PyObject *hits = PyList_New(kept);
     if (hits == NULL) return NULL;
     for (Py_ssize_t i = 0; i < kept; i++) {
-        PyObject *hit = Py_BuildValue("(Ld)", (long long)heap[i].index, heap[i].score);
-        if (hit == NULL) {
+        PyObject *hit = PyTuple_New(2), *index = PyLong_FromLongLong((long long)heap[i].index),
+                 *score = PyFloat_FromDouble(heap[i].score);
+        if (hit == NULL || index == NULL || score == NULL) {
+            Py_XDECREF(hit);
+            Py_XDECREF(index);
+            Py_XDECREF(score);
             Py_DECREF(hits);
             return NULL;
         }
+        PyTuple_SET_ITEM(hit, 0, index);
+        PyTuple_SET_ITEM(hit, 1, score);
+        PyObject_GC_UnTrack(hit);
         PyList_SET_ITEM(hits, i, hit);
     }
     return hits;
@@ -751,6 +899,7 @@ static PyObject *Postings_search(Postings *self, PyObject *args, PyObject *kwarg
                .data = self->data.buf,
                .largest = self->largest,
                .sorted = self->sorted,
+               .dense = &self->dense,
                .size = self->size,
                .k = k};
     Py_buffer allowed = {0};
@@ -798,13 +947,64 @@ done:
     return result;
 }
 
-/* search() of each (rows, counts) pair, with the GIL released once for them all. */
+/* A batch's queries, taken one at a time by each of its threads. */
+typedef struct {
+    Query *each;
+    Py_ssize_t n, next;
+    Py_ssize_t *kept;
+    uint8_t *finished;
+    PyThread_type_lock lock;
+} Batch;
+
+/* Searches the batch's next queries (up to `most`, any number when most < 0) with `scratch`;
+ * the number searched. Needs no GIL. */
+static Py_ssize_t search_next(Batch *batch, Scratch *scratch, Py_ssize_t most) {
+    Py_ssize_t searched = 0;
+    while (most < 0 || searched < most) {
+        PyThread_acquire_lock(batch->lock, WAIT_LOCK);
+        Py_ssize_t i = batch->next < batch->n ? batch->next++ : -1;
+        PyThread_release_lock(batch->lock);
+        if (i < 0) break;
+        Query *q = &batch->each[i];
+        q->scratch = scratch;
+        Py_ssize_t kept = q->n_rows == 0 || q->k == 0 ? 0 : run_query(q);
+        PyThread_acquire_lock(batch->lock, WAIT_LOCK);
+        batch->kept[i] = kept;
+        batch->finished[i] = 1;
+        PyThread_release_lock(batch->lock);
+        searched++;
+    }
+    return searched;
+}
+
+/* A helper thread of a batch: plain C, it never touches a Python object. */
+typedef struct {
+    Batch *batch;
+    Scratch *scratch;
+    PyThread_type_lock exited; /* held until the helper is done with the batch */
+} Helper;
+
+static void helper_run(void *argument) {
+    Helper *helper = argument;
+    search_next(helper->batch, helper->scratch, -1);
+    PyThread_release_lock(helper->exited); /* the last touch: the caller may free it all now */
+}
+
+/* The calling thread searches this many queries between the GIL's returns, when it turns the
+ * queries finished so far (by any thread) into their lists. */
+#define BUILD_EVERY 16
+/* The most threads a batch runs on. */
+#define MAX_THREADS 16
+
+/* search() of each (rows, counts) pair, on `threads` threads: the caller's and helpers that
+ * hold no GIL, so the GIL is free for the whole search but for the calling thread's short
+ * returns to build the finished queries' lists (which overlaps the helpers' searching). */
 static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"queries", "k", "allowed", NULL};
+    static char *keywords[] = {"queries", "k", "allowed", "threads", NULL};
     PyObject *queries, *allowed_object = Py_None;
-    Py_ssize_t k;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On|O", keywords, &queries, &k,
-                                     &allowed_object))
+    Py_ssize_t k, threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On|On", keywords, &queries, &k,
+                                     &allowed_object, &threads))
         return NULL;
     if (self->indptr.obj == NULL) {
         PyErr_SetString(PyExc_TypeError, "Postings was not initialised");
@@ -819,14 +1019,21 @@ static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *
         return NULL;
     }
     if (k > self->size) k = self->size;
-    Py_ssize_t n = PyList_GET_SIZE(queries), parsed = 0;
+    Py_ssize_t n = PyList_GET_SIZE(queries), parsed = 0, n_helpers = 0, started = 0;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads > n) threads = n;
     Py_buffer allowed = {0};
     PyObject *result = NULL;
-    Scratch *scratch = NULL;
-    Query *each = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Query));
-    Py_ssize_t *kept = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
-    Hit *heaps = PyMem_RawMalloc((size_t)(n ? n : 1) * (size_t)(k ? k : 1) * sizeof(Hit));
-    if (each == NULL || kept == NULL || heaps == NULL) {
+    Scratch *scratch[MAX_THREADS] = {NULL};
+    Helper helpers[MAX_THREADS];
+    Batch batch = {.n = n};
+    batch.each = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Query));
+    batch.kept = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    batch.finished = PyMem_Calloc((size_t)(n ? n : 1), 1);
+    batch.lock = PyThread_allocate_lock();
+    Hit *heaps = PyMem_RawMalloc((size_t)(n ? n : 1) * (size_t)k * sizeof(Hit));
+    if (batch.each == NULL || batch.kept == NULL || batch.finished == NULL ||
+        batch.lock == NULL || heaps == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -839,7 +1046,7 @@ static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *
             PyErr_SetString(PyExc_TypeError, "queries must be a list of (rows, counts) pairs");
             goto done;
         }
-        Query *q = &each[parsed];
+        Query *q = &batch.each[parsed];
         int64_t *rows;
         double *counts;
         if (read_terms(self, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), &rows, &counts,
@@ -850,6 +1057,7 @@ static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *
                      .data = self->data.buf,
                      .largest = self->largest,
                      .sorted = self->sorted,
+                     .dense = &self->dense,
                      .size = self->size,
                      .rows = rows,
                      .counts = counts,
@@ -858,36 +1066,65 @@ static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *
                      .k = k,
                      .heap = heaps + parsed * k};
     }
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    scratch = self->idle;
-    if (scratch != NULL) self->idle = scratch->next;
-    PyThread_release_lock(self->lock);
-    if (scratch == NULL && (scratch = scratch_new(self->size, self->positive)) == NULL) {
+    if ((result = PyList_New(n)) == NULL) goto done;
+    /* A scratch for each thread; without memory for another, fewer threads. */
+    for (Py_ssize_t t = 0; t < (threads > 1 ? threads : 1); t++) {
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        scratch[t] = self->idle;
+        if (scratch[t] != NULL) self->idle = scratch[t]->next;
+        PyThread_release_lock(self->lock);
+        if (scratch[t] == NULL) scratch[t] = scratch_new(self->size, self->positive);
+        if (scratch[t] == NULL) break;
+    }
+    if (scratch[0] == NULL) {
+        Py_CLEAR(result);
         PyErr_NoMemory();
         goto done;
     }
-    Py_BEGIN_ALLOW_THREADS;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        each[i].scratch = scratch;
-        kept[i] = each[i].n_rows == 0 || k == 0 ? 0 : run_query(&each[i]);
+    for (; n_helpers + 1 < threads && scratch[n_helpers + 1] != NULL; n_helpers++) {
+        Helper *helper = &helpers[n_helpers];
+        *helper = (Helper){.batch = &batch, .scratch = scratch[n_helpers + 1]};
+        if ((helper->exited = PyThread_allocate_lock()) == NULL) break;
+        PyThread_acquire_lock(helper->exited, WAIT_LOCK);
+        if (PyThread_start_new_thread(helper_run, helper) == PYTHREAD_INVALID_THREAD_ID) {
+            PyThread_free_lock(helper->exited);
+            break;
+        }
+        started++;
     }
-    Py_END_ALLOW_THREADS;
-    result = PyList_New(n);
-    for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
-        PyObject *hits = hits_list(each[i].heap, kept[i]);
-        if (hits == NULL) Py_CLEAR(result);
-        else PyList_SET_ITEM(result, i, hits);
+    Py_ssize_t built = 0;
+    for (;;) {
+        Py_ssize_t searched;
+        Py_BEGIN_ALLOW_THREADS;
+        searched = search_next(&batch, scratch[0], BUILD_EVERY);
+        if (searched == 0) /* nothing left to take: wait for the helpers' last queries */
+            for (Py_ssize_t h = 0; h < started; h++) PyThread_acquire_lock(helpers[h].exited, WAIT_LOCK);
+        Py_END_ALLOW_THREADS;
+        for (; result != NULL && built < n; built++) {
+            PyThread_acquire_lock(batch.lock, WAIT_LOCK);
+            int finished = batch.finished[built];
+            PyThread_release_lock(batch.lock);
+            if (!finished) break;
+            PyObject *hits = hits_list(batch.each[built].heap, batch.kept[built]);
+            if (hits == NULL) Py_CLEAR(result); /* the helpers still finish before we return */
+            else PyList_SET_ITEM(result, built, hits);
+        }
+        if (searched == 0) break;
     }
+    for (Py_ssize_t h = 0; h < started; h++) PyThread_free_lock(helpers[h].exited);
 done:
-    if (scratch != NULL) {
+    for (Py_ssize_t t = 0; t < MAX_THREADS && scratch[t] != NULL; t++) {
         PyThread_acquire_lock(self->lock, WAIT_LOCK);
-        scratch->next = self->idle;
-        self->idle = scratch;
+        scratch[t]->next = self->idle;
+        self->idle = scratch[t];
         PyThread_release_lock(self->lock);
     }
-    for (Py_ssize_t i = 0; each != NULL && i < parsed; i++) PyMem_Free((void *)each[i].rows);
-    PyMem_Free(each);
-    PyMem_Free(kept);
+    for (Py_ssize_t i = 0; batch.each != NULL && i < parsed; i++)
+        PyMem_Free((void *)batch.each[i].rows);
+    PyMem_Free(batch.each);
+    PyMem_Free(batch.kept);
+    PyMem_Free(batch.finished);
+    if (batch.lock != NULL) PyThread_free_lock(batch.lock);
     PyMem_RawFree(heaps);
     if (allowed.obj != NULL) PyBuffer_Release(&allowed);
     return result;
@@ -900,8 +1137,9 @@ static PyMethodDef Postings_methods[] = {
      "allowed is None or one bool per passage."},
     {"search_many", (PyCFunction)(void (*)(void))Postings_search_many,
      METH_VARARGS | METH_KEYWORDS,
-     "search_many(queries, k, allowed=None): search() of each (rows, counts) pair of the list, "
-     "with the GIL released once for them all."},
+     "search_many(queries, k, allowed=None, threads=1): search() of each (rows, counts) pair of "
+     "the list, on `threads` threads that hold no GIL (the caller's thread takes it back now and "
+     "then to build the finished queries' lists)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -25,7 +25,6 @@ import os
 import zipfile
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse
@@ -45,11 +44,10 @@ IDF_KINDS = ("lucene", "okapi")
 _BATCH = 8192
 # top_k samples before it partitions once there are more than this many candidates per place.
 _SAMPLED_CUT = 64
-# search_many runs the kernel on this many threads (it releases the GIL), in chunks of queries,
-# once a batch has at least _PARALLEL_FROM queries (below that, starting threads costs more).
+# search_many runs the kernel on this many threads, once a batch has at least _PARALLEL_FROM
+# queries (below that, starting threads costs more).
 _THREADS = min(4, os.cpu_count() or 1)
-_CHUNK = 16
-_PARALLEL_FROM = 2 * _CHUNK
+_PARALLEL_FROM = 32
 
 
 class BM25IndexError(ValueError):
@@ -169,20 +167,15 @@ class BM25Index:
     ) -> list[list[tuple[int, float]]]:
         """search() of each query, in order; with the kernel, on several threads at once."""
         kernel = self._kernel()
-        if kernel is None or _THREADS < 2 or len(queries) < _PARALLEL_FROM:
+        if kernel is None:
             return [self.search(query, k=k, allowed=allowed) for query in queries]
         if k < 1:
             raise BM25IndexError(f"k must be at least 1, got {k}.")
         mask = self._check_allowed(allowed)
-        # Each thread analyses its own chunk (holding the GIL) and then searches it (releasing
-        # it once), so one thread's analysis overlaps another's search.
-        chunks = [queries[i : i + _CHUNK] for i in range(0, len(queries), _CHUNK)]
-
-        def run(chunk: Sequence[str]) -> list[list[tuple[int, float]]]:
-            return kernel.search_many([self._terms(query) for query in chunk], k, mask)
-
-        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
-            return [hits for found in pool.map(run, chunks) for hits in found]
+        threads = _THREADS if len(queries) >= _PARALLEL_FROM else 1
+        # One call: the kernel's own threads search without the GIL, while this one takes it
+        # back now and then to build the finished queries' results.
+        return kernel.search_many([self._terms(query) for query in queries], k, mask, threads)
 
     def _terms(self, query: str) -> tuple[list[int], list[int]]:
         """The query's known terms (rows) in query order, and how often each occurs."""

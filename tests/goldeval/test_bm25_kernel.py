@@ -104,6 +104,61 @@ def test_kernel_on_a_larger_corpus_with_masks(idf):
                 assert searched(index, query, k, allowed, compiled=True) == expected, query
 
 
+def query_terms(index: BM25Index, query: str) -> tuple[list[int], list[int]]:
+    """The query's known terms (rows of the stored index) in query order, and their counts."""
+    blob = index.to_arrays()["vocabulary"].tobytes().decode("utf-8")
+    row_of = {term: row for row, term in enumerate(blob.split("\n") if blob else [])}
+    known = Counter(t for t in index.analyzer.tokens(query) if t in row_of)
+    return [row_of[t] for t in known], list(known.values())
+
+
+def postings(index: BM25Index, dense_from: int | None):
+    """The kernel's hold on the index; dense_from: the shortest row given a bitmap (None: the
+    kernel's own choice)."""
+    arrays = index.to_arrays()
+    extra = {} if dense_from is None else {"dense_from": dense_from}
+    return kernel.Postings(
+        arrays["indptr"].astype(np.int64),
+        arrays["indices"].astype(np.int32),
+        arrays["data"],
+        len(index),
+        **extra,
+    )
+
+
+@needs_kernel
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(520, 3000),
+    words=st.integers(2, 30),
+    k=st.integers(1, 200),
+    dense_from=st.sampled_from([None, 1, 50, 10**9]),
+    masked=st.booleans(),
+)
+def test_long_rows_and_many_ties_rank_as_the_exhaustive_scorer(
+    seed, size, words, k, dense_from, masked
+):
+    # Hundreds of passages touched by the first rows read, few words, so many exactly tied
+    # sums: the k-th best is found through the buckets of kth_largest, and candidates are found
+    # in rows with a bitmap (every row, some, or none of them).
+    rng = np.random.default_rng(seed)
+    vocabulary = [f"w{i}" for i in range(words)]
+    weights = 1.0 / np.arange(1, words + 1) ** 1.2
+    weights /= weights.sum()
+    passages = [
+        " ".join(rng.choice(vocabulary, size=int(rng.integers(1, 12)), p=weights))
+        for _ in range(size)
+    ]
+    index = BM25Index.build(passages, analyzer=Analyzer())
+    held = postings(index, dense_from)
+    allowed = rng.random(size) < 0.6 if masked else None
+    for _ in range(4):
+        query = " ".join(rng.choice(vocabulary, size=int(rng.integers(1, 6))))
+        rows, counts = query_terms(index, query)
+        assert held.search(rows, counts, k, allowed) == exhaustive(index, query, k, allowed)
+
+
 @needs_kernel
 def test_okapi_zero_and_negative_weights_still_match():
     # "common" and "x" are in 3 of 4 passages: their raw Okapi IDF is negative, and so is the
@@ -119,7 +174,11 @@ def test_okapi_zero_and_negative_weights_still_match():
 
 
 @needs_kernel
-def test_search_many_on_threads_equals_search():
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_search_many_on_threads_equals_search(threads, monkeypatch):
+    # The kernel's threads take the queries one at a time, while the calling thread builds
+    # the lists of those finished, in order.
+    monkeypatch.setattr(bm25_module, "_THREADS", threads)
     passages = zipf_passages(3000, seed=5)
     index = BM25Index.build(passages, analyzer=Analyzer())
     rng = np.random.default_rng(8)
@@ -132,6 +191,24 @@ def test_search_many_on_threads_equals_search():
 
 
 @needs_kernel
+def test_search_many_on_more_threads_than_queries():
+    index = BM25Index.build(zipf_passages(400, seed=4), analyzer=Analyzer())
+    held = postings(index, None)
+    pairs = [query_terms(index, q) for q in ("w0 w2", "w9", "nothing", "w1 w1 w30")]
+    alone = [held.search(rows, counts, 7) for rows, counts in pairs]
+    for threads in (1, 2, 4, 16, 99):
+        assert held.search_many(pairs, 7, None, threads) == alone
+        assert held.search_many([], 7, None, threads) == []
+    empty = kernel.Postings(
+        np.array([0, 0], dtype=np.int64),
+        np.array([], dtype=np.int32),
+        np.array([], dtype=np.float32),
+        0,
+    )
+    assert empty.search_many([([0], [1])] * 40, 5, None, 2) == [[]] * 40
+
+
+@needs_kernel
 def test_a_damaged_index_is_refused_not_read():
     indptr = np.array([0, 2], dtype=np.int64)
     data = np.array([1.0, 2.0], dtype=np.float32)
@@ -141,10 +218,11 @@ def test_a_damaged_index_is_refused_not_read():
         kernel.Postings(indptr, np.array([0, 1], dtype=np.int64), data, 3)
     with pytest.raises(ValueError, match="wrong type or length"):
         kernel.Postings(indptr, np.array([0], dtype=np.int32), data[:1], 3)
-    postings = kernel.Postings(indptr, np.array([0, 2], dtype=np.int32), data, 3)
-    with pytest.raises(ValueError, match="terms of the index"):
-        postings.search([1], [1], 5)
-    assert postings.search([0], [2], 5) == [(2, 4.0), (0, 2.0)]
+    for dense_from in (1, 3):  # the row with and without a bitmap
+        held = kernel.Postings(indptr, np.array([0, 2], dtype=np.int32), data, 3, dense_from)
+        with pytest.raises(ValueError, match="terms of the index"):
+            held.search([1], [1], 5)
+        assert held.search([0], [2], 5) == [(2, 4.0), (0, 2.0)]
 
 
 def test_a_pickled_index_searches_alike():
