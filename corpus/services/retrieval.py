@@ -302,9 +302,10 @@ def retrieve(
         # was found is kept only if the state is still the one that mask was filed under (then
         # it is the very mask `allowed_passages` would give). One round trip a search.
         found = _search(retriever, loaded, questions, k, filed.mask)
-        now, doc_ids = search_mask.state_and_doc_ids(retriever, user, _documents(loaded, found))
+        wanted = _documents(loaded, found)
+        now, doc_ids = search_mask.state_and_doc_ids(retriever, user, wanted)
         if now == filed.state:
-            return _named(retriever, user, loaded, questions, k, filed.mask, found, doc_ids)
+            return _named(retriever, user, loaded, questions, k, filed.mask, found, wanted, doc_ids)
     else:
         # One read before searching: which index is active and what decides the mask now.
         now = search_mask.state(retriever, user)
@@ -315,8 +316,9 @@ def retrieve(
         retriever, loaded, user, groups=groups, with_canaries=with_canaries, now=now
     )
     found = _search(retriever, loaded, questions, k, allowed)
-    _, doc_ids = search_mask.state_and_doc_ids(retriever, user, _documents(loaded, found))
-    return _named(retriever, user, loaded, questions, k, allowed, found, doc_ids)
+    wanted = _documents(loaded, found)
+    _, doc_ids = search_mask.state_and_doc_ids(retriever, user, wanted)
+    return _named(retriever, user, loaded, questions, k, allowed, found, wanted, doc_ids)
 
 
 def _search(
@@ -351,18 +353,21 @@ def _named(
     k: int,
     allowed: np.ndarray | None,
     found: list[list[tuple[int, float]]],
+    wanted: list[int],
     doc_ids: dict[int, str],
 ) -> list[list[Retrieved]]:
-    """What was found, as `Retrieved` passages with their documents' doc ids.
+    """What was found, as `Retrieved` passages with the doc ids read for its documents
+    (``wanted``, `_documents`).
 
     A document deleted since the index was built has no doc id, and no state moves when an
     unrestricted one goes: its passages are kept out and the questions searched again, so k
     results still come back (until a rebuild drops them from the index)."""
-    while missing := set(_documents(loaded, found)) - doc_ids.keys():
+    while missing := set(wanted) - doc_ids.keys():
         gone = loaded.of_documents(missing)
         allowed = ~gone if allowed is None else allowed & ~gone
         found = _search(retriever, loaded, questions, k, allowed)
-        _, doc_ids = search_mask.state_and_doc_ids(retriever, user, _documents(loaded, found))
+        wanted = _documents(loaded, found)
+        _, doc_ids = search_mask.state_and_doc_ids(retriever, user, wanted)
     named = []
     for hits in found:
         # Each column read once per question as Python ints, not a numpy scalar per field.
