@@ -22,10 +22,10 @@ Each measurement runs in a child process of its own, so its peak RSS is its own:
   less that search's (its reads, the mask, the results); p50 and p95 of each, the calls
   interleaved. ``--profile FILE`` writes cProfile's table of those retrieve() calls to FILE.
   ``--compare-with CHECKOUT`` also times the retrieve() of another checkout's
-  ``corpus/services/retrieval.py`` (e.g. main's, from ``git archive``), loaded beside this one
-  in the same process (the rest of the app is this checkout's), over the same index and
-  database, each question asked of both in turn: "before", its p50/p95, and its overhead (its
-  time less the same question's search).
+  ``corpus/services/retrieval.py`` and ``search_mask.py`` (e.g. main's, from ``git archive``),
+  loaded beside this one in the same process (the rest of the app is this checkout's; its own
+  mask cache), over the same index and database, each question asked of both in turn:
+  "before", its p50/p95, and its overhead (its time less the same question's search).
 - The vector index with synthetic unit vectors (384 dimensions; encoding 1,000,000 passages
   would take hours here): the artifact size, loading it (indexfile.unpack from the file), peak
   RSS, and one 300-question batch of top 100 (search_many, as a pool asks).
@@ -207,11 +207,25 @@ def through_retrieve(
     if baseline:
         import importlib.util
 
-        spec = importlib.util.spec_from_file_location(
-            "baseline_retrieval", Path(baseline) / "corpus" / "services" / "retrieval.py"
-        )
-        old = sys.modules["baseline_retrieval"] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(old)
+        import corpus.services
+
+        def load(name: str):
+            spec = importlib.util.spec_from_file_location(
+                f"baseline_{name}", Path(baseline) / "corpus" / "services" / f"{name}.py"
+            )
+            module = sys.modules[f"baseline_{name}"] = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+
+        # The checkout's search mask too, if it has one: its retrieve() then reads the state
+        # (and keeps its masks) as that checkout does, not as this one's.
+        ours = corpus.services.search_mask
+        if (Path(baseline) / "corpus" / "services" / "search_mask.py").exists():
+            corpus.services.search_mask = load("search_mask")
+        try:
+            old = load("retrieval")
+        finally:
+            corpus.services.search_mask = ours
         old.retrieve(retriever=retriever, questions=query_texts[:1], k=K, user=user)
 
     def ask_before(query: str) -> list:

@@ -290,42 +290,113 @@ def retrieve(
         raise ServiceError(f"{retriever.name} replays an uploaded run; it does not search.")
     if retriever.kind == RetrieverKind.HTTP:
         raise ServiceError(f"{retriever.name} searches the team's own system over HTTP.")
-    # One read before searching: which index is active and what decides the mask now.
-    now = search_mask.state(retriever, user)
+    filed = (
+        search_mask.last_filed(retriever, user, groups=groups, with_canaries=with_canaries)
+        if questions
+        else None
+    )
+    loaded = _loaded_already(filed.state.index) if filed is not None else None
+    if loaded is not None:
+        # The mask this process used last for the same call, checked after the search instead
+        # of before it: the one read that names what was found also reads the state, and what
+        # was found is kept only if the state is still the one that mask was filed under (then
+        # it is the very mask `allowed_passages` would give). One round trip a search.
+        found = _search(retriever, loaded, questions, k, filed.mask)
+        wanted = _documents(loaded, found)
+        now, doc_ids = search_mask.state_and_doc_ids(retriever, user, wanted)
+        if now == filed.state:
+            return _named(retriever, user, loaded, questions, k, filed.mask, found, wanted, doc_ids)
+    else:
+        # One read before searching: which index is active and what decides the mask now.
+        now = search_mask.state(retriever, user)
     loaded = _load_active(retriever, now.index)
     if not questions:
         return []
     allowed = search_mask.allowed_passages(
         retriever, loaded, user, groups=groups, with_canaries=with_canaries, now=now
     )
+    found = _search(retriever, loaded, questions, k, allowed)
+    wanted = _documents(loaded, found)
+    _, doc_ids = search_mask.state_and_doc_ids(retriever, user, wanted)
+    return _named(retriever, user, loaded, questions, k, allowed, found, wanted, doc_ids)
+
+
+def _search(
+    retriever: Retriever,
+    loaded: LoadedIndex,
+    questions: Sequence[str],
+    k: int,
+    allowed: np.ndarray | None,
+) -> list[list[tuple[int, float]]]:
+    """The loaded index's top k (passage position, score) for each question."""
     if retriever.kind == RetrieverKind.BM25:
-        found = loaded.searcher.search_many(list(questions), k=k, allowed=allowed)
-    else:
-        encoder = _encoder(retriever)
-        if encoder.info.version != loaded.searcher.info.version:
-            raise ServiceError(
-                f"The model of {retriever.name} changed since its index was built; rebuild it."
-            )
-        found = loaded.searcher.search_many(encoder.encode(list(questions)), k=k, allowed=allowed)
-    wanted = sorted({int(loaded.document_ids[p]) for hits in found for p, _ in hits})
-    doc_ids: dict[int, str] = {}
-    for batch in in_batches(wanted):
-        doc_ids.update(Document.objects.filter(pk__in=batch).order_by().values_list("pk", "doc_id"))
-    return [
-        [
-            Retrieved(
-                rank=rank,
-                score=score,
-                version_id=int(loaded.version_ids[position]),
-                document_id=int(loaded.document_ids[position]),
-                doc_id=doc_ids[int(loaded.document_ids[position])],
-                start=int(loaded.starts[position]),
-                end=int(loaded.ends[position]),
-            )
-            for rank, (position, score) in enumerate(hits, start=1)
-        ]
-        for hits in found
-    ]
+        return loaded.searcher.search_many(list(questions), k=k, allowed=allowed)
+    encoder = _encoder(retriever)
+    if encoder.info.version != loaded.searcher.info.version:
+        raise ServiceError(
+            f"The model of {retriever.name} changed since its index was built; rebuild it."
+        )
+    return loaded.searcher.search_many(encoder.encode(list(questions)), k=k, allowed=allowed)
+
+
+def _documents(loaded: LoadedIndex, found: list[list[tuple[int, float]]]) -> list[int]:
+    """The pks of the documents of the passages found."""
+    positions = [position for hits in found for position, _ in hits]
+    return np.unique(loaded.document_ids[positions]).tolist()
+
+
+def _named(
+    retriever: Retriever,
+    user,
+    loaded: LoadedIndex,
+    questions: Sequence[str],
+    k: int,
+    allowed: np.ndarray | None,
+    found: list[list[tuple[int, float]]],
+    wanted: list[int],
+    doc_ids: dict[int, str],
+) -> list[list[Retrieved]]:
+    """What was found, as `Retrieved` passages with the doc ids read for its documents
+    (``wanted``, `_documents`).
+
+    A document deleted since the index was built has no doc id, and no state moves when an
+    unrestricted one goes: its passages are kept out and the questions searched again, so k
+    results still come back (until a rebuild drops them from the index)."""
+    while missing := set(wanted) - doc_ids.keys():
+        gone = loaded.of_documents(missing)
+        allowed = ~gone if allowed is None else allowed & ~gone
+        found = _search(retriever, loaded, questions, k, allowed)
+        wanted = _documents(loaded, found)
+        _, doc_ids = search_mask.state_and_doc_ids(retriever, user, wanted)
+    named = []
+    for hits in found:
+        # Each column read once per question as Python ints, not a numpy scalar per field.
+        positions = [position for position, _ in hits]
+        named.append(
+            [
+                Retrieved(
+                    rank=rank,
+                    score=score,
+                    version_id=version_id,
+                    document_id=document_id,
+                    doc_id=doc_ids[document_id],
+                    start=start,
+                    end=end,
+                )
+                for rank, ((_, score), version_id, document_id, start, end) in enumerate(
+                    zip(
+                        hits,
+                        loaded.version_ids[positions].tolist(),
+                        loaded.document_ids[positions].tolist(),
+                        loaded.starts[positions].tolist(),
+                        loaded.ends[positions].tolist(),
+                        strict=True,
+                    ),
+                    start=1,
+                )
+            ]
+        )
+    return named
 
 
 def check_searchable(retriever: Retriever, *, project: Project) -> None:
@@ -362,10 +433,9 @@ def _load_active(retriever: Retriever, active: tuple[int, datetime | None] | Non
         raise ServiceError(f"{retriever.name} has no built index yet: build it first.")
     # built_at in the key: an id alone can come back after a rolled-back transaction.
     key = (index_id, built_at)
-    with _loaded_lock:
-        if key in _loaded:
-            _loaded.move_to_end(key)
-            return _loaded[key]
+    loaded = _loaded_already(key)
+    if loaded is not None:
+        return loaded
     row = (
         Index.objects.filter(pk=index_id, state=IndexState.READY)
         .exclude(artifact_name="")
@@ -395,6 +465,17 @@ def _load_active(retriever: Retriever, active: tuple[int, datetime | None] | Non
         while len(_loaded) > LOADED_INDEXES:
             _loaded.popitem(last=False)
     return loaded
+
+
+def _loaded_already(key: tuple[int, datetime | None] | None) -> LoadedIndex | None:
+    """The index of ``key`` (its id and build time) if this process has it loaded."""
+    if key is None:
+        return None
+    with _loaded_lock:
+        loaded = _loaded.get(key)
+        if loaded is not None:
+            _loaded.move_to_end(key)
+        return loaded
 
 
 def stale_documents(retriever: Retriever) -> DocumentQuerySet:

@@ -11,7 +11,7 @@ from django.db.models import Count, F, Max, Sum
 
 from corpus.models import AccessGroup, Document, DocumentVersion, DuplicateGroup, Membership
 from corpus.services import documents, projects, retrieval, search_mask
-from tests.factories import add_documents
+from tests.factories import ProjectFactory, add_documents
 
 TEXTS = {
     "leave": "Annual leave\n\nEmployees receive 25 days of paid annual leave per year.",
@@ -167,9 +167,63 @@ def test_a_repeated_search_reads_one_row_for_the_mask(
 ):
     user = member("labeller")
     found(bm25, user)
-    # The active index with the state of what decides the mask; the doc ids of the results.
-    with django_assert_num_queries(2):
+    # After the search, one query: the state of what decides the mask (unchanged, so the mask
+    # searched with stands) with the doc ids of the results.
+    with django_assert_num_queries(1):
         assert found(bm25, user) == {"leave", "vpn"}
+
+
+def test_a_change_made_during_the_search_is_not_missed(project, member, bm25, monkeypatch):
+    """The cached mask is checked after the search: a user removed from a group while their
+    search runs gets nothing of the group's documents, as if the change came just before."""
+    user = member("labeller")
+    projects.set_access_group_members(project=project, name="hr", users=[user])
+    assert found(bm25, user) == {"leave", "salaries", "vpn"}
+    searcher = retrieval.load_index(bm25).searcher
+    search_many = searcher.search_many
+    calls = []
+
+    def leaving_meanwhile(*args, **kwargs):
+        if not calls:
+            AccessGroup.members.through.objects.filter(user=user).delete()
+        calls.append(kwargs["allowed"])
+        return search_many(*args, **kwargs)
+
+    monkeypatch.setattr(searcher, "search_many", leaving_meanwhile)
+    assert found(bm25, user) == {"leave", "vpn"}
+    assert len(calls) == 2  # searched again with the mask of the new state
+    assert np.array_equal(calls[1], fresh(bm25, user))
+
+
+def test_a_doc_id_edit_and_a_deletion_show_in_the_next_search(project, member, bm25):
+    """Neither moves the state (an unrestricted document's row alone changes): doc ids are read
+    with the state after every search, and a deleted document's passages are searched past."""
+    user = member("labeller")
+    assert found(bm25, user) == {"leave", "vpn"}
+    Document.objects.filter(project=project, doc_id="vpn").update(doc_id="vpn-2")
+    assert found(bm25, user) == {"leave", "vpn-2"}
+    Document.objects.filter(project=project, doc_id="leave").delete()
+    assert found(bm25, user) == {"vpn-2"}
+    (hits,) = retrieval.retrieve(retriever=bm25, questions=QUESTION, k=1, user=user)
+    assert [hit.doc_id for hit in hits] == ["vpn-2"]  # k still filled past the deleted one
+    assert found(bm25) == {"salaries", "bonus", "vpn-2"}
+
+
+def test_the_doc_ids_read_with_the_state_are_the_orms(project, member, bm25):
+    """`state_and_doc_ids` is SQL written by hand: its doc ids are the ORM's for the same pks
+    (documents of another project or gone are left out), its state is `state`'s."""
+    user = member("labeller")
+    ours = list(Document.objects.filter(project=project).values_list("pk", flat=True))
+    elsewhere = ProjectFactory()
+    add_documents(elsewhere, ("elsewhere", "Elsewhere\n\nVPN per year."))
+    theirs = list(Document.objects.filter(project=elsewhere).values_list("pk", flat=True))
+    wanted = [*ours, *theirs, max(ours + theirs) + 10_000]
+    for pks in (wanted, ours[:1], []):
+        now, doc_ids = search_mask.state_and_doc_ids(bm25, user, pks)
+        assert now == search_mask.state(bm25, user)
+        assert doc_ids == dict(
+            Document.objects.filter(project=project, pk__in=pks).values_list("pk", "doc_id")
+        )
 
 
 def test_the_state_query_says_what_the_orm_says(project, member, bm25):
