@@ -2,6 +2,7 @@
 the shared artifact storage (needs the real services: REDIS_URL and PostgreSQL)."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -49,19 +50,26 @@ def start_worker(
     )
     from goldset.celery import app
 
-    deadline = time.monotonic() + 60
+    # Generous: a worker at SCHED_IDLE starts only as fast as the rest of the machine lets it.
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         with app.connection_for_write() as connection:
             replies = app.control.ping(timeout=1, connection=connection)
         if any(f"{name}@" in node for reply in replies for node in reply):
             return process
     process.kill()
-    pytest.fail(f"the worker {name} did not answer within 60 s")
+    pytest.fail(f"the worker {name} did not answer within 180 s")
 
 
 def stop_worker(process: subprocess.Popen) -> None:
+    """Stop it as a deployment would, but never fail the test over a slow shutdown: a worker at
+    SCHED_IDLE gets almost no CPU while other processes keep both cores busy (a parallel suite)."""
     process.terminate()
-    process.wait(timeout=30)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=20)
 
 
 @pytest.fixture
@@ -152,7 +160,7 @@ def test_index_builds_wait_for_a_builds_worker_and_never_hold_up_the_default_que
             os.SCHED_IDLE
         }
         assert autogroup_nice(builds.pid) == 19
-        wait_for_job(build, timeout=120)
+        wait_for_job(build, timeout=300)
     finally:
         stop_worker(builds)
     assert build.state == JobState.SUCCEEDED, build.message
