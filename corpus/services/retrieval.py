@@ -301,11 +301,21 @@ def retrieve(
         # of before it: the one read that names what was found also reads the state, and what
         # was found is kept only if the state is still the one that mask was filed under (then
         # it is the very mask `allowed_passages` would give). One round trip a search.
-        found = _search(retriever, loaded, questions, k, filed.mask)
-        wanted = _documents(loaded, found)
-        now, doc_ids = search_mask.state_and_doc_ids(retriever, user, wanted)
-        if now == filed.state:
-            return _named(retriever, user, loaded, questions, k, filed.mask, found, wanted, doc_ids)
+        try:
+            found = _search(retriever, loaded, questions, k, filed.mask)
+        except ServiceError:
+            # The filed index may be one a rebuild replaced (say, for a new model): what it
+            # refuses is not the caller's answer. The state decides, as without a filed mask.
+            found = None
+        if found is not None:
+            wanted = _documents(loaded, found)
+            now, doc_ids = search_mask.state_and_doc_ids(retriever, user, wanted)
+            if now == filed.state:
+                return _named(
+                    retriever, user, loaded, questions, k, filed.mask, found, wanted, doc_ids
+                )
+        else:
+            now = search_mask.state(retriever, user)
     else:
         # One read before searching: which index is active and what decides the mask now.
         now = search_mask.state(retriever, user)

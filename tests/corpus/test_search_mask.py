@@ -11,6 +11,7 @@ from django.db.models import Count, F, Max, Sum
 
 from corpus.models import AccessGroup, Document, DocumentVersion, DuplicateGroup, Membership
 from corpus.services import documents, projects, retrieval, search_mask
+from goldset.errors import ServiceError
 from tests.factories import ProjectFactory, add_documents
 
 TEXTS = {
@@ -193,6 +194,29 @@ def test_a_change_made_during_the_search_is_not_missed(project, member, bm25, mo
     assert found(bm25, user) == {"leave", "vpn"}
     assert len(calls) == 2  # searched again with the mask of the new state
     assert np.array_equal(calls[1], fresh(bm25, user))
+
+
+def test_what_a_replaced_index_refuses_never_reaches_the_caller(project, member, bm25, monkeypatch):
+    """The filed mask's index may be one a rebuild replaced; the search with it is tried
+    before the state says so. Whatever it refuses (an encoder's changed model, say) is not
+    the answer: the active index answers, and still refuses alike when it is active."""
+    user = member("labeller")
+    old = retrieval.load_index(bm25)
+    assert found(bm25, user) == {"leave", "vpn"}
+    retrieval.build_index(retriever=bm25)
+    search = retrieval._search
+
+    def refusing_the_old(retriever, loaded, *args):
+        if loaded is old:
+            raise ServiceError("The model of kw changed since its index was built; rebuild it.")
+        return search(retriever, loaded, *args)
+
+    monkeypatch.setattr(retrieval, "_search", refusing_the_old)
+    assert retrieval.load_index(bm25) is not old
+    assert found(bm25, user) == {"leave", "vpn"}
+    monkeypatch.setattr(retrieval, "_search", lambda *args: refusing_the_old(*args[:1], old))
+    with pytest.raises(ServiceError, match="changed since its index was built"):
+        found(bm25, user)
 
 
 def test_a_doc_id_edit_and_a_deletion_show_in_the_next_search(project, member, bm25):
