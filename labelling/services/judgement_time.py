@@ -93,20 +93,24 @@ def _summary_sql() -> str:
         return q(meta.get_field(name).column)
 
     seconds = f"j.{column(judgement, 'seconds_spent')}"
-    # Ascending, the untimed (seconds <= 0) come first, so one sorted array per group holds
-    # both medians: the middle one or two of all its seconds, and of the timed ones after
-    # the untimed. statistics.median of the pair gives Python's own answer for both counts.
-    ordered = f"(array_agg({seconds} ORDER BY {seconds}))"
-    untimed = f"count(*) FILTER (WHERE NOT {seconds} > 0)"
-    timed = f"count(*) FILTER (WHERE {seconds} > 0)"
     labeller = f"a.{column(assignment, 'labeller')}"
     set_id = f"p.{column(pool, 'question_set')}"
+    # Grouped by hashing, each group's seconds gathered unsorted and sorted on their own
+    # afterwards (a few thousand each): sorting all the rows by group first, as an ordered
+    # aggregate makes PostgreSQL do, spilled to disk at the default work_mem (40 against 32 ms
+    # at 62,000 judgements). Ascending, the untimed (seconds <= 0) come first, so one sorted
+    # array per group holds both medians: the middle one or two of all its seconds, and of
+    # the timed ones after the untimed; statistics.median of the pair is Python's own answer.
     # Only table and column names are written into the text; the values are parameters.
     return (
-        f"SELECT GROUPING({labeller}), {labeller}, {set_id}, count(*), {timed},"  # noqa: S608
-        f" sum({seconds}) FILTER (WHERE {seconds} > 0),"
-        f" {ordered}[(count(*) + 1) / 2], {ordered}[(count(*) + 2) / 2],"
-        f" {ordered}[{untimed} + ({timed} + 1) / 2], {ordered}[{untimed} + ({timed} + 2) / 2]"
+        "SELECT g.by_set, g.labeller, g.set_id, g.n, g.timed, g.timed_sum,"  # noqa: S608
+        " sorted.seconds[(g.n + 1) / 2], sorted.seconds[(g.n + 2) / 2],"
+        " sorted.seconds[g.n - g.timed + (g.timed + 1) / 2],"
+        " sorted.seconds[g.n - g.timed + (g.timed + 2) / 2]"
+        f" FROM (SELECT GROUPING({labeller}) AS by_set, {labeller} AS labeller,"
+        f" {set_id} AS set_id, count(*) AS n, count(*) FILTER (WHERE {seconds} > 0) AS timed,"
+        f" sum({seconds}) FILTER (WHERE {seconds} > 0) AS timed_sum,"
+        f" array_agg({seconds}) AS unsorted"
         f" FROM {q(judgement.db_table)} j"
         f" JOIN {q(assignment.db_table)} a"
         f" ON a.{column(assignment, 'id')} = j.{column(judgement, 'assignment')}"
@@ -119,7 +123,8 @@ def _summary_sql() -> str:
         f" JOIN {q(version.db_table)} v"
         f" ON v.{column(version, 'id')} = c.{column(candidate, 'version')}"
         f" WHERE v.{column(version, 'document')} = ANY(%s))"
-        f" GROUP BY GROUPING SETS (({labeller}), ({set_id}))"
+        f" GROUP BY GROUPING SETS (({labeller}), ({set_id}))) g,"
+        " LATERAL (SELECT array_agg(x ORDER BY x) AS seconds FROM unnest(g.unsorted) x) sorted"
     )
 
 
