@@ -77,8 +77,15 @@ def work_q(prefix: str = "") -> Q:
     calibration`), from a model that reaches an assignment: ``prefix`` is the lookup path to it
     (``"assignment__"`` from a judgement). Calibration answers never enter the gold, agreement,
     judge calibration, exports or a pool's progress: every such reader filters with this (or
-    `AssignmentQuerySet.work`)."""
+    `AssignmentQuerySet.work`, or `work_sql` in a hand-written query)."""
     return Q(**{f"{prefix}purpose": AssignmentPurpose.WORK})
+
+
+def work_sql(alias: str) -> str:
+    """`work_q` as an SQL condition on the assignment table's ``alias``."""
+    purpose = Assignment._meta.get_field("purpose")
+    # The value is this module's constant (a plain word), never anything from a request.
+    return f"{alias}.{identifier(purpose.column)} = '{AssignmentPurpose.WORK.value}'"
 
 
 def included_sql(alias: str) -> str:

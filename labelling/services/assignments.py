@@ -7,7 +7,6 @@ nothing a labeller is told (not even "no more questions") depends on other label
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -17,7 +16,6 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from corpus import visibility
 from corpus.models import Membership, Project
 from goldset.errors import ServiceError
 from labelling import assignment_plan as strategy
@@ -33,9 +31,14 @@ from labelling.models import (
     PoolState,
     QuestionSet,
     included_q,
-    work_q,
 )
 from labelling.services import calibration, escalation, gold_state, leases
+from labelling.services.judgement_time import (
+    JudgementTime,
+    SecondsSummary,
+    judgement_time,
+    summarize,
+)
 from labelling.services.votes import Sight
 
 User = get_user_model()
@@ -619,47 +622,27 @@ def queue_progress(assignments: AssignmentQuerySet, *, viewer) -> QueueProgress:
             candidate__in=Candidate.objects.not_hidden_from(viewer).values("pk"),
         ).values_list("seconds_spent", flat=True)
     )
-    return _progress(counts, seconds)
+    return _progress(counts, summarize(seconds) if seconds else None)
 
 
-def judgement_seconds(*, project: Project, viewer) -> list[tuple[int | None, int, float]]:
-    """(labeller id, question set id, seconds spent) of every judgement of the project's work
-    on a passage ``viewer`` may see: what the lead's progress tables and speed plot count,
-    read once for the three of them (`progress_by_labeller`, `progress_by_question_set`,
-    `labelling.services.progress.progress_plots`). The candidates on documents hidden from
-    the viewer are left out by their ids (`corpus.visibility.hidden_document_ids`), so the
-    visibility rule is one anti-join, not a test per judgement."""
-    hidden = visibility.hidden_document_ids(project=project, user=viewer)
-    unseen = Candidate.objects.filter(version__document_id__in=hidden).values("pk")
-    return list(
-        Judgement.objects.filter(
-            work_q("assignment__"), assignment__pool__question_set__project=project
-        )
-        .exclude(candidate_id__in=unseen)
-        .values_list(
-            "assignment__labeller_id", "assignment__pool__question_set_id", "seconds_spent"
-        )
-    )
-
-
-def _progress(counts: dict, seconds: list[float]) -> QueueProgress:
+def _progress(counts: dict, seconds: SecondsSummary | None) -> QueueProgress:
     """Slot counts (``assigned``, ``done``) and the seconds of their judgements, as progress."""
     return QueueProgress(
         assigned=counts.get("assigned", 0),
         done=counts.get("done", 0),
-        judgements=len(seconds),
-        median_seconds=statistics.median(seconds) if seconds else None,
+        judgements=seconds.judgements if seconds else 0,
+        median_seconds=seconds.median if seconds else None,
     )
 
 
 def progress_by_labeller(
-    *, project: Project, viewer, seconds: list[tuple] | None = None
+    *, project: Project, viewer, seconds: JudgementTime | None = None
 ) -> list[tuple[object, QueueProgress]]:
     """Each labeller's progress on the project's work (calibration questions left out: they
-    are no pool's work; the Calibration page has them); ``seconds``: `judgement_seconds`, if
+    are no pool's work; the Calibration page has them); ``seconds``: `judgement_time`, if
     read already."""
     if seconds is None:
-        seconds = judgement_seconds(project=project, viewer=viewer)
+        seconds = judgement_time(project=project, viewer=viewer)
     assignments = Assignment.objects.in_project(project).work()
     counts = {
         row["labeller"]: row
@@ -668,22 +651,19 @@ def progress_by_labeller(
         .annotate(assigned=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False)))
         .order_by()
     }
-    per_labeller: dict[int, list[float]] = defaultdict(list)
-    for labeller_id, _, spent in seconds:
-        per_labeller[labeller_id].append(spent)
     return [
-        (labeller, _progress(counts[labeller.pk], per_labeller.get(labeller.pk, [])))
+        (labeller, _progress(counts[labeller.pk], seconds.by_labeller.get(labeller.pk)))
         for labeller in User.objects.filter(pk__in=list(counts)).order_by("username")
     ]
 
 
 def progress_by_question_set(
-    *, project: Project, viewer, seconds: list[tuple] | None = None
+    *, project: Project, viewer, seconds: JudgementTime | None = None
 ) -> list[tuple[QuestionSet, QueueProgress, int]]:
     """Per question set: progress over all its slots, and how many slots wait to be claimed;
-    ``seconds``: `judgement_seconds`, if read already."""
+    ``seconds``: `judgement_time`, if read already."""
     if seconds is None:
-        seconds = judgement_seconds(project=project, viewer=viewer)
+        seconds = judgement_time(project=project, viewer=viewer)
     sets = QuestionSet.objects.filter(
         project=project, pools__assignments__purpose=AssignmentPurpose.WORK
     ).distinct()
@@ -699,13 +679,10 @@ def progress_by_question_set(
         )
         .order_by()
     }
-    per_set: dict[int, list[float]] = defaultdict(list)
-    for _, set_id, spent in seconds:
-        per_set[set_id].append(spent)
     return [
         (
             question_set,
-            _progress(counts[question_set.pk], per_set.get(question_set.pk, [])),
+            _progress(counts[question_set.pk], seconds.by_question_set.get(question_set.pk)),
             counts[question_set.pk]["unclaimed"],
         )
         for question_set in sets

@@ -1,10 +1,9 @@
 """The lead's progress plots: questions done over time per question set, and each labeller's
 speed. Read as the viewer may see them: judgements on documents an access group hides from
-the viewer count nowhere (`labelling.services.assignments.judgement_seconds`)."""
+the viewer count nowhere (`labelling.services.judgement_time`)."""
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -14,7 +13,7 @@ from django.utils import timezone
 from corpus.models import Project
 from labelling.charts import BarChart, TimeChart, bar_chart, time_chart
 from labelling.models import Assignment, included_q
-from labelling.services.assignments import judgement_seconds
+from labelling.services.judgement_time import JudgementTime, judgement_time
 
 User = get_user_model()
 
@@ -56,11 +55,11 @@ class ProgressPlots:
 
 
 def progress_plots(
-    *, project: Project, viewer, seconds: list[tuple] | None = None
+    *, project: Project, viewer, seconds: JudgementTime | None = None
 ) -> ProgressPlots:
     """The plots end at the last finished question, not at the moment of the request: the
     same work draws the same picture whenever it is looked at. ``seconds``:
-    `labelling.services.assignments.judgement_seconds`, if read already."""
+    `labelling.services.judgement_time.judgement_time`, if read already."""
     assignments = (
         Assignment.objects.in_project(project)
         .work()
@@ -86,23 +85,18 @@ def progress_plots(
     progress = time_chart(series, start=min(starts), end=max(ends)) if series else None
 
     if seconds is None:
-        seconds = judgement_seconds(project=project, viewer=viewer)
-    per_labeller: dict[int, list[float]] = defaultdict(list)
-    for labeller_id, _, spent in seconds:
-        if labeller_id is not None:
-            per_labeller[labeller_id].append(spent)
+        seconds = judgement_time(project=project, viewer=viewer)
+    per_labeller = {pk: s for pk, s in seconds.by_labeller.items() if pk is not None}
     names = dict(User.objects.filter(pk__in=per_labeller).values_list("pk", "username"))
-    speeds = []
-    for labeller_id, all_seconds in sorted(per_labeller.items(), key=lambda i: names[i[0]]):
-        timed = [s for s in all_seconds if s > 0]
-        speeds.append(
-            LabellerSpeed(
-                labeller=names[labeller_id],
-                judgements=len(all_seconds),
-                timed=len(timed),
-                hours=sum(timed) / 3600,
-                median_seconds=statistics.median(timed) if timed else None,
-            )
+    speeds = [
+        LabellerSpeed(
+            labeller=names[labeller_id],
+            judgements=summary.judgements,
+            timed=summary.timed,
+            hours=summary.timed_sum / 3600,
+            median_seconds=summary.timed_median,
         )
+        for labeller_id, summary in sorted(per_labeller.items(), key=lambda i: names[i[0]])
+    ]
     speed = bar_chart([(s.labeller, s.per_hour, s.describe()) for s in speeds]) if speeds else None
     return ProgressPlots(progress=progress, speed=speed, speeds=speeds, sets=sets)

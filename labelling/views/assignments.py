@@ -41,6 +41,7 @@ from labelling.models import (
 )
 from labelling.services import assignments as services
 from labelling.services import exclusion, leases
+from labelling.services.judgement_time import judgement_time
 from labelling.services.progress import progress_plots
 from labelling.views.grading import grade_url
 
@@ -151,8 +152,8 @@ def _lead_context(
         page = Paginator(filters.apply(assignments), ASSIGNMENTS_PER_PAGE).get_page(
             request.GET.get("page")
         )
-    # Every judgement's seconds, read once for the two tables and the speed plot.
-    spent = services.judgement_seconds(project=project, viewer=request.user)
+    # The judgements' seconds, summed up once for the two tables and the speed plot.
+    spent = judgement_time(project=project, viewer=request.user)
     return {
         "access": access,
         "project": project,
