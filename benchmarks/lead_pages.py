@@ -30,9 +30,10 @@ per page: p50 and p95 of the wall time and of this process's CPU time, the SQL q
 last request, the full garbage collections that ran in the timed requests (and the longest),
 and one JSON line last. ``--reuse`` measures the world an earlier run left in
 ``--db-name`` (for interleaving trees on the same data). Where the
-stored gold decisions exist (`labelling.services.gold_state`), "Gold after a grade" marks one
-random question stale before each request, as a labeller's grade does, so each request also
-recomputes that question.
+stored gold decisions exist (`labelling.services.gold_state`), "Gold after a grade" and
+"Agreement after a grade" mark one random question stale before each request, as a labeller's
+grade does, so each request also recomputes that question (and Agreement, whose kept figures
+that changes, its whole report).
 The pages: Gold, Adjudication, Agreement, Assignments, Evaluation, Answers (the set's answer
 runs), Index health, Misses (the sample's stored report: its job, which computes the figures,
 runs in the warm-up request, in process) and Permissions (the replays list).
@@ -441,6 +442,7 @@ def main() -> None:
         gold_state = None
     if gold_state is not None:
         urls["Gold after a grade"] = urls["Gold"]
+        urls["Agreement after a grade"] = urls["Agreement"]
     keys = list(
         built["question_set"].pools.values_list("pk", "assignments__question_id").distinct()
     )
