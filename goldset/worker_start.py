@@ -10,6 +10,11 @@ request would import first (the URLconf, hence every view and what the views imp
 moves what it holds to the collector's permanent generation (`gc.freeze`, as the CPython
 docs suggest for long-lived objects of a server), which full collections no longer walk.
 Objects made by requests are collected as before.
+
+It also keeps numpy's BLAS to one thread: a matrix product (the Agreement page's bootstrap)
+otherwise ran on a thread per core, which doubled that request's CPU (~260 against ~140 ms)
+for no gain in its time, CPU the worker's other requests and the other workers needed.
+Gunicorn's workers are the web tier's parallelism.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import gc
 
 from django.urls import reverse
+from threadpoolctl import threadpool_limits
 
 
 def settle() -> None:
@@ -27,3 +33,4 @@ def settle() -> None:
     reverse("login")
     gc.collect()  # freeze nothing that is already garbage: frozen objects are never freed
     gc.freeze()
+    threadpool_limits(limits=1, user_api="blas")  # for the rest of the worker's life

@@ -4,7 +4,9 @@ import gc
 import importlib
 import weakref
 
+import numpy  # noqa: F401 - loads the BLAS whose threads settle limits
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from goldset.worker_start import settle
 
@@ -14,10 +16,16 @@ class _Node:
         self.me = self  # a reference cycle: only the collector frees it
 
 
+def blas_threads() -> set[int]:
+    return {pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"}
+
+
 @pytest.fixture
 def settled():
+    before = max(blas_threads(), default=None)
     yield settle
     gc.unfreeze()  # give the test process its collector back
+    threadpool_limits(limits=before, user_api="blas")
 
 
 def test_settle_freezes_what_the_worker_holds(settled):
@@ -53,3 +61,10 @@ def test_the_wsgi_entry_settles(settled):
     gc.unfreeze()
     importlib.reload(goldset.wsgi)  # as a gunicorn worker loads it
     assert gc.get_freeze_count() > 0
+
+
+def test_settle_keeps_numpys_blas_to_one_thread(settled):
+    """A request's matrix product runs on the worker's own thread, not one per core."""
+    assert blas_threads()  # numpy's BLAS is loaded and seen
+    settled()
+    assert blas_threads() == {1}
