@@ -290,6 +290,7 @@ def retrieve(
         raise ServiceError(f"{retriever.name} replays an uploaded run; it does not search.")
     if retriever.kind == RetrieverKind.HTTP:
         raise ServiceError(f"{retriever.name} searches the team's own system over HTTP.")
+    now = None
     filed = (
         search_mask.last_filed(retriever, user, groups=groups, with_canaries=with_canaries)
         if questions
@@ -297,26 +298,10 @@ def retrieve(
     )
     loaded = _loaded_already(filed.state.index) if filed is not None else None
     if loaded is not None:
-        # The mask this process used last for the same call, checked after the search instead
-        # of before it: the one read that names what was found also reads the state, and what
-        # was found is kept only if the state is still the one that mask was filed under (then
-        # it is the very mask `allowed_passages` would give). One round trip a search.
-        try:
-            found = _search(retriever, loaded, questions, k, filed.mask)
-        except ServiceError:
-            # The filed index may be one a rebuild replaced (say, for a new model): what it
-            # refuses is not the caller's answer. The state decides, as without a filed mask.
-            found = None
-        if found is not None:
-            wanted = _documents(loaded, found)
-            now, doc_ids = search_mask.state_and_doc_ids(retriever, user, wanted)
-            if now == filed.state:
-                return _named(
-                    retriever, user, loaded, questions, k, filed.mask, found, wanted, doc_ids
-                )
-        else:
-            now = search_mask.state(retriever, user)
-    else:
+        named, now = _with_filed_mask(retriever, user, loaded, questions, k, filed)
+        if named is not None:
+            return named
+    if now is None:
         # One read before searching: which index is active and what decides the mask now.
         now = search_mask.state(retriever, user)
     loaded = _load_active(retriever, now.index)
@@ -329,6 +314,33 @@ def retrieve(
     wanted = _documents(loaded, found)
     _, doc_ids = search_mask.state_and_doc_ids(retriever, user, wanted)
     return _named(retriever, user, loaded, questions, k, allowed, found, wanted, doc_ids)
+
+
+def _with_filed_mask(
+    retriever: Retriever,
+    user,
+    loaded: LoadedIndex,
+    questions: Sequence[str],
+    k: int,
+    filed: search_mask.Filed,
+) -> tuple[list[list[Retrieved]] | None, search_mask.State | None]:
+    """Search with the mask this process used last for the same call, checked after the search
+    instead of before it: the one read that names what was found also reads the state, and
+    what was found is kept only if the state is still the one that mask was filed under (then
+    it is the very mask `allowed_passages` would give). One round trip a search.
+
+    Returns (what was found, or None if it does not stand; the state read, or None)."""
+    try:
+        found = _search(retriever, loaded, questions, k, filed.mask)
+    except ServiceError:
+        # The filed index may be one a rebuild replaced (say, for a new model): what it
+        # refuses is not the caller's answer. The state decides, as without a filed mask.
+        return None, None
+    wanted = _documents(loaded, found)
+    now, doc_ids = search_mask.state_and_doc_ids(retriever, user, wanted)
+    if now != filed.state:
+        return None, now
+    return _named(retriever, user, loaded, questions, k, filed.mask, found, wanted, doc_ids), now
 
 
 def _search(
