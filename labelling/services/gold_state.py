@@ -34,7 +34,7 @@ from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet
 from django.db.models.signals import post_delete, post_save
 
 from corpus.models import Document, Membership
-from corpus.visibility import hidden_document_ids, hidden_q
+from corpus.visibility import hidden_q
 from labelling.escalation import questions_moved, vote_distance
 from labelling.models import (
     Assignment,
@@ -361,13 +361,18 @@ class Visible:
         )
 
 
+def _included(question_set: QuestionSet) -> QuerySet[ItemState]:
+    """The stored rows of the set's included questions."""
+    return ItemState.objects.filter(included_q("question__"), pool__question_set=question_set)
+
+
 def visible(*, question_set: QuestionSet, viewer) -> Visible:
     """The stored decisions ``viewer`` may see (`Visible`). The documents hidden from them
     (`corpus.visibility.hidden_q`) are read first, as a list of ids: the rows are then kept
     by a plain test that PostgreSQL plans well with or without statistics of the tables (a
     subquery on access there was planned, before the tables were analyzed, as a nested loop
     testing every document against the access groups once per question: seconds a page)."""
-    included = ItemState.objects.filter(included_q("question__"), pool__question_set=question_set)
+    included = _included(question_set)
     if not viewer.is_authenticated:
         return Visible(items=included.none(), verdicts=included.none())
     hidden = list(
@@ -386,18 +391,10 @@ def visible(*, question_set: QuestionSet, viewer) -> Visible:
 
 def single_by_access_count(*, question_set: QuestionSet, viewer=None) -> int:
     """How many stored passages of the set one labeller of two cannot see (their one vote
-    stands), on documents ``viewer`` may see (without one, all). Call `refresh` first.
-
-    `visible`'s rule for passages, with the viewer's hidden documents taken out by their
-    ids (`corpus.visibility.hidden_document_ids`): a test per stored row makes PostgreSQL
-    expect a costly scan and compile it (JIT) for longer than the count takes."""
-    states = ItemState.objects.filter(
-        included_q("question__"),
-        pool__question_set=question_set,
-        candidate__isnull=False,
-        single_by_access=True,
+    stands), of those ``viewer`` may see (`visible`; without one, all). Call `refresh` first."""
+    items = (
+        _included(question_set).filter(candidate__isnull=False)
+        if viewer is None
+        else visible(question_set=question_set, viewer=viewer).items
     )
-    if viewer is not None:
-        hidden = hidden_document_ids(project=question_set.project, user=viewer)
-        states = states.exclude(document_id__in=hidden)
-    return states.count()
+    return items.filter(single_by_access=True).count()
