@@ -693,6 +693,50 @@ static Scratch *scratch_new(Py_ssize_t size, int positive) {
     return s;
 }
 
+/* One of `self`'s idle scratches, or a new one (NULL without memory). */
+static Scratch *scratch_take(Postings *self) {
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Scratch *s = self->idle;
+    if (s != NULL) self->idle = s->next;
+    PyThread_release_lock(self->lock);
+    return s != NULL ? s : scratch_new(self->size, self->positive);
+}
+
+/* `s` back among `self`'s idle scratches, for a later search. */
+static void scratch_give(Postings *self, Scratch *s) {
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    s->next = self->idle;
+    self->idle = s;
+    PyThread_release_lock(self->lock);
+}
+
+/* -1 with an exception set unless `self` is initialised and *k at least 1; *k is cut to the
+ * number of passages. */
+static int check_search(Postings *self, Py_ssize_t *k) {
+    if (self->indptr.obj == NULL) {
+        PyErr_SetString(PyExc_TypeError, "Postings was not initialised");
+        return -1;
+    }
+    if (*k < 1) {
+        PyErr_SetString(PyExc_ValueError, "k must be at least 1");
+        return -1;
+    }
+    if (*k > self->size) *k = self->size;
+    return 0;
+}
+
+/* A query of `self`'s postings for the top k, its terms, mask, scratch and heap still unset. */
+static Query query_of(Postings *self, Py_ssize_t k) {
+    return (Query){.indptr = self->indptr.buf,
+                   .indices = self->indices.buf,
+                   .data = self->data.buf,
+                   .largest = self->largest,
+                   .sorted = self->sorted,
+                   .dense = &self->dense,
+                   .size = self->size,
+                   .k = k};
+}
+
 static void Postings_dealloc(Postings *self) {
     if (self->indptr.obj != NULL) PyBuffer_Release(&self->indptr);
     if (self->indices.obj != NULL) PyBuffer_Release(&self->indices);
@@ -885,23 +929,8 @@ static PyObject *Postings_search(Postings *self, PyObject *args, PyObject *kwarg
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOn|O", keywords, &rows_list, &counts_list,
                                      &k, &allowed_object))
         return NULL;
-    if (self->indptr.obj == NULL) {
-        PyErr_SetString(PyExc_TypeError, "Postings was not initialised");
-        return NULL;
-    }
-    if (k < 1) {
-        PyErr_SetString(PyExc_ValueError, "k must be at least 1");
-        return NULL;
-    }
-    if (k > self->size) k = self->size;
-    Query q = {.indptr = self->indptr.buf,
-               .indices = self->indices.buf,
-               .data = self->data.buf,
-               .largest = self->largest,
-               .sorted = self->sorted,
-               .dense = &self->dense,
-               .size = self->size,
-               .k = k};
+    if (check_search(self, &k) < 0) return NULL;
+    Query q = query_of(self, k);
     Py_buffer allowed = {0};
     PyObject *result = NULL;
     int64_t *rows = NULL;
@@ -918,11 +947,7 @@ static PyObject *Postings_search(Postings *self, PyObject *args, PyObject *kwarg
         result = PyList_New(0);
         goto done;
     }
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    q.scratch = self->idle;
-    if (q.scratch != NULL) self->idle = q.scratch->next;
-    PyThread_release_lock(self->lock);
-    if (q.scratch == NULL && (q.scratch = scratch_new(self->size, self->positive)) == NULL) {
+    if ((q.scratch = scratch_take(self)) == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -937,10 +962,7 @@ static PyObject *Postings_search(Postings *self, PyObject *args, PyObject *kwarg
         result = hits_list(q.heap, kept);
         PyMem_RawFree(q.heap);
     }
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    q.scratch->next = self->idle;
-    self->idle = q.scratch;
-    PyThread_release_lock(self->lock);
+    scratch_give(self, q.scratch);
 done:
     if (allowed.obj != NULL) PyBuffer_Release(&allowed);
     PyMem_Free(rows);
@@ -1006,19 +1028,11 @@ static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "On|On", keywords, &queries, &k,
                                      &allowed_object, &threads))
         return NULL;
-    if (self->indptr.obj == NULL) {
-        PyErr_SetString(PyExc_TypeError, "Postings was not initialised");
-        return NULL;
-    }
+    if (check_search(self, &k) < 0) return NULL;
     if (!PyList_Check(queries)) {
         PyErr_SetString(PyExc_TypeError, "queries must be a list of (rows, counts) pairs");
         return NULL;
     }
-    if (k < 1) {
-        PyErr_SetString(PyExc_ValueError, "k must be at least 1");
-        return NULL;
-    }
-    if (k > self->size) k = self->size;
     Py_ssize_t n = PyList_GET_SIZE(queries), parsed = 0, n_helpers = 0, started = 0;
     if (threads > MAX_THREADS) threads = MAX_THREADS;
     if (threads > n) threads = n;
@@ -1047,34 +1061,21 @@ static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *
             goto done;
         }
         Query *q = &batch.each[parsed];
+        *q = query_of(self, k);
         int64_t *rows;
         double *counts;
         if (read_terms(self, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), &rows, &counts,
                        &q->n_rows) < 0)
             goto done;
-        *q = (Query){.indptr = self->indptr.buf,
-                     .indices = self->indices.buf,
-                     .data = self->data.buf,
-                     .largest = self->largest,
-                     .sorted = self->sorted,
-                     .dense = &self->dense,
-                     .size = self->size,
-                     .rows = rows,
-                     .counts = counts,
-                     .n_rows = q->n_rows,
-                     .allowed = allowed.obj != NULL ? allowed.buf : NULL,
-                     .k = k,
-                     .heap = heaps + parsed * k};
+        q->rows = rows;
+        q->counts = counts;
+        q->allowed = allowed.obj != NULL ? allowed.buf : NULL;
+        q->heap = heaps + parsed * k;
     }
     if ((result = PyList_New(n)) == NULL) goto done;
     /* A scratch for each thread; without memory for another, fewer threads. */
     for (Py_ssize_t t = 0; t < (threads > 1 ? threads : 1); t++) {
-        PyThread_acquire_lock(self->lock, WAIT_LOCK);
-        scratch[t] = self->idle;
-        if (scratch[t] != NULL) self->idle = scratch[t]->next;
-        PyThread_release_lock(self->lock);
-        if (scratch[t] == NULL) scratch[t] = scratch_new(self->size, self->positive);
-        if (scratch[t] == NULL) break;
+        if ((scratch[t] = scratch_take(self)) == NULL) break;
     }
     if (scratch[0] == NULL) {
         Py_CLEAR(result);
@@ -1113,12 +1114,8 @@ static PyObject *Postings_search_many(Postings *self, PyObject *args, PyObject *
     }
     for (Py_ssize_t h = 0; h < started; h++) PyThread_free_lock(helpers[h].exited);
 done:
-    for (Py_ssize_t t = 0; t < MAX_THREADS && scratch[t] != NULL; t++) {
-        PyThread_acquire_lock(self->lock, WAIT_LOCK);
-        scratch[t]->next = self->idle;
-        self->idle = scratch[t];
-        PyThread_release_lock(self->lock);
-    }
+    for (Py_ssize_t t = 0; t < MAX_THREADS && scratch[t] != NULL; t++)
+        scratch_give(self, scratch[t]);
     for (Py_ssize_t i = 0; batch.each != NULL && i < parsed; i++)
         PyMem_Free((void *)batch.each[i].rows);
     PyMem_Free(batch.each);
