@@ -35,9 +35,7 @@ from labelling.services.votes import (
     PairedItem,
     PairedVotes,
     QuestionVotes,
-    double_labelled_keys,
     gather_votes,
-    paired_from_votes,
     paired_state,
     paired_votes,
 )
@@ -59,7 +57,6 @@ def agreement_report(
     min_span_f1: float = DEFAULT_MIN_SPAN_F1,
     n_boot: int = 1000,
     viewer=None,
-    rows: bool = True,
 ) -> dict:
     """Every agreement statistic for the double-labelled items of a question set, JSON-able;
     with ``viewer``, over the items on documents they may see.
@@ -67,19 +64,9 @@ def agreement_report(
     Every figure here is about questions with two assignments or more in a pool (two votes on
     an item, a passage one of two labellers cannot see, two verdicts), so only those are read:
     a set of 60,000 candidates with 2,000 double-labelled items reads 2,000, as rows
-    (`votes.paired_votes`; ``rows=False`` reads them through `gather_votes`, the reference).
-    The passages one labeller of two cannot see are counted from the stored decisions
-    (`gold_state`)."""
-    if not rows:
-        questions = gather_votes(
-            question_set=question_set, viewer=viewer, keys=set(double_labelled_keys(question_set))
-        )
-        with agreement.shared_resamples():
-            report = _agreement_figures(paired_from_votes(questions), n_boot=n_boot)
-        report["single_by_access"] = sum(
-            1 for q in questions for i in q.items if i.single_by_access
-        )
-        return report
+    (`votes.paired_votes`; `tests/labelling/test_agreement_reads.py` checks the figures
+    against those of `gather_votes`). The passages one labeller of two cannot see are counted
+    from the stored decisions (`gold_state`)."""
     gold_state.refresh(question_set=question_set)
     report = dict(_kept_figures(question_set=question_set, viewer=viewer, n_boot=n_boot))
     # Passages of double-labelled questions that one of the two labellers cannot see: their
