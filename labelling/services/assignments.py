@@ -613,9 +613,7 @@ def queue_progress(assignments: AssignmentQuerySet, *, viewer) -> QueueProgress:
     include anyone else's work. Judgements count only on passages ``viewer`` may see: a count
     must not reveal a restricted document (or survive the revoking of its group).
     """
-    counts = assignments.aggregate(
-        assigned=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False))
-    )
+    counts = assignments.aggregate(**_slot_counts())
     seconds = list(
         Judgement.objects.filter(
             assignment__in=assignments.values("pk"),
@@ -623,6 +621,11 @@ def queue_progress(assignments: AssignmentQuerySet, *, viewer) -> QueueProgress:
         ).values_list("seconds_spent", flat=True)
     )
     return _progress(counts, summarize(seconds) if seconds else None)
+
+
+def _slot_counts() -> dict:
+    """The counts a `QueueProgress` shows, as aggregates of assignments: slots, and done."""
+    return {"assigned": Count("pk"), "done": Count("pk", filter=Q(completed_at__isnull=False))}
 
 
 def _progress(counts: dict, seconds: SecondsSummary | None) -> QueueProgress:
@@ -648,7 +651,7 @@ def progress_by_labeller(
         row["labeller"]: row
         for row in assignments.filter(labeller__isnull=False)
         .values("labeller")
-        .annotate(assigned=Count("pk"), done=Count("pk", filter=Q(completed_at__isnull=False)))
+        .annotate(**_slot_counts())
         .order_by()
     }
     return [
@@ -672,11 +675,7 @@ def progress_by_question_set(
         for row in Assignment.objects.work()
         .filter(pool__question_set__project=project)
         .values("pool__question_set")
-        .annotate(
-            assigned=Count("pk"),
-            done=Count("pk", filter=Q(completed_at__isnull=False)),
-            unclaimed=Count("pk", filter=Q(labeller__isnull=True)),
-        )
+        .annotate(**_slot_counts(), unclaimed=Count("pk", filter=Q(labeller__isnull=True)))
         .order_by()
     }
     return [
