@@ -22,6 +22,7 @@ from tests.factories import (
     ReadyPoolFactory,
     UserFactory,
 )
+from tests.goldeval.test_pooling import CAL_TEXTS  # goldeval's cal tests' texts
 
 
 def _user(project, role="labeller", **fields):
@@ -131,16 +132,6 @@ def test_the_page_shows_the_judging_order_and_never_the_provenance(project):
     ids = {c.pk: n for n, c in world.by_name.items()}
     assert [ids[pk] for pk in dict.fromkeys(shown)] == ["a1", "a2", "b1", "a3", "b2", "b3"]
     assert "secret-a" not in body and "99.125" not in body
-
-
-CAL_TEXTS = {
-    "a1": "supersonic flutter of thin wing panels",
-    "a2": "boundary layer transition on cones",
-    "a3": "heat transfer in hypersonic flow",
-    "b1": "stress analysis of cylindrical shells",
-    "b2": "viscous drag of slender bodies",
-    "b3": "flutter of wing panels at supersonic speed",
-}
 
 
 def test_cal_reorders_what_is_left_by_the_passages_judged_and_the_page_shows_only_the_order(
