@@ -15,8 +15,9 @@ from tests.labelling.test_judging_order import CAL_TEXTS, World
 pytestmark = pytest.mark.e2e
 
 
-def test_a_relevant_grade_reorders_the_rest_of_the_page_by_what_reads_like_it(live_server, browser):
-    world = World(ProjectFactory(slug="acme"), texts=CAL_TEXTS, strategy="cal", stop_misses=5)
+def _grading_page(live_server, browser, world, query: str = ""):
+    """Ann's grading page of ``world``'s question, logged in and ready for keys: (the page, its
+    context, each passage's candidate pk by name, the console's problems as they come)."""
     world.ann.set_password(PASSWORD)
     world.ann.save()
     pk = {name: candidate.pk for name, candidate in world.by_name.items()}
@@ -25,8 +26,13 @@ def test_a_relevant_grade_reorders_the_rest_of_the_page_by_what_reads_like_it(li
     page.set_default_timeout(20_000)
     problems = watch_console(page)
     log_in(page, live_server, "ann", PASSWORD)
-    url = f"/p/acme/grade/{world.pool.pk}/{world.question.pk}/"
-    page.goto(f"{live_server.url}{url}")
+    page.goto(f"{live_server.url}/p/acme/grade/{world.pool.pk}/{world.question.pk}/{query}")
+    return page, context, pk, problems
+
+
+def test_a_relevant_grade_reorders_the_rest_of_the_page_by_what_reads_like_it(live_server, browser):
+    world = World(ProjectFactory(slug="acme"), texts=CAL_TEXTS, strategy="cal", stop_misses=5)
+    page, context, pk, problems = _grading_page(live_server, browser, world)
     wait_for_keys(page)
     assert row_ids(page) == [pk[n] for n in ("a1", "b1", "a2", "b2", "a3", "b3")]
 
@@ -63,16 +69,7 @@ def test_a_relevant_grade_reorders_the_rest_of_the_page_by_what_reads_like_it(li
 
 def test_the_question_view_reorders_the_same_way(live_server, browser):
     world = World(ProjectFactory(slug="acme"), texts=CAL_TEXTS, strategy="cal")
-    world.ann.set_password(PASSWORD)
-    world.ann.save()
-    pk = {name: candidate.pk for name, candidate in world.by_name.items()}
-    context = browser.new_context()
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    problems = watch_console(page)
-    log_in(page, live_server, "ann", PASSWORD)
-    url = f"/p/acme/grade/{world.pool.pk}/{world.question.pk}/?view=question"
-    page.goto(f"{live_server.url}{url}")
+    page, context, pk, problems = _grading_page(live_server, browser, world, "?view=question")
     expect(page.locator("#grading")).to_have_class(lambda_has("question-view"))
     wait_for_keys(page)
     assert row_ids(page) == [pk[n] for n in ("a1", "b1", "a2", "b2", "a3", "b3")]
