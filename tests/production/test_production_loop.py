@@ -10,6 +10,7 @@ import pytest
 from django.core import mail
 from django.core.management import CommandError, call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from corpus import jobs
 from corpus.models import Job, JobState
@@ -49,7 +50,7 @@ def loop(db):
     items = [
         {
             "trace_id": f"t-{i}",
-            "occurred_at": (NOW - timedelta(days=1, hours=i)).isoformat(),
+            "occurred_at": (timezone.now() - timedelta(days=1, hours=i)).isoformat(),
             "user": "someone@example.com",
             "question": text,
             "retrieved": [
@@ -67,8 +68,16 @@ def loop(db):
     return {"project": project, "lead": lead, "rule": rule, "bm25": bm25}
 
 
+def traces_as_of(moment: datetime) -> None:
+    """The loop's traces moved to the day before ``moment``, an hour apart, as the fixture
+    places them before the real clock: for a test that pins the clock to ``moment``."""
+    for i, trace in enumerate(Trace.objects.order_by("trace_id")):
+        Trace.objects.filter(pk=trace.pk).update(occurred_at=moment - timedelta(days=1, hours=i))
+
+
 def test_the_weekly_task_makes_a_set_a_run_and_a_pool_and_tells_the_lead(worker, loop, monkeypatch):
     monkeypatch.setattr("production.services.draws.timezone.now", lambda: NOW)
+    traces_as_of(NOW)
     sample_ids = tasks.draw_weekly_samples()
     sample = Sample.objects.get(pk__in=sample_ids)
     question_set = sample.question_set
@@ -102,6 +111,7 @@ def test_the_weekly_task_makes_a_set_a_run_and_a_pool_and_tells_the_lead(worker,
 
 
 def test_the_lead_sees_a_banner_until_dismissed_and_labellers_never_see_who_asked(loop):
+    traces_as_of(NOW)
     made = production.draw_and_open(rule=loop["rule"], end=NOW)
     lead = login(loop["lead"])
     page = lead.get(reverse("labelling:list-question-sets", kwargs={"slug": "acme"}))
@@ -263,6 +273,7 @@ def test_two_draws_queued_at_once_make_one_sample(loop):
 
 def test_a_rule_s_new_version_draws_anew_and_every_pool_is_named_for_its_set(loop, monkeypatch):
     monkeypatch.setattr("production.services.draws.timezone.now", lambda: NOW)
+    traces_as_of(NOW)
     first = production.draw_and_open(rule=loop["rule"], end=NOW)
     with pytest.raises(production.AlreadyDrawn):
         production.draw_and_open(rule=loop["rule"], end=NOW + timedelta(days=2))
