@@ -189,14 +189,42 @@ def celery_worker_process(django_db_setup, django_db_blocker, tmp_path_factory):
     worker.stop()
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """Each phase's report kept on the test item (``item.report_call``), so a fixture's
+    teardown can tell whether the test failed."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
 @pytest.fixture
-def worker(celery_worker_process, transactional_db):
+def worker(celery_worker_process, transactional_db, request):
     """For tests whose jobs must really travel through the queue (committed rows, real worker)."""
     if celery_worker_process is not None and celery_worker_process.process is None:
         celery_worker_process.start()  # a fault test that failed midway left it stopped
     yield celery_worker_process
     if celery_worker_process is not None:
+        failed = getattr(request.node, "report_call", None)
+        if failed is not None and failed.failed:
+            print(jobs_and_worker_log(celery_worker_process))  # shown with the failure
         celery_worker_process.wait_until_idle()  # before pytest-django truncates the tables
+
+
+def jobs_and_worker_log(process: WorkerProcess, *, tail: int = 8000) -> str:
+    """What a failed test that went through the queue leaves to explain it: every job row (a
+    job that failed says why) and the end of the worker's log."""
+    from corpus.models import Job
+
+    fields = ("pk", "kind", "state", "message", "attempts", "created_at", "finished_at")
+    rows = "\n".join(str(row) for row in Job.objects.order_by("pk").values(*fields))
+    try:
+        log = process.log_path.read_text(errors="replace")[-tail:]
+    except OSError as error:
+        log = f"(no worker log: {error})"
+    return (
+        f"--- jobs ---\n{rows or '(none)'}\n--- the worker's log, last {tail} characters ---\n{log}"
+    )
 
 
 def child_pids(pid: int) -> list[int]:

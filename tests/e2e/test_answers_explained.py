@@ -85,8 +85,10 @@ def test_the_answers_page_explains_its_figures_and_the_decision_quotes_text(
     review.plan_answer_review(run=run, labellers=[lina], double_share=0)
     grade(AnswerAssignment.objects.get(answer__run=run), "full")
     page.goto(f"{live_server.url}/p/acme/gold-sets/{gold_set.pk}/answers/")
-    page.get_by_role("button", name="Compute the answer scores").click()
-    expect(page.locator('tr[data-score="faithfulness"]')).to_be_visible()
+    # A click does not wait for the page its form posts to: wait for it, then for the job.
+    with page.expect_navigation():
+        page.get_by_role("button", name="Compute the answer scores").click()
+    expect(page.locator('tr[data-score="faithfulness"]')).to_be_visible(timeout=60_000)
     for title in ("Faithfulness", "Citations", "Correctness", "Refusal", "Evidence position"):
         expect(page.locator("tr.score-group th", has_text=title).first).to_be_visible()
     expect(page.locator("#why-no-value")).to_contain_text(
