@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from django.db.models import QuerySet
 
 from corpus import jobs, visibility
-from corpus.models import AccessGroup, Document, Job, Membership, Role
+from corpus.models import AccessGroup, Document, Job, JobState, Membership, Role
 from corpus.services.canaries import JOB_KIND as CANARY_JOB_KIND
 
 UPLOAD_KIND = "import_uploads"
@@ -140,6 +140,17 @@ def view_job(job: Job, user, *, problems: bool = True) -> JobView:
         errors=errors,
         withheld=withheld,
     )
+
+
+def failure_shown(job: Job | None, user) -> JobView | None:
+    """The failure of the job that last tried to compute a page's figures, as ``user`` may
+    read it (None when it did not fail, or is not theirs to see): the page says why its
+    figures are missing instead of only offering to compute them again."""
+    if job is None or job.state != JobState.FAILED:
+        return None
+    if not visible_jobs(Job.objects.filter(pk=job.pk), user).exists():
+        return None
+    return view_job(job, user, problems=False)
 
 
 def job_errors_for(job: Job, user) -> tuple[list[dict], bool]:

@@ -80,6 +80,17 @@ def start(
     return job
 
 
+def newest(*, project_id: int, kind: str, **params) -> Job | None:
+    """The newest job of ``kind`` in a project whose params hold each of ``params``: the job
+    computing a page's figures, or the last one that tried (the page says why it failed)."""
+    matching = {f"params__{name}": value for name, value in params.items()}
+    return Job.objects.filter(project_id=project_id, kind=kind, **matching).order_by("-pk").first()
+
+
+def unfinished(job: Job | None) -> Job | None:
+    return job if job is not None and not job.finished else None
+
+
 def keep_upload(*, job: Job, name: str, data: bytes) -> Upload:
     """Store an uploaded original with the job that reads it, in the database, so whichever
     worker runs the job finds it. Only the file name of ``name`` is kept (a client may send a

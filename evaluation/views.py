@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from answers.models import AnswerRun
 from answers.services.gold import core_answers
+from corpus import job_display, jobs
 from corpus.access import ProjectAccess, project_access
 from corpus.models import Role
 from corpus.views import follow_job
@@ -222,6 +223,7 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
     runs = list(EvaluationRun.objects.of_gold_set(gold_set).select_related("created_by"))
     choice = _choice(request, gold_set, request.GET)
     stored = reports.stored_report(gold_set, choice)
+    job = None if stored else reports.report_job(gold_set, choice)
     context.update(
         runs=runs,
         selected_ids=set(choice.run_ids),
@@ -229,7 +231,8 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
         choice_query=choice.query(gold_set),
         report=stored.content if stored else None,
         deltas=_deltas_shown(stored.content if stored else None, request.GET.get("reference")),
-        job=None if stored else reports.pending_job(gold_set, choice),
+        job=jobs.unfinished(job),
+        failed=job_display.failure_shown(job, request.user),
         depth=evaluation_runs.evaluation_depth(project),
         upload_form=UploadRunForm(project=project),
         retriever_form=RetrieverRunForm(project=project),
@@ -521,7 +524,9 @@ def show_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespo
         return render(request, "evaluation/show_answers.html", context, status=403)
     page = answer_scores.stored_answers_report(gold_set)
     if page is None:
-        context["job"] = answer_scores.pending_answers_job(gold_set)
+        job = answer_scores.answers_job(gold_set)
+        context["job"] = jobs.unfinished(job)
+        context["failed"] = job_display.failure_shown(job, request.user)
         return render(request, "evaluation/show_answers.html", context)
     names = [run["name"] for run in page["runs"]]
     runs = page["report"]["runs"]

@@ -190,18 +190,18 @@ def stored_answers_report(gold_set: GoldSet) -> dict[str, Any] | None:
     return None if report is None else report.content
 
 
-def pending_answers_job(gold_set: GoldSet) -> Job | None:
-    return (
-        Job.objects.unfinished()
-        .filter(
-            project_id=gold_set.question_set.project_id,
-            kind="answer_report",
-            params__gold_set_id=gold_set.pk,
-            params__key=answers_key(gold_set),
-        )
-        .order_by("pk")
-        .first()
+def answers_job(gold_set: GoldSet) -> Job | None:
+    """The job computing the page's figures now, or the last one that tried."""
+    return jobs.newest(
+        project_id=gold_set.question_set.project_id,
+        kind="answer_report",
+        gold_set_id=gold_set.pk,
+        key=answers_key(gold_set),
     )
+
+
+def pending_answers_job(gold_set: GoldSet) -> Job | None:
+    return jobs.unfinished(answers_job(gold_set))
 
 
 def start_answers_report(*, gold_set: GoldSet, user=None) -> Job:

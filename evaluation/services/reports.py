@@ -70,19 +70,19 @@ def stored_report(gold_set: GoldSet, choice: Choice) -> EvaluationReport | None:
     return EvaluationReport.objects.filter(gold_set=gold_set, key=choice.key).first()
 
 
+def report_job(gold_set: GoldSet, choice: Choice) -> Job | None:
+    """The job storing this choice's report now, or the last one that tried."""
+    return jobs.newest(
+        project_id=gold_set.question_set.project_id,
+        kind="evaluation_report",
+        gold_set_id=gold_set.pk,
+        key=choice.key,
+    )
+
+
 def pending_job(gold_set: GoldSet, choice: Choice) -> Job | None:
     """An unfinished job that will store this choice's report."""
-    return (
-        Job.objects.unfinished()
-        .filter(
-            project_id=gold_set.question_set.project_id,
-            kind="evaluation_report",
-            params__gold_set_id=gold_set.pk,
-            params__key=choice.key,
-        )
-        .order_by("pk")
-        .first()
-    )
+    return jobs.unfinished(report_job(gold_set, choice))
 
 
 def start_report(*, gold_set: GoldSet, choice: Choice, user=None) -> Job:

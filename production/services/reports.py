@@ -173,12 +173,8 @@ def latest_report(*, sample: Sample, visibility: str) -> ProductionReport | None
 
 
 def pending_job(*, sample: Sample, key: str) -> Job | None:
-    return (
-        Job.objects.unfinished()
-        .filter(project_id=sample.project_id, kind=KIND, params__sample_id=sample.pk)
-        .filter(params__key=key)
-        .order_by("pk")
-        .first()
+    return jobs.unfinished(
+        jobs.newest(project_id=sample.project_id, kind=KIND, sample_id=sample.pk, key=key)
     )
 
 
