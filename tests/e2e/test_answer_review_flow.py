@@ -154,7 +154,7 @@ def test_a_labeller_reviews_an_answer_with_the_keyboard(worker, live_server, pag
     gold_set = finalise_gold_set(question_set=question_set, user=lead)
     page.goto(f"{live_server.url}/p/acme/gold-sets/{gold_set.pk}/answers/")
     # A click does not wait for the page its form posts to: wait for it, then for the job.
-    with page.expect_navigation():
+    with page.expect_navigation(timeout=60_000):
         page.get_by_role("button", name="Compute the answer scores").click()
     expect(page.locator('tr[data-score="faithfulness"]')).to_be_visible(timeout=60_000)
     faithfulness = page.locator('tr[data-score="faithfulness"] td.num').inner_text()

@@ -86,7 +86,7 @@ def test_the_answers_page_explains_its_figures_and_the_decision_quotes_text(
     grade(AnswerAssignment.objects.get(answer__run=run), "full")
     page.goto(f"{live_server.url}/p/acme/gold-sets/{gold_set.pk}/answers/")
     # A click does not wait for the page its form posts to: wait for it, then for the job.
-    with page.expect_navigation():
+    with page.expect_navigation(timeout=60_000):
         page.get_by_role("button", name="Compute the answer scores").click()
     expect(page.locator('tr[data-score="faithfulness"]')).to_be_visible(timeout=60_000)
     for title in ("Faithfulness", "Citations", "Correctness", "Refusal", "Evidence position"):
