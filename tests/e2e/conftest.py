@@ -52,3 +52,24 @@ def log_in(page, live_server, username, password):
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(f"{live_server.url}/")
+
+
+def after_the_job(page, arrived, *, timeout: float = 60_000) -> str:
+    """Follow a job a click started to the page it goes on to (``arrived``, a locator there);
+    returns what the user was told the job did.
+
+    The job page follows the worker and, once the job is done, goes on with the job's message
+    shown there. A job done before its page loaded is shown done instead, with its message and
+    the link to what it made (`corpus.views.show_job`): the user reads the message there and
+    follows the link. Which of the two a test sees depends on the worker's speed, so it
+    accepts either."""
+    from playwright.sync_api import expect
+
+    done = page.locator("#job-progress.job-succeeded")
+    expect(arrived.or_(done)).to_be_visible(timeout=timeout)
+    if arrived.is_visible():
+        return "\n".join(page.locator("ul.messages li").all_inner_texts())
+    told = done.locator(".job-message").inner_text()
+    done.locator("a.button").click()
+    expect(arrived).to_be_visible()
+    return told

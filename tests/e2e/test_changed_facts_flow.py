@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from labelling.models import Span, SpanRecheck
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import after_the_job, log_in
 from tests.factories import (
     FEE_V2,
     PASSWORD,
@@ -104,7 +104,7 @@ def test_the_facts_changed_reach_labeller_and_lead_and_finalising_counts_them(
     log_in(page, live_server, "adm", PASSWORD)
     page.goto(f"{live_server.url}/p/acme/gold-sets/")
     page.get_by_role("button", name="Finalise fees as a new gold set").click()
-    expect(page.locator("h1")).to_contain_text("Gold set fees v1", timeout=60_000)
+    after_the_job(page, page.locator("h1", has_text="Gold set fees v1"))
     expect(page.locator(".changed-documents")).to_contain_text(
         "2 gold spans on changed documents kept: 0 re-anchored (moved, same words), "
         "1 with the facts changed, 0 marked again in the new version, 1 not re-checked"

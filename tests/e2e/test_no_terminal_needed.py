@@ -13,25 +13,15 @@ from corpus.services import projects, retrieval
 from health.models import IndexHealthCheck
 from health.services import manifests
 from labelling.models import Question, QuestionSet
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import after_the_job, log_in
 from tests.factories import PASSWORD, POLICY_TEXT, MembershipFactory, UserFactory, add_documents
 from tests.health.test_index_health import GOOD, VPN
 
 pytestmark = pytest.mark.e2e
 
 
-def back_from_the_job(page, heading: str, link: str) -> None:
-    """The job page follows the worker and goes back to ``heading``'s page when it is done; a
-    job done before its page loaded shows its message and the link there instead."""
-    page.wait_for_url(re.compile(r"/jobs/\d+/$"))
-    there = page.locator("h1", has_text=re.compile(f"^{heading}$"))
-    done = page.locator("#job-progress .job-message")
-    expect(there.or_(done)).to_be_visible(timeout=60_000)
-    if not there.is_visible():
-        message = done.inner_text()
-        page.get_by_role("link", name=link).click()
-        expect(there).to_be_visible()
-        expect(page.locator("body")).to_contain_text(message)
+def heading(page, text: str):
+    return page.locator("h1", has_text=re.compile(f"^{text}$"))
 
 
 def test_the_first_steps_tick_themselves_as_the_project_fills(
@@ -79,8 +69,9 @@ def test_an_admin_plants_canaries_in_the_browser(
     page.get_by_label("Access group").select_option("hr-confidential")
     page.get_by_label("How many").fill("2")
     page.get_by_role("button", name="Plant canaries").click()
-    back_from_the_job(page, "Canaries", "Open Canaries")
-    expect(page.locator("body")).to_contain_text("2 canaries planted in hr-confidential")
+    page.wait_for_url(re.compile(r"/jobs/\d+/$"))
+    told = after_the_job(page, heading(page, "Canaries"))
+    assert "2 canaries planted in hr-confidential" in told
     expect(page.locator("table.canaries tbody tr")).to_have_count(2)
     assert Document.objects.filter(project=project, is_canary=True).count() == 2
     assert Question.objects.filter(question_set__name="canaries").count() == 2
@@ -101,8 +92,9 @@ def test_check_now_and_a_test_alert_on_index_health(
     page.goto(f"{live_server.url}/p/{project.slug}/index-health/")
     expect(page.locator("body")).to_contain_text("No daily check recorded yet.")
     page.get_by_role("button", name="Run the daily check now").click()
-    back_from_the_job(page, "Index health", "Open Index health")
-    expect(page.locator("body")).to_contain_text("Daily check recorded for 1 retriever")
+    page.wait_for_url(re.compile(r"/jobs/\d+/$"))
+    told = after_the_job(page, heading(page, "Index health"))
+    assert "Daily check recorded for 1 retriever" in told
     assert IndexHealthCheck.objects.filter(project=project).exists()
     expect(page.locator("body")).not_to_contain_text("No daily check recorded yet.")
     mail.outbox.clear()

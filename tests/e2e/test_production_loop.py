@@ -16,7 +16,7 @@ from production.services import draws as production
 from production.services import sampling as sampling_services
 from production.services.traces import receive_traces
 from tests.conftest import wait_for_job
-from tests.e2e.conftest import log_in
+from tests.e2e.conftest import after_the_job, log_in
 from tests.factories import (
     PASSWORD,
     POLICY_TEXT,
@@ -150,7 +150,7 @@ def test_the_weekly_sample_is_labelled_its_misses_shown_and_promoted_into_v2(
     )
     admin.goto(f"{live_server.url}/p/acme/gold-sets/")
     admin.get_by_role("button", name="Finalise hr as a new gold set").click()
-    expect(admin.locator("h1")).to_have_text("Gold set hr v2", timeout=60_000)
+    after_the_job(admin, admin.locator("h1", has_text="Gold set hr v2"))
 
     v2 = GoldSet.objects.get(question_set=hr, number=2)
     assert [q["trace_id"] for q in v2.manifest["production_questions"]] == ["t-1"]
