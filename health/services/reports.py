@@ -89,16 +89,13 @@ def inputs_key(retriever: Retriever, viewer) -> str:
 
 
 def pending_job(retriever: Retriever, viewer) -> Job | None:
-    return (
-        Job.objects.unfinished()
-        .filter(
+    return jobs.unfinished(
+        jobs.newest(
             project_id=retriever.project_id,
             kind="index_health_report",
-            params__retriever_id=retriever.pk,
-            params__viewer_id=viewer.pk,
+            retriever_id=retriever.pk,
+            viewer_id=viewer.pk,
         )
-        .order_by("pk")
-        .first()
     )
 
 
@@ -109,6 +106,9 @@ def shown_health(*, retriever: Retriever, viewer) -> HealthShown:
     if rows <= INLINE_ROWS:
         health = retriever_health(retriever=retriever, viewer=viewer)
         return HealthShown(health.retriever, health.source, health.described, health.report, rows)
+    # The job before the report: a job stores its report before it finishes, so one that
+    # finishes between the two reads is found with its report, never with neither.
+    job = pending_job(retriever, viewer)
     stored = IndexHealthReport.objects.filter(
         retriever=retriever, key=inputs_key(retriever, viewer)
     ).first()
@@ -122,9 +122,7 @@ def shown_health(*, retriever: Retriever, viewer) -> HealthShown:
             by_job=True,
             stored_at=stored.created_at,
         )
-    return HealthShown(
-        retriever, "", "", None, rows, by_job=True, job=pending_job(retriever, viewer)
-    )
+    return HealthShown(retriever, "", "", None, rows, by_job=True, job=job)
 
 
 def start_health_report(*, retriever: Retriever, user) -> Job:

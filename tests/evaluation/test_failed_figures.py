@@ -70,3 +70,37 @@ def test_a_failed_computation_is_said_with_its_reason_and_can_be_tried_again(
     assert Job.objects.filter(kind=kind).count() == 2
     following = client.get(url).content.decode()
     assert "being computed" in following and "figures-failed" not in following
+
+
+@pytest.mark.parametrize("page", ["answers", "evaluation"])
+def test_a_job_finishing_while_the_page_reads_shows_the_figures(
+    page, project, lead, gold_set, monkeypatch
+):
+    """A job stores its figures, then finishes. A page that read the stored figures first and
+    the job second, with the job finishing in between, found neither and offered the button
+    again; the page reads the job first."""
+    client = login(lead)
+    if page == "answers":
+        url = reverse("evaluation:show-answers", args=[project.slug, gold_set.pk])
+        compute = reverse("evaluation:compute-answers", args=[project.slug, gold_set.pk])
+        module, name, task, kind = answer_scores, "answers_job", answer_report, "answer_report"
+        shown, button = 'data-score="faithfulness"', "Compute the answer scores"
+    else:
+        url = reverse("evaluation:show-evaluation", args=[project.slug])
+        compute = reverse("evaluation:score-runs", args=[project.slug, gold_set.pk])
+        module, name, task, kind = reports, "report_job", evaluation_report, "evaluation_report"
+        shown, button = '<table class="metrics">', "Compute the figures"
+    assert client.post(compute, {"shown": "1", "baseline": "1"}).status_code == 302
+    job = Job.objects.get(kind=kind)
+    read_the_job = getattr(module, name)
+
+    def the_worker_finishes_first(*args, **kwargs):
+        task(job.pk)  # the worker stores the figures and finishes the job, just now
+        return read_the_job(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, the_worker_finishes_first)
+    body = client.get(url).content.decode()
+    job.refresh_from_db()
+    assert job.state == JobState.SUCCEEDED
+    assert shown in body and button not in body
+    assert "being computed" not in body and "figures-failed" not in body

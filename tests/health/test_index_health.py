@@ -237,6 +237,29 @@ def test_the_form_asks_for_a_file(team, member):
     assert not Job.objects.exists()
 
 
+def test_a_health_job_finishing_while_the_page_reads_shows_its_figures(team, member, monkeypatch):
+    """The job stores its report, then finishes. A page that read the stored report first and
+    the job second, with the job finishing in between, found neither; it reads the job first."""
+    from corpus import jobs
+    from health.services import reports as health_reports
+
+    monkeypatch.setattr(health_reports, "INLINE_ROWS", 3)  # this manifest's 4 rows are "large"
+    manifests.import_manifest(retriever=team, data=GOOD, file_name="i.csv")
+    lead = login(member("lead", username="outsider"))
+    lead.post(reverse("health:check-index-now", args=[team.project.slug, team.pk]))
+    job = Job.objects.get(kind="index_health_report")
+    assert job.state == JobState.QUEUED
+    read_the_job = health_reports.pending_job
+
+    def the_worker_finishes_first(*args, **kwargs):
+        jobs.run(job.pk, health_reports.run_health_report)  # stored and finished just now
+        return read_the_job(*args, **kwargs)
+
+    monkeypatch.setattr(health_reports, "pending_job", the_worker_finishes_first)
+    html = lead.get(reverse("health:show-index-health", args=[team.project.slug])).content.decode()
+    assert "Computed by a job at" in html and "Check team now" not in html
+
+
 def test_a_large_index_is_checked_by_a_job_and_its_stored_figures_shown_until_inputs_change(
     team, member, monkeypatch, django_capture_on_commit_callbacks, inline_jobs
 ):

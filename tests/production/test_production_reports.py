@@ -56,6 +56,25 @@ def test_the_page_queues_the_report_then_shows_the_stored_figures(world):
     assert Job.objects.filter(kind="misses_report").count() == 1  # nothing computed again
 
 
+def test_a_job_finishing_while_the_page_reads_is_not_started_again(world, monkeypatch):
+    """The job stores its report, then finishes. A page that read the stored report first
+    and the job second, with the job finishing in between, started a second job for figures
+    already there; the page reads the job first."""
+    browser = login(world["lead"])
+    browser.get(world["url"])
+    (job,) = Job.objects.filter(kind="misses_report")
+    read_the_job = production_reports.pending_job
+
+    def the_worker_finishes_first(**kwargs):
+        jobs.run(job.pk, production_reports.run_misses_report)  # stored and finished just now
+        return read_the_job(**kwargs)
+
+    monkeypatch.setattr(production_reports, "pending_job", the_worker_finishes_first)
+    page = browser.get(world["url"]).content.decode()
+    assert "when are travel costs paid back" in page and "being computed" not in page
+    assert Job.objects.filter(kind="misses_report").count() == 1
+
+
 def test_a_label_changed_marks_the_figures_out_of_date_and_computes_them_again(world):
     browser = login(world["lead"])
     browser.get(world["url"])
