@@ -222,10 +222,11 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
         return render(request, "evaluation/show_evaluation.html", context, status=403)
     runs = list(EvaluationRun.objects.of_gold_set(gold_set).select_related("created_by"))
     choice = _choice(request, gold_set, request.GET)
-    # The job before the figures, as on the Answers page (`show_answers`).
-    job = reports.report_job(gold_set, choice)
-    stored = reports.stored_report(gold_set, choice)
-    job = None if stored else job
+    stored, job = reports.stored_report(gold_set, choice), None
+    if stored is None:
+        job = reports.report_job(gold_set, choice)
+        if job is not None and job.finished:  # finished since the first read: see show_answers
+            stored = reports.stored_report(gold_set, choice)
     context.update(
         runs=runs,
         selected_ids=set(choice.run_ids),
@@ -524,10 +525,13 @@ def show_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespo
             "to access groups you are not in; a member of those groups can read it."
         )
         return render(request, "evaluation/show_answers.html", context, status=403)
-    # The job before the figures: a job stores its figures before it finishes, so one that
-    # finishes between the two reads is found with its figures, never with neither.
-    job = answer_scores.answers_job(gold_set)
     page = answer_scores.stored_answers_report(gold_set)
+    if page is None:
+        job = answer_scores.answers_job(gold_set)
+        if job is not None and job.finished:
+            # A job stores its figures, then finishes: one that finished since the first read
+            # has stored them (without this read the page found neither).
+            page = answer_scores.stored_answers_report(gold_set)
     if page is None:
         context["job"] = jobs.unfinished(job)
         context["failed"] = job_display.failure_shown(job, request.user)

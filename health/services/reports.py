@@ -106,12 +106,14 @@ def shown_health(*, retriever: Retriever, viewer) -> HealthShown:
     if rows <= INLINE_ROWS:
         health = retriever_health(retriever=retriever, viewer=viewer)
         return HealthShown(health.retriever, health.source, health.described, health.report, rows)
-    # The job before the report: a job stores its report before it finishes, so one that
-    # finishes between the two reads is found with its report, never with neither.
-    job = pending_job(retriever, viewer)
-    stored = IndexHealthReport.objects.filter(
-        retriever=retriever, key=inputs_key(retriever, viewer)
-    ).first()
+    key = inputs_key(retriever, viewer)
+    stored, job = IndexHealthReport.objects.filter(retriever=retriever, key=key).first(), None
+    if stored is None:
+        job = pending_job(retriever, viewer)
+        if job is None:
+            # A job stores its report, then finishes: one that finished since the first read
+            # has stored it (without this read the page found neither).
+            stored = IndexHealthReport.objects.filter(retriever=retriever, key=key).first()
     if stored is not None:
         return HealthShown(
             retriever,

@@ -38,10 +38,14 @@ def show_misses(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse
     if sample.question_set is None:
         raise Http404("This sample has no question set.")
     key, visibility = reports.report_key(sample=sample, viewer=request.user)
-    # The job before the report: a job stores its report before it finishes, so one that
-    # finishes between the two reads is found with its report, never started a second time.
-    running = reports.pending_job(sample=sample, key=key)
     stored = reports.stored_report(sample=sample, key=key)
+    running = None
+    if stored is None:
+        running = reports.pending_job(sample=sample, key=key)
+        if running is None:
+            # A job stores its report, then finishes: one that finished since the first read
+            # has stored it (without this read the page started a second job).
+            stored = reports.stored_report(sample=sample, key=key)
     if stored is None:
         context["job"] = running or reports.start_misses_report(
             sample=sample, viewer=request.user, key=key, visibility=visibility

@@ -239,7 +239,8 @@ def test_the_form_asks_for_a_file(team, member):
 
 def test_a_health_job_finishing_while_the_page_reads_shows_its_figures(team, member, monkeypatch):
     """The job stores its report, then finishes. A page that read the stored report first and
-    the job second, with the job finishing in between, found neither; it reads the job first."""
+    the job second, with the job finishing in between, found neither; it now reads the report
+    again when it finds no job running."""
     from corpus import jobs
     from health.services import reports as health_reports
 

@@ -59,7 +59,7 @@ def test_the_page_queues_the_report_then_shows_the_stored_figures(world):
 def test_a_job_finishing_while_the_page_reads_is_not_started_again(world, monkeypatch):
     """The job stores its report, then finishes. A page that read the stored report first
     and the job second, with the job finishing in between, started a second job for figures
-    already there; the page reads the job first."""
+    already there; it now reads the report again when it finds no job running."""
     browser = login(world["lead"])
     browser.get(world["url"])
     (job,) = Job.objects.filter(kind="misses_report")
