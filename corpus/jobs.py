@@ -14,6 +14,7 @@ import string
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from celery import Task
 from django.apps import apps
@@ -89,6 +90,28 @@ def newest(*, project_id: int, kind: str, **params) -> Job | None:
 
 def unfinished(job: Job | None) -> Job | None:
     return job if job is not None and not job.finished else None
+
+
+Figures = TypeVar("Figures")
+
+
+def stored_or_job(
+    read: Callable[[], Figures | None], job_of: Callable[[], Job | None]
+) -> tuple[Figures | None, Job | None]:
+    """A page's stored figures (``read``), or, without them, the job computing them
+    (``job_of``: the one running, or the last that tried) and None.
+
+    A job stores its figures, then finishes. When no job is running after the first read, the
+    figures are read once more: a job that finished between the two reads is found with its
+    figures, never with neither (a page then offered to compute them again, or started a
+    second job for them)."""
+    figures = read()
+    if figures is not None:
+        return figures, None
+    job = job_of()
+    if unfinished(job) is None:
+        figures = read()
+    return figures, job
 
 
 def keep_upload(*, job: Job, name: str, data: bytes) -> Upload:

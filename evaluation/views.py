@@ -222,11 +222,10 @@ def show_evaluation(request: HttpRequest, slug: str) -> HttpResponse:
         return render(request, "evaluation/show_evaluation.html", context, status=403)
     runs = list(EvaluationRun.objects.of_gold_set(gold_set).select_related("created_by"))
     choice = _choice(request, gold_set, request.GET)
-    stored, job = reports.stored_report(gold_set, choice), None
-    if stored is None:
-        job = reports.report_job(gold_set, choice)
-        if job is not None and job.finished:  # finished since the first read: see show_answers
-            stored = reports.stored_report(gold_set, choice)
+    stored, job = jobs.stored_or_job(
+        lambda: reports.stored_report(gold_set, choice),
+        lambda: reports.report_job(gold_set, choice),
+    )
     context.update(
         runs=runs,
         selected_ids=set(choice.run_ids),
@@ -525,13 +524,10 @@ def show_answers(request: HttpRequest, slug: str, gold_set_id: int) -> HttpRespo
             "to access groups you are not in; a member of those groups can read it."
         )
         return render(request, "evaluation/show_answers.html", context, status=403)
-    page = answer_scores.stored_answers_report(gold_set)
-    if page is None:
-        job = answer_scores.answers_job(gold_set)
-        if job is not None and job.finished:
-            # A job stores its figures, then finishes: one that finished since the first read
-            # has stored them (without this read the page found neither).
-            page = answer_scores.stored_answers_report(gold_set)
+    page, job = jobs.stored_or_job(
+        lambda: answer_scores.stored_answers_report(gold_set),
+        lambda: answer_scores.answers_job(gold_set),
+    )
     if page is None:
         context["job"] = jobs.unfinished(job)
         context["failed"] = job_display.failure_shown(job, request.user)

@@ -107,13 +107,10 @@ def shown_health(*, retriever: Retriever, viewer) -> HealthShown:
         health = retriever_health(retriever=retriever, viewer=viewer)
         return HealthShown(health.retriever, health.source, health.described, health.report, rows)
     key = inputs_key(retriever, viewer)
-    stored, job = IndexHealthReport.objects.filter(retriever=retriever, key=key).first(), None
-    if stored is None:
-        job = pending_job(retriever, viewer)
-        if job is None:
-            # A job stores its report, then finishes: one that finished since the first read
-            # has stored it (without this read the page found neither).
-            stored = IndexHealthReport.objects.filter(retriever=retriever, key=key).first()
+    stored, job = jobs.stored_or_job(
+        lambda: IndexHealthReport.objects.filter(retriever=retriever, key=key).first(),
+        lambda: pending_job(retriever, viewer),
+    )
     if stored is not None:
         return HealthShown(
             retriever,

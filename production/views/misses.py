@@ -38,14 +38,10 @@ def show_misses(request: HttpRequest, slug: str, sample_id: int) -> HttpResponse
     if sample.question_set is None:
         raise Http404("This sample has no question set.")
     key, visibility = reports.report_key(sample=sample, viewer=request.user)
-    stored = reports.stored_report(sample=sample, key=key)
-    running = None
-    if stored is None:
-        running = reports.pending_job(sample=sample, key=key)
-        if running is None:
-            # A job stores its report, then finishes: one that finished since the first read
-            # has stored it (without this read the page started a second job).
-            stored = reports.stored_report(sample=sample, key=key)
+    stored, running = jobs.stored_or_job(
+        lambda: reports.stored_report(sample=sample, key=key),
+        lambda: reports.pending_job(sample=sample, key=key),
+    )
     if stored is None:
         context["job"] = running or reports.start_misses_report(
             sample=sample, viewer=request.user, key=key, visibility=visibility

@@ -78,7 +78,7 @@ def test_a_job_finishing_while_the_page_reads_shows_the_figures(
 ):
     """A job stores its figures, then finishes. A page that read the stored figures first and
     the job second, with the job finishing in between, found neither and offered the button
-    again; it now reads the figures again when the job it finds is finished."""
+    again; it now reads the figures again when no job is running."""
     client = login(lead)
     if page == "answers":
         url = reverse("evaluation:show-answers", args=[project.slug, gold_set.pk])
